@@ -1,0 +1,350 @@
+//! The engine: admits calls, drives each one through the store's transitions and the upstream,
+//! recovers what other (or earlier) workers left behind, and serves watchers.
+//!
+//! One tokio task ("driver") per invocation in flight. Drivers hold the invocation's lease and
+//! renew it while an upstream call runs; every write they make is fenced, so a driver that lost
+//! its lease can only append a late event. A recovery loop takes expired leases (G7).
+
+mod driver;
+mod policy;
+mod watch;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::stream::BoxStream;
+use tokio::sync::Notify;
+use tracing::{info, warn};
+
+use crate::digest::RequestDigest;
+use crate::error::Error;
+use crate::event::Event;
+use crate::id::{InvocationId, WorkerId};
+use crate::ports::{Admission, InvocationStore, Invocations, ListQuery, Page, Submission, Submitted, UpstreamRegistry};
+use crate::principal::{Principal, TenantId};
+use crate::state::{Decision, Draft, Invocation};
+
+pub use policy::RetryPolicy;
+
+/// Points in a driver's life where a [`FaultHook`] is consulted (fault tests pause here and
+/// kill the process).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultPoint {
+    /// Admitted and leased, before the attempt is recorded: nothing has gone upstream.
+    BeforeDispatch,
+    /// The upstream replied; its outcome is not committed yet.
+    AfterUpstreamReply,
+}
+
+/// A test hook called at each [`FaultPoint`]. Production wiring uses [`NoFaults`].
+#[async_trait]
+pub trait FaultHook: Send + Sync {
+    async fn reached(&self, point: FaultPoint, invocation: InvocationId);
+}
+
+/// The hook that does nothing.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoFaults;
+
+#[async_trait]
+impl FaultHook for NoFaults {
+    async fn reached(&self, _: FaultPoint, _: InvocationId) {}
+}
+
+/// Engine settings. `validate` names the bad field.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    pub worker: WorkerId,
+    /// How long a lease lasts without renewal; drivers renew every third of it.
+    pub lease_ttl: Duration,
+    /// How often recovery looks for expired leases (it also runs at start-up).
+    pub recovery_interval: Duration,
+    /// How many expired invocations one recovery pass takes.
+    pub recovery_batch: u32,
+    /// An attempt still running after this is lost (a `write` becomes `unknown`).
+    pub attempt_timeout: Duration,
+    pub retry: RetryPolicy,
+    /// How often a watcher re-reads the store when no local change woke it (other replicas).
+    pub watch_poll: Duration,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            worker: WorkerId::new(),
+            lease_ttl: Duration::from_secs(30),
+            recovery_interval: Duration::from_secs(5),
+            recovery_batch: 100,
+            attempt_timeout: Duration::from_secs(30),
+            retry: RetryPolicy::default(),
+            watch_poll: Duration::from_millis(250),
+        }
+    }
+}
+
+impl EngineConfig {
+    pub fn validate(&self) -> Result<(), String> {
+        if self.lease_ttl < Duration::from_millis(300) {
+            return Err("engine.lease_ttl_ms must be at least 300".into());
+        }
+        if self.retry.backoff_max * 2 > self.lease_ttl {
+            return Err("engine.backoff_max_ms must be at most half of engine.lease_ttl_ms".into());
+        }
+        if self.retry.max_attempts == 0 || self.retry.max_attempts > 100 {
+            return Err("engine.max_attempts must be within 1..=100".into());
+        }
+        if self.recovery_batch == 0 || self.attempt_timeout.is_zero() || self.recovery_interval.is_zero() {
+            return Err("engine.recovery_batch, attempt_timeout_ms and recovery_interval_ms must be positive".into());
+        }
+        Ok(())
+    }
+
+    fn ttl_ms(&self) -> i64 {
+        i64::try_from(self.lease_ttl.as_millis()).unwrap_or(i64::MAX)
+    }
+}
+
+/// One driver running in this process.
+struct Running {
+    cancel: Arc<Notify>,
+    task: tokio::task::AbortHandle,
+}
+
+pub(crate) struct Inner {
+    store: Arc<dyn InvocationStore>,
+    upstreams: Arc<dyn UpstreamRegistry>,
+    faults: Arc<dyn FaultHook>,
+    cfg: EngineConfig,
+    /// Bumped after every local change; watchers wait on it.
+    changed: tokio::sync::watch::Sender<u64>,
+    running: Mutex<HashMap<InvocationId, Running>>,
+    stopping: tokio::sync::watch::Sender<bool>,
+}
+
+/// The engine. Cheap to clone.
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine").field("worker", &self.inner.cfg.worker).finish_non_exhaustive()
+    }
+}
+
+impl Engine {
+    pub fn new(
+        store: Arc<dyn InvocationStore>,
+        upstreams: Arc<dyn UpstreamRegistry>,
+        faults: Arc<dyn FaultHook>,
+        cfg: EngineConfig,
+    ) -> Result<Self, Error> {
+        cfg.validate().map_err(Error::invalid_input)?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                store,
+                upstreams,
+                faults,
+                cfg,
+                changed: tokio::sync::watch::channel(0).0,
+                running: Mutex::new(HashMap::new()),
+                stopping: tokio::sync::watch::channel(false).0,
+            }),
+        })
+    }
+
+    pub fn worker(&self) -> WorkerId {
+        self.inner.cfg.worker
+    }
+
+    /// Starts the recovery loop: one pass now, then every `recovery_interval` until shutdown.
+    pub fn start(&self) -> tokio::task::JoinHandle<()> {
+        let inner = self.inner.clone();
+        tokio::spawn(async move {
+            let mut stopping = inner.stopping.subscribe();
+            loop {
+                if let Err(e) = Inner::recover_once(&inner).await {
+                    warn!(error = %e, "recovery pass failed");
+                }
+                tokio::select! {
+                    _ = tokio::time::sleep(inner.cfg.recovery_interval) => {}
+                    _ = stopping.wait_for(|s| *s) => return,
+                }
+            }
+        })
+    }
+
+    /// Runs one recovery pass now; returns how many invocations it took over.
+    pub async fn recover_once(&self) -> Result<usize, Error> {
+        Inner::recover_once(&self.inner).await
+    }
+
+    /// How many invocations this process is driving.
+    pub fn in_flight(&self) -> usize {
+        self.inner.running.lock().map(|m| m.len()).unwrap_or(0)
+    }
+
+    /// Graceful shutdown: stop admitting and recovering, let drivers finish for up to `grace`,
+    /// then stop the rest and release every lease this worker holds so another worker (or the
+    /// next start) recovers them at once.
+    pub async fn shutdown(&self, grace: Duration) -> Result<u64, Error> {
+        self.inner.stopping.send_replace(true);
+        let deadline = tokio::time::Instant::now() + grace;
+        while self.in_flight() > 0 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let left: Vec<Running> = match self.inner.running.lock() {
+            Ok(mut m) => m.drain().map(|(_, r)| r).collect(),
+            Err(_) => Vec::new(),
+        };
+        for r in &left {
+            r.task.abort();
+        }
+        let released = self.inner.store.release_leases(self.inner.cfg.worker).await?;
+        info!(aborted = left.len(), released, "engine stopped");
+        Ok(released)
+    }
+}
+
+impl Inner {
+    async fn recover_once(self: &Arc<Self>) -> Result<usize, Error> {
+        if *self.stopping.borrow() {
+            return Ok(0);
+        }
+        let taken = self.store.acquire_expired(self.cfg.worker, self.cfg.ttl_ms(), self.cfg.recovery_batch).await?;
+        let n = taken.len();
+        for inv in taken {
+            info!(invocation.id = %inv.id, state = inv.state.name().as_str(), fence = inv.lease.fence.0, "recovering invocation");
+            self.spawn_driver(inv);
+        }
+        Ok(n)
+    }
+
+    fn spawn_driver(self: &Arc<Self>, inv: Invocation) {
+        let cancel = Arc::new(Notify::new());
+        let id = inv.id;
+        let Ok(mut running) = self.running.lock() else { return };
+        let task = tokio::spawn(driver::drive(self.clone(), inv, cancel.clone()));
+        running.insert(id, Running { cancel, task: task.abort_handle() });
+    }
+
+    fn driver_done(&self, id: InvocationId) {
+        if let Ok(mut m) = self.running.lock() {
+            m.remove(&id);
+        }
+    }
+
+    fn notify_changed(&self) {
+        self.changed.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    async fn owned(&self, tenant: &TenantId, id: InvocationId) -> Result<Invocation, Error> {
+        self.store.get(Some(tenant), id).await?.ok_or_else(|| Error::not_found(format!("invocation {id} not found")))
+    }
+}
+
+#[async_trait]
+impl Invocations for Engine {
+    async fn submit(&self, s: Submission) -> Result<Submitted, Error> {
+        let inner = &self.inner;
+        if *inner.stopping.borrow() {
+            return Err(Error::unavailable("the gateway is shutting down; nothing was admitted"));
+        }
+        let target = inner.upstreams.target(&s.upstream, &s.operation)?;
+        let digest = RequestDigest::compute(&target.upstream, &target.operation, &s.request)?;
+        let draft = Draft {
+            id: InvocationId::new(),
+            principal: s.principal,
+            target,
+            request: s.request,
+            digest: digest.clone(),
+            ingress_key: s.ingress_key,
+            worker: inner.cfg.worker,
+            lease_ttl_ms: inner.cfg.ttl_ms(),
+        };
+        match inner.store.admit(draft).await? {
+            Admission::Created(inv) => {
+                inner.notify_changed();
+                inner.spawn_driver(inv.clone());
+                Ok(Submitted { invocation: inv, created: true })
+            }
+            Admission::Existing(inv) if inv.digest == digest => Ok(Submitted { invocation: inv, created: false }),
+            Admission::Existing(inv) => Err(Error::conflict(format!(
+                "idempotency key `{}` was already used by {} with a different request; nothing was dispatched",
+                inv.ingress_key.as_ref().map_or("", |k| k.as_str()),
+                inv.id
+            ))),
+        }
+    }
+
+    async fn get(&self, tenant: &TenantId, id: InvocationId) -> Result<Invocation, Error> {
+        self.inner.owned(tenant, id).await
+    }
+
+    async fn list(&self, tenant: &TenantId, query: ListQuery) -> Result<Page, Error> {
+        query.page_size()?;
+        query.after()?;
+        self.inner.store.list(tenant, &query).await
+    }
+
+    async fn cancel(&self, by: &Principal, id: InvocationId) -> Result<Invocation, Error> {
+        let who = by.clone();
+        let (inv, events) = self
+            .inner
+            .store
+            .transition(id, Box::new(move |inv, now| {
+                check_tenant(inv, &who.tenant)?;
+                inv.request_cancel(who, now)
+            }))
+            .await?;
+        if !events.is_empty() {
+            self.inner.notify_changed();
+        }
+        if inv.cancel.is_some() && !inv.state.is_terminal() {
+            if let Ok(m) = self.inner.running.lock() {
+                if let Some(r) = m.get(&id) {
+                    r.cancel.notify_one();
+                }
+            }
+        }
+        Ok(inv)
+    }
+
+    async fn reconcile(&self, by: &Principal, id: InvocationId, decision: Decision) -> Result<Invocation, Error> {
+        let who = by.clone();
+        let (inv, events) = self
+            .inner
+            .store
+            .transition(id, Box::new(move |inv, _| {
+                check_tenant(inv, &who.tenant)?;
+                inv.reconcile(decision, who)
+            }))
+            .await?;
+        if !events.is_empty() {
+            info!(invocation.id = %id, by = %by.subject, state = inv.state.name().as_str(), "invocation reconciled");
+            self.inner.notify_changed();
+        }
+        Ok(inv)
+    }
+
+    async fn events(&self, tenant: &TenantId, id: InvocationId, after: u64, limit: u32) -> Result<Vec<Event>, Error> {
+        self.inner.owned(tenant, id).await?;
+        self.inner.store.events(id, after, limit.clamp(1, 1000)).await
+    }
+
+    fn watch(&self, tenant: TenantId, id: InvocationId, after: u64) -> BoxStream<'static, Result<Event, Error>> {
+        watch::stream(self.inner.clone(), tenant, id, after)
+    }
+}
+
+/// Another tenant's invocation is reported as absent, so existence does not leak.
+fn check_tenant(inv: &Invocation, tenant: &TenantId) -> Result<(), Error> {
+    if &inv.principal.tenant == tenant {
+        Ok(())
+    } else {
+        Err(Error::not_found(format!("invocation {} not found", inv.id)))
+    }
+}

@@ -1,0 +1,79 @@
+//! `watch`: every event after a sequence number, in order, without gaps or duplicates (G9).
+//! Reads come from the store, so a watcher sees events committed by any replica; local
+//! changes wake it at once, and it re-reads every `watch_poll` for changes made elsewhere.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use futures::stream::{self, BoxStream, StreamExt};
+
+use super::Inner;
+use crate::error::Error;
+use crate::event::Event;
+use crate::id::InvocationId;
+use crate::principal::TenantId;
+
+struct Cursor {
+    inner: Arc<Inner>,
+    tenant: TenantId,
+    id: InvocationId,
+    after: u64,
+    buffered: VecDeque<Event>,
+    checked_owner: bool,
+    done: bool,
+}
+
+pub(super) fn stream(inner: Arc<Inner>, tenant: TenantId, id: InvocationId, after: u64) -> BoxStream<'static, Result<Event, Error>> {
+    let cursor = Cursor { inner, tenant, id, after, buffered: VecDeque::new(), checked_owner: false, done: false };
+    stream::unfold(cursor, |mut c| async move {
+        let item = next(&mut c).await?;
+        Some((item, c))
+    })
+    .boxed()
+}
+
+async fn next(c: &mut Cursor) -> Option<Result<Event, Error>> {
+    if c.done {
+        return None;
+    }
+    if !c.checked_owner {
+        if let Err(e) = c.inner.owned(&c.tenant, c.id).await {
+            c.done = true;
+            return Some(Err(e));
+        }
+        c.checked_owner = true;
+    }
+    let mut changed = c.inner.changed.subscribe();
+    loop {
+        if let Some(ev) = c.buffered.pop_front() {
+            c.after = ev.seq;
+            c.done = ev.kind.is_terminal();
+            return Some(Ok(ev));
+        }
+        // Read the state before the events: if it was terminal then, the events read after
+        // it include the terminal one, so an empty read means the stream is complete.
+        let terminal = match c.inner.store.get(None, c.id).await {
+            Ok(inv) => inv.is_some_and(|i| i.state.is_terminal()),
+            Err(e) => {
+                c.done = true;
+                return Some(Err(e));
+            }
+        };
+        match c.inner.store.events(c.id, c.after, 200).await {
+            Ok(evs) if !evs.is_empty() => {
+                c.buffered.extend(evs);
+                continue;
+            }
+            Ok(_) if terminal => return None,
+            Ok(_) => {}
+            Err(e) => {
+                c.done = true;
+                return Some(Err(e));
+            }
+        }
+        tokio::select! {
+            _ = changed.changed() => {}
+            _ = tokio::time::sleep(c.inner.cfg.watch_poll) => {}
+        }
+    }
+}

@@ -1,0 +1,31 @@
+//! `switchyard-contract` is Switchyard's durable invocation model: typed IDs, principals and
+//! targets, the invocation state machine ([`Invocation`], [`InvocationState`]), events, errors,
+//! the ports (traits) that adapters and stores implement, and the [`Engine`] that drives them.
+//!
+//! Start reading at [`ports`] (what the outside world sees and provides), then [`state`] (every
+//! transition and the guarantee it upholds), then [`engine`]. This crate knows no HTTP, no
+//! protocol SDK and no database: stores persist what [`state`] decides.
+
+pub mod digest;
+pub mod engine;
+pub mod error;
+pub mod event;
+pub mod id;
+pub mod ports;
+pub mod principal;
+pub mod state;
+
+pub use digest::RequestDigest;
+pub use engine::{Engine, EngineConfig, FaultHook, FaultPoint, NoFaults};
+pub use error::{Error, ErrorKind, ErrorSource, FailureRecord};
+pub use event::{Event, EventKind};
+pub use id::{AttemptId, EventId, InvocationId, WorkerId};
+pub use ports::{
+    Admission, CancelAck, DispatchCall, InvocationStore, Invocations, ListQuery, NewInvocation,
+    Page, Submission, Submitted, Transition, Upstream, UpstreamError, UpstreamRegistry,
+};
+pub use principal::{EffectClass, IngressKey, Principal, Target, TenantId};
+pub use state::{Decision, Fence, Invocation, InvocationState, Lease, Resolution, StateName};
+
+/// Milliseconds since the Unix epoch, as read from the store's clock.
+pub type Millis = i64;

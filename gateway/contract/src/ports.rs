@@ -1,0 +1,204 @@
+//! The ports. `Invocations` is the driving port that protocol adapters call; `InvocationStore`,
+//! `Upstream` and `UpstreamRegistry` are the driven ports the server wires in. Each method says
+//! what it guarantees; implementations are tested against those sentences.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures::stream::BoxStream;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::Millis;
+use crate::error::Error;
+use crate::event::{Event, EventKind};
+use crate::id::{AttemptId, InvocationId, WorkerId};
+use crate::principal::{IngressKey, Principal, Target, TenantId};
+use crate::state::{Decision, Invocation, StateName};
+
+pub use crate::state::Draft as NewInvocation;
+
+/// A call as an adapter hands it in. The effect class is not part of it: it comes from local
+/// configuration through [`UpstreamRegistry::target`].
+#[derive(Debug, Clone)]
+pub struct Submission {
+    pub principal: Principal,
+    pub upstream: String,
+    pub operation: String,
+    pub request: Value,
+    pub ingress_key: Option<IngressKey>,
+}
+
+/// The answer to a submission: the invocation as committed, and whether this call created it
+/// (`false`: an earlier submission with the same tenant, key and digest did).
+#[derive(Debug, Clone)]
+pub struct Submitted {
+    pub invocation: Invocation,
+    pub created: bool,
+}
+
+/// Filters and keyset pagination for listing a tenant's invocations, newest first.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ListQuery {
+    pub state: Option<StateName>,
+    /// 1..=500; `None` means 50.
+    pub limit: Option<u32>,
+    /// Opaque cursor from a previous [`Page::next_cursor`].
+    pub cursor: Option<String>,
+}
+
+impl ListQuery {
+    pub const MAX_LIMIT: u32 = 500;
+    pub const DEFAULT_LIMIT: u32 = 50;
+
+    /// The effective page size, or an error naming the bound.
+    pub fn page_size(&self) -> Result<u32, Error> {
+        match self.limit {
+            None => Ok(Self::DEFAULT_LIMIT),
+            Some(n) if (1..=Self::MAX_LIMIT).contains(&n) => Ok(n),
+            Some(n) => Err(Error::invalid_input(format!("limit {n} is out of range 1..={}", Self::MAX_LIMIT))),
+        }
+    }
+
+    /// Decodes the cursor into `(created_at_ms, id)`.
+    pub fn after(&self) -> Result<Option<(Millis, InvocationId)>, Error> {
+        let Some(c) = &self.cursor else { return Ok(None) };
+        let bad = || Error::invalid_input("cursor is invalid: pass back `next_cursor` unchanged");
+        let (ms, id) = c.split_once('.').ok_or_else(bad)?;
+        Ok(Some((ms.parse().map_err(|_| bad())?, id.parse().map_err(|_| bad())?)))
+    }
+
+    /// The cursor that continues after `inv`.
+    pub fn cursor_for(inv: &Invocation) -> String {
+        format!("{}.{}", inv.created_at_ms, inv.id)
+    }
+}
+
+/// One page of invocations.
+#[derive(Debug, Clone, Serialize)]
+pub struct Page {
+    pub items: Vec<Invocation>,
+    pub next_cursor: Option<String>,
+}
+
+/// The driving port: what protocol adapters and the admin API call.
+#[async_trait]
+pub trait Invocations: Send + Sync {
+    /// Admits a call (G1, G2). Returns only after the invocation and its first event are
+    /// committed; dispatch proceeds in the background.
+    async fn submit(&self, submission: Submission) -> Result<Submitted, Error>;
+    /// The invocation, if it belongs to `tenant` (else `NotFound`).
+    async fn get(&self, tenant: &TenantId, id: InvocationId) -> Result<Invocation, Error>;
+    async fn list(&self, tenant: &TenantId, query: ListQuery) -> Result<Page, Error>;
+    /// Records a cancellation durably and propagates it (G8).
+    async fn cancel(&self, by: &Principal, id: InvocationId) -> Result<Invocation, Error>;
+    /// Resolves an `unknown` outcome (G4), audited as an event, idempotent on retry.
+    async fn reconcile(&self, by: &Principal, id: InvocationId, decision: Decision) -> Result<Invocation, Error>;
+    /// Events with sequence numbers strictly after `after`, in order, at most `limit`.
+    async fn events(&self, tenant: &TenantId, id: InvocationId, after: u64, limit: u32) -> Result<Vec<Event>, Error>;
+    /// Every event strictly after `after`, in order, without gaps or duplicates (G9); the
+    /// stream ends after the terminal event.
+    fn watch(&self, tenant: TenantId, id: InvocationId, after: u64) -> BoxStream<'static, Result<Event, Error>>;
+}
+
+/// Admitting a draft either created the invocation or found the one already holding its
+/// (tenant, ingress key).
+#[derive(Debug, Clone)]
+pub enum Admission {
+    Created(Invocation),
+    Existing(Invocation),
+}
+
+/// A state change computed inside the store's transaction from the locked record and the
+/// store's clock. Returning `Err` rolls back and changes nothing.
+pub type Transition = Box<dyn FnOnce(&mut Invocation, Millis) -> Result<Vec<EventKind>, Error> + Send>;
+
+/// Durable storage of invocations and their events.
+#[async_trait]
+pub trait InvocationStore: Send + Sync {
+    /// Inserts the invocation built by [`Invocation::admit`] and its first event in one
+    /// transaction, committed before it returns (G1). If the tenant already used the ingress
+    /// key, nothing is written and the existing invocation is returned.
+    async fn admit(&self, draft: NewInvocation) -> Result<Admission, Error>;
+
+    /// Locks the invocation, reads the store's clock, applies `f`, persists the changed record
+    /// and appends the returned events with the next sequence numbers — all in one transaction,
+    /// committed before it returns. Concurrent transitions of one invocation are serialized.
+    /// Returns the record after the change and the events appended.
+    async fn transition(&self, id: InvocationId, f: Transition) -> Result<(Invocation, Vec<Event>), Error>;
+
+    /// The invocation; with `tenant`, only if it belongs to that tenant.
+    async fn get(&self, tenant: Option<&TenantId>, id: InvocationId) -> Result<Option<Invocation>, Error>;
+
+    /// A page of the tenant's invocations, newest first.
+    async fn list(&self, tenant: &TenantId, query: &ListQuery) -> Result<Page, Error>;
+
+    /// Events with `seq > after`, ascending, at most `limit`.
+    async fn events(&self, id: InvocationId, after: u64, limit: u32) -> Result<Vec<Event>, Error>;
+
+    /// Takes the lease of up to `limit` active invocations whose lease has expired on the
+    /// store's clock, raising each one's fence; rows locked by another worker are skipped.
+    async fn acquire_expired(&self, worker: WorkerId, ttl_ms: Millis, limit: u32) -> Result<Vec<Invocation>, Error>;
+
+    /// Ends every lease `worker` holds now, so that recovery can take them at once.
+    async fn release_leases(&self, worker: WorkerId) -> Result<u64, Error>;
+
+    /// The store's clock.
+    async fn now(&self) -> Result<Millis, Error>;
+}
+
+/// One attempt, as an upstream sees it.
+#[derive(Debug, Clone)]
+pub struct DispatchCall {
+    pub invocation: InvocationId,
+    pub attempt: AttemptId,
+    pub attempt_no: u32,
+    pub principal: Principal,
+    pub target: Target,
+    pub request: Value,
+}
+
+/// How an attempt failed, as the upstream adapter classifies it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UpstreamError {
+    /// The upstream answered and refused: the effect did not happen; repeating will not help.
+    #[error("upstream rejected the call ({code}): {message}")]
+    Rejected { code: String, message: String },
+    /// The call certainly did not take effect (e.g. connection refused): safe to try again.
+    #[error("upstream unavailable: {message}")]
+    Unavailable { message: String },
+    /// The outcome is unknown (timeout, broken connection after sending).
+    #[error("upstream outcome lost: {message}")]
+    Lost { message: String },
+    /// The upstream confirmed that it canceled the call.
+    #[error("upstream canceled the call")]
+    Canceled,
+}
+
+/// The upstream's answer to a cancellation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CancelAck {
+    /// The call is stopped; its dispatch ends with [`UpstreamError::Canceled`].
+    Confirmed,
+    /// The upstream cannot cancel this call (unsupported or already finished).
+    Unsupported,
+}
+
+/// An upstream the gateway calls. Implementations must not retry internally: retries are the
+/// engine's decision, made by effect class.
+#[async_trait]
+pub trait Upstream: Send + Sync {
+    /// Sends one attempt and waits for its outcome.
+    async fn dispatch(&self, call: &DispatchCall) -> Result<Value, UpstreamError>;
+    /// Asks the upstream to stop an attempt in flight.
+    async fn cancel(&self, call: &DispatchCall) -> CancelAck;
+}
+
+/// The configured upstreams and, from local configuration only, each operation's effect class.
+pub trait UpstreamRegistry: Send + Sync {
+    /// The target for `upstream`/`operation`, or `NotFound` if no such upstream/operation.
+    fn target(&self, upstream: &str, operation: &str) -> Result<Target, Error>;
+    /// The upstream named `name`.
+    fn upstream(&self, name: &str) -> Option<Arc<dyn Upstream>>;
+}
+

@@ -1,0 +1,457 @@
+//! The invocation state machine. Every transition is a method on [`Invocation`] that checks its
+//! preconditions, changes the record and returns the events to append — pure functions of the
+//! record and the store's clock. Stores apply them inside one transaction (see
+//! [`crate::ports::InvocationStore::transition`]), so a transition and its events commit together.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::Millis;
+use crate::digest::RequestDigest;
+use crate::error::{Error, ErrorSource, FailureRecord};
+use crate::event::EventKind;
+use crate::id::{AttemptId, InvocationId, WorkerId};
+use crate::principal::{EffectClass, IngressKey, Principal, Target};
+
+/// A fencing token: grows by one each time a worker takes an invocation's lease. A write is
+/// accepted only with the current token, so a worker whose lease was taken over cannot commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Fence(pub u64);
+
+/// Who may drive an invocation right now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Lease {
+    /// The worker holding the lease; `None` once the invocation is parked or terminal.
+    pub owner: Option<WorkerId>,
+    /// The current fencing token. Invariant: never decreases.
+    pub fence: Fence,
+    /// When the lease ends, on the store's clock. `None` when there is no owner.
+    pub expires_at_ms: Option<Millis>,
+}
+
+/// How a terminal outcome was reached.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "by", rename_all = "snake_case")]
+pub enum Resolution {
+    /// The upstream's reply (or the gateway's retry policy) decided it.
+    Upstream,
+    /// An operator reconciled an `unknown` outcome.
+    Reconciled { principal: Principal },
+}
+
+/// An operator's verdict on an `unknown` invocation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "decision", rename_all = "snake_case")]
+pub enum Decision {
+    /// The effect happened upstream; `result` becomes the invocation's result.
+    Applied { result: Value },
+    /// The effect did not happen; the invocation fails with `message`.
+    NotApplied { message: String },
+}
+
+/// Where an invocation is, with the data each state needs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum InvocationState {
+    /// Committed, not yet dispatched: nothing has gone upstream.
+    Admitted,
+    /// An attempt is recorded; bytes may be on their way upstream.
+    Dispatching { attempt: AttemptId, attempt_no: u32, fence: Fence },
+    /// A `read_only` attempt failed or was lost; the next one starts at `retry_at_ms`.
+    Retrying { attempt_no: u32, retry_at_ms: Millis, last_error: FailureRecord },
+    /// Reserved for the approval flow (policy enforcement point).
+    AwaitingApproval,
+    /// Reserved for upstreams that ask the caller for more input.
+    InputRequired,
+    /// Terminal. Invariant: `result` never changes once committed.
+    Succeeded { result: Value, resolution: Resolution },
+    /// Terminal. Invariant: `error` never changes once committed.
+    Failed { error: FailureRecord, resolution: Resolution },
+    /// The outcome of `attempt` was lost on a `write` target: never re-dispatched automatically;
+    /// waits for an explicit reconciliation.
+    Unknown { attempt: AttemptId, reason: String },
+    /// Terminal: canceled before dispatch, or the upstream confirmed the cancellation.
+    Canceled { by: Principal },
+}
+
+/// The state's name, as stored and filtered on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StateName {
+    Admitted,
+    Dispatching,
+    Retrying,
+    AwaitingApproval,
+    InputRequired,
+    Succeeded,
+    Failed,
+    Unknown,
+    Canceled,
+}
+
+impl StateName {
+    pub const ALL: [StateName; 9] = [
+        Self::Admitted,
+        Self::Dispatching,
+        Self::Retrying,
+        Self::AwaitingApproval,
+        Self::InputRequired,
+        Self::Succeeded,
+        Self::Failed,
+        Self::Unknown,
+        Self::Canceled,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Admitted => "admitted",
+            Self::Dispatching => "dispatching",
+            Self::Retrying => "retrying",
+            Self::AwaitingApproval => "awaiting_approval",
+            Self::InputRequired => "input_required",
+            Self::Succeeded => "succeeded",
+            Self::Failed => "failed",
+            Self::Unknown => "unknown",
+            Self::Canceled => "canceled",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|n| n.as_str() == s)
+    }
+
+    /// Terminal states never change again.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Self::Succeeded | Self::Failed | Self::Canceled)
+    }
+
+    /// States a worker drives under a lease; recovery looks only at these.
+    pub fn is_active(self) -> bool {
+        matches!(self, Self::Admitted | Self::Dispatching | Self::Retrying)
+    }
+}
+
+impl InvocationState {
+    pub fn name(&self) -> StateName {
+        match self {
+            Self::Admitted => StateName::Admitted,
+            Self::Dispatching { .. } => StateName::Dispatching,
+            Self::Retrying { .. } => StateName::Retrying,
+            Self::AwaitingApproval => StateName::AwaitingApproval,
+            Self::InputRequired => StateName::InputRequired,
+            Self::Succeeded { .. } => StateName::Succeeded,
+            Self::Failed { .. } => StateName::Failed,
+            Self::Unknown { .. } => StateName::Unknown,
+            Self::Canceled { .. } => StateName::Canceled,
+        }
+    }
+
+    pub fn is_terminal(&self) -> bool {
+        self.name().is_terminal()
+    }
+}
+
+/// A recorded request to cancel.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CancelRequest {
+    pub by: Principal,
+    pub at_ms: Millis,
+}
+
+/// One durable invocation, as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Invocation {
+    pub id: InvocationId,
+    pub principal: Principal,
+    pub target: Target,
+    /// The request as admitted. Invariant: immutable.
+    pub request: Value,
+    /// RFC 8785 + SHA-256 of target and request. Invariant: immutable.
+    pub digest: RequestDigest,
+    pub ingress_key: Option<IngressKey>,
+    pub state: InvocationState,
+    /// Attempts started so far. Invariant: a `write` target never has more than one.
+    pub attempts: u32,
+    pub cancel: Option<CancelRequest>,
+    pub lease: Lease,
+    /// Sequence number of the last event. Invariant: events are numbered 1..=last_seq, no gaps.
+    pub last_seq: u64,
+    pub created_at_ms: Millis,
+    pub updated_at_ms: Millis,
+}
+
+/// What one attempt came to, as the engine classifies the upstream's answer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AttemptOutcome {
+    Succeeded(Value),
+    Failed(FailureRecord),
+    /// Only for `read_only` targets: try again at `retry_at_ms`.
+    Retry { error: FailureRecord, retry_at_ms: Millis },
+    /// The outcome is lost (timeout, broken connection) on a `write` target.
+    Unknown { reason: String },
+    /// The upstream confirmed the cancellation.
+    Canceled,
+}
+
+impl AttemptOutcome {
+    fn summary(&self) -> String {
+        match self {
+            Self::Succeeded(_) => "succeeded".into(),
+            Self::Failed(e) => format!("failed: {}", e.code),
+            Self::Retry { error, .. } => format!("retry: {}", error.code),
+            Self::Unknown { reason } => format!("unknown: {reason}"),
+            Self::Canceled => "canceled".into(),
+        }
+    }
+}
+
+/// The data a store needs to admit a new invocation.
+#[derive(Debug, Clone)]
+pub struct Draft {
+    pub id: InvocationId,
+    pub principal: Principal,
+    pub target: Target,
+    pub request: Value,
+    pub digest: RequestDigest,
+    pub ingress_key: Option<IngressKey>,
+    /// The admitting worker takes the first lease, so that an invocation admitted by a process
+    /// that dies before dispatching is found by recovery once the lease expires.
+    pub worker: WorkerId,
+    pub lease_ttl_ms: Millis,
+}
+
+impl Invocation {
+    /// The record and first event of a newly admitted invocation (G1).
+    pub fn admit(d: Draft, now: Millis) -> (Self, EventKind) {
+        let event = EventKind::Admitted {
+            principal: d.principal.clone(),
+            target: d.target.clone(),
+            digest: d.digest.clone(),
+            ingress_key: d.ingress_key.clone(),
+        };
+        let inv = Self {
+            id: d.id,
+            principal: d.principal,
+            target: d.target,
+            request: d.request,
+            digest: d.digest,
+            ingress_key: d.ingress_key,
+            state: InvocationState::Admitted,
+            attempts: 0,
+            cancel: None,
+            lease: Lease { owner: Some(d.worker), fence: Fence(1), expires_at_ms: Some(now + d.lease_ttl_ms) },
+            last_seq: 0,
+            created_at_ms: now,
+            updated_at_ms: now,
+        };
+        (inv, event)
+    }
+
+    /// Whether `worker` holds a live lease with `fence` at `now` (G6).
+    pub fn holds_lease(&self, worker: WorkerId, fence: Fence, now: Millis) -> bool {
+        self.lease.owner == Some(worker)
+            && self.lease.fence == fence
+            && self.lease.expires_at_ms.is_some_and(|t| t > now)
+    }
+
+    fn require_lease(&self, worker: WorkerId, fence: Fence, now: Millis) -> Result<(), Error> {
+        if self.holds_lease(worker, fence, now) {
+            Ok(())
+        } else {
+            Err(Error::conflict(format!(
+                "lease lost on {}: fence {} is no longer current (current {})",
+                self.id, fence.0, self.lease.fence.0
+            )))
+        }
+    }
+
+    fn park(&mut self) {
+        self.lease.owner = None;
+        self.lease.expires_at_ms = None;
+    }
+
+    /// Extends a held lease; reports whether a cancellation has been requested.
+    pub fn renew(&mut self, worker: WorkerId, fence: Fence, now: Millis, ttl: Millis) -> Result<Vec<EventKind>, Error> {
+        self.require_lease(worker, fence, now)?;
+        self.lease.expires_at_ms = Some(now + ttl);
+        Ok(Vec::new())
+    }
+
+    /// Records a new attempt before anything goes upstream (G3). Allowed from `admitted` and
+    /// `retrying`, only for the lease holder, and at most once for a `write` target (G4).
+    pub fn begin_attempt(&mut self, worker: WorkerId, fence: Fence, now: Millis, ttl: Millis) -> Result<Vec<EventKind>, Error> {
+        self.require_lease(worker, fence, now)?;
+        match self.state {
+            InvocationState::Admitted | InvocationState::Retrying { .. } => {}
+            _ => return Err(self.wrong_state("start an attempt")),
+        }
+        if self.target.effect == EffectClass::Write && self.attempts > 0 {
+            return Err(Error::internal(format!("{} is a write and was already dispatched once", self.id)));
+        }
+        let attempt = AttemptId::new();
+        self.attempts += 1;
+        self.state = InvocationState::Dispatching { attempt, attempt_no: self.attempts, fence };
+        self.lease.expires_at_ms = Some(now + ttl);
+        Ok(vec![EventKind::DispatchStarted { attempt, attempt_no: self.attempts, fence, worker }])
+    }
+
+    /// Commits an attempt's outcome. A worker that lost its lease, or an outcome for an attempt
+    /// that is no longer current, only appends a `late_outcome` event (G6); terminal results are
+    /// never overwritten (G10).
+    pub fn record_outcome(
+        &mut self,
+        worker: WorkerId,
+        fence: Fence,
+        attempt: AttemptId,
+        outcome: AttemptOutcome,
+        now: Millis,
+        ttl: Millis,
+    ) -> Vec<EventKind> {
+        let current = matches!(self.state, InvocationState::Dispatching { attempt: a, .. } if a == attempt);
+        if !current || !self.holds_lease(worker, fence, now) {
+            return vec![EventKind::LateOutcome { attempt, fence, worker, outcome: outcome.summary() }];
+        }
+        match outcome {
+            AttemptOutcome::Succeeded(result) => {
+                self.park();
+                self.state = InvocationState::Succeeded { result: result.clone(), resolution: Resolution::Upstream };
+                vec![EventKind::Succeeded { result, resolution: Resolution::Upstream }]
+            }
+            AttemptOutcome::Failed(error) => self.fail(error),
+            AttemptOutcome::Retry { error, retry_at_ms } => {
+                self.lease.expires_at_ms = Some(now + ttl);
+                self.state = InvocationState::Retrying { attempt_no: self.attempts, retry_at_ms, last_error: error.clone() };
+                vec![EventKind::AttemptFailed { attempt, error, retry_at_ms: Some(retry_at_ms) }]
+            }
+            AttemptOutcome::Unknown { reason } => self.unknown(attempt, reason),
+            AttemptOutcome::Canceled => {
+                let by = self.cancel.as_ref().map_or_else(|| self.principal.clone(), |c| c.by.clone());
+                self.park();
+                self.state = InvocationState::Canceled { by: by.clone() };
+                vec![EventKind::Canceled { by }]
+            }
+        }
+    }
+
+    fn fail(&mut self, error: FailureRecord) -> Vec<EventKind> {
+        self.park();
+        self.state = InvocationState::Failed { error: error.clone(), resolution: Resolution::Upstream };
+        vec![EventKind::Failed { error, resolution: Resolution::Upstream }]
+    }
+
+    fn unknown(&mut self, attempt: AttemptId, reason: String) -> Vec<EventKind> {
+        self.park();
+        self.state = InvocationState::Unknown { attempt, reason: reason.clone() };
+        vec![EventKind::OutcomeUnknown { attempt, reason }]
+    }
+
+    /// Recovery of an attempt whose worker vanished (G4, G5, G7): a `write` becomes `unknown`; a
+    /// `read_only` is retried now while attempts remain, else fails. Requires the lease.
+    pub fn recover_lost_attempt(&mut self, worker: WorkerId, fence: Fence, now: Millis, max_attempts: u32) -> Result<Vec<EventKind>, Error> {
+        self.require_lease(worker, fence, now)?;
+        let InvocationState::Dispatching { attempt, .. } = self.state else {
+            return Ok(Vec::new());
+        };
+        let reason = "the gateway lost this attempt's outcome (process stopped or lease expired)".to_string();
+        if self.target.effect == EffectClass::Write {
+            return Ok(self.unknown(attempt, reason));
+        }
+        let error = FailureRecord::new("attempt_lost", reason, true, ErrorSource::Gateway);
+        if self.cancel.is_some() {
+            return Ok(self.record_outcome(worker, fence, attempt, AttemptOutcome::Canceled, now, 0));
+        }
+        if self.attempts >= max_attempts {
+            let mut events = vec![EventKind::AttemptFailed { attempt, error: error.clone(), retry_at_ms: None }];
+            events.extend(self.fail(exhausted(self.attempts, &error)));
+            return Ok(events);
+        }
+        self.state = InvocationState::Retrying { attempt_no: self.attempts, retry_at_ms: now, last_error: error.clone() };
+        Ok(vec![EventKind::AttemptFailed { attempt, error, retry_at_ms: Some(now) }])
+    }
+
+    /// Records a cancellation request (G8). Before dispatch it cancels at once; while an attempt
+    /// is in flight it is recorded for the driver to propagate; repeated requests change nothing.
+    pub fn request_cancel(&mut self, by: Principal, now: Millis) -> Result<Vec<EventKind>, Error> {
+        match self.state {
+            InvocationState::Admitted
+            | InvocationState::Retrying { .. }
+            | InvocationState::AwaitingApproval
+            | InvocationState::InputRequired => {
+                self.cancel = Some(CancelRequest { by: by.clone(), at_ms: now });
+                self.park();
+                self.state = InvocationState::Canceled { by: by.clone() };
+                Ok(vec![EventKind::CancelRequested { by: by.clone() }, EventKind::Canceled { by }])
+            }
+            InvocationState::Dispatching { .. } if self.cancel.is_some() => Ok(Vec::new()),
+            InvocationState::Dispatching { .. } => {
+                self.cancel = Some(CancelRequest { by: by.clone(), at_ms: now });
+                Ok(vec![EventKind::CancelRequested { by }])
+            }
+            InvocationState::Canceled { .. } => Ok(Vec::new()),
+            InvocationState::Unknown { .. } => Err(Error::conflict(format!(
+                "{} has an unknown outcome and cannot be canceled: reconcile it instead",
+                self.id
+            ))),
+            InvocationState::Succeeded { .. } | InvocationState::Failed { .. } => Err(self.wrong_state("cancel")),
+        }
+    }
+
+    /// Resolves an `unknown` outcome (G4). Repeating the same decision changes nothing; any
+    /// other state, or a different decision after one was taken, is refused.
+    pub fn reconcile(&mut self, decision: Decision, by: Principal) -> Result<Vec<EventKind>, Error> {
+        if let Some(previous) = self.reconciled_decision() {
+            return if previous == decision {
+                Ok(Vec::new())
+            } else {
+                Err(Error::conflict(format!("{} was already reconciled with a different decision", self.id)))
+            };
+        }
+        if !matches!(self.state, InvocationState::Unknown { .. }) {
+            return Err(self.wrong_state("reconcile (only `unknown` invocations can be reconciled)"));
+        }
+        let resolution = Resolution::Reconciled { principal: by.clone() };
+        let terminal = match &decision {
+            Decision::Applied { result } => {
+                self.state = InvocationState::Succeeded { result: result.clone(), resolution: resolution.clone() };
+                EventKind::Succeeded { result: result.clone(), resolution }
+            }
+            Decision::NotApplied { message } => {
+                let error = FailureRecord::new("reconciled_not_applied", message.clone(), true, ErrorSource::Upstream);
+                self.state = InvocationState::Failed { error: error.clone(), resolution: resolution.clone() };
+                EventKind::Failed { error, resolution }
+            }
+        };
+        Ok(vec![EventKind::Reconciled { decision, by }, terminal])
+    }
+
+    /// The decision a reconciliation took, if this invocation was reconciled.
+    fn reconciled_decision(&self) -> Option<Decision> {
+        match &self.state {
+            InvocationState::Succeeded { result, resolution: Resolution::Reconciled { .. } } => {
+                Some(Decision::Applied { result: result.clone() })
+            }
+            InvocationState::Failed { error, resolution: Resolution::Reconciled { .. } } => {
+                Some(Decision::NotApplied { message: error.message.clone() })
+            }
+            _ => None,
+        }
+    }
+
+    fn wrong_state(&self, what: &str) -> Error {
+        Error::conflict(format!("cannot {what}: {} is {}", self.id, self.state.name().as_str()))
+    }
+}
+
+/// The failure recorded when a `read_only` target ran out of attempts.
+pub fn exhausted(attempts: u32, last: &FailureRecord) -> FailureRecord {
+    FailureRecord::new(
+        "attempts_exhausted",
+        format!("gave up after {attempts} attempts; last error: {}", last.message),
+        true,
+        last.source,
+    )
+}
+
+#[cfg(test)]
+mod tests;
