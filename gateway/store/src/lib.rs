@@ -1,1 +1,76 @@
-//! placeholder
+//! `switchyard-store` implements the contract's [`InvocationStore`] on PostgreSQL (production:
+//! many gateway replicas share one database; row locks, `SKIP LOCKED`, the database clock) and
+//! SQLite (the embedded default: one process, writes serialized through one connection).
+//!
+//! Start at [`connect`]. Both backends run the same contract test suite (`tests/` crate). SQL
+//! lives in `migrations/` (DDL) and in the backend modules (queries); [`row`] turns rows into
+//! contract values for both.
+
+mod error;
+mod migrate;
+pub mod postgres;
+mod row;
+pub mod sqlite;
+
+use std::sync::Arc;
+
+use switchyard_contract::InvocationStore;
+
+pub use error::StoreError;
+pub use postgres::PgStore;
+pub use sqlite::SqliteStore;
+
+/// Pool sizing and start-up behaviour.
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    /// Connections in the pool (PostgreSQL) or readers beside the single writer (SQLite).
+    pub max_connections: u32,
+    /// Apply pending migrations on connect.
+    pub migrate: bool,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        Self { max_connections: 16, migrate: true }
+    }
+}
+
+/// Opens the store named by `url` (`postgres://…` or `sqlite://…`), migrating it if asked.
+pub async fn connect(url: &str, opts: &StoreOptions) -> Result<Arc<dyn InvocationStore>, StoreError> {
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        Ok(Arc::new(PgStore::connect(url, opts).await?))
+    } else if url.starts_with("sqlite:") {
+        Ok(Arc::new(SqliteStore::connect(url, opts).await?))
+    } else {
+        Err(StoreError::Config(format!(
+            "store url must start with postgres:// or sqlite: (got `{}`)",
+            redact_url(url)
+        )))
+    }
+}
+
+/// The URL with any password replaced, for logs and messages.
+pub fn redact_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(s), Some(at)) if at > s => {
+            let creds = &url[s + 3..at];
+            match creds.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..s + 3], &url[at..]),
+                None => url.to_string(),
+            }
+        }
+        _ => url.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact_url;
+
+    #[test]
+    fn passwords_are_redacted() {
+        assert_eq!(redact_url("postgres://u:secret@h/db"), "postgres://u:***@h/db");
+        assert_eq!(redact_url("postgres://u@h/db"), "postgres://u@h/db");
+        assert_eq!(redact_url("sqlite:///tmp/x.db"), "sqlite:///tmp/x.db");
+    }
+}
