@@ -1,1 +1,15 @@
-//! placeholder
+//! The test harness: throw-away PostgreSQL clusters started from the installed server binaries,
+//! fresh SQLite files, and the real `switchyard` binary started on `127.0.0.1:0`.
+//!
+//! Start at [`pg::database`] (a fresh PostgreSQL database) and [`gateway::Gateway`] (a running
+//! gateway process with helpers to call its admin API).
+
+pub mod gateway;
+pub mod pg;
+
+/// A fresh SQLite database URL in its own temporary directory (kept alive by the guard).
+pub fn sqlite_url() -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("cannot create a temp dir: {e}"));
+    let url = format!("sqlite://{}/switchyard.db", dir.path().display());
+    (dir, url)
+}

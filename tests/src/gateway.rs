@@ -1,0 +1,1 @@
+//! Running the real gateway binary (see below).

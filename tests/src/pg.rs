@@ -1,0 +1,138 @@
+//! A throw-away PostgreSQL cluster for tests.
+//!
+//! If `SWITCHYARD_TEST_PG` holds a URL (the test command starts one cluster for the whole run),
+//! databases are created there. Otherwise the first call starts a private cluster from the
+//! installed server binaries (`$PG_BIN`, else the newest `/usr/lib/postgresql/*/bin`) in a temp
+//! directory, listening on a unix socket only, as the `postgres` user when running as root
+//! (PostgreSQL refuses to run as root). It stops when the test process exits: a shell wrapper
+//! holds the postmaster and kills it when our end of its stdin pipe closes.
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+struct Cluster {
+    admin_url: String,
+    _guard: Option<Mutex<Child>>,
+}
+
+static CLUSTER: OnceLock<Cluster> = OnceLock::new();
+
+/// A fresh, empty database on the test cluster; returns its URL.
+pub async fn database() -> String {
+    let cluster = CLUSTER.get_or_init(|| start().unwrap_or_else(|e| panic!("PostgreSQL for tests: {e}")));
+    let name = format!("t_{}", uuid::Uuid::new_v4().simple());
+    let (base, query) = cluster.admin_url.split_once('?').map_or((cluster.admin_url.as_str(), ""), |(b, q)| (b, q));
+    let admin = sqlx_free_exec(&cluster.admin_url, &format!("CREATE DATABASE {name}"));
+    admin.unwrap_or_else(|e| panic!("CREATE DATABASE failed: {e}"));
+    let root = base.rsplit_once('/').map_or(base, |(r, _)| r);
+    if query.is_empty() { format!("{root}/{name}") } else { format!("{root}/{name}?{query}") }
+}
+
+/// Runs one statement with `psql` (keeps this harness free of a database driver).
+fn sqlx_free_exec(url: &str, sql: &str) -> Result<(), String> {
+    let out = Command::new("psql")
+        .args(["-v", "ON_ERROR_STOP=1", "-qAt", "-d", url, "-c", sql])
+        .output()
+        .map_err(|e| format!("cannot run psql: {e} (install postgresql-client)"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+fn pg_bin() -> Result<PathBuf, String> {
+    if let Some(p) = std::env::var_os("PG_BIN") {
+        return Ok(PathBuf::from(p));
+    }
+    let mut found: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+        .map_err(|_| "no /usr/lib/postgresql: install the PostgreSQL server (apt-get install postgresql)".to_string())?
+        .filter_map(|e| e.ok())
+        .filter_map(|e| Some((e.file_name().to_str()?.parse().ok()?, e.path().join("bin"))))
+        .filter(|(_, p)| p.join("postgres").exists())
+        .collect();
+    found.sort();
+    found.pop().map(|(_, p)| p).ok_or_else(|| "no PostgreSQL server binaries found".into())
+}
+
+/// The uid/gid to run PostgreSQL as: ourselves, or `postgres` when we are root.
+fn run_as() -> Result<Option<(u32, u32)>, String> {
+    let id = |flag: &str, user: Option<&str>| -> Result<u32, String> {
+        let mut c = Command::new("id");
+        c.arg(flag);
+        if let Some(u) = user {
+            c.arg(u);
+        }
+        let out = c.output().map_err(|e| format!("cannot run id: {e}"))?;
+        String::from_utf8_lossy(&out.stdout).trim().parse().map_err(|_| format!("no user {user:?}"))
+    };
+    if id("-u", None)? != 0 {
+        return Ok(None);
+    }
+    Ok(Some((id("-u", Some("postgres"))?, id("-g", Some("postgres"))?)))
+}
+
+fn command(path: &Path, user: Option<(u32, u32)>) -> Command {
+    let mut c = Command::new(path);
+    if let Some((uid, gid)) = user {
+        c.uid(uid).gid(gid);
+    }
+    c
+}
+
+fn start() -> Result<Cluster, String> {
+    if let Ok(url) = std::env::var("SWITCHYARD_TEST_PG") {
+        return Ok(Cluster { admin_url: url, _guard: None });
+    }
+    let bin = pg_bin()?;
+    let user = run_as()?;
+    let dir = tempfile::Builder::new().prefix("switchyard-pg-").tempdir().map_err(|e| e.to_string())?;
+    if let Some((uid, gid)) = user {
+        std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid)).map_err(|e| format!("chown: {e}"))?;
+    }
+    let data = dir.path().join("data");
+    let status = command(&bin.join("initdb"), user)
+        .args(["-D"])
+        .arg(&data)
+        .args(["-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C", "-N", "--no-instructions"])
+        .stdout(Stdio::null())
+        .status()
+        .map_err(|e| format!("initdb: {e}"))?;
+    if !status.success() {
+        return Err(format!("initdb failed ({status})"));
+    }
+    let script = format!(
+        "'{}' -D '{}' -k '{}' -c listen_addresses= -p 5432 -c fsync=off -c synchronous_commit=off \
+         -c full_page_writes=off -c max_connections=200 >'{}/log' 2>&1 & pid=$!; cat >/dev/null; kill -QUIT $pid; wait $pid; rm -rf '{}'",
+        bin.join("postgres").display(),
+        data.display(),
+        dir.path().display(),
+        dir.path().display(),
+        dir.path().display()
+    );
+    let guard = command(Path::new("/bin/sh"), user)
+        .args(["-c", &script])
+        .stdin(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("postgres: {e}"))?;
+    let pid_file = data.join("postmaster.pid");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let ready = std::fs::read_to_string(&pid_file).is_ok_and(|s| s.contains("ready"));
+        if ready {
+            break;
+        }
+        if Instant::now() > deadline {
+            let log = std::fs::read_to_string(dir.path().join("log")).unwrap_or_default();
+            return Err(format!("postgres did not become ready in 30 s:\n{log}"));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let admin_url = format!("postgres://postgres@localhost/postgres?host={}&port=5432", dir.path().display());
+    // The wrapper removes the directory after the postmaster stops.
+    let _ = dir.keep();
+    Ok(Cluster { admin_url, _guard: Some(Mutex::new(guard)) })
+}

@@ -1,0 +1,274 @@
+//! The store contract suite: every test runs against SQLite and against a throw-away
+//! PostgreSQL cluster, through the `InvocationStore` port only.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use serde_json::json;
+use switchyard_contract::state::Draft;
+use switchyard_contract::{
+    Admission, EffectClass, Error, EventKind, IngressKey, InvocationId, InvocationState, InvocationStore, ListQuery,
+    Principal, RequestDigest, StateName, Target, TenantId, WorkerId,
+};
+use switchyard_store::StoreOptions;
+
+struct Backend {
+    store: Arc<dyn InvocationStore>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+async fn sqlite() -> Backend {
+    let (dir, url) = switchyard_tests::sqlite_url();
+    let store = switchyard_store::connect(&url, &StoreOptions::default()).await.unwrap_or_else(|e| panic!("{e}"));
+    Backend { store, _dir: Some(dir) }
+}
+
+async fn postgres() -> Backend {
+    let url = switchyard_tests::pg::database().await;
+    let store = switchyard_store::connect(&url, &StoreOptions::default()).await.unwrap_or_else(|e| panic!("{e}"));
+    Backend { store, _dir: None }
+}
+
+/// Generates `mod name { sqlite, postgres }` running `name(store)` on each backend.
+macro_rules! contract {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                let b = super::sqlite().await;
+                super::$name(b.store.clone()).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                let b = super::postgres().await;
+                super::$name(b.store.clone()).await;
+            }
+        }
+    )*};
+}
+
+contract!(
+    admit_commits_the_invocation_and_its_first_event,
+    ingress_key_returns_the_existing_invocation,
+    concurrent_admissions_with_one_key_create_one_invocation,
+    transitions_append_gapless_events_and_errors_change_nothing,
+    concurrent_transitions_are_serialized,
+    terminal_rows_are_immutable_in_the_database,
+    list_pages_newest_first_with_filters,
+    expired_leases_are_taken_once_with_a_higher_fence,
+    released_leases_are_recoverable_at_once,
+    tenants_do_not_see_each_other,
+);
+
+fn tenant(t: &str) -> TenantId {
+    TenantId::new(t).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn draft(t: &str, key: Option<&str>, request: serde_json::Value, ttl_ms: i64) -> Draft {
+    let digest = RequestDigest::compute("demo", "count", &request).unwrap_or_else(|e| panic!("{e}"));
+    Draft {
+        id: InvocationId::new(),
+        principal: Principal::new(tenant(t), "tester"),
+        target: Target { upstream: "demo".into(), operation: "count".into(), effect: EffectClass::Write },
+        request,
+        digest,
+        ingress_key: key.map(|k| IngressKey::new(k).unwrap_or_else(|e| panic!("{e}"))),
+        worker: WorkerId::new(),
+        lease_ttl_ms: ttl_ms,
+    }
+}
+
+async fn created(store: &Arc<dyn InvocationStore>, d: Draft) -> switchyard_contract::Invocation {
+    match store.admit(d).await {
+        Ok(Admission::Created(inv)) => inv,
+        other => panic!("expected a new invocation, got {other:?}"),
+    }
+}
+
+async fn admit_commits_the_invocation_and_its_first_event(store: Arc<dyn InvocationStore>) {
+    let inv = created(&store, draft("a", None, json!({"x": [1, 2.5, "s"]}), 30_000)).await;
+    let stored = store.get(None, inv.id).await.ok().flatten();
+    assert_eq!(stored.as_ref(), Some(&inv), "what admit returns is what is stored");
+    assert_eq!(inv.state, InvocationState::Admitted);
+    assert_eq!(inv.last_seq, 1);
+    let events = store.events(inv.id, 0, 10).await.unwrap_or_default();
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].seq, 1);
+    assert!(matches!(events[0].kind, EventKind::Admitted { .. }));
+    let now = store.now().await.unwrap_or_default();
+    assert!(inv.lease.expires_at_ms.is_some_and(|t| t > now && t <= now + 30_000));
+}
+
+async fn ingress_key_returns_the_existing_invocation(store: Arc<dyn InvocationStore>) {
+    let first = created(&store, draft("a", Some("k1"), json!({"n": 1}), 30_000)).await;
+    match store.admit(draft("a", Some("k1"), json!({"n": 2}), 30_000)).await {
+        Ok(Admission::Existing(inv)) => assert_eq!(inv.id, first.id),
+        other => panic!("expected the existing invocation, got {other:?}"),
+    }
+    // The same key in another tenant is another invocation.
+    let other = created(&store, draft("b", Some("k1"), json!({"n": 1}), 30_000)).await;
+    assert_ne!(other.id, first.id);
+    assert_eq!(store.events(first.id, 0, 10).await.map(|e| e.len()).ok(), Some(1), "no event for the duplicate");
+}
+
+async fn concurrent_admissions_with_one_key_create_one_invocation(store: Arc<dyn InvocationStore>) {
+    let tasks: Vec<_> = (0..16)
+        .map(|_| {
+            let s = store.clone();
+            tokio::spawn(async move { s.admit(draft("a", Some("race"), json!({}), 30_000)).await })
+        })
+        .collect();
+    let mut ids = HashSet::new();
+    let mut creations = 0;
+    for t in tasks {
+        match t.await {
+            Ok(Ok(Admission::Created(inv))) => {
+                creations += 1;
+                ids.insert(inv.id);
+            }
+            Ok(Ok(Admission::Existing(inv))) => {
+                ids.insert(inv.id);
+            }
+            other => panic!("admission failed: {other:?}"),
+        }
+    }
+    assert_eq!(creations, 1);
+    assert_eq!(ids.len(), 1);
+}
+
+async fn transitions_append_gapless_events_and_errors_change_nothing(store: Arc<dyn InvocationStore>) {
+    let d = draft("a", None, json!({}), 30_000);
+    let worker = d.worker;
+    let inv = created(&store, d).await;
+    let fence = inv.lease.fence;
+    let (after, events) = store
+        .transition(inv.id, Box::new(move |i, now| i.begin_attempt(worker, fence, now, 30_000)))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(after.state.name(), StateName::Dispatching);
+    assert_eq!(events.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![2]);
+    assert_eq!(store.get(None, inv.id).await.ok().flatten().as_ref(), Some(&after));
+
+    let refused = store
+        .transition(inv.id, Box::new(|i, _| {
+            i.attempts = 99;
+            Err(Error::conflict("no"))
+        }))
+        .await;
+    assert!(refused.is_err());
+    assert_eq!(store.get(None, inv.id).await.ok().flatten(), Some(after), "a failed transition changes nothing");
+    let missing = store.transition(InvocationId::new(), Box::new(|_, _| Ok(Vec::new()))).await;
+    assert_eq!(missing.err().map(|e| e.kind()), Some(switchyard_contract::ErrorKind::NotFound));
+}
+
+async fn concurrent_transitions_are_serialized(store: Arc<dyn InvocationStore>) {
+    let d = draft("a", None, json!({}), 30_000);
+    let inv = created(&store, d).await;
+    let principal = inv.principal.clone();
+    let tasks: Vec<_> = (0..20)
+        .map(|_| {
+            let (s, p) = (store.clone(), principal.clone());
+            tokio::spawn(async move {
+                s.transition(inv.id, Box::new(move |_, _| Ok(vec![EventKind::CancelRequested { by: p }]))).await
+            })
+        })
+        .collect();
+    for t in tasks {
+        assert!(matches!(t.await, Ok(Ok(_))));
+    }
+    let events = store.events(inv.id, 0, 100).await.unwrap_or_default();
+    assert_eq!(events.iter().map(|e| e.seq).collect::<Vec<_>>(), (1..=21).collect::<Vec<u64>>());
+    let tail = store.events(inv.id, 19, 100).await.unwrap_or_default();
+    assert_eq!(tail.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![20, 21]);
+    assert_eq!(store.events(inv.id, 0, 5).await.map(|e| e.len()).ok(), Some(5));
+}
+
+async fn terminal_rows_are_immutable_in_the_database(store: Arc<dyn InvocationStore>) {
+    let inv = created(&store, draft("a", None, json!({}), 30_000)).await;
+    let by = inv.principal.clone();
+    store
+        .transition(inv.id, Box::new(move |i, now| i.request_cancel(by, now)))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    // A buggy transition that rewrites a terminal state is refused by the database itself.
+    let rewrite = store
+        .transition(inv.id, Box::new(|i, _| {
+            i.state = InvocationState::Admitted;
+            Ok(Vec::new())
+        }))
+        .await;
+    assert_eq!(rewrite.err().map(|e| e.kind()), Some(switchyard_contract::ErrorKind::Conflict));
+    let now = store.get(None, inv.id).await.ok().flatten().map(|i| i.state.name());
+    assert_eq!(now, Some(StateName::Canceled));
+}
+
+async fn list_pages_newest_first_with_filters(store: Arc<dyn InvocationStore>) {
+    let mut ids = Vec::new();
+    for n in 0..7 {
+        ids.push(created(&store, draft("lister", None, json!({ "n": n }), 30_000)).await.id);
+    }
+    let by = Principal::new(tenant("lister"), "x");
+    store.transition(ids[0], Box::new(move |i, now| i.request_cancel(by, now))).await.unwrap_or_else(|e| panic!("{e}"));
+    let t = tenant("lister");
+    let mut seen = Vec::new();
+    let mut q = ListQuery { limit: Some(3), ..ListQuery::default() };
+    let mut pages = 0;
+    loop {
+        let page = store.list(&t, &q).await.unwrap_or_else(|e| panic!("{e}"));
+        pages += 1;
+        seen.extend(page.items.iter().map(|i| i.id));
+        match page.next_cursor {
+            Some(c) => q.cursor = Some(c),
+            None => break,
+        }
+    }
+    assert_eq!(pages, 3);
+    let mut newest_first = ids.clone();
+    newest_first.reverse();
+    assert_eq!(seen, newest_first);
+    let canceled = store.list(&t, &ListQuery { state: Some(StateName::Canceled), ..ListQuery::default() }).await;
+    assert_eq!(canceled.map(|p| p.items.iter().map(|i| i.id).collect::<Vec<_>>()).ok(), Some(vec![ids[0]]));
+    let bad = store.list(&t, &ListQuery { cursor: Some("garbage".into()), ..ListQuery::default() }).await;
+    assert!(bad.is_err());
+    let too_big = store.list(&t, &ListQuery { limit: Some(501), ..ListQuery::default() }).await;
+    assert!(too_big.is_err());
+}
+
+async fn expired_leases_are_taken_once_with_a_higher_fence(store: Arc<dyn InvocationStore>) {
+    let live = created(&store, draft("a", None, json!({}), 60_000)).await;
+    let mut expiring = Vec::new();
+    for _ in 0..6 {
+        expiring.push(created(&store, draft("a", None, json!({}), 1)).await);
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    let (w1, w2) = (WorkerId::new(), WorkerId::new());
+    let (a, b) = tokio::join!(store.acquire_expired(w1, 30_000, 4), store.acquire_expired(w2, 30_000, 4));
+    let (a, b) = (a.unwrap_or_else(|e| panic!("{e}")), b.unwrap_or_else(|e| panic!("{e}")));
+    let taken: HashSet<_> = a.iter().chain(b.iter()).map(|i| i.id).collect();
+    assert_eq!(a.len() + b.len(), 6, "every expired lease is taken, none twice");
+    assert_eq!(taken, expiring.iter().map(|i| i.id).collect());
+    assert!(!taken.contains(&live.id), "a live lease is not taken");
+    for inv in a.iter().chain(b.iter()) {
+        assert_eq!(inv.lease.fence.0, 2);
+        assert!(inv.lease.owner == Some(w1) || inv.lease.owner == Some(w2));
+    }
+    let again = store.acquire_expired(WorkerId::new(), 30_000, 10).await.unwrap_or_default();
+    assert!(again.is_empty(), "fresh leases are not taken again");
+}
+
+async fn released_leases_are_recoverable_at_once(store: Arc<dyn InvocationStore>) {
+    let d = draft("a", None, json!({}), 60_000);
+    let worker = d.worker;
+    let inv = created(&store, d).await;
+    assert_eq!(store.release_leases(worker).await.ok(), Some(1));
+    let taken = store.acquire_expired(WorkerId::new(), 30_000, 10).await.unwrap_or_default();
+    assert_eq!(taken.iter().map(|i| i.id).collect::<Vec<_>>(), vec![inv.id]);
+}
+
+async fn tenants_do_not_see_each_other(store: Arc<dyn InvocationStore>) {
+    let inv = created(&store, draft("red", None, json!({}), 30_000)).await;
+    assert!(store.get(Some(&tenant("red")), inv.id).await.ok().flatten().is_some());
+    assert!(store.get(Some(&tenant("blue")), inv.id).await.ok().flatten().is_none());
+    let blue = store.list(&tenant("blue"), &ListQuery::default()).await.map(|p| p.items.len());
+    assert_eq!(blue.ok(), Some(0));
+}
