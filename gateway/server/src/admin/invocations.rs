@@ -1,0 +1,182 @@
+//! `/admin/v1/invocations` handlers: parse, call the engine, render.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use switchyard_contract::{Decision, IngressKey, Invocation, InvocationId, Invocations, ListQuery, StateName, Submission};
+
+use super::{AdminState, ApiError, principal};
+
+/// The body of `POST /admin/v1/invocations`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SubmitBody {
+    upstream: String,
+    operation: String,
+    #[serde(default)]
+    request: Value,
+    idempotency_key: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct WaitQuery {
+    /// Wait up to this long for a terminal (or `unknown`) state before answering.
+    wait_ms: Option<u64>,
+}
+
+fn parse<T: DeserializeOwned>(body: &Bytes) -> Result<T, ApiError> {
+    serde_json::from_slice(body).map_err(|e| ApiError::invalid(format!("request body is not valid: {e}")))
+}
+
+fn id(raw: &str) -> Result<InvocationId, ApiError> {
+    raw.parse().map_err(|e: switchyard_contract::id::ParseIdError| ApiError::invalid(e.to_string()))
+}
+
+/// Whether a caller waiting for an outcome can stop waiting.
+fn settled(inv: &Invocation) -> bool {
+    inv.state.is_terminal() || matches!(inv.state.name(), StateName::Unknown | StateName::AwaitingApproval | StateName::InputRequired)
+}
+
+pub(super) async fn submit(
+    State(state): State<AdminState>,
+    headers: HeaderMap,
+    Query(q): Query<WaitQuery>,
+    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
+) -> Result<Response, ApiError> {
+    let body = body.map_err(|_| ApiError::too_large(state.body_limit))?;
+    let who = principal(&headers)?;
+    let b: SubmitBody = parse(&body)?;
+    let header_key = headers.get("idempotency-key").map(|v| v.to_str().map(str::to_string));
+    let header_key = header_key.transpose().map_err(|_| ApiError::invalid("Idempotency-Key must be ASCII"))?;
+    let key = match (header_key, b.idempotency_key) {
+        (Some(h), Some(k)) if h != k => return Err(ApiError::invalid("Idempotency-Key header and body idempotency_key differ")),
+        (h, k) => h.or(k).map(IngressKey::new).transpose()?,
+    };
+    let wait = q.wait_ms.unwrap_or(0);
+    if wait > state.max_wait_ms {
+        return Err(ApiError::invalid(format!("wait_ms must be at most {}", state.max_wait_ms)));
+    }
+    let submitted = state
+        .engine
+        .submit(Submission { principal: who.clone(), upstream: b.upstream, operation: b.operation, request: b.request, ingress_key: key })
+        .await?;
+    let mut inv = submitted.invocation;
+    if wait > 0 && !settled(&inv) {
+        inv = wait_for_outcome(&state, &inv, Duration::from_millis(wait)).await?;
+    }
+    let status = if submitted.created { StatusCode::CREATED } else { StatusCode::OK };
+    let mut resp = (status, Json(&inv)).into_response();
+    if let Ok(loc) = HeaderValue::from_str(&format!("/admin/v1/invocations/{}", inv.id)) {
+        resp.headers_mut().insert(header::LOCATION, loc);
+    }
+    Ok(resp)
+}
+
+/// Follows the invocation's events until it settles or `limit` passes; returns its state then.
+async fn wait_for_outcome(state: &AdminState, inv: &Invocation, limit: Duration) -> Result<Invocation, ApiError> {
+    let tenant = inv.principal.tenant.clone();
+    let mut events = state.engine.watch(tenant.clone(), inv.id, 0);
+    let _ = tokio::time::timeout(limit, async {
+        while let Some(Ok(ev)) = events.next().await {
+            if ev.kind.is_terminal() || matches!(ev.kind, switchyard_contract::EventKind::OutcomeUnknown { .. }) {
+                break;
+            }
+        }
+    })
+    .await;
+    Ok(state.engine.get(&tenant, inv.id).await?)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ListParams {
+    state: Option<String>,
+    limit: Option<u32>,
+    cursor: Option<String>,
+}
+
+pub(super) async fn list(State(state): State<AdminState>, headers: HeaderMap, Query(p): Query<ListParams>) -> Result<Response, ApiError> {
+    let who = principal(&headers)?;
+    let filter = p
+        .state
+        .map(|s| StateName::parse(&s).ok_or_else(|| ApiError::invalid(format!("unknown state `{s}`"))))
+        .transpose()?;
+    let page = state.engine.list(&who.tenant, ListQuery { state: filter, limit: p.limit, cursor: p.cursor }).await?;
+    Ok(Json(page).into_response())
+}
+
+pub(super) async fn show(State(state): State<AdminState>, headers: HeaderMap, Path(raw): Path<String>) -> Result<Response, ApiError> {
+    let who = principal(&headers)?;
+    Ok(Json(state.engine.get(&who.tenant, id(&raw)?).await?).into_response())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct EventParams {
+    after: Option<u64>,
+    limit: Option<u32>,
+}
+
+/// JSON page of events, or with `Accept: text/event-stream` a live SSE stream that resumes
+/// after `after` (or `Last-Event-ID`) and ends after the terminal event.
+pub(super) async fn events(
+    State(state): State<AdminState>,
+    headers: HeaderMap,
+    Path(raw): Path<String>,
+    Query(p): Query<EventParams>,
+) -> Result<Response, ApiError> {
+    let who = principal(&headers)?;
+    let inv = id(&raw)?;
+    let wants_sse = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|v| v.contains("text/event-stream"));
+    if !wants_sse {
+        let limit = p.limit.unwrap_or(100);
+        if !(1..=1000).contains(&limit) {
+            return Err(ApiError::invalid("limit must be within 1..=1000"));
+        }
+        return Ok(Json(state.engine.events(&who.tenant, inv, p.after.unwrap_or(0), limit).await?).into_response());
+    }
+    let last_id = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok());
+    let after = p.after.or(last_id).unwrap_or(0);
+    state.engine.get(&who.tenant, inv).await?;
+    let stream = state.engine.watch(who.tenant, inv, after).map(|item| {
+        Ok::<_, Infallible>(match item {
+            Ok(ev) => SseEvent::default()
+                .id(ev.seq.to_string())
+                .event(ev.kind.name())
+                .json_data(&ev)
+                .unwrap_or_else(|_| SseEvent::default().event("error")),
+            Err(e) => SseEvent::default().event("error").data(e.message),
+        })
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()).into_response())
+}
+
+pub(super) async fn cancel(State(state): State<AdminState>, headers: HeaderMap, Path(raw): Path<String>) -> Result<Response, ApiError> {
+    let who = principal(&headers)?;
+    let inv = state.engine.cancel(&who, id(&raw)?).await?;
+    let status = if inv.state.is_terminal() { StatusCode::OK } else { StatusCode::ACCEPTED };
+    Ok((status, Json(inv)).into_response())
+}
+
+pub(super) async fn reconcile(
+    State(state): State<AdminState>,
+    headers: HeaderMap,
+    Path(raw): Path<String>,
+    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
+) -> Result<Response, ApiError> {
+    let body = body.map_err(|_| ApiError::too_large(state.body_limit))?;
+    let who = principal(&headers)?;
+    let decision: Decision = parse(&body)?;
+    Ok(Json(state.engine.reconcile(&who, id(&raw)?, decision).await?).into_response())
+}

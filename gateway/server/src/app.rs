@@ -1,0 +1,165 @@
+//! Wiring: the store, the upstream registry and the engine behind one HTTP listener, with
+//! health and readiness endpoints and graceful shutdown (drain, then release leases).
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::routing::get;
+use switchyard_contract::{Engine, FaultHook, InvocationStore, NoFaults, WorkerId};
+use switchyard_store::{StoreOptions, redact_url};
+use tower_http::trace::TraceLayer;
+use tracing::{info, warn};
+
+use crate::admin::{self, AdminState};
+use crate::config::Config;
+use crate::faults::PauseAt;
+use crate::registry::Registry;
+
+/// The running parts, for `serve` and for tests that drive a router directly.
+#[derive(Clone)]
+pub struct App {
+    pub engine: Engine,
+    pub store: Arc<dyn InvocationStore>,
+    pub admin_token: Arc<str>,
+    /// Where the admin token came from, to tell the operator.
+    pub token_source: String,
+}
+
+impl std::fmt::Debug for App {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("App").field("engine", &self.engine).finish_non_exhaustive()
+    }
+}
+
+impl App {
+    /// Opens (and migrates) the store and builds the engine; does not start recovery.
+    pub async fn build(cfg: &Config) -> anyhow::Result<Self> {
+        std::fs::create_dir_all(&cfg.server.data_dir)
+            .with_context(|| format!("cannot create data dir {}", cfg.server.data_dir.display()))?;
+        let url = cfg.store_url();
+        let opts = StoreOptions { max_connections: cfg.store.max_connections, migrate: true };
+        let store = switchyard_store::connect(&url, &opts).await.with_context(|| format!("cannot open store {}", redact_url(&url)))?;
+        let registry = Arc::new(Registry::from_config(&cfg.upstreams, &cfg.server.data_dir));
+        let faults: Arc<dyn FaultHook> = match PauseAt::from_env().map_err(anyhow::Error::msg)? {
+            Some(p) => {
+                warn!(point = ?p.0, "FAULT INJECTION IS ON (SWITCHYARD_FAULT_PAUSE): for crash tests only");
+                Arc::new(p)
+            }
+            None => Arc::new(NoFaults),
+        };
+        let engine = Engine::new(store.clone(), registry, faults, cfg.engine_config(WorkerId::new()))?;
+        let (admin_token, token_source) = admin_token(cfg)?;
+        Ok(Self { engine, store, admin_token, token_source })
+    }
+
+    /// All HTTP routes.
+    pub fn router(&self, cfg: &Config) -> Router {
+        let admin = admin::router(AdminState {
+            engine: self.engine.clone(),
+            token: self.admin_token.clone(),
+            max_wait_ms: cfg.server.max_wait_ms,
+            body_limit: cfg.server.body_limit_bytes,
+        });
+        Router::new()
+            .route("/healthz", get(|| async { "ok\n" }))
+            .route("/readyz", get(ready).with_state(self.store.clone()))
+            .merge(admin)
+            .layer(DefaultBodyLimit::max(cfg.server.body_limit_bytes))
+            .layer(TraceLayer::new_for_http())
+    }
+}
+
+async fn ready(State(store): State<Arc<dyn InvocationStore>>) -> impl IntoResponse {
+    match store.now().await {
+        Ok(_) => (StatusCode::OK, "ready\n"),
+        Err(_) => (StatusCode::SERVICE_UNAVAILABLE, "store unavailable\n"),
+    }
+}
+
+/// The admin token: configured, read from `token_file`, or generated once into the data dir.
+fn admin_token(cfg: &Config) -> anyhow::Result<(Arc<str>, String)> {
+    if !cfg.admin.token.0.is_empty() {
+        return Ok((cfg.admin.token.0.as_str().into(), "admin.token".into()));
+    }
+    let path: PathBuf = cfg.admin.token_file.clone().unwrap_or_else(|| cfg.server.data_dir.join("admin-token"));
+    if let Ok(text) = std::fs::read_to_string(&path) {
+        let token = text.trim();
+        anyhow::ensure!(token.len() >= 16, "admin token in {} is shorter than 16 characters", path.display());
+        return Ok((token.into(), path.display().to_string()));
+    }
+    anyhow::ensure!(cfg.admin.token_file.is_none(), "admin.token_file {} cannot be read", path.display());
+    let token = format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple());
+    write_private(&path, &token).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok((token.into(), format!("{} (generated)", path.display())))
+}
+
+fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new().create_new(true).write(true).mode(0o600).open(path)?;
+    f.write_all(text.as_bytes())
+}
+
+/// Runs the gateway until `shutdown` resolves, then drains HTTP and the engine for up to the
+/// configured grace period and releases every lease still held.
+pub async fn serve(cfg: Config, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+    let started = std::time::Instant::now();
+    let app = App::build(&cfg).await?;
+    let listener = tokio::net::TcpListener::bind(cfg.server.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", cfg.server.listen))?;
+    let addr: SocketAddr = listener.local_addr()?;
+    let recovery = app.engine.start();
+    let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
+    let server = axum::serve(listener, app.router(&cfg)).with_graceful_shutdown(async move {
+        let _ = stop_rx.wait_for(|s| *s).await;
+    });
+    let server = tokio::spawn(async move { server.await });
+    info!(
+        %addr,
+        store = %redact_url(&cfg.store_url()),
+        data_dir = %cfg.server.data_dir.display(),
+        worker = %app.engine.worker(),
+        startup_ms = started.elapsed().as_millis(),
+        "switchyard ready"
+    );
+    println!("switchyard ready: listening on http://{addr}");
+    println!("  store:       {}", redact_url(&cfg.store_url()));
+    println!("  data dir:    {}", cfg.server.data_dir.display());
+    println!("  admin token: {}", app.token_source);
+    shutdown.await;
+    info!("shutting down: draining HTTP and in-flight invocations");
+    stop_tx.send_replace(true);
+    let grace = Duration::from_millis(cfg.server.shutdown_grace_ms);
+    let (http, engine) = tokio::join!(tokio::time::timeout(grace, server), app.engine.shutdown(grace));
+    if http.is_err() {
+        warn!("HTTP connections still open after the grace period; closing them");
+    }
+    recovery.abort();
+    engine?;
+    Ok(())
+}
+
+/// Resolves on SIGINT or SIGTERM.
+pub async fn signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term => {}
+    }
+}

@@ -1,0 +1,81 @@
+//! The command line: one file per subcommand.
+
+mod invocations;
+mod migrate;
+mod reconcile;
+mod serve;
+mod validate_config;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::config::Config;
+
+/// Switchyard: a durable MCP / A2A gateway.
+#[derive(Debug, Parser)]
+#[command(name = "switchyard", version, about)]
+pub struct Cli {
+    /// Configuration file (TOML). Without one, built-in defaults apply: SQLite and files under
+    /// ./.switchyard, listening on 127.0.0.1:8787, with the demo upstream.
+    #[arg(long, short, global = true, env = "SWITCHYARD_CONFIG")]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the gateway.
+    Serve(serve::Args),
+    /// Apply pending database migrations and exit.
+    Migrate,
+    /// Check a configuration file (default: --config) and exit.
+    ValidateConfig(validate_config::Args),
+    /// Inspect invocations in the store.
+    #[command(subcommand)]
+    Invocations(invocations::Command),
+    /// Resolve an invocation whose outcome is unknown.
+    Reconcile(reconcile::Args),
+}
+
+/// Parses the command line, runs the subcommand, and maps errors to exit code 1 (2 for usage).
+pub fn main() -> ExitCode {
+    let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    if let Command::ValidateConfig(args) = &cli.command {
+        return validate_config::run(args, cli.config.as_deref());
+    }
+    let cfg = Config::load(cli.config.as_deref(), std::env::vars())?;
+    match cli.command {
+        Command::Serve(args) => serve::run(args, cfg).await,
+        Command::Migrate => migrate::run(&cfg).await,
+        Command::Invocations(cmd) => invocations::run(cmd, &cfg).await,
+        Command::Reconcile(args) => reconcile::run(args, &cfg).await,
+        Command::ValidateConfig(_) => Ok(()),
+    }
+}
+
+/// Opens the configured store (migrating it) for the inspection commands.
+async fn open_store(cfg: &Config) -> anyhow::Result<std::sync::Arc<dyn switchyard_contract::InvocationStore>> {
+    let opts = switchyard_store::StoreOptions { max_connections: 2, migrate: true };
+    Ok(switchyard_store::connect(&cfg.store_url(), &opts).await?)
+}

@@ -1,0 +1,24 @@
+//! `switchyard validate-config [FILE]`: parse and validate a configuration, print a summary.
+
+use std::path::{Path, PathBuf};
+
+use crate::config::Config;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The file to check (default: --config).
+    file: Option<PathBuf>,
+}
+
+pub fn run(args: &Args, global: Option<&Path>) -> anyhow::Result<()> {
+    let file = args.file.as_deref().or(global);
+    let cfg = Config::load(file, std::env::vars())?;
+    println!(
+        "{}: ok (store {}, listen {}, {} upstream(s))",
+        file.map_or_else(|| "defaults".to_string(), |f| f.display().to_string()),
+        switchyard_store::redact_url(&cfg.store_url()),
+        cfg.server.listen,
+        cfg.upstreams.len()
+    );
+    Ok(())
+}

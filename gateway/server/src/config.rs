@@ -1,0 +1,321 @@
+//! Configuration: defaults → TOML file → `SWITCHYARD__SECTION__KEY` environment variables →
+//! CLI flags, then [`Config::validate`], whose messages name the bad key. Secrets never print.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use switchyard_contract::{EffectClass, EngineConfig, WorkerId, engine::RetryPolicy};
+
+/// A secret string: `Debug` and `Display` show `***`.
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Secret(pub String);
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.is_empty() { "\"\"" } else { "\"***\"" })
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    pub server: ServerConfig,
+    pub store: StoreConfig,
+    pub engine: EngineSection,
+    pub admin: AdminConfig,
+    pub log: LogConfig,
+    pub upstreams: Vec<UpstreamConfig>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            server: ServerConfig::default(),
+            store: StoreConfig::default(),
+            engine: EngineSection::default(),
+            admin: AdminConfig::default(),
+            log: LogConfig::default(),
+            upstreams: vec![UpstreamConfig::demo()],
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerConfig {
+    /// Where the HTTP listener binds. Loopback by default: the admin API is not for the internet.
+    pub listen: SocketAddr,
+    /// Holds the SQLite database, the generated admin token and the demo upstream's call log.
+    pub data_dir: PathBuf,
+    /// How long a graceful shutdown lets in-flight calls finish before releasing their leases.
+    pub shutdown_grace_ms: u64,
+    /// Largest accepted request body.
+    pub body_limit_bytes: usize,
+    /// Longest a client may ask a submission to wait for its outcome (`wait_ms`).
+    pub max_wait_ms: u64,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8787)),
+            data_dir: PathBuf::from(".switchyard"),
+            shutdown_grace_ms: 10_000,
+            body_limit_bytes: 1024 * 1024,
+            max_wait_ms: 60_000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StoreConfig {
+    /// `postgres://…` or `sqlite://…`; empty means `sqlite://<data_dir>/switchyard.db`.
+    pub url: Secret,
+    pub max_connections: u32,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        Self { url: Secret::default(), max_connections: 16 }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EngineSection {
+    pub lease_ttl_ms: u64,
+    pub recovery_interval_ms: u64,
+    pub recovery_batch: u32,
+    pub attempt_timeout_ms: u64,
+    pub max_attempts: u32,
+    pub backoff_base_ms: u64,
+    pub backoff_max_ms: u64,
+}
+
+impl Default for EngineSection {
+    fn default() -> Self {
+        Self {
+            lease_ttl_ms: 30_000,
+            recovery_interval_ms: 5_000,
+            recovery_batch: 100,
+            attempt_timeout_ms: 30_000,
+            max_attempts: 3,
+            backoff_base_ms: 100,
+            backoff_max_ms: 5_000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AdminConfig {
+    /// Bearer token for `/admin/v1`. Empty: read `token_file`, else generate one into
+    /// `<data_dir>/admin-token` on first start.
+    pub token: Secret,
+    pub token_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LogConfig {
+    /// `text` or `json`.
+    pub format: String,
+    /// A tracing filter, e.g. `info,switchyard=debug`. `RUST_LOG` wins when set.
+    pub filter: String,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        Self { format: "text".into(), filter: "info".into() }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamConfig {
+    pub name: String,
+    /// `demo` (built in). Protocol upstreams (MCP, A2A) come with their adapters.
+    pub kind: String,
+    /// Effect class per operation, from local configuration only. Operations not listed are
+    /// `write`, the safe default.
+    #[serde(default)]
+    pub operations: BTreeMap<String, EffectClass>,
+    /// `demo`: where the counting `count` operation logs each physical call
+    /// (default `<data_dir>/demo-calls.log`).
+    #[serde(default)]
+    pub call_log: Option<PathBuf>,
+}
+
+impl UpstreamConfig {
+    pub fn demo() -> Self {
+        Self {
+            name: "demo".into(),
+            kind: "demo".into(),
+            operations: BTreeMap::from([("echo".into(), EffectClass::ReadOnly), ("count".into(), EffectClass::Write)]),
+            call_log: None,
+        }
+    }
+}
+
+/// Why a configuration was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("{path}: {message}")]
+    Parse { path: String, message: String },
+    #[error("invalid configuration: {0}")]
+    Invalid(String),
+}
+
+impl Config {
+    /// Loads defaults, then `file` (if any), then `SWITCHYARD__…` variables from `env`.
+    pub fn load(file: Option<&Path>, env: impl Iterator<Item = (String, String)>) -> Result<Self, ConfigError> {
+        let mut doc = match file {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.into(), source })?;
+                text.parse::<toml::Table>().map_err(|e| ConfigError::Parse { path: path.display().to_string(), message: e.to_string() })?
+            }
+            None => toml::Table::new(),
+        };
+        apply_env(&mut doc, env)?;
+        let origin = file.map_or_else(|| "configuration".to_string(), |p| p.display().to_string());
+        let cfg: Config = toml::Value::Table(doc)
+            .try_into()
+            .map_err(|e: toml::de::Error| ConfigError::Parse { path: origin, message: e.to_string() })?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Checks what types cannot; each message names the key.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |m: String| Err(ConfigError::Invalid(m));
+        if self.server.body_limit_bytes < 1024 {
+            return bad("server.body_limit_bytes must be at least 1024".into());
+        }
+        let url = &self.store.url.0;
+        if !(url.is_empty() || url.starts_with("sqlite:") || url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+            return bad("store.url must start with sqlite:, postgres:// or postgresql://".into());
+        }
+        if !(1..=1000).contains(&self.store.max_connections) {
+            return bad("store.max_connections must be within 1..=1000".into());
+        }
+        if !["text", "json"].contains(&self.log.format.as_str()) {
+            return bad(format!("log.format must be `text` or `json` (got `{}`)", self.log.format));
+        }
+        let mut names = std::collections::HashSet::new();
+        for (i, u) in self.upstreams.iter().enumerate() {
+            if u.name.is_empty() || !u.name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-".contains(&b)) {
+                return bad(format!("upstreams[{i}].name `{}` must be non-empty [A-Za-z0-9_-]", u.name));
+            }
+            if !names.insert(&u.name) {
+                return bad(format!("upstreams[{i}].name `{}` is used twice", u.name));
+            }
+            if u.kind != "demo" {
+                return bad(format!("upstreams[{i}].kind `{}` is not supported (supported: demo)", u.kind));
+            }
+        }
+        self.engine_config(WorkerId::new()).validate().map_err(ConfigError::Invalid)
+    }
+
+    /// The store URL, defaulting to SQLite under the data directory.
+    pub fn store_url(&self) -> String {
+        if self.store.url.0.is_empty() {
+            format!("sqlite://{}", self.server.data_dir.join("switchyard.db").display())
+        } else {
+            self.store.url.0.clone()
+        }
+    }
+
+    pub fn engine_config(&self, worker: WorkerId) -> EngineConfig {
+        let e = &self.engine;
+        let ms = Duration::from_millis;
+        EngineConfig {
+            worker,
+            lease_ttl: ms(e.lease_ttl_ms),
+            recovery_interval: ms(e.recovery_interval_ms),
+            recovery_batch: e.recovery_batch,
+            attempt_timeout: ms(e.attempt_timeout_ms),
+            retry: RetryPolicy { max_attempts: e.max_attempts, backoff_base: ms(e.backoff_base_ms), backoff_max: ms(e.backoff_max_ms) },
+            ..EngineConfig::default()
+        }
+    }
+}
+
+/// `SWITCHYARD__ENGINE__LEASE_TTL_MS=2000` sets `engine.lease_ttl_ms`. Values parse as TOML
+/// (numbers, booleans) and fall back to strings.
+fn apply_env(doc: &mut toml::Table, env: impl Iterator<Item = (String, String)>) -> Result<(), ConfigError> {
+    for (key, raw) in env {
+        let Some(path) = key.strip_prefix("SWITCHYARD__") else { continue };
+        let parts: Vec<String> = path.split("__").map(str::to_ascii_lowercase).collect();
+        if parts.len() != 2 || parts.iter().any(String::is_empty) {
+            return Err(ConfigError::Invalid(format!("{key}: use SWITCHYARD__SECTION__KEY")));
+        }
+        let value = format!("v = {raw}")
+            .parse::<toml::Table>()
+            .ok()
+            .and_then(|mut t| t.remove("v"))
+            .unwrap_or(toml::Value::String(raw));
+        let section = doc
+            .entry(parts[0].clone())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+            .as_table_mut()
+            .ok_or_else(|| ConfigError::Invalid(format!("{key}: `{}` is not a section", parts[0])))?;
+        section.insert(parts[1].clone(), value);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> impl Iterator<Item = (String, String)> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<Vec<_>>().into_iter()
+    }
+
+    #[test]
+    fn defaults_are_valid_and_env_overrides_them() {
+        let cfg = Config::load(None, env(&[("SWITCHYARD__ENGINE__LEASE_TTL_MS", "2000"), ("SWITCHYARD__STORE__URL", "postgres://u:pw@h/db")]));
+        let cfg = cfg.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(cfg.engine.lease_ttl_ms, 2000);
+        assert_eq!(cfg.store_url(), "postgres://u:pw@h/db");
+        assert!(!format!("{cfg:?}").contains("pw"), "secrets never print");
+        assert_eq!(Config::default().store_url(), "sqlite://.switchyard/switchyard.db");
+    }
+
+    #[test]
+    fn bad_values_name_their_key() {
+        let e = Config::load(None, env(&[("SWITCHYARD__ENGINE__MAX_ATTEMPTS", "0")])).err().map(|e| e.to_string());
+        assert!(e.is_some_and(|m| m.contains("engine.max_attempts")));
+        let e = Config::load(None, env(&[("SWITCHYARD__LOG__FORMAT", "xml")])).err().map(|e| e.to_string());
+        assert!(e.is_some_and(|m| m.contains("log.format")));
+        let e = Config::load(None, env(&[("SWITCHYARD__ENGINE__NOPE", "1")])).err().map(|e| e.to_string());
+        assert!(e.is_some_and(|m| m.contains("nope")));
+    }
+
+    #[test]
+    fn every_shipped_config_file_parses() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let mut checked = 0;
+        for dir in ["config", "deploy"] {
+            let Ok(entries) = std::fs::read_dir(root.join(dir)) else { continue };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                if path.extension().is_some_and(|e| e == "toml") {
+                    if let Err(e) = Config::load(Some(&path), std::iter::empty()) {
+                        panic!("{}: {e}", path.display());
+                    }
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked >= 1, "no shipped config files found");
+    }
+}

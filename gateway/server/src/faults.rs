@@ -1,0 +1,34 @@
+//! Fault injection for crash tests: with `SWITCHYARD_FAULT_PAUSE=before_dispatch` or
+//! `after_upstream_reply`, every driver stops forever at that point, so a test can `kill -9` the
+//! process there. Off unless the variable is set; a warning is logged when it is.
+
+use async_trait::async_trait;
+use switchyard_contract::{FaultHook, FaultPoint, InvocationId};
+
+/// Pauses drivers forever at one point.
+#[derive(Debug, Clone, Copy)]
+pub struct PauseAt(pub FaultPoint);
+
+impl PauseAt {
+    /// Reads `SWITCHYARD_FAULT_PAUSE`; `Err` names the accepted values.
+    pub fn from_env() -> Result<Option<Self>, String> {
+        match std::env::var("SWITCHYARD_FAULT_PAUSE").ok().as_deref() {
+            None | Some("") => Ok(None),
+            Some("before_dispatch") => Ok(Some(Self(FaultPoint::BeforeDispatch))),
+            Some("after_upstream_reply") => Ok(Some(Self(FaultPoint::AfterUpstreamReply))),
+            Some(other) => Err(format!(
+                "SWITCHYARD_FAULT_PAUSE=`{other}` is not one of before_dispatch, after_upstream_reply"
+            )),
+        }
+    }
+}
+
+#[async_trait]
+impl FaultHook for PauseAt {
+    async fn reached(&self, point: FaultPoint, invocation: InvocationId) {
+        if point == self.0 {
+            tracing::warn!(invocation.id = %invocation, ?point, "fault injection: pausing this invocation forever");
+            std::future::pending::<()>().await;
+        }
+    }
+}

@@ -1,0 +1,11 @@
+//! The `switchyard` gateway binary: typed configuration, the CLI (one file per subcommand),
+//! wiring of the engine to its store and upstreams, and the HTTP listener (health, readiness and
+//! the admin API). Start at [`cli::main`], then [`app::App`].
+
+pub mod admin;
+pub mod app;
+pub mod cli;
+pub mod config;
+pub mod demo;
+pub mod faults;
+pub mod registry;

@@ -1,0 +1,59 @@
+//! The configured upstreams, resolved once at start-up. Effect classes come from the
+//! configuration only; an operation the configuration does not name is a `write`.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use switchyard_contract::{EffectClass, Error, Target, Upstream, UpstreamRegistry};
+
+use crate::config::UpstreamConfig;
+use crate::demo::Demo;
+
+struct Entry {
+    upstream: Arc<dyn Upstream>,
+    operations: HashMap<String, EffectClass>,
+}
+
+/// Upstreams by name.
+pub struct Registry {
+    entries: HashMap<String, Entry>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.entries.keys()).finish()
+    }
+}
+
+impl Registry {
+    pub fn from_config(upstreams: &[UpstreamConfig], data_dir: &Path) -> Self {
+        let entries = upstreams
+            .iter()
+            .map(|u| {
+                let log = u.call_log.clone().unwrap_or_else(|| data_dir.join("demo-calls.log"));
+                let entry = Entry {
+                    upstream: Arc::new(Demo::new(log)),
+                    operations: u.operations.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+                };
+                (u.name.clone(), entry)
+            })
+            .collect();
+        Self { entries }
+    }
+}
+
+impl UpstreamRegistry for Registry {
+    fn target(&self, upstream: &str, operation: &str) -> Result<Target, Error> {
+        let entry = self.entries.get(upstream).ok_or_else(|| Error::not_found(format!("no upstream named `{upstream}`")))?;
+        if operation.is_empty() || operation.len() > 200 {
+            return Err(Error::invalid_input("operation must be 1-200 characters"));
+        }
+        let effect = entry.operations.get(operation).copied().unwrap_or(EffectClass::Write);
+        Ok(Target { upstream: upstream.to_string(), operation: operation.to_string(), effect })
+    }
+
+    fn upstream(&self, name: &str) -> Option<Arc<dyn Upstream>> {
+        self.entries.get(name).map(|e| e.upstream.clone())
+    }
+}
