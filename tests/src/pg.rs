@@ -37,11 +37,7 @@ fn sqlx_free_exec(url: &str, sql: &str) -> Result<(), String> {
         .args(["-v", "ON_ERROR_STOP=1", "-qAt", "-d", url, "-c", sql])
         .output()
         .map_err(|e| format!("cannot run psql: {e} (install postgresql-client)"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(String::from_utf8_lossy(&out.stderr).into_owned())
-    }
+    if out.status.success() { Ok(()) } else { Err(String::from_utf8_lossy(&out.stderr).into_owned()) }
 }
 
 fn pg_bin() -> Result<PathBuf, String> {

@@ -150,10 +150,13 @@ async fn transitions_append_gapless_events_and_errors_change_nothing(store: Arc<
     assert_eq!(store.get(None, inv.id).await.ok().flatten().as_ref(), Some(&after));
 
     let refused = store
-        .transition(inv.id, Box::new(|i, _| {
-            i.attempts = 99;
-            Err(Error::conflict("no"))
-        }))
+        .transition(
+            inv.id,
+            Box::new(|i, _| {
+                i.attempts = 99;
+                Err(Error::conflict("no"))
+            }),
+        )
         .await;
     assert!(refused.is_err());
     assert_eq!(store.get(None, inv.id).await.ok().flatten(), Some(after), "a failed transition changes nothing");
@@ -186,16 +189,16 @@ async fn concurrent_transitions_are_serialized(store: Arc<dyn InvocationStore>) 
 async fn terminal_rows_are_immutable_in_the_database(store: Arc<dyn InvocationStore>) {
     let inv = created(&store, draft("a", None, json!({}), 30_000)).await;
     let by = inv.principal.clone();
-    store
-        .transition(inv.id, Box::new(move |i, now| i.request_cancel(by, now)))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    store.transition(inv.id, Box::new(move |i, now| i.request_cancel(by, now))).await.unwrap_or_else(|e| panic!("{e}"));
     // A buggy transition that rewrites a terminal state is refused by the database itself.
     let rewrite = store
-        .transition(inv.id, Box::new(|i, _| {
-            i.state = InvocationState::Admitted;
-            Ok(Vec::new())
-        }))
+        .transition(
+            inv.id,
+            Box::new(|i, _| {
+                i.state = InvocationState::Admitted;
+                Ok(Vec::new())
+            }),
+        )
         .await;
     assert_eq!(rewrite.err().map(|e| e.kind()), Some(switchyard_contract::ErrorKind::Conflict));
     let now = store.get(None, inv.id).await.ok().flatten().map(|i| i.state.name());

@@ -16,11 +16,7 @@ pub struct RequestDigest(String);
 
 impl RequestDigest {
     /// Digest of `{"operation":…, "request":…, "upstream":…}` in canonical form.
-    pub fn compute(
-        upstream: &str,
-        operation: &str,
-        request: &serde_json::Value,
-    ) -> Result<Self, Error> {
+    pub fn compute(upstream: &str, operation: &str, request: &serde_json::Value) -> Result<Self, Error> {
         let doc = serde_json::json!({ "upstream": upstream, "operation": operation, "request": request });
         let canonical = serde_json_canonicalizer::to_vec(&doc)
             .map_err(|e| Error::invalid_input(format!("request cannot be canonicalized: {e}")))?;

@@ -27,18 +27,53 @@ pub struct Event {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum EventKind {
-    Admitted { principal: Principal, target: Target, digest: RequestDigest, ingress_key: Option<IngressKey> },
-    DispatchStarted { attempt: AttemptId, attempt_no: u32, fence: Fence, worker: WorkerId },
+    Admitted {
+        principal: Principal,
+        target: Target,
+        digest: RequestDigest,
+        ingress_key: Option<IngressKey>,
+    },
+    DispatchStarted {
+        attempt: AttemptId,
+        attempt_no: u32,
+        fence: Fence,
+        worker: WorkerId,
+    },
     /// An attempt failed or was lost; `retry_at_ms` is set when another attempt will follow.
-    AttemptFailed { attempt: AttemptId, error: FailureRecord, retry_at_ms: Option<Millis> },
-    Succeeded { result: Value, resolution: Resolution },
-    Failed { error: FailureRecord, resolution: Resolution },
-    OutcomeUnknown { attempt: AttemptId, reason: String },
-    CancelRequested { by: Principal },
-    Canceled { by: Principal },
-    Reconciled { decision: Decision, by: Principal },
+    AttemptFailed {
+        attempt: AttemptId,
+        error: FailureRecord,
+        retry_at_ms: Option<Millis>,
+    },
+    Succeeded {
+        result: Value,
+        resolution: Resolution,
+    },
+    Failed {
+        error: FailureRecord,
+        resolution: Resolution,
+    },
+    OutcomeUnknown {
+        attempt: AttemptId,
+        reason: String,
+    },
+    CancelRequested {
+        by: Principal,
+    },
+    Canceled {
+        by: Principal,
+    },
+    Reconciled {
+        decision: Decision,
+        by: Principal,
+    },
     /// A worker tried to commit after losing its lease; recorded, not applied.
-    LateOutcome { attempt: AttemptId, fence: Fence, worker: WorkerId, outcome: String },
+    LateOutcome {
+        attempt: AttemptId,
+        fence: Fence,
+        worker: WorkerId,
+        outcome: String,
+    },
 }
 
 impl EventKind {

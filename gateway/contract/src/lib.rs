@@ -21,8 +21,8 @@ pub use error::{Error, ErrorKind, ErrorSource, FailureRecord};
 pub use event::{Event, EventKind};
 pub use id::{AttemptId, EventId, InvocationId, WorkerId};
 pub use ports::{
-    Admission, CancelAck, DispatchCall, InvocationStore, Invocations, ListQuery, NewInvocation,
-    Page, Submission, Submitted, Transition, Upstream, UpstreamError, UpstreamRegistry,
+    Admission, CancelAck, DispatchCall, InvocationStore, Invocations, ListQuery, NewInvocation, Page, Submission,
+    Submitted, Transition, Upstream, UpstreamError, UpstreamRegistry,
 };
 pub use principal::{EffectClass, IngressKey, Principal, Target, TenantId};
 pub use state::{Decision, Fence, Invocation, InvocationState, Lease, Resolution, StateName};

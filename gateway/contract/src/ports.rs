@@ -201,4 +201,3 @@ pub trait UpstreamRegistry: Send + Sync {
     /// The upstream named `name`.
     fn upstream(&self, name: &str) -> Option<Arc<dyn Upstream>>;
 }
-

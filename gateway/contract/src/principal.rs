@@ -16,8 +16,7 @@ impl TenantId {
     /// Validates and wraps a tenant name.
     pub fn new(s: impl Into<String>) -> Result<Self, Error> {
         let s = s.into();
-        let ok = (1..=64).contains(&s.len())
-            && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+        let ok = (1..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
         if ok {
             Ok(Self(s))
         } else {
@@ -120,9 +119,7 @@ impl IngressKey {
         if (1..=255).contains(&s.len()) && s.bytes().all(|b| (0x21..0x7f).contains(&b)) {
             Ok(Self(s))
         } else {
-            Err(Error::invalid_input(
-                "idempotency key is invalid: use 1-255 printable ASCII characters without spaces",
-            ))
+            Err(Error::invalid_input("idempotency key is invalid: use 1-255 printable ASCII characters without spaces"))
         }
     }
 

@@ -187,9 +187,14 @@ pub enum AttemptOutcome {
     Succeeded(Value),
     Failed(FailureRecord),
     /// Only for `read_only` targets: try again at `retry_at_ms`.
-    Retry { error: FailureRecord, retry_at_ms: Millis },
+    Retry {
+        error: FailureRecord,
+        retry_at_ms: Millis,
+    },
     /// The outcome is lost (timeout, broken connection) on a `write` target.
-    Unknown { reason: String },
+    Unknown {
+        reason: String,
+    },
     /// The upstream confirmed the cancellation.
     Canceled,
 }
@@ -280,7 +285,13 @@ impl Invocation {
 
     /// Records a new attempt before anything goes upstream (G3). Allowed from `admitted` and
     /// `retrying`, only for the lease holder, and at most once for a `write` target (G4).
-    pub fn begin_attempt(&mut self, worker: WorkerId, fence: Fence, now: Millis, ttl: Millis) -> Result<Vec<EventKind>, Error> {
+    pub fn begin_attempt(
+        &mut self,
+        worker: WorkerId,
+        fence: Fence,
+        now: Millis,
+        ttl: Millis,
+    ) -> Result<Vec<EventKind>, Error> {
         self.require_lease(worker, fence, now)?;
         match self.state {
             InvocationState::Admitted | InvocationState::Retrying { .. } => {}
@@ -321,7 +332,8 @@ impl Invocation {
             AttemptOutcome::Failed(error) => self.fail(error),
             AttemptOutcome::Retry { error, retry_at_ms } => {
                 self.lease.expires_at_ms = Some(now + ttl);
-                self.state = InvocationState::Retrying { attempt_no: self.attempts, retry_at_ms, last_error: error.clone() };
+                self.state =
+                    InvocationState::Retrying { attempt_no: self.attempts, retry_at_ms, last_error: error.clone() };
                 vec![EventKind::AttemptFailed { attempt, error, retry_at_ms: Some(retry_at_ms) }]
             }
             AttemptOutcome::Unknown { reason } => self.unknown(attempt, reason),
@@ -348,7 +360,13 @@ impl Invocation {
 
     /// Recovery of an attempt whose worker vanished (G4, G5, G7): a `write` becomes `unknown`; a
     /// `read_only` is retried now while attempts remain, else fails. Requires the lease.
-    pub fn recover_lost_attempt(&mut self, worker: WorkerId, fence: Fence, now: Millis, max_attempts: u32) -> Result<Vec<EventKind>, Error> {
+    pub fn recover_lost_attempt(
+        &mut self,
+        worker: WorkerId,
+        fence: Fence,
+        now: Millis,
+        max_attempts: u32,
+    ) -> Result<Vec<EventKind>, Error> {
         self.require_lease(worker, fence, now)?;
         let InvocationState::Dispatching { attempt, .. } = self.state else {
             return Ok(Vec::new());
@@ -366,7 +384,8 @@ impl Invocation {
             events.extend(self.fail(exhausted(self.attempts, &error)));
             return Ok(events);
         }
-        self.state = InvocationState::Retrying { attempt_no: self.attempts, retry_at_ms: now, last_error: error.clone() };
+        self.state =
+            InvocationState::Retrying { attempt_no: self.attempts, retry_at_ms: now, last_error: error.clone() };
         Ok(vec![EventKind::AttemptFailed { attempt, error, retry_at_ms: Some(now) }])
     }
 

@@ -46,7 +46,9 @@ impl App {
             .with_context(|| format!("cannot create data dir {}", cfg.server.data_dir.display()))?;
         let url = cfg.store_url();
         let opts = StoreOptions { max_connections: cfg.store.max_connections, migrate: true };
-        let store = switchyard_store::connect(&url, &opts).await.with_context(|| format!("cannot open store {}", redact_url(&url)))?;
+        let store = switchyard_store::connect(&url, &opts)
+            .await
+            .with_context(|| format!("cannot open store {}", redact_url(&url)))?;
         let registry = Arc::new(Registry::from_config(&cfg.upstreams, &cfg.server.data_dir));
         let faults: Arc<dyn FaultHook> = match PauseAt::from_env().map_err(anyhow::Error::msg)? {
             Some(p) => {

@@ -179,8 +179,10 @@ impl Config {
     pub fn load(file: Option<&Path>, env: impl Iterator<Item = (String, String)>) -> Result<Self, ConfigError> {
         let mut doc = match file {
             Some(path) => {
-                let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.into(), source })?;
-                text.parse::<toml::Table>().map_err(|e| ConfigError::Parse { path: path.display().to_string(), message: e.to_string() })?
+                let text =
+                    std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.into(), source })?;
+                text.parse::<toml::Table>()
+                    .map_err(|e| ConfigError::Parse { path: path.display().to_string(), message: e.to_string() })?
             }
             None => toml::Table::new(),
         };
@@ -200,7 +202,11 @@ impl Config {
             return bad("server.body_limit_bytes must be at least 1024".into());
         }
         let url = &self.store.url.0;
-        if !(url.is_empty() || url.starts_with("sqlite:") || url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+        if !(url.is_empty()
+            || url.starts_with("sqlite:")
+            || url.starts_with("postgres://")
+            || url.starts_with("postgresql://"))
+        {
             return bad("store.url must start with sqlite:, postgres:// or postgresql://".into());
         }
         if !(1..=1000).contains(&self.store.max_connections) {
@@ -242,7 +248,11 @@ impl Config {
             recovery_interval: ms(e.recovery_interval_ms),
             recovery_batch: e.recovery_batch,
             attempt_timeout: ms(e.attempt_timeout_ms),
-            retry: RetryPolicy { max_attempts: e.max_attempts, backoff_base: ms(e.backoff_base_ms), backoff_max: ms(e.backoff_max_ms) },
+            retry: RetryPolicy {
+                max_attempts: e.max_attempts,
+                backoff_base: ms(e.backoff_base_ms),
+                backoff_max: ms(e.backoff_max_ms),
+            },
             ..EngineConfig::default()
         }
     }
@@ -282,9 +292,12 @@ mod tests {
 
     #[test]
     fn defaults_are_valid_and_env_overrides_them() {
-        let cfg = Config::load(None, env(&[("SWITCHYARD__ENGINE__LEASE_TTL_MS", "2000"), ("SWITCHYARD__STORE__URL", "postgres://u:pw@h/db")]));
+        let cfg = Config::load(
+            None,
+            env(&[("SWITCHYARD__ENGINE__LEASE_TTL_MS", "20000"), ("SWITCHYARD__STORE__URL", "postgres://u:pw@h/db")]),
+        );
         let cfg = cfg.unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(cfg.engine.lease_ttl_ms, 2000);
+        assert_eq!(cfg.engine.lease_ttl_ms, 20000);
         assert_eq!(cfg.store_url(), "postgres://u:pw@h/db");
         assert!(!format!("{cfg:?}").contains("pw"), "secrets never print");
         assert_eq!(Config::default().store_url(), "sqlite://.switchyard/switchyard.db");

@@ -4,6 +4,7 @@
 //! - `count` is a counting write: each physical call appends `<invocation> <attempt>` to the
 //!   call log *before* anything else, so the log survives a crash and shows exactly how many
 //!   times the upstream was really called. `{"delay_ms": n}` waits after logging.
+//!
 //! Both can be canceled while they wait.
 
 use std::collections::HashMap;
@@ -76,7 +77,9 @@ impl Upstream for Demo {
         match call.target.operation.as_str() {
             "echo" => {
                 if u64::from(call.attempt_no) <= number(&call.request, "fail_first") {
-                    return Err(UpstreamError::Unavailable { message: format!("demo: attempt {} fails on request", call.attempt_no) });
+                    return Err(UpstreamError::Unavailable {
+                        message: format!("demo: attempt {} fails on request", call.attempt_no),
+                    });
                 }
                 self.wait(call, delay).await?;
                 Ok(json!({ "echo": call.request, "attempt": call.attempt_no }))

@@ -16,9 +16,9 @@ impl PauseAt {
             None | Some("") => Ok(None),
             Some("before_dispatch") => Ok(Some(Self(FaultPoint::BeforeDispatch))),
             Some("after_upstream_reply") => Ok(Some(Self(FaultPoint::AfterUpstreamReply))),
-            Some(other) => Err(format!(
-                "SWITCHYARD_FAULT_PAUSE=`{other}` is not one of before_dispatch, after_upstream_reply"
-            )),
+            Some(other) => {
+                Err(format!("SWITCHYARD_FAULT_PAUSE=`{other}` is not one of before_dispatch, after_upstream_reply"))
+            }
         }
     }
 }

@@ -1,1 +1,3 @@
-fn main() -> std::process::ExitCode { switchyard::cli::main() }
+fn main() -> std::process::ExitCode {
+    switchyard::cli::main()
+}

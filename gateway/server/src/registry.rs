@@ -45,7 +45,8 @@ impl Registry {
 
 impl UpstreamRegistry for Registry {
     fn target(&self, upstream: &str, operation: &str) -> Result<Target, Error> {
-        let entry = self.entries.get(upstream).ok_or_else(|| Error::not_found(format!("no upstream named `{upstream}`")))?;
+        let entry =
+            self.entries.get(upstream).ok_or_else(|| Error::not_found(format!("no upstream named `{upstream}`")))?;
         if operation.is_empty() || operation.len() > 200 {
             return Err(Error::invalid_input("operation must be 1-200 characters"));
         }

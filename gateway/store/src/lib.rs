@@ -42,10 +42,7 @@ pub async fn connect(url: &str, opts: &StoreOptions) -> Result<Arc<dyn Invocatio
     } else if url.starts_with("sqlite:") {
         Ok(Arc::new(SqliteStore::connect(url, opts).await?))
     } else {
-        Err(StoreError::Config(format!(
-            "store url must start with postgres:// or sqlite: (got `{}`)",
-            redact_url(url)
-        )))
+        Err(StoreError::Config(format!("store url must start with postgres:// or sqlite: (got `{}`)", redact_url(url))))
     }
 }
 

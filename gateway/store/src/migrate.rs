@@ -4,23 +4,17 @@
 use std::borrow::Cow;
 
 use futures::future::BoxFuture;
+use sqlx::SqlStr;
 use sqlx::error::BoxDynError;
 use sqlx::migrate::{Migration, MigrationSource, MigrationType};
-use sqlx::SqlStr;
 
 type Files = &'static [(i64, &'static str, &'static str)];
 
-pub(crate) const POSTGRES: Files = &[(
-    20261130000001,
-    "invocations",
-    include_str!("../../../migrations/postgres/20261130000001_invocations.sql"),
-)];
+pub(crate) const POSTGRES: Files =
+    &[(20261130000001, "invocations", include_str!("../../../migrations/postgres/20261130000001_invocations.sql"))];
 
-pub(crate) const SQLITE: Files = &[(
-    20261130000001,
-    "invocations",
-    include_str!("../../../migrations/sqlite/20261130000001_invocations.sql"),
-)];
+pub(crate) const SQLITE: Files =
+    &[(20261130000001, "invocations", include_str!("../../../migrations/sqlite/20261130000001_invocations.sql"))];
 
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Embedded(pub Files);

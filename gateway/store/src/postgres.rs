@@ -3,17 +3,17 @@
 //! lease time is read from the database clock.
 
 use async_trait::async_trait;
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
 use sqlx::Row;
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
 use switchyard_contract::{
     Admission, Error, Event, Invocation, InvocationId, InvocationStore, ListQuery, Millis, NewInvocation, Page,
     TenantId, Transition, WorkerId,
 };
 
+use crate::StoreOptions;
 use crate::error::{StoreError, db};
 use crate::migrate::{Embedded, POSTGRES};
 use crate::row::{append, decode_event, decode_invocation, id_text, mutable, page, to_json};
-use crate::StoreOptions;
 
 /// The invocation columns, in the order `row::decode_invocation` reads them.
 const COLUMNS: &str = "id, tenant, subject, upstream, operation, effect, request::text, digest, ingress_key, \

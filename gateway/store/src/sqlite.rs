@@ -5,17 +5,19 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow, SqliteSynchronous};
 use sqlx::Row;
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow, SqliteSynchronous,
+};
 use switchyard_contract::{
     Admission, Error, Event, Invocation, InvocationId, InvocationStore, ListQuery, Millis, NewInvocation, Page,
     TenantId, Transition, WorkerId,
 };
 
+use crate::StoreOptions;
 use crate::error::{StoreError, db};
 use crate::migrate::{Embedded, SQLITE};
 use crate::row::{append, decode_event, decode_invocation, id_text, mutable, page, to_json};
-use crate::StoreOptions;
 
 /// The invocation columns, in the order `row::decode_invocation` reads them.
 const COLUMNS: &str = "id, tenant, subject, upstream, operation, effect, request, digest, ingress_key, state_data, \

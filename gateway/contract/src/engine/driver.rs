@@ -78,7 +78,12 @@ where
 }
 
 /// Sends the attempt; meanwhile renews the lease and forwards a cancellation once.
-async fn attempt_call(inner: &Inner, call: &DispatchCall, fence: Fence, cancel: &Notify) -> Result<serde_json::Value, UpstreamError> {
+async fn attempt_call(
+    inner: &Inner,
+    call: &DispatchCall,
+    fence: Fence,
+    cancel: &Notify,
+) -> Result<serde_json::Value, UpstreamError> {
     let Some(upstream) = inner.upstreams.upstream(&call.target.upstream) else {
         return Err(UpstreamError::Rejected {
             code: "upstream_not_configured".into(),
@@ -122,7 +127,12 @@ async fn attempt_call(inner: &Inner, call: &DispatchCall, fence: Fence, cancel: 
 }
 
 /// Classifies and commits an attempt's result under the driver's fence.
-async fn commit(inner: &Inner, call: &DispatchCall, fence: Fence, result: Result<serde_json::Value, UpstreamError>) -> Result<Invocation, Error> {
+async fn commit(
+    inner: &Inner,
+    call: &DispatchCall,
+    fence: Fence,
+    result: Result<serde_json::Value, UpstreamError>,
+) -> Result<Invocation, Error> {
     let policy = inner.cfg.retry;
     let backoff = policy.backoff(call.attempt_no);
     let (effect, attempt_no, attempt): (_, _, AttemptId) = (call.target.effect, call.attempt_no, call.attempt);
@@ -144,4 +154,3 @@ async fn commit(inner: &Inner, call: &DispatchCall, fence: Fence, result: Result
     }
     Ok(inv)
 }
-

@@ -295,20 +295,23 @@ impl Invocations for Engine {
         let (inv, events) = self
             .inner
             .store
-            .transition(id, Box::new(move |inv, now| {
-                check_tenant(inv, &who.tenant)?;
-                inv.request_cancel(who, now)
-            }))
+            .transition(
+                id,
+                Box::new(move |inv, now| {
+                    check_tenant(inv, &who.tenant)?;
+                    inv.request_cancel(who, now)
+                }),
+            )
             .await?;
         if !events.is_empty() {
             self.inner.notify_changed();
         }
-        if inv.cancel.is_some() && !inv.state.is_terminal() {
-            if let Ok(m) = self.inner.running.lock() {
-                if let Some(r) = m.get(&id) {
-                    r.cancel.notify_one();
-                }
-            }
+        if inv.cancel.is_some()
+            && !inv.state.is_terminal()
+            && let Ok(m) = self.inner.running.lock()
+            && let Some(r) = m.get(&id)
+        {
+            r.cancel.notify_one();
         }
         Ok(inv)
     }
@@ -318,10 +321,13 @@ impl Invocations for Engine {
         let (inv, events) = self
             .inner
             .store
-            .transition(id, Box::new(move |inv, _| {
-                check_tenant(inv, &who.tenant)?;
-                inv.reconcile(decision, who)
-            }))
+            .transition(
+                id,
+                Box::new(move |inv, _| {
+                    check_tenant(inv, &who.tenant)?;
+                    inv.reconcile(decision, who)
+                }),
+            )
             .await?;
         if !events.is_empty() {
             info!(invocation.id = %id, by = %by.subject, state = inv.state.name().as_str(), "invocation reconciled");

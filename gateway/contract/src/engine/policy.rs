@@ -62,7 +62,9 @@ impl RetryPolicy {
             Err(UpstreamError::Unavailable { message }) => {
                 retry_or_fail(FailureRecord::new("upstream_unavailable", message, true, ErrorSource::Upstream))
             }
-            Err(UpstreamError::Lost { message }) if effect == EffectClass::Write => AttemptOutcome::Unknown { reason: message },
+            Err(UpstreamError::Lost { message }) if effect == EffectClass::Write => {
+                AttemptOutcome::Unknown { reason: message }
+            }
             Err(UpstreamError::Lost { message }) => {
                 retry_or_fail(FailureRecord::new("outcome_lost", message, true, ErrorSource::Upstream))
             }
@@ -76,7 +78,11 @@ mod tests {
     use super::*;
 
     fn p() -> RetryPolicy {
-        RetryPolicy { max_attempts: 3, backoff_base: Duration::from_millis(100), backoff_max: Duration::from_millis(300) }
+        RetryPolicy {
+            max_attempts: 3,
+            backoff_base: Duration::from_millis(100),
+            backoff_max: Duration::from_millis(300),
+        }
     }
 
     #[test]
@@ -93,7 +99,10 @@ mod tests {
         let lost = || Err(UpstreamError::Lost { message: "timeout".into() });
         let d = Duration::from_millis(50);
         assert!(matches!(p().classify(lost(), EffectClass::Write, 1, d, 0), AttemptOutcome::Unknown { .. }));
-        assert!(matches!(p().classify(lost(), EffectClass::ReadOnly, 1, d, 1000), AttemptOutcome::Retry { retry_at_ms: 1050, .. }));
+        assert!(matches!(
+            p().classify(lost(), EffectClass::ReadOnly, 1, d, 1000),
+            AttemptOutcome::Retry { retry_at_ms: 1050, .. }
+        ));
         match p().classify(lost(), EffectClass::ReadOnly, 3, d, 0) {
             AttemptOutcome::Failed(f) => assert_eq!(f.code, "attempts_exhausted"),
             other => panic!("expected failure, got {other:?}"),

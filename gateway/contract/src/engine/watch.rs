@@ -23,7 +23,12 @@ struct Cursor {
     done: bool,
 }
 
-pub(super) fn stream(inner: Arc<Inner>, tenant: TenantId, id: InvocationId, after: u64) -> BoxStream<'static, Result<Event, Error>> {
+pub(super) fn stream(
+    inner: Arc<Inner>,
+    tenant: TenantId,
+    id: InvocationId,
+    after: u64,
+) -> BoxStream<'static, Result<Event, Error>> {
     let cursor = Cursor { inner, tenant, id, after, buffered: VecDeque::new(), checked_owner: false, done: false };
     stream::unfold(cursor, |mut c| async move {
         let item = next(&mut c).await?;

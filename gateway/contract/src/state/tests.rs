@@ -47,7 +47,11 @@ fn g4_a_write_is_never_dispatched_twice() {
     inv.record_outcome(w, Fence(1), attempt, AttemptOutcome::Unknown { reason: "timeout".into() }, 300, TTL);
     assert_eq!(inv.state.name(), StateName::Unknown);
     // Even if a bug put it back into a dispatchable state, a second attempt is refused.
-    inv.state = InvocationState::Retrying { attempt_no: 1, retry_at_ms: 0, last_error: FailureRecord::new("x", "x", true, ErrorSource::Upstream) };
+    inv.state = InvocationState::Retrying {
+        attempt_no: 1,
+        retry_at_ms: 0,
+        last_error: FailureRecord::new("x", "x", true, ErrorSource::Upstream),
+    };
     inv.lease = Lease { owner: Some(w), fence: Fence(1), expires_at_ms: Some(10_000) };
     assert!(inv.begin_attempt(w, Fence(1), 400, TTL).is_err());
 }

@@ -34,12 +34,18 @@ impl ApiError {
     pub fn too_large(limit: usize) -> Self {
         Self {
             status: StatusCode::PAYLOAD_TOO_LARGE,
-            error: Error::new(ErrorKind::InvalidInput, ErrorSource::Client, false, format!("request body exceeds {limit} bytes")),
+            error: Error::new(
+                ErrorKind::InvalidInput,
+                ErrorSource::Client,
+                false,
+                format!("request body exceeds {limit} bytes"),
+            ),
         }
     }
 
     pub fn unauthenticated() -> Self {
-        Error::new(ErrorKind::Unauthenticated, ErrorSource::Client, true, "a valid admin bearer token is required").into()
+        Error::new(ErrorKind::Unauthenticated, ErrorSource::Client, true, "a valid admin bearer token is required")
+            .into()
     }
 }
 
@@ -55,7 +61,8 @@ impl IntoResponse for ApiError {
         let body = json!({ "error": { "kind": e.kind, "message": e.message, "retry_safe": e.retry_safe, "source": e.source } });
         let mut resp = (self.status, Json(body)).into_response();
         if self.status == StatusCode::UNAUTHORIZED {
-            resp.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"switchyard-admin\""));
+            resp.headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"switchyard-admin\""));
         }
         resp
     }

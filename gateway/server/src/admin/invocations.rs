@@ -13,7 +13,9 @@ use futures::StreamExt;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use switchyard_contract::{Decision, IngressKey, Invocation, InvocationId, Invocations, ListQuery, StateName, Submission};
+use switchyard_contract::{
+    Decision, IngressKey, Invocation, InvocationId, Invocations, ListQuery, StateName, Submission,
+};
 
 use super::{AdminState, ApiError, principal};
 
@@ -45,7 +47,8 @@ fn id(raw: &str) -> Result<InvocationId, ApiError> {
 
 /// Whether a caller waiting for an outcome can stop waiting.
 fn settled(inv: &Invocation) -> bool {
-    inv.state.is_terminal() || matches!(inv.state.name(), StateName::Unknown | StateName::AwaitingApproval | StateName::InputRequired)
+    inv.state.is_terminal()
+        || matches!(inv.state.name(), StateName::Unknown | StateName::AwaitingApproval | StateName::InputRequired)
 }
 
 pub(super) async fn submit(
@@ -60,7 +63,9 @@ pub(super) async fn submit(
     let header_key = headers.get("idempotency-key").map(|v| v.to_str().map(str::to_string));
     let header_key = header_key.transpose().map_err(|_| ApiError::invalid("Idempotency-Key must be ASCII"))?;
     let key = match (header_key, b.idempotency_key) {
-        (Some(h), Some(k)) if h != k => return Err(ApiError::invalid("Idempotency-Key header and body idempotency_key differ")),
+        (Some(h), Some(k)) if h != k => {
+            return Err(ApiError::invalid("Idempotency-Key header and body idempotency_key differ"));
+        }
         (h, k) => h.or(k).map(IngressKey::new).transpose()?,
     };
     let wait = q.wait_ms.unwrap_or(0);
@@ -69,7 +74,13 @@ pub(super) async fn submit(
     }
     let submitted = state
         .engine
-        .submit(Submission { principal: who.clone(), upstream: b.upstream, operation: b.operation, request: b.request, ingress_key: key })
+        .submit(Submission {
+            principal: who.clone(),
+            upstream: b.upstream,
+            operation: b.operation,
+            request: b.request,
+            ingress_key: key,
+        })
         .await?;
     let mut inv = submitted.invocation;
     if wait > 0 && !settled(&inv) {
@@ -106,7 +117,11 @@ pub(super) struct ListParams {
     cursor: Option<String>,
 }
 
-pub(super) async fn list(State(state): State<AdminState>, headers: HeaderMap, Query(p): Query<ListParams>) -> Result<Response, ApiError> {
+pub(super) async fn list(
+    State(state): State<AdminState>,
+    headers: HeaderMap,
+    Query(p): Query<ListParams>,
+) -> Result<Response, ApiError> {
     let who = principal(&headers)?;
     let filter = p
         .state
@@ -116,7 +131,11 @@ pub(super) async fn list(State(state): State<AdminState>, headers: HeaderMap, Qu
     Ok(Json(page).into_response())
 }
 
-pub(super) async fn show(State(state): State<AdminState>, headers: HeaderMap, Path(raw): Path<String>) -> Result<Response, ApiError> {
+pub(super) async fn show(
+    State(state): State<AdminState>,
+    headers: HeaderMap,
+    Path(raw): Path<String>,
+) -> Result<Response, ApiError> {
     let who = principal(&headers)?;
     Ok(Json(state.engine.get(&who.tenant, id(&raw)?).await?).into_response())
 }
@@ -138,7 +157,8 @@ pub(super) async fn events(
 ) -> Result<Response, ApiError> {
     let who = principal(&headers)?;
     let inv = id(&raw)?;
-    let wants_sse = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|v| v.contains("text/event-stream"));
+    let wants_sse =
+        headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|v| v.contains("text/event-stream"));
     if !wants_sse {
         let limit = p.limit.unwrap_or(100);
         if !(1..=1000).contains(&limit) {
@@ -162,7 +182,11 @@ pub(super) async fn events(
     Ok(Sse::new(stream).keep_alive(KeepAlive::default()).into_response())
 }
 
-pub(super) async fn cancel(State(state): State<AdminState>, headers: HeaderMap, Path(raw): Path<String>) -> Result<Response, ApiError> {
+pub(super) async fn cancel(
+    State(state): State<AdminState>,
+    headers: HeaderMap,
+    Path(raw): Path<String>,
+) -> Result<Response, ApiError> {
     let who = principal(&headers)?;
     let inv = state.engine.cancel(&who, id(&raw)?).await?;
     let status = if inv.state.is_terminal() { StatusCode::OK } else { StatusCode::ACCEPTED };

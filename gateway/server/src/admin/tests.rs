@@ -1,1 +1,167 @@
-use super::*;
+//! Admin API tests against the real router and a real SQLite store, through `oneshot`.
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+use crate::app::App;
+use crate::config::Config;
+
+const TOKEN: &str = "test-token-0123456789";
+
+struct Harness {
+    router: axum::Router,
+    _dir: tempfile::TempDir,
+}
+
+async fn harness(body_limit: usize) -> Harness {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let mut cfg = Config::default();
+    cfg.server.data_dir = dir.path().to_path_buf();
+    cfg.server.body_limit_bytes = body_limit;
+    cfg.admin.token.0 = TOKEN.into();
+    let app = App::build(&cfg).await.unwrap_or_else(|e| panic!("{e:#}"));
+    Harness { router: app.router(&cfg), _dir: dir }
+}
+
+async fn call(h: &Harness, method: &str, uri: &str, tenant: &str, body: Option<String>) -> (StatusCode, Value) {
+    let req = Request::builder()
+        .method(method)
+        .uri(uri)
+        .header("authorization", format!("Bearer {TOKEN}"))
+        .header("x-switchyard-tenant", tenant)
+        .body(body.map_or_else(Body::empty, Body::from))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let resp = h.router.clone().oneshot(req).await.unwrap_or_else(|e| match e {});
+    let status = resp.status();
+    let bytes = axum::body::to_bytes(resp.into_body(), 1 << 20).await.unwrap_or_default();
+    (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+}
+
+fn submit(op: &str, key: &str, request: Value) -> Option<String> {
+    Some(json!({"upstream": "demo", "operation": op, "request": request, "idempotency_key": key}).to_string())
+}
+
+#[tokio::test]
+async fn a_missing_or_wrong_token_is_401_with_a_challenge() {
+    let h = harness(4096).await;
+    for auth in [None, Some("Bearer nope"), Some(TOKEN)] {
+        let mut req = Request::builder().uri("/admin/v1/invocations");
+        if let Some(a) = auth {
+            req = req.header("authorization", a);
+        }
+        let resp = h.router.clone().oneshot(req.body(Body::empty()).unwrap_or_default()).await;
+        let resp = resp.unwrap_or_else(|e| match e {});
+        assert_eq!(resp.status(), StatusCode::UNAUTHORIZED);
+        assert!(resp.headers().get("www-authenticate").is_some());
+    }
+}
+
+#[tokio::test]
+async fn bad_input_is_400_and_changes_nothing() {
+    let h = harness(4096).await;
+    let cases = [
+        Some("not json".to_string()),
+        Some(json!({"upstream": "demo"}).to_string()),
+        Some(json!({"upstream": "demo", "operation": "echo", "extra": 1}).to_string()),
+        submit("echo", "has space", json!({})),
+    ];
+    for body in cases {
+        let (status, v) = call(&h, "POST", "/admin/v1/invocations", "t", body).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{v}");
+        assert_eq!(v["error"]["kind"], "invalid_input");
+    }
+    let (status, _) = call(&h, "POST", "/admin/v1/invocations", "bad tenant", submit("echo", "k", json!({}))).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let (status, _) = call(&h, "GET", "/admin/v1/invocations/inv_nothex", "t", None).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let (status, _) = call(&h, "GET", "/admin/v1/invocations?limit=0", "t", None).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let (status, v) =
+        call(&h, "POST", "/admin/v1/invocations", "t", Some(json!({"upstream": "nope", "operation": "x"}).to_string()))
+            .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{v}");
+    let (_, page) = call(&h, "GET", "/admin/v1/invocations", "t", None).await;
+    assert_eq!(page["items"], json!([]), "nothing was admitted");
+}
+
+#[tokio::test]
+async fn a_body_over_the_limit_is_413() {
+    let h = harness(2048).await;
+    let (status, v) =
+        call(&h, "POST", "/admin/v1/invocations", "t", submit("echo", "k", json!({"pad": "x".repeat(4096)}))).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{v}");
+}
+
+#[tokio::test]
+async fn g2_same_key_is_one_invocation_and_a_different_body_is_409() {
+    let h = harness(4096).await;
+    let (s1, first) =
+        call(&h, "POST", "/admin/v1/invocations?wait_ms=5000", "t", submit("count", "order-1", json!({"n": 1}))).await;
+    assert_eq!(s1, StatusCode::CREATED);
+    assert_eq!(first["state"]["state"], "succeeded");
+    let (s2, again) = call(&h, "POST", "/admin/v1/invocations", "t", submit("count", "order-1", json!({"n": 1}))).await;
+    assert_eq!(s2, StatusCode::OK);
+    assert_eq!(again["id"], first["id"]);
+    assert_eq!(again["state"], first["state"], "the retry gets the original result");
+    let (s3, conflict) =
+        call(&h, "POST", "/admin/v1/invocations", "t", submit("count", "order-1", json!({"n": 2}))).await;
+    assert_eq!(s3, StatusCode::CONFLICT);
+    let msg = conflict["error"]["message"].as_str().unwrap_or_default();
+    assert!(msg.contains("order-1") && msg.contains("different request"), "{msg}");
+    let (_, page) = call(&h, "GET", "/admin/v1/invocations", "t", None).await;
+    assert_eq!(page["items"].as_array().map(Vec::len), Some(1));
+}
+
+#[tokio::test]
+async fn other_tenants_get_404_and_reconcile_refuses_settled_invocations() {
+    let h = harness(4096).await;
+    let (_, inv) = call(&h, "POST", "/admin/v1/invocations?wait_ms=5000", "red", submit("echo", "k", json!({}))).await;
+    let id = inv["id"].as_str().unwrap_or_default().to_string();
+    for (method, path) in [
+        ("GET", format!("/admin/v1/invocations/{id}")),
+        ("GET", format!("/admin/v1/invocations/{id}/events")),
+        ("POST", format!("/admin/v1/invocations/{id}/cancel")),
+    ] {
+        let (status, _) = call(&h, method, &path, "blue", None).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{method} {path}");
+    }
+    let decision = Some(json!({"decision": "applied", "result": 1}).to_string());
+    let (status, v) = call(&h, "POST", &format!("/admin/v1/invocations/{id}/reconcile"), "red", decision).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{v}");
+    let (status, events) = call(&h, "GET", &format!("/admin/v1/invocations/{id}/events"), "red", None).await;
+    assert_eq!(status, StatusCode::OK);
+    let seqs: Vec<u64> =
+        events.as_array().map(|a| a.iter().filter_map(|e| e["seq"].as_u64()).collect()).unwrap_or_default();
+    assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
+    assert!(seqs.len() >= 3);
+}
+
+#[tokio::test]
+async fn cancel_in_flight_is_confirmed_by_the_demo_upstream() {
+    let h = harness(4096).await;
+    let (_, inv) =
+        call(&h, "POST", "/admin/v1/invocations", "t", submit("count", "slow", json!({"delay_ms": 20_000}))).await;
+    let id = inv["id"].as_str().unwrap_or_default().to_string();
+    // Wait until the attempt is recorded, then cancel.
+    for _ in 0..100 {
+        let (_, now) = call(&h, "GET", &format!("/admin/v1/invocations/{id}"), "t", None).await;
+        if now["state"]["state"] == "dispatching" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let (status, _) = call(&h, "POST", &format!("/admin/v1/invocations/{id}/cancel"), "t", None).await;
+    assert!(status == StatusCode::ACCEPTED || status == StatusCode::OK);
+    let mut last = Value::Null;
+    for _ in 0..100 {
+        (_, last) = call(&h, "GET", &format!("/admin/v1/invocations/{id}"), "t", None).await;
+        if last["state"]["state"] == "canceled" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(last["state"]["state"], "canceled", "{last}");
+    assert_eq!(last["cancel"]["by"]["tenant"], "t");
+}
