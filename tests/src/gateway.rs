@@ -1,1 +1,212 @@
-//! Running the real gateway binary (see below).
+//! Runs the real `switchyard` binary on `127.0.0.1:0` and talks to its admin API.
+//!
+//! The binary is `$SWITCHYARD_BIN`, else `switchyard` next to the test executable's
+//! directory (`target/<profile>/`), so `cargo build -p switchyard` must run first (the test
+//! command does).
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+/// The admin token the harness configures.
+pub const TOKEN: &str = "switchyard-test-token-0123456789";
+
+/// Where the gateway binary is.
+pub fn binary() -> PathBuf {
+    if let Some(p) = std::env::var_os("SWITCHYARD_BIN") {
+        return PathBuf::from(p);
+    }
+    let exe = std::env::current_exe().unwrap_or_else(|e| panic!("current_exe: {e}"));
+    let profile_dir = exe.parent().and_then(Path::parent).unwrap_or_else(|| panic!("unexpected test path {exe:?}"));
+    let bin = profile_dir.join("switchyard");
+    assert!(
+        bin.exists(),
+        "{} is missing: run `cargo build -p switchyard` first (or set SWITCHYARD_BIN)",
+        bin.display()
+    );
+    bin
+}
+
+/// How to start a gateway.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    pub data_dir: PathBuf,
+    /// `None`: SQLite under the data dir.
+    pub store_url: Option<String>,
+    /// Extra environment, e.g. `SWITCHYARD__ENGINE__LEASE_TTL_MS`.
+    pub env: Vec<(String, String)>,
+    pub config: Option<PathBuf>,
+}
+
+/// A running gateway process. Dropping it kills the process.
+#[derive(Debug)]
+pub struct Gateway {
+    child: Child,
+    pub base: String,
+    pub http: reqwest::Client,
+    pub opts: Options,
+    /// How long from spawn until it printed its ready line.
+    pub started_in: Duration,
+}
+
+impl Gateway {
+    /// Starts the binary and waits (up to 20 s) for its ready line.
+    pub fn start(opts: Options) -> Gateway {
+        std::fs::create_dir_all(&opts.data_dir).unwrap_or_else(|e| panic!("data dir: {e}"));
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(opts.data_dir.join("gateway.log"))
+            .unwrap_or_else(|e| panic!("log file: {e}"));
+        let mut cmd = Command::new(binary());
+        if let Some(c) = &opts.config {
+            cmd.arg("--config").arg(c);
+        }
+        cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(&opts.data_dir)
+            .env("SWITCHYARD__ADMIN__TOKEN", TOKEN)
+            .env_remove("SWITCHYARD_FAULT_PAUSE")
+            .env_remove("SWITCHYARD_STORE_URL")
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(log);
+        if let Some(url) = &opts.store_url {
+            cmd.env("SWITCHYARD_STORE_URL", url);
+        }
+        for (k, v) in &opts.env {
+            cmd.env(k, v);
+        }
+        let t0 = Instant::now();
+        let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawn {}: {e}", binary().display()));
+        let stdout = child.stdout.take().unwrap_or_else(|| panic!("no stdout"));
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Some(addr) = line.strip_prefix("switchyard ready: listening on ") {
+                    let _ = tx.send(addr.to_string());
+                }
+            }
+        });
+        let base = match rx.recv_timeout(Duration::from_secs(20)) {
+            Ok(base) => base,
+            Err(_) => {
+                let _ = child.kill();
+                let log = std::fs::read_to_string(opts.data_dir.join("gateway.log")).unwrap_or_default();
+                panic!("gateway did not become ready in 20 s; log:\n{log}");
+            }
+        };
+        Gateway { child, base, http: reqwest::Client::new(), opts, started_in: t0.elapsed() }
+    }
+
+    /// `kill -9`.
+    pub fn kill9(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// SIGTERM, then wait for the process to exit; returns whether it exited successfully.
+    pub fn terminate(&mut self) -> bool {
+        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        self.child.wait().map(|s| s.success()).unwrap_or(false)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn req(&self, method: reqwest::Method, path: &str, tenant: &str) -> reqwest::RequestBuilder {
+        self.http
+            .request(method, format!("{}{path}", self.base))
+            .bearer_auth(TOKEN)
+            .header("x-switchyard-tenant", tenant)
+            .timeout(Duration::from_secs(70))
+    }
+
+    /// `POST /admin/v1/invocations`; returns status and JSON body.
+    pub async fn submit(
+        &self,
+        tenant: &str,
+        op: &str,
+        request: Value,
+        key: Option<&str>,
+        wait_ms: u64,
+    ) -> reqwest::Result<(u16, Value)> {
+        let body = json!({"upstream": "demo", "operation": op, "request": request, "idempotency_key": key});
+        let resp = self
+            .req(reqwest::Method::POST, &format!("/admin/v1/invocations?wait_ms={wait_ms}"), tenant)
+            .json(&body)
+            .send()
+            .await?;
+        let status = resp.status().as_u16();
+        Ok((status, resp.json().await.unwrap_or(Value::Null)))
+    }
+
+    /// `GET` an admin path; returns status and JSON body.
+    pub async fn get(&self, tenant: &str, path: &str) -> reqwest::Result<(u16, Value)> {
+        let resp = self.req(reqwest::Method::GET, path, tenant).send().await?;
+        let status = resp.status().as_u16();
+        Ok((status, resp.json().await.unwrap_or(Value::Null)))
+    }
+
+    /// `POST` an admin path with a JSON body.
+    pub async fn post(&self, tenant: &str, path: &str, body: Value) -> reqwest::Result<(u16, Value)> {
+        let resp = self.req(reqwest::Method::POST, path, tenant).json(&body).send().await?;
+        let status = resp.status().as_u16();
+        Ok((status, resp.json().await.unwrap_or(Value::Null)))
+    }
+
+    /// Every invocation of `tenant` (follows pagination).
+    pub async fn all(&self, tenant: &str) -> Vec<Value> {
+        let mut out = Vec::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let path = match &cursor {
+                Some(c) => format!("/admin/v1/invocations?limit=500&cursor={c}"),
+                None => "/admin/v1/invocations?limit=500".to_string(),
+            };
+            let (status, page) = self.get(tenant, &path).await.unwrap_or_else(|e| panic!("list: {e}"));
+            assert_eq!(status, 200, "{page}");
+            out.extend(page["items"].as_array().cloned().unwrap_or_default());
+            match page["next_cursor"].as_str() {
+                Some(c) => cursor = Some(c.to_string()),
+                None => return out,
+            }
+        }
+    }
+
+    /// Runs a `switchyard` CLI command against the same store; returns (success, stdout+stderr).
+    pub fn cli(&self, args: &[&str]) -> (bool, String) {
+        let mut cmd = Command::new(binary());
+        if let Some(c) = &self.opts.config {
+            cmd.arg("--config").arg(c);
+        }
+        let url = self
+            .opts
+            .store_url
+            .clone()
+            .unwrap_or_else(|| format!("sqlite://{}/switchyard.db", self.opts.data_dir.display()));
+        let out = cmd.args(args).env("SWITCHYARD__STORE__URL", url).output().unwrap_or_else(|e| panic!("cli: {e}"));
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        (out.status.success(), text)
+    }
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Lines of the demo upstream's call log: `(invocation id, attempt id)`.
+pub fn call_log(data_dir: &Path) -> Vec<(String, String)> {
+    std::fs::read_to_string(data_dir.join("demo-calls.log"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split_once(' ').map(|(a, b)| (a.to_string(), b.to_string())))
+        .collect()
+}

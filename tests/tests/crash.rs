@@ -1,0 +1,259 @@
+//! Crash tests: the real `switchyard` binary on PostgreSQL, 200 `write` calls against the
+//! counting demo upstream plus `read_only` calls, `kill -9` at three points, restart, and check
+//! that every admitted invocation is there, is terminal or `unknown`, that the upstream saw at
+//! most one physical call per invocation, and that the reads were retried to completion.
+
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use serde_json::{Value, json};
+use switchyard_tests::gateway::{Gateway, Options, call_log};
+
+const WRITES: usize = 200;
+const READS: usize = 20;
+const TENANT: &str = "crash";
+
+struct Scenario {
+    _dir: tempfile::TempDir,
+    opts: Options,
+}
+
+async fn scenario() -> Scenario {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let env = [
+        ("SWITCHYARD__ENGINE__LEASE_TTL_MS", "1500"),
+        ("SWITCHYARD__ENGINE__BACKOFF_MAX_MS", "300"),
+        ("SWITCHYARD__ENGINE__RECOVERY_INTERVAL_MS", "250"),
+        ("SWITCHYARD__ENGINE__ATTEMPT_TIMEOUT_MS", "20000"),
+    ];
+    let opts = Options {
+        data_dir: dir.path().join("data"),
+        store_url: Some(switchyard_tests::pg::database().await),
+        env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        config: None,
+    };
+    Scenario { _dir: dir, opts }
+}
+
+fn with_fault(opts: &Options, point: &str) -> Options {
+    let mut o = opts.clone();
+    o.env.push(("SWITCHYARD_FAULT_PAUSE".into(), point.into()));
+    o
+}
+
+/// Submits every call (32 at a time) without waiting for outcomes; returns key → invocation id
+/// for the calls whose admission was answered.
+async fn submit_all(gw: &Gateway, delay_ms: u64) -> HashMap<String, String> {
+    let calls = (0..WRITES).map(|i| ("count", format!("w-{i}"))).chain((0..READS).map(|i| ("echo", format!("r-{i}"))));
+    let results: Vec<_> = futures::stream::iter(calls)
+        .map(|(op, key)| async move {
+            let r = gw.submit(TENANT, op, json!({ "delay_ms": delay_ms, "key": key }), Some(&key), 0).await;
+            (key, r)
+        })
+        .buffer_unordered(32)
+        .collect()
+        .await;
+    results
+        .into_iter()
+        .filter_map(|(key, r)| match r {
+            Ok((201, v)) => Some((key, v["id"].as_str().unwrap_or_default().to_string())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// After a restart the client retries every call with the same key and body, as a real client
+/// would; already admitted calls must come back as the same invocation.
+async fn resubmit_all(gw: &Gateway, delay_ms: u64, admitted: &HashMap<String, String>) -> HashMap<String, String> {
+    let mut ids = HashMap::new();
+    let keys: Vec<_> = (0..WRITES)
+        .map(|i| ("count", format!("w-{i}")))
+        .chain((0..READS).map(|i| ("echo", format!("r-{i}"))))
+        .collect();
+    for (op, key) in keys {
+        let (status, v) = gw
+            .submit(TENANT, op, json!({ "delay_ms": delay_ms, "key": key }), Some(&key), 0)
+            .await
+            .unwrap_or_else(|e| panic!("resubmit {key}: {e}"));
+        let id = v["id"].as_str().unwrap_or_default().to_string();
+        match admitted.get(&key) {
+            Some(before) => {
+                assert_eq!(status, 200, "{key} was admitted before the crash: {v}");
+                assert_eq!(&id, before, "{key} must attach to its original invocation");
+            }
+            None => assert!(status == 200 || status == 201, "{key}: {status} {v}"),
+        }
+        ids.insert(key, id);
+    }
+    ids
+}
+
+/// Waits until no invocation is admitted, dispatching or retrying; returns all of them.
+async fn settled(gw: &Gateway) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let all = gw.all(TENANT).await;
+        let active = all
+            .iter()
+            .filter(|i| matches!(i["state"]["state"].as_str(), Some("admitted" | "dispatching" | "retrying")))
+            .count();
+        if active == 0 {
+            return all;
+        }
+        assert!(Instant::now() < deadline, "{active} invocations still active after 60 s");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The checks every scenario shares; returns the count of invocations per state.
+fn check(
+    all: &[Value],
+    admitted: &HashMap<String, String>,
+    ids: &HashMap<String, String>,
+    log: &[(String, String)],
+) -> HashMap<String, usize> {
+    let by_id: HashMap<&str, &Value> = all.iter().map(|i| (i["id"].as_str().unwrap_or_default(), i)).collect();
+    for (key, id) in admitted {
+        assert!(by_id.contains_key(id.as_str()), "admitted invocation {id} ({key}) is missing after restart");
+    }
+    assert_eq!(all.len(), WRITES + READS, "one invocation per idempotency key");
+    assert_eq!(ids.values().collect::<HashSet<_>>().len(), WRITES + READS);
+    let mut calls: HashMap<&str, usize> = HashMap::new();
+    for (inv, _) in log {
+        *calls.entry(inv.as_str()).or_default() += 1;
+    }
+    for (inv, n) in &calls {
+        assert_eq!(*n, 1, "the upstream saw {n} physical calls for {inv}");
+        assert!(by_id.contains_key(inv), "a physical call for an invocation that does not exist: {inv}");
+    }
+    let mut states: HashMap<String, usize> = HashMap::new();
+    for inv in all {
+        let state = inv["state"]["state"].as_str().unwrap_or_default().to_string();
+        let key = inv["ingress_key"].as_str().unwrap_or_default();
+        if key.starts_with("r-") {
+            assert_eq!(state, "succeeded", "read {key} was not retried to completion: {inv}");
+        } else {
+            assert!(matches!(state.as_str(), "succeeded" | "failed" | "unknown"), "write {key} is {state}");
+            assert!(inv["attempts"].as_u64().unwrap_or(9) <= 1, "write {key} was dispatched twice: {inv}");
+            if state == "succeeded" {
+                let id = inv["id"].as_str().unwrap_or_default();
+                assert_eq!(calls.get(id), Some(&1), "succeeded write {key} has no physical call");
+            }
+        }
+        *states.entry(state).or_default() += 1;
+    }
+    eprintln!("states after recovery: {states:?}; physical calls: {}", log.len());
+    states
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn kill_before_dispatch() {
+    let s = scenario().await;
+    let mut gw = Gateway::start(with_fault(&s.opts, "before_dispatch"));
+    let admitted = submit_all(&gw, 0).await;
+    assert_eq!(admitted.len(), WRITES + READS, "every call is admitted before any dispatch");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(call_log(&s.opts.data_dir).is_empty(), "nothing went upstream before the kill");
+    gw.kill9();
+
+    let gw = Gateway::start(s.opts.clone());
+    let ids = resubmit_all(&gw, 0, &admitted).await;
+    let all = settled(&gw).await;
+    let log = call_log(&s.opts.data_dir);
+    let states = check(&all, &admitted, &ids, &log);
+    assert_eq!(states.get("succeeded"), Some(&(WRITES + READS)), "nothing was dispatched, so recovery dispatches all");
+    assert_eq!(log.len(), WRITES);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn kill_during_the_upstream_call() {
+    let s = scenario().await;
+    let mut gw = Gateway::start(s.opts.clone());
+    let submitting = {
+        let gw = &gw;
+        async move { submit_all(gw, 1500).await }
+    };
+    let watcher = async {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while call_log(&s.opts.data_dir).len() < 40 {
+            assert!(Instant::now() < deadline, "calls never reached the upstream");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    // Kill as soon as 40 writes are in flight, while submissions are still arriving.
+    let admitted = tokio::select! {
+        a = submitting => a,
+        _ = watcher => HashMap::new(),
+    };
+    gw.kill9();
+    // Recover what the client saw admitted from the database instead, to be strict about it.
+    let in_flight_before = call_log(&s.opts.data_dir).len();
+    assert!(in_flight_before >= 40);
+
+    let gw = Gateway::start(s.opts.clone());
+    let known: HashMap<String, String> = gw
+        .all(TENANT)
+        .await
+        .iter()
+        .map(|i| {
+            (
+                i["ingress_key"].as_str().unwrap_or_default().to_string(),
+                i["id"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    for (k, id) in &admitted {
+        assert_eq!(known.get(k), Some(id), "answered admission {k} lost");
+    }
+    let ids = resubmit_all(&gw, 1500, &known).await;
+    let all = settled(&gw).await;
+    let log = call_log(&s.opts.data_dir);
+    let states = check(&all, &known, &ids, &log);
+    assert!(
+        states.get("unknown").copied().unwrap_or(0) >= 1,
+        "writes in flight at the kill must be unknown: {states:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn kill_after_the_upstream_replied_before_the_outcome_committed() {
+    let s = scenario().await;
+    let mut gw = Gateway::start(with_fault(&s.opts, "after_upstream_reply"));
+    let admitted = submit_all(&gw, 0).await;
+    assert_eq!(admitted.len(), WRITES + READS);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while call_log(&s.opts.data_dir).len() < WRITES {
+        assert!(Instant::now() < deadline, "not every write reached the upstream");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    gw.kill9();
+
+    let gw = Gateway::start(s.opts.clone());
+    let ids = resubmit_all(&gw, 0, &admitted).await;
+    let all = settled(&gw).await;
+    let log = call_log(&s.opts.data_dir);
+    let states = check(&all, &admitted, &ids, &log);
+    assert_eq!(states.get("unknown"), Some(&WRITES), "every write's reply was lost: unknown, never re-sent");
+    assert_eq!(log.len(), WRITES, "no write was sent twice");
+
+    // An operator reconciles one; the client's retry with the same key then gets that result.
+    let id = &admitted["w-7"];
+    let (ok, out) = gw.cli(&["reconcile", id, "applied", "--result", r#"{"reconciled":true}"#, "--by", "ops-alice"]);
+    assert!(ok, "{out}");
+    let (status, v) = gw
+        .submit(TENANT, "count", json!({ "delay_ms": 0, "key": "w-7" }), Some("w-7"), 0)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(status, 200);
+    assert_eq!(v["state"]["state"], "succeeded", "{v}");
+    assert_eq!(v["state"]["result"], json!({"reconciled": true}));
+    assert_eq!(v["state"]["resolution"]["principal"]["subject"], "ops-alice");
+    let (ok, out) = gw.cli(&["reconcile", id, "applied", "--result", r#"{"reconciled":true}"#, "--by", "ops-alice"]);
+    assert!(ok && out.contains("already reconciled"), "{out}");
+    let (ok, out) = gw.cli(&["reconcile", id, "not-applied"]);
+    assert!(!ok && out.contains("different decision"), "{out}");
+    let (ok, out) = gw.cli(&["invocations", "events", id]);
+    assert!(ok && out.contains("\"type\":\"reconciled\"") && out.contains("outcome_unknown"), "{out}");
+    assert_eq!(call_log(&s.opts.data_dir).len(), WRITES, "reconciliation sends nothing upstream");
+}
