@@ -6,6 +6,7 @@
 
 pub mod gateway;
 pub mod pg;
+pub mod upstream;
 
 /// A fresh SQLite database URL in its own temporary directory (kept alive by the guard).
 pub fn sqlite_url() -> (tempfile::TempDir, String) {

@@ -1,0 +1,436 @@
+//! The engine's guarantees G1–G10, each shown by a test, on SQLite and on PostgreSQL, with the
+//! real stores and a scriptable upstream. G6 runs two engines on one database.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use serde_json::{Value, json};
+use switchyard_contract::engine::RetryPolicy;
+use switchyard_contract::{
+    Admission, Decision, Engine, EngineConfig, Error, ErrorKind, Event, EventKind, FaultHook, FaultPoint, IngressKey,
+    Invocation, InvocationId, InvocationStore, Invocations, ListQuery, NewInvocation, NoFaults, Page, Principal,
+    StateName, Submission, TenantId, Transition, WorkerId,
+};
+use switchyard_store::StoreOptions;
+use switchyard_tests::upstream::{OneUpstream, Scripted, per_invocation};
+use tokio::sync::watch;
+
+/// A database both engines of a test can open.
+struct Db {
+    url: String,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl Db {
+    async fn open(&self) -> Arc<dyn InvocationStore> {
+        switchyard_store::connect(&self.url, &StoreOptions::default()).await.unwrap_or_else(|e| panic!("{e}"))
+    }
+}
+
+async fn sqlite() -> Db {
+    let (dir, url) = switchyard_tests::sqlite_url();
+    Db { url, _dir: Some(dir) }
+}
+
+async fn postgres() -> Db {
+    Db { url: switchyard_tests::pg::database().await, _dir: None }
+}
+
+macro_rules! on_both {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                super::$name(super::sqlite().await).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                super::$name(super::postgres().await).await;
+            }
+        }
+    )*};
+}
+
+on_both!(
+    g1_g3_admission_commits_and_the_attempt_is_recorded_before_dispatch,
+    g2_one_key_one_invocation_and_a_different_request_conflicts,
+    g4_a_lost_write_is_unknown_until_reconciled,
+    g4_a_write_that_times_out_is_unknown,
+    g5_read_only_is_retried_with_bounded_attempts,
+    g6_a_worker_whose_lease_expired_cannot_commit,
+    g7_recovery_takes_over_an_invocation_its_worker_abandoned,
+    g8_cancellation_before_and_during_dispatch,
+    g9_watch_resumes_without_gaps_or_duplicates,
+    g10_terminal_results_cannot_change,
+    shutdown_releases_leases_for_immediate_recovery,
+);
+
+fn config(ttl_ms: u64) -> EngineConfig {
+    EngineConfig {
+        worker: WorkerId::new(),
+        lease_ttl: Duration::from_millis(ttl_ms),
+        recovery_interval: Duration::from_millis(100),
+        attempt_timeout: Duration::from_secs(10),
+        retry: RetryPolicy {
+            max_attempts: 3,
+            backoff_base: Duration::from_millis(20),
+            backoff_max: Duration::from_millis(100),
+        },
+        watch_poll: Duration::from_millis(50),
+        ..EngineConfig::default()
+    }
+}
+
+fn engine(store: Arc<dyn InvocationStore>, up: &Arc<Scripted>, hook: Arc<dyn FaultHook>, cfg: EngineConfig) -> Engine {
+    Engine::new(store, Arc::new(OneUpstream(up.clone())), hook, cfg).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn alice() -> Principal {
+    Principal::new(TenantId::new("acme").unwrap_or_else(|e| panic!("{e}")), "alice")
+}
+
+fn call(op: &str, request: Value, key: Option<&str>) -> Submission {
+    Submission {
+        principal: alice(),
+        upstream: "test".into(),
+        operation: op.into(),
+        request,
+        ingress_key: key.map(|k| IngressKey::new(k).unwrap_or_else(|e| panic!("{e}"))),
+    }
+}
+
+async fn submit(e: &Engine, op: &str) -> Invocation {
+    e.submit(call(op, json!({}), None)).await.unwrap_or_else(|err| panic!("{err}")).invocation
+}
+
+/// Waits (up to 10 s) until the invocation is in `state`.
+async fn until(e: &Engine, id: InvocationId, state: StateName) -> Invocation {
+    for _ in 0..1000 {
+        let inv = e.get(&alice().tenant, id).await.unwrap_or_else(|err| panic!("{err}"));
+        if inv.state.name() == state {
+            return inv;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let inv = e.get(&alice().tenant, id).await.ok();
+    panic!("{id} never became {state:?}: {inv:?}");
+}
+
+async fn events(e: &Engine, id: InvocationId) -> Vec<Event> {
+    e.events(&alice().tenant, id, 0, 1000).await.unwrap_or_else(|err| panic!("{err}"))
+}
+
+fn kinds(evs: &[Event]) -> Vec<&'static str> {
+    evs.iter().map(|e| e.kind.name()).collect()
+}
+
+/// A fault hook that blocks drivers at one point until released (or forever).
+struct Gate {
+    point: FaultPoint,
+    open: watch::Sender<bool>,
+}
+
+impl Gate {
+    fn new(point: FaultPoint) -> Arc<Self> {
+        Arc::new(Self { point, open: watch::channel(false).0 })
+    }
+}
+
+#[async_trait]
+impl FaultHook for Gate {
+    async fn reached(&self, point: FaultPoint, _: InvocationId) {
+        if point == self.point {
+            let _ = self.open.subscribe().wait_for(|o| *o).await;
+        }
+    }
+}
+
+/// A store one engine loses contact with while `cut` is set (a network partition).
+struct Partition {
+    inner: Arc<dyn InvocationStore>,
+    cut: AtomicBool,
+}
+
+impl Partition {
+    fn check(&self) -> Result<(), Error> {
+        if self.cut.load(Ordering::SeqCst) { Err(Error::unavailable("partitioned from the database")) } else { Ok(()) }
+    }
+}
+
+#[async_trait]
+impl InvocationStore for Partition {
+    async fn admit(&self, d: NewInvocation) -> Result<Admission, Error> {
+        self.check()?;
+        self.inner.admit(d).await
+    }
+    async fn transition(&self, id: InvocationId, f: Transition) -> Result<(Invocation, Vec<Event>), Error> {
+        self.check()?;
+        self.inner.transition(id, f).await
+    }
+    async fn get(&self, t: Option<&TenantId>, id: InvocationId) -> Result<Option<Invocation>, Error> {
+        self.check()?;
+        self.inner.get(t, id).await
+    }
+    async fn list(&self, t: &TenantId, q: &ListQuery) -> Result<Page, Error> {
+        self.check()?;
+        self.inner.list(t, q).await
+    }
+    async fn events(&self, id: InvocationId, after: u64, limit: u32) -> Result<Vec<Event>, Error> {
+        self.check()?;
+        self.inner.events(id, after, limit).await
+    }
+    async fn acquire_expired(&self, w: WorkerId, ttl: i64, limit: u32) -> Result<Vec<Invocation>, Error> {
+        self.check()?;
+        self.inner.acquire_expired(w, ttl, limit).await
+    }
+    async fn release_leases(&self, w: WorkerId) -> Result<u64, Error> {
+        self.check()?;
+        self.inner.release_leases(w).await
+    }
+    async fn now(&self) -> Result<i64, Error> {
+        self.check()?;
+        self.inner.now().await
+    }
+}
+
+async fn g1_g3_admission_commits_and_the_attempt_is_recorded_before_dispatch(db: Db) {
+    let store = db.open().await;
+    let up = Scripted::new(false);
+    up.observe(store.clone());
+    let e = engine(store.clone(), &up, Arc::new(NoFaults), config(2000));
+    let inv = submit(&e, "w_ok").await;
+    // G1: what submit answered is committed, with its first event.
+    let stored = store.get(None, inv.id).await.ok().flatten().unwrap_or_else(|| panic!("not committed"));
+    assert_eq!((stored.id, &stored.digest, &stored.target), (inv.id, &inv.digest, &inv.target));
+    assert!(stored.digest.as_str().starts_with("sha256:"));
+    until(&e, inv.id, StateName::Succeeded).await;
+    let seen = up.calls();
+    assert_eq!(seen.len(), 1);
+    assert!(seen[0].attempt_was_committed, "G3: the upstream was called before the attempt was committed");
+    assert_eq!(kinds(&events(&e, inv.id).await), ["admitted", "dispatch_started", "succeeded"]);
+    // Nothing is admitted for an unknown upstream.
+    let refused = e.submit(Submission { upstream: "nope".into(), ..call("w_ok", json!({}), None) }).await;
+    assert_eq!(refused.err().map(|e| e.kind), Some(ErrorKind::NotFound));
+}
+
+async fn g2_one_key_one_invocation_and_a_different_request_conflicts(db: Db) {
+    let up = Scripted::new(false);
+    let e = engine(db.open().await, &up, Arc::new(NoFaults), config(2000));
+    let first =
+        e.submit(call("w_ok", json!({"a": 1, "b": [1, 2]}), Some("order-9"))).await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(first.created);
+    until(&e, first.invocation.id, StateName::Succeeded).await;
+    // Same request, keys in another order and 1.0 for 1: the same canonical digest.
+    let text = r#"{"b": [1.0, 2], "a": 1}"#;
+    let again = e.submit(call("w_ok", serde_json::from_str(text).unwrap_or_default(), Some("order-9"))).await;
+    let again = again.unwrap_or_else(|e| panic!("{e}"));
+    assert!(!again.created);
+    assert_eq!(again.invocation.id, first.invocation.id);
+    assert_eq!(again.invocation.state.name(), StateName::Succeeded, "the retry sees the result");
+    let conflict = e.submit(call("w_ok", json!({"a": 2}), Some("order-9"))).await;
+    assert_eq!(conflict.err().map(|e| e.kind), Some(ErrorKind::Conflict));
+    assert_eq!(up.calls().len(), 1, "nothing dispatched for the duplicate or the conflict");
+}
+
+async fn g4_a_lost_write_is_unknown_until_reconciled(db: Db) {
+    let up = Scripted::new(false);
+    let e = engine(db.open().await, &up, Arc::new(NoFaults), config(600));
+    let inv = submit(&e, "w_lost").await;
+    let unknown = until(&e, inv.id, StateName::Unknown).await;
+    assert!(unknown.lease.owner.is_none(), "an unknown invocation holds no lease");
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert_eq!(e.recover_once().await.ok(), Some(0), "recovery never picks up an unknown write");
+    assert_eq!(up.calls().len(), 1, "never re-dispatched automatically");
+    assert_eq!(e.get(&alice().tenant, inv.id).await.map(|i| i.state.name()).ok(), Some(StateName::Unknown));
+
+    let ops = Principal::new(alice().tenant, "ops");
+    let not_applied = Decision::NotApplied { message: "checked the ledger: not there".into() };
+    let done = e.reconcile(&ops, inv.id, not_applied.clone()).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(done.state.name(), StateName::Failed);
+    let same = e.reconcile(&ops, inv.id, not_applied).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(same, done, "repeating the decision is idempotent");
+    let other = e.reconcile(&ops, inv.id, Decision::Applied { result: json!(1) }).await;
+    assert_eq!(other.err().map(|e| e.kind), Some(ErrorKind::Conflict));
+    let evs = events(&e, inv.id).await;
+    assert_eq!(kinds(&evs), ["admitted", "dispatch_started", "outcome_unknown", "reconciled", "failed"]);
+    assert!(matches!(&evs[3].kind, EventKind::Reconciled { by, .. } if by.subject == "ops"), "audited with who");
+    // Another tenant cannot reconcile it (and does not learn it exists).
+    let stranger = Principal::new(TenantId::new("other").unwrap_or_else(|e| panic!("{e}")), "x");
+    let denied = e.reconcile(&stranger, inv.id, Decision::Applied { result: json!(1) }).await;
+    assert_eq!(denied.err().map(|e| e.kind), Some(ErrorKind::NotFound));
+}
+
+async fn g4_a_write_that_times_out_is_unknown(db: Db) {
+    let up = Scripted::new(false);
+    let cfg = EngineConfig { attempt_timeout: Duration::from_millis(300), ..config(2000) };
+    let e = engine(db.open().await, &up, Arc::new(NoFaults), cfg);
+    let inv = submit(&e, "w_gate").await;
+    let unknown = until(&e, inv.id, StateName::Unknown).await;
+    assert_eq!(unknown.attempts, 1);
+    up.open_gate();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(up.calls().len(), 1);
+}
+
+async fn g5_read_only_is_retried_with_bounded_attempts(db: Db) {
+    let up = Scripted::new(false);
+    let e = engine(db.open().await, &up, Arc::new(NoFaults), config(2000));
+    let ok = submit(&e, "flaky:2").await;
+    let done = until(&e, ok.id, StateName::Succeeded).await;
+    assert_eq!(done.attempts, 3);
+    let evs = events(&e, ok.id).await;
+    let retries: Vec<_> =
+        evs.iter().filter(|e| matches!(e.kind, EventKind::AttemptFailed { retry_at_ms: Some(_), .. })).collect();
+    assert_eq!(retries.len(), 2);
+    let gaps: Vec<i64> =
+        evs.windows(2).filter(|w| w[0].kind.name() == "attempt_failed").map(|w| w[1].at_ms - w[0].at_ms).collect();
+    assert!(gaps.iter().all(|g| *g >= 10), "backoff between attempts: {gaps:?}");
+
+    let never = submit(&e, "flaky:99").await;
+    let failed = until(&e, never.id, StateName::Failed).await;
+    assert_eq!(failed.attempts, 3, "bounded by max_attempts");
+    match failed.state {
+        switchyard_contract::InvocationState::Failed { error, .. } => assert_eq!(error.code, "attempts_exhausted"),
+        other => panic!("{other:?}"),
+    }
+    // A write that is unavailable is not retried.
+    let write = submit(&e, "w_flaky:99").await;
+    assert_eq!(until(&e, write.id, StateName::Failed).await.attempts, 1);
+    assert_eq!(per_invocation(&up.calls()).get(&write.id.to_string()), Some(&1));
+}
+
+/// Engine A starts an attempt, loses the database, its lease expires, engine B takes over and
+/// finishes; A's late outcome is refused and recorded as a late event.
+async fn g6_a_worker_whose_lease_expired_cannot_commit(db: Db) {
+    for (op, final_state) in [("gate", StateName::Succeeded), ("w_gate", StateName::Unknown)] {
+        let up = Scripted::new(false);
+        let a_store = Arc::new(Partition { inner: db.open().await, cut: AtomicBool::new(false) });
+        let a = engine(a_store.clone(), &up, Arc::new(NoFaults), config(500));
+        let b = engine(db.open().await, &up, Arc::new(NoFaults), config(500));
+        let inv = submit(&a, op).await;
+        up.wait_for_calls(1).await;
+        a_store.cut.store(true, Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        assert_eq!(b.recover_once().await.ok(), Some(1), "B takes the expired lease");
+        let after = until(&b, inv.id, final_state).await;
+        assert_eq!(after.lease.fence.0, 2);
+        a_store.cut.store(false, Ordering::SeqCst);
+        up.open_gate();
+        // A's reply arrives now; it must be refused.
+        for _ in 0..300 {
+            if kinds(&events(&b, inv.id).await).contains(&"late_outcome") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let evs = events(&b, inv.id).await;
+        let late = evs.iter().find_map(|e| match &e.kind {
+            EventKind::LateOutcome { fence, worker, .. } => Some((*fence, *worker)),
+            _ => None,
+        });
+        assert_eq!(late, Some((switchyard_contract::Fence(1), a.worker())), "{op}: {:?}", kinds(&evs));
+        let now = b.get(&alice().tenant, inv.id).await.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(now.state, after.state, "{op}: the late outcome was not applied");
+        let expected_calls = if op == "gate" { 2 } else { 1 };
+        assert_eq!(up.calls().len(), expected_calls, "{op}: a write is never re-dispatched by the new worker");
+    }
+}
+
+async fn g7_recovery_takes_over_an_invocation_its_worker_abandoned(db: Db) {
+    let up = Scripted::new(false);
+    // Worker A admits and then hangs before dispatching, as if the process had stopped.
+    let a = engine(db.open().await, &up, Gate::new(FaultPoint::BeforeDispatch), config(400));
+    let inv = submit(&a, "w_ok").await;
+    let b = engine(db.open().await, &up, Arc::new(NoFaults), config(400));
+    let _recovery = b.start();
+    let done = until(&b, inv.id, StateName::Succeeded).await;
+    assert_eq!(done.lease.fence.0, 2);
+    assert_eq!(up.calls().len(), 1, "dispatched exactly once, by the worker that recovered it");
+}
+
+async fn g8_cancellation_before_and_during_dispatch(db: Db) {
+    // Before dispatch: final at once; the upstream is never called.
+    let up = Scripted::new(true);
+    let gate = Gate::new(FaultPoint::BeforeDispatch);
+    let e = engine(db.open().await, &up, gate.clone(), config(2000));
+    let inv = submit(&e, "w_ok").await;
+    let canceled = e.cancel(&alice(), inv.id).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(canceled.state.name(), StateName::Canceled);
+    gate.open.send_replace(true);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(up.calls().is_empty());
+    assert_eq!(kinds(&events(&e, inv.id).await), ["admitted", "cancel_requested", "canceled"]);
+
+    // In flight, and the upstream confirms: canceled.
+    let e = engine(db.open().await, &up, Arc::new(NoFaults), config(2000));
+    let inv = submit(&e, "w_hang").await;
+    up.wait_for_calls(1).await;
+    let pending = e.cancel(&alice(), inv.id).await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(pending.cancel.is_some(), "the request is recorded durably");
+    until(&e, inv.id, StateName::Canceled).await;
+    assert_eq!(kinds(&events(&e, inv.id).await), ["admitted", "dispatch_started", "cancel_requested", "canceled"]);
+
+    // In flight, and the upstream cannot cancel: the upstream's outcome stands.
+    let up = Scripted::new(false);
+    let e = engine(db.open().await, &up, Arc::new(NoFaults), config(2000));
+    let inv = submit(&e, "w_gate").await;
+    up.wait_for_calls(1).await;
+    e.cancel(&alice(), inv.id).await.unwrap_or_else(|e| panic!("{e}"));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(e.get(&alice().tenant, inv.id).await.map(|i| i.state.name()).ok(), Some(StateName::Dispatching));
+    up.open_gate();
+    let done = until(&e, inv.id, StateName::Succeeded).await;
+    assert!(done.cancel.is_some());
+}
+
+async fn g9_watch_resumes_without_gaps_or_duplicates(db: Db) {
+    let up = Scripted::new(false);
+    let e = engine(db.open().await, &up, Arc::new(NoFaults), config(2000));
+    let inv = submit(&e, "flaky:2").await;
+    // Watch from the start while it runs; the stream ends after the terminal event.
+    let all: Vec<Event> =
+        tokio::time::timeout(Duration::from_secs(10), e.watch(alice().tenant, inv.id, 0).collect::<Vec<_>>())
+            .await
+            .unwrap_or_else(|_| panic!("watch did not end"))
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|e| panic!("{e}")))
+            .collect();
+    let seqs: Vec<u64> = all.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (1..=all.len() as u64).collect::<Vec<_>>());
+    assert_eq!(all.last().map(|e| e.kind.name()), Some("succeeded"));
+    // Resume from the middle: exactly the rest.
+    let rest: Vec<u64> = e.watch(alice().tenant, inv.id, 3).map(|r| r.map(|e| e.seq).unwrap_or(0)).collect().await;
+    assert_eq!(rest, (4..=all.len() as u64).collect::<Vec<_>>());
+    let none: Vec<_> = e.watch(alice().tenant, inv.id, all.len() as u64).collect().await;
+    assert!(none.is_empty());
+    let stranger = TenantId::new("other").unwrap_or_else(|e| panic!("{e}"));
+    let denied: Vec<_> = e.watch(stranger, inv.id, 0).collect().await;
+    assert!(matches!(denied.as_slice(), [Err(err)] if err.kind == ErrorKind::NotFound));
+}
+
+async fn g10_terminal_results_cannot_change(db: Db) {
+    let up = Scripted::new(false);
+    let e = engine(db.open().await, &up, Arc::new(NoFaults), config(2000));
+    let inv = submit(&e, "w_ok").await;
+    let done = until(&e, inv.id, StateName::Succeeded).await;
+    assert_eq!(e.cancel(&alice(), inv.id).await.err().map(|e| e.kind), Some(ErrorKind::Conflict));
+    let r = e.reconcile(&alice(), inv.id, Decision::Applied { result: json!("other") }).await;
+    assert_eq!(r.err().map(|e| e.kind), Some(ErrorKind::Conflict));
+    assert_eq!(e.get(&alice().tenant, inv.id).await.ok().map(|i| i.state), Some(done.state));
+}
+
+async fn shutdown_releases_leases_for_immediate_recovery(db: Db) {
+    let up = Scripted::new(false);
+    let a = engine(db.open().await, &up, Arc::new(NoFaults), config(60_000));
+    let inv = submit(&a, "w_gate").await;
+    up.wait_for_calls(1).await;
+    assert_eq!(a.shutdown(Duration::from_millis(100)).await.ok(), Some(1), "the in-flight lease is released");
+    assert_eq!(a.submit(call("w_ok", json!({}), None)).await.err().map(|e| e.kind), Some(ErrorKind::Unavailable));
+    let b = engine(db.open().await, &up, Arc::new(NoFaults), config(60_000));
+    assert_eq!(b.recover_once().await.ok(), Some(1), "taken at once, not after 60 s");
+    until(&b, inv.id, StateName::Unknown).await;
+    assert_eq!(up.calls().len(), 1);
+}
