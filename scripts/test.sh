@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Runs every Switchyard test: format and lint checks, the crypto-provider check, unit tests,
+# the store contract suite on SQLite and on a throw-away PostgreSQL, engine guarantee tests,
+# end-to-end and crash tests of the real binary. Installs what it needs (Debian packages) when
+# it can, and says clearly what is missing when it cannot.
+#
+#   bash scripts/test.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/switchyard-target}
+export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
+step() { printf '\n==> %s\n' "$*"; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+step "checking prerequisites"
+command -v cargo >/dev/null || die "cargo is not installed: install Rust 1.95 (rustup) first"
+pg_server() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1; }
+if [ -z "$(pg_server)" ] || ! command -v psql >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "installing PostgreSQL from Debian packages"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql postgresql-client >/dev/null
+  fi
+fi
+PG_BIN=${PG_BIN:-$(pg_server)}
+[ -n "$PG_BIN" ] && [ -x "$PG_BIN/postgres" ] || die "PostgreSQL server binaries not found: apt-get install postgresql (or set PG_BIN)"
+command -v psql >/dev/null || die "psql not found: apt-get install postgresql-client"
+export PG_BIN
+if [ "$(id -u)" = 0 ]; then id postgres >/dev/null 2>&1 || die "running as root needs a 'postgres' user to run PostgreSQL"; fi
+echo "cargo: $(cargo --version); PostgreSQL: $("$PG_BIN/postgres" --version)"
+
+step "cargo fmt --check"
+cargo fmt --all --check
+
+step "cargo clippy --workspace --all-targets -- -D warnings"
+cargo clippy -q --workspace --all-targets -- -D warnings
+
+step "one TLS crypto provider (aws-lc-rs): ring must not be in the build"
+if cargo tree -e normal,build -i ring 2>/dev/null | grep -q .; then
+  cargo tree -e normal,build -i ring >&2
+  die "ring is compiled in; see shared build reference, feature traps"
+fi
+echo "ok: no ring"
+
+step "starting a throw-away PostgreSQL cluster (unix socket only)"
+PGD=$(mktemp -d /tmp/switchyard-test-pg.XXXXXX)
+as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+[ "$(id -u)" = 0 ] && chown postgres: "$PGD"
+cleanup() {
+  as_pg "$PG_BIN/pg_ctl" -D "$PGD/data" -m immediate stop >/dev/null 2>&1 || true
+  rm -rf "$PGD"
+}
+trap cleanup EXIT
+as_pg "$PG_BIN/initdb" -D "$PGD/data" -U postgres -A trust -E UTF8 --locale=C -N --no-instructions >/dev/null
+as_pg "$PG_BIN/pg_ctl" -D "$PGD/data" -l "$PGD/log" -w start \
+  -o "-k $PGD -c listen_addresses= -p 5432 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400" >/dev/null
+export SWITCHYARD_TEST_PG="postgres://postgres@localhost/postgres?host=$PGD&port=5432"
+echo "cluster at $PGD"
+
+step "building the gateway binary for the end-to-end tests"
+cargo build -q -p switchyard
+
+step "cargo test --workspace"
+cargo test --workspace
