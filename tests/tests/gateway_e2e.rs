@@ -124,3 +124,51 @@ async fn graceful_shutdown_drains_in_flight_calls() {
     assert_eq!(now["state"]["state"], "succeeded", "{now}");
     assert_eq!(call_log(&opts.data_dir).len(), 1);
 }
+
+/// The CLI: `validate-config` accepts the shipped files and names the bad key in a broken one;
+/// `migrate`, `invocations list|show|events` work on the gateway's store.
+#[tokio::test]
+async fn cli_validates_configuration_and_inspects_the_store() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let run = |args: &[&str], env: &[(&str, &str)]| {
+        let mut cmd = Command::new(binary());
+        cmd.args(args).env_remove("SWITCHYARD_CONFIG");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap_or_else(|e| panic!("{e}"));
+        (
+            out.status.success(),
+            format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)),
+        )
+    };
+    let sample = root.join("config/switchyard.toml");
+    let (ok, out) = run(&["validate-config", &sample.display().to_string()], &[]);
+    assert!(ok && out.contains(": ok"), "{out}");
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "[engine]\nlease_ttl_ms = 1000\nbackoff_max_ms = 900\n").unwrap_or_else(|e| panic!("{e}"));
+    let (ok, out) = run(&["validate-config", &bad.display().to_string()], &[]);
+    assert!(!ok && out.contains("engine.backoff_max_ms"), "{out}");
+    std::fs::write(&bad, "[server]\nlisten = \"nowhere\"\n").unwrap_or_else(|e| panic!("{e}"));
+    let (ok, out) = run(&["validate-config", &bad.display().to_string()], &[]);
+    assert!(!ok && out.contains("listen"), "{out}");
+
+    let gw = Gateway::start(Options { data_dir: dir.path().join("d"), ..Options::default() });
+    let (_, inv) =
+        gw.submit("cli", "echo", json!({"n": 1}), Some("cli-1"), 5000).await.unwrap_or_else(|e| panic!("{e}"));
+    let id = inv["id"].as_str().unwrap_or_default();
+    let (ok, out) = gw.cli(&["migrate"]);
+    assert!(ok && out.contains("migrations applied"), "{out}");
+    let (ok, out) = gw.cli(&["invocations", "list", "--tenant", "cli"]);
+    assert!(ok && out.contains(id) && out.contains("succeeded") && out.contains("demo/echo"), "{out}");
+    let (ok, out) = gw.cli(&["invocations", "show", id]);
+    assert!(ok && out.contains("\"state\": \"succeeded\""), "{out}");
+    let (ok, out) = gw.cli(&["invocations", "events", id]);
+    assert_eq!(out.lines().count(), 3, "{out}");
+    assert!(ok && out.lines().all(|l| l.starts_with('{')), "{out}");
+    let (ok, out) = gw.cli(&["invocations", "show", "inv_00000000000000000000000000000000"]);
+    assert!(!ok && out.contains("not found"), "{out}");
+    let (ok, out) = gw.cli(&["reconcile", id, "applied"]);
+    assert!(!ok && out.contains("only `unknown` invocations can be reconciled"), "{out}");
+}

@@ -58,6 +58,7 @@ contract!(
     expired_leases_are_taken_once_with_a_higher_fence,
     released_leases_are_recoverable_at_once,
     tenants_do_not_see_each_other,
+    held_transitions_apply_only_to_the_current_record,
 );
 
 fn tenant(t: &str) -> TenantId {
@@ -172,7 +173,7 @@ async fn concurrent_transitions_are_serialized(store: Arc<dyn InvocationStore>) 
         .map(|_| {
             let (s, p) = (store.clone(), principal.clone());
             tokio::spawn(async move {
-                s.transition(inv.id, Box::new(move |_, _| Ok(vec![EventKind::CancelRequested { by: p }]))).await
+                s.transition(inv.id, Box::new(move |_, _| Ok(vec![EventKind::CancelRequested { by: p.clone() }]))).await
             })
         })
         .collect();
@@ -189,7 +190,10 @@ async fn concurrent_transitions_are_serialized(store: Arc<dyn InvocationStore>) 
 async fn terminal_rows_are_immutable_in_the_database(store: Arc<dyn InvocationStore>) {
     let inv = created(&store, draft("a", None, json!({}), 30_000)).await;
     let by = inv.principal.clone();
-    store.transition(inv.id, Box::new(move |i, now| i.request_cancel(by, now))).await.unwrap_or_else(|e| panic!("{e}"));
+    store
+        .transition(inv.id, Box::new(move |i, now| i.request_cancel(by.clone(), now)))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     // A buggy transition that rewrites a terminal state is refused by the database itself.
     let rewrite = store
         .transition(
@@ -211,7 +215,10 @@ async fn list_pages_newest_first_with_filters(store: Arc<dyn InvocationStore>) {
         ids.push(created(&store, draft("lister", None, json!({ "n": n }), 30_000)).await.id);
     }
     let by = Principal::new(tenant("lister"), "x");
-    store.transition(ids[0], Box::new(move |i, now| i.request_cancel(by, now))).await.unwrap_or_else(|e| panic!("{e}"));
+    store
+        .transition(ids[0], Box::new(move |i, now| i.request_cancel(by.clone(), now)))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     let t = tenant("lister");
     let mut seen = Vec::new();
     let mut q = ListQuery { limit: Some(3), ..ListQuery::default() };
@@ -274,4 +281,58 @@ async fn tenants_do_not_see_each_other(store: Arc<dyn InvocationStore>) {
     assert!(store.get(Some(&tenant("blue")), inv.id).await.ok().flatten().is_none());
     let blue = store.list(&tenant("blue"), &ListQuery::default()).await.map(|p| p.items.len());
     assert_eq!(blue.ok(), Some(0));
+}
+
+async fn held_transitions_apply_only_to_the_current_record(store: Arc<dyn InvocationStore>) {
+    let d = draft("a", None, json!({}), 30_000);
+    let worker = d.worker;
+    let admitted = created(&store, d).await;
+    let fence = admitted.lease.fence;
+    // A current copy: applied, and what it returns is what is stored.
+    let (dispatching, evs) = store
+        .transition_held(&admitted, Box::new(move |i, now| i.begin_attempt(worker, fence, now, 30_000)))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(evs.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![2]);
+    assert_eq!(store.get(None, dispatching.id).await.ok().flatten().as_ref(), Some(&dispatching));
+    let db_now = store.now().await.unwrap_or_default();
+    assert!(dispatching.lease.expires_at_ms.is_some_and(|t| t > db_now + 25_000), "lease counted on the store clock");
+
+    // Someone else changes the row (a cancel request): the stale copy falls back to the locked
+    // path, and the transition sees the fresh record.
+    let by = dispatching.principal.clone();
+    store
+        .transition(dispatching.id, Box::new(move |i, now| i.request_cancel(by.clone(), now)))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (renewed, _) = store
+        .transition_held(&dispatching, Box::new(move |i, now| i.renew(worker, fence, now, 30_000)))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(renewed.cancel.is_some(), "the fallback saw the cancel request");
+    assert_eq!(renewed.last_seq, 3);
+
+    // Two racing holders with the same copy: each event is appended once, in order, no gaps.
+    let copy = renewed.clone();
+    let (a, b) = tokio::join!(
+        store.transition_held(&copy, Box::new(|_, _| Ok(vec![EventKind::CancelRequested { by: alice() }]))),
+        store.transition_held(&copy, Box::new(|_, _| Ok(vec![EventKind::CancelRequested { by: alice() }]))),
+    );
+    assert!(a.is_ok() && b.is_ok());
+    let seqs: Vec<u64> = store.events(copy.id, 0, 100).await.unwrap_or_default().iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, vec![1, 2, 3, 4, 5]);
+
+    // An expired lease: refused on the store's clock, nothing changed.
+    let d = draft("a", None, json!({}), 1);
+    let w2 = d.worker;
+    let short = created(&store, d).await;
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    let f2 = short.lease.fence;
+    let refused = store.transition_held(&short, Box::new(move |i, now| i.begin_attempt(w2, f2, now, 30_000))).await;
+    assert_eq!(refused.err().map(|e| e.kind()), Some(switchyard_contract::ErrorKind::Conflict));
+    assert_eq!(store.get(None, short.id).await.ok().flatten().map(|i| i.state), Some(InvocationState::Admitted));
+}
+
+fn alice() -> Principal {
+    Principal::new(tenant("a"), "alice")
 }

@@ -110,8 +110,9 @@ pub enum Admission {
 }
 
 /// A state change computed inside the store's transaction from the locked record and the
-/// store's clock. Returning `Err` rolls back and changes nothing.
-pub type Transition = Box<dyn FnOnce(&mut Invocation, Millis) -> Result<Vec<EventKind>, Error> + Send>;
+/// store's clock. Returning `Err` rolls back and changes nothing. It may run more than once
+/// (a fast path that lost a race falls back to the locked path), so it must be pure.
+pub type Transition = Box<dyn Fn(&mut Invocation, Millis) -> Result<Vec<EventKind>, Error> + Send + Sync>;
 
 /// Durable storage of invocations and their events.
 #[async_trait]
@@ -126,6 +127,15 @@ pub trait InvocationStore: Send + Sync {
     /// committed before it returns. Concurrent transitions of one invocation are serialized.
     /// Returns the record after the change and the events appended.
     async fn transition(&self, id: InvocationId, f: Transition) -> Result<(Invocation, Vec<Event>), Error>;
+
+    /// The same change for a worker holding a live lease whose `expected` copy is current. A
+    /// store may apply it in one round trip, on the condition that the row still matches
+    /// `expected` (sequence, fence, owner, lease expiry) and the lease is live on the store's
+    /// clock; when it does not, this is exactly [`transition`](Self::transition). The
+    /// guarantees are the same either way.
+    async fn transition_held(&self, expected: &Invocation, f: Transition) -> Result<(Invocation, Vec<Event>), Error> {
+        self.transition(expected.id, f).await
+    }
 
     /// The invocation; with `tenant`, only if it belongs to that tenant.
     async fn get(&self, tenant: Option<&TenantId>, id: InvocationId) -> Result<Option<Invocation>, Error>;

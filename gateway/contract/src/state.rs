@@ -150,6 +150,12 @@ impl InvocationState {
     pub fn is_terminal(&self) -> bool {
         self.name().is_terminal()
     }
+
+    /// Terminal, or parked until someone acts (`unknown`, approval, input): a caller waiting
+    /// for an outcome can stop waiting.
+    pub fn is_settled(&self) -> bool {
+        self.is_terminal() || matches!(self, Self::Unknown { .. } | Self::AwaitingApproval | Self::InputRequired)
+    }
 }
 
 /// A recorded request to cancel.

@@ -2,6 +2,10 @@
 //! the invocation row (`FOR UPDATE`), recovery takes expired leases with `SKIP LOCKED`, and every
 //! lease time is read from the database clock.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
 use async_trait::async_trait;
 use sqlx::Row;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
@@ -25,13 +29,21 @@ const NOW: &str = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
 #[derive(Debug, Clone)]
 pub struct PgStore {
     pool: PgPool,
+    /// The database clock minus the local clock, as last observed (for the held-lease fast path's
+    /// estimate of "now"; the database still decides every lease check).
+    clock_offset_ms: Arc<AtomicI64>,
+}
+
+fn local_ms() -> i64 {
+    let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
 }
 
 impl PgStore {
     pub async fn connect(url: &str, opts: &StoreOptions) -> Result<Self, StoreError> {
         let connect: PgConnectOptions = url.parse()?;
         let pool = PgPoolOptions::new().max_connections(opts.max_connections).connect_with(connect).await?;
-        let store = Self { pool };
+        let store = Self { pool, clock_offset_ms: Arc::new(AtomicI64::new(0)) };
         if opts.migrate {
             store.migrate().await?;
         }
@@ -47,6 +59,87 @@ impl PgStore {
     pub fn pool(&self) -> &PgPool {
         &self.pool
     }
+
+    fn observe_clock(&self, db_now: i64) {
+        self.clock_offset_ms.store(db_now - local_ms(), Ordering::Relaxed);
+    }
+
+    fn estimate_now(&self) -> i64 {
+        local_ms() + self.clock_offset_ms.load(Ordering::Relaxed)
+    }
+
+    /// The held-lease fast path: one statement that applies the change only if the row is still
+    /// exactly `expected` and the lease is live on the database clock. `None`: not applied.
+    async fn try_held(&self, expected: &Invocation, f: &Transition) -> Result<Option<(Invocation, Vec<Event>)>, Error> {
+        let (Some(owner), Some(expires)) = (expected.lease.owner, expected.lease.expires_at_ms) else {
+            return Ok(None);
+        };
+        let estimate = self.estimate_now();
+        let mut current = expected.clone();
+        let Ok(kinds) = f(&mut current, estimate) else { return Ok(None) };
+        if kinds.is_empty() && current == *expected {
+            return Ok(Some((current, Vec::new())));
+        }
+        let mut events = append(&mut current, kinds, estimate)?;
+        let m = mutable(&current)?;
+        let (seqs, ids, names, datas) = event_columns(&events)?;
+        // Times come from the database clock: the lease runs for the same span the transition
+        // asked for, counted from the database's now.
+        let sql = format!(
+            "WITH u AS (UPDATE invocations SET state = $2, state_data = $3::jsonb, attempts = $4, \
+                cancel_data = $5::jsonb, lease_owner = $6, fence = $7, lease_expires_ms = {NOW} + $8, last_seq = $9, \
+                updated_ms = {NOW} \
+              WHERE id = $1 AND last_seq = $10 AND fence = $11 AND lease_owner = $12 AND lease_expires_ms = $13 \
+                AND lease_expires_ms > {NOW} \
+              RETURNING id, lease_expires_ms, updated_ms), \
+             ev AS (INSERT INTO invocation_events (invocation_id, seq, event_id, kind, data, at_ms) \
+              SELECT u.id, e.seq, e.event_id, e.kind, e.data::jsonb, u.updated_ms FROM u, \
+                unnest($14::bigint[], $15::text[], $16::text[], $17::text[]) AS e(seq, event_id, kind, data)) \
+             SELECT lease_expires_ms, updated_ms FROM u"
+        );
+        let row = q(sql)
+            .bind(id_text(current.id))
+            .bind(m.state)
+            .bind(&m.state_data)
+            .bind(m.attempts)
+            .bind(&m.cancel_data)
+            .bind(&m.lease_owner)
+            .bind(m.fence)
+            .bind(m.lease_expires_ms.map(|t| t - estimate))
+            .bind(m.last_seq)
+            .bind(i64::try_from(expected.last_seq).map_err(|_| Error::internal("seq overflow"))?)
+            .bind(i64::try_from(expected.lease.fence.0).map_err(|_| Error::internal("fence overflow"))?)
+            .bind(owner.to_string())
+            .bind(expires)
+            .bind(seqs)
+            .bind(ids)
+            .bind(names)
+            .bind(datas)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db)?;
+        let Some(row) = row else { return Ok(None) };
+        let at: i64 = row.try_get(1).map_err(db)?;
+        self.observe_clock(at);
+        current.lease.expires_at_ms = row.try_get(0).map_err(db)?;
+        current.updated_at_ms = at;
+        for (e, _) in &mut events {
+            e.at_ms = at;
+        }
+        Ok(Some((current, events.into_iter().map(|(e, _)| e).collect())))
+    }
+}
+
+/// The events' columns as arrays, for `unnest`.
+fn event_columns(events: &[(Event, String)]) -> Result<(Vec<i64>, Vec<String>, Vec<String>, Vec<String>), Error> {
+    let mut cols = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for (e, data) in events {
+        cols.0.push(i64::try_from(e.seq).map_err(|_| Error::internal("seq overflow"))?);
+        cols.1.push(e.id.to_string());
+        cols.2.push(e.kind.name().to_string());
+        cols.3.push(data.clone());
+    }
+    Ok(cols)
 }
 
 fn q(sql: String) -> sqlx::query::Query<'static, sqlx::Postgres, sqlx::postgres::PgArguments> {
@@ -125,6 +218,7 @@ impl InvocationStore for PgStore {
             .map_err(db)?
             .ok_or_else(|| Error::not_found(format!("invocation {id} not found")))?;
         let now: i64 = row.try_get(18).map_err(db)?;
+        self.observe_clock(now);
         let mut current = inv(&row)?;
         let before = current.clone();
         let kinds = f(&mut current, now)?;
@@ -133,13 +227,7 @@ impl InvocationStore for PgStore {
         }
         let events = append(&mut current, kinds, now)?;
         let m = mutable(&current)?;
-        let (mut seqs, mut ids, mut names, mut datas) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        for (e, data) in &events {
-            seqs.push(i64::try_from(e.seq).map_err(|_| Error::internal("seq overflow"))?);
-            ids.push(e.id.to_string());
-            names.push(e.kind.name().to_string());
-            datas.push(data.clone());
-        }
+        let (seqs, ids, names, datas) = event_columns(&events)?;
         let sql = "WITH u AS (UPDATE invocations SET state = $2, state_data = $3::jsonb, attempts = $4, \
                 cancel_data = $5::jsonb, lease_owner = $6, fence = $7, lease_expires_ms = $8, last_seq = $9, \
                 updated_ms = $10 WHERE id = $1 RETURNING id) \
@@ -166,6 +254,13 @@ impl InvocationStore for PgStore {
             .map_err(db)?;
         tx.commit().await.map_err(db)?;
         Ok((current, events.into_iter().map(|(e, _)| e).collect()))
+    }
+
+    async fn transition_held(&self, expected: &Invocation, f: Transition) -> Result<(Invocation, Vec<Event>), Error> {
+        match self.try_held(expected, &f).await? {
+            Some(done) => Ok(done),
+            None => self.transition(expected.id, f).await,
+        }
     }
 
     async fn get(&self, tenant: Option<&TenantId>, id: InvocationId) -> Result<Option<Invocation>, Error> {

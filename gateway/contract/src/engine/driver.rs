@@ -1,6 +1,10 @@
 //! The driver: one task per invocation in flight. It holds the lease, records each attempt
 //! before dispatching it (G3), renews the lease while the upstream works, propagates
 //! cancellation (G8) and commits the outcome under its fence (G6).
+//!
+//! The driver keeps the record as its last transition returned it and passes it to
+//! [`InvocationStore::transition_held`](crate::ports::InvocationStore::transition_held), which
+//! may commit in one round trip while nothing else has touched the row.
 
 use std::pin::pin;
 use std::sync::Arc;
@@ -10,23 +14,24 @@ use tokio::sync::Notify;
 use tracing::{Instrument, debug, info_span, warn};
 
 use super::{FaultPoint, Inner};
+use crate::Millis;
 use crate::error::Error;
 use crate::event::EventKind;
-use crate::id::AttemptId;
 use crate::ports::{CancelAck, DispatchCall, UpstreamError};
-use crate::state::{Fence, Invocation, InvocationState};
+use crate::state::{Invocation, InvocationState};
 
 pub(super) async fn drive(inner: Arc<Inner>, inv: Invocation, cancel: Arc<Notify>) {
     let span = info_span!("invocation", invocation.id = %inv.id, target = %inv.target, fence = inv.lease.fence.0);
-    let id = inv.id;
+    let (id, fence) = (inv.id, inv.lease.fence);
     if let Err(e) = run(&inner, inv, &cancel).instrument(span.clone()).await {
         span.in_scope(|| debug!(error = %e, "driver stopped"));
     }
-    inner.driver_done(id);
+    inner.driver_done(id, fence);
 }
 
 async fn run(inner: &Arc<Inner>, mut inv: Invocation, cancel: &Notify) -> Result<(), Error> {
     let fence = inv.lease.fence;
+    let (worker, ttl) = (inner.cfg.worker, inner.cfg.ttl_ms());
     loop {
         match &inv.state {
             InvocationState::Admitted => {}
@@ -36,8 +41,7 @@ async fn run(inner: &Arc<Inner>, mut inv: Invocation, cancel: &Notify) -> Result
             }
             InvocationState::Dispatching { .. } => {
                 let max = inner.cfg.retry.max_attempts;
-                let worker = inner.cfg.worker;
-                inv = apply(inner, inv.id, move |i, now| i.recover_lost_attempt(worker, fence, now, max)).await?;
+                inv = apply(inner, &inv, move |i, now| i.recover_lost_attempt(worker, fence, now, max)).await?;
                 continue;
             }
             _ => return Ok(()),
@@ -46,8 +50,7 @@ async fn run(inner: &Arc<Inner>, mut inv: Invocation, cancel: &Notify) -> Result
             return Ok(());
         }
         inner.faults.reached(FaultPoint::BeforeDispatch, inv.id).await;
-        let (worker, ttl) = (inner.cfg.worker, inner.cfg.ttl_ms());
-        inv = apply(inner, inv.id, move |i, now| i.begin_attempt(worker, fence, now, ttl)).await?;
+        inv = apply(inner, &inv, move |i, now| i.begin_attempt(worker, fence, now, ttl)).await?;
         let InvocationState::Dispatching { attempt, attempt_no, .. } = inv.state else {
             return Ok(());
         };
@@ -59,29 +62,30 @@ async fn run(inner: &Arc<Inner>, mut inv: Invocation, cancel: &Notify) -> Result
             target: inv.target.clone(),
             request: inv.request.clone(),
         };
-        let result = attempt_call(inner, &call, fence, cancel).await;
+        let result = attempt_call(inner, &call, &mut inv, cancel).await;
         inner.faults.reached(FaultPoint::AfterUpstreamReply, inv.id).await;
-        inv = commit(inner, &call, fence, result).await?;
+        inv = commit(inner, &call, &inv, result).await?;
     }
 }
 
-/// Runs one transition and wakes watchers when it appended events.
-async fn apply<F>(inner: &Inner, id: crate::id::InvocationId, f: F) -> Result<Invocation, Error>
+/// Runs one transition as the lease holder and wakes watchers when it appended events.
+async fn apply<F>(inner: &Inner, current: &Invocation, f: F) -> Result<Invocation, Error>
 where
-    F: FnOnce(&mut Invocation, crate::Millis) -> Result<Vec<EventKind>, Error> + Send + 'static,
+    F: Fn(&mut Invocation, Millis) -> Result<Vec<EventKind>, Error> + Send + Sync + 'static,
 {
-    let (inv, events) = inner.store.transition(id, Box::new(f)).await?;
+    let (inv, events) = inner.store.transition_held(current, Box::new(f)).await?;
     if !events.is_empty() {
-        inner.notify_changed();
+        inner.notify_changed(&inv);
     }
     Ok(inv)
 }
 
-/// Sends the attempt; meanwhile renews the lease and forwards a cancellation once.
+/// Sends the attempt; meanwhile renews the lease (keeping `inv` current) and forwards a
+/// cancellation once.
 async fn attempt_call(
     inner: &Inner,
     call: &DispatchCall,
-    fence: Fence,
+    inv: &mut Invocation,
     cancel: &Notify,
 ) -> Result<serde_json::Value, UpstreamError> {
     let Some(upstream) = inner.upstreams.upstream(&call.target.upstream) else {
@@ -90,6 +94,7 @@ async fn attempt_call(
             message: format!("upstream `{}` is not configured on this gateway", call.target.upstream),
         });
     };
+    let (worker, fence, ttl) = (inner.cfg.worker, inv.lease.fence, inner.cfg.ttl_ms());
     let mut dispatch = pin!(upstream.dispatch(call));
     let mut deadline = pin!(tokio::time::sleep(inner.cfg.attempt_timeout));
     let mut renew = tokio::time::interval(inner.cfg.lease_ttl / 3);
@@ -104,15 +109,16 @@ async fn attempt_call(
                 });
             }
             _ = renew.tick() => {
-                let (worker, ttl) = (inner.cfg.worker, inner.cfg.ttl_ms());
-                match inner.store.transition(call.invocation, Box::new(move |i, now| i.renew(worker, fence, now, ttl))).await {
-                    Ok((inv, _)) if inv.cancel.is_some() && !cancel_sent => {
-                        cancel_sent = true;
-                        if upstream.cancel(call).await == CancelAck::Confirmed {
-                            return Err(UpstreamError::Canceled);
+                match apply(inner, inv, move |i, now| i.renew(worker, fence, now, ttl)).await {
+                    Ok(fresh) => {
+                        *inv = fresh;
+                        if inv.cancel.is_some() && !cancel_sent {
+                            cancel_sent = true;
+                            if upstream.cancel(call).await == CancelAck::Confirmed {
+                                return Err(UpstreamError::Canceled);
+                            }
                         }
                     }
-                    Ok(_) => {}
                     Err(e) => warn!(error = %e, "lease renewal failed; the outcome may be refused as late"),
                 }
             }
@@ -130,24 +136,24 @@ async fn attempt_call(
 async fn commit(
     inner: &Inner,
     call: &DispatchCall,
-    fence: Fence,
+    current: &Invocation,
     result: Result<serde_json::Value, UpstreamError>,
 ) -> Result<Invocation, Error> {
     let policy = inner.cfg.retry;
     let backoff = policy.backoff(call.attempt_no);
-    let (effect, attempt_no, attempt): (_, _, AttemptId) = (call.target.effect, call.attempt_no, call.attempt);
+    let (effect, attempt_no, attempt, fence) = (call.target.effect, call.attempt_no, call.attempt, current.lease.fence);
     let (worker, ttl) = (inner.cfg.worker, inner.cfg.ttl_ms());
     let (inv, events) = inner
         .store
-        .transition(
-            call.invocation,
+        .transition_held(
+            current,
             Box::new(move |i, now| {
-                let outcome = policy.classify(result, effect, attempt_no, backoff, now);
+                let outcome = policy.classify(result.clone(), effect, attempt_no, backoff, now);
                 Ok(i.record_outcome(worker, fence, attempt, outcome, now, ttl))
             }),
         )
         .await?;
-    inner.notify_changed();
+    inner.notify_changed(&inv);
     if events.first().is_some_and(|e| matches!(e.kind, EventKind::LateOutcome { .. })) {
         warn!(attempt = %attempt, "lease lost before the outcome was committed; recorded as a late outcome");
         return Err(Error::conflict("lease lost"));

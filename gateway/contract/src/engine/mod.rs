@@ -108,6 +108,8 @@ impl EngineConfig {
 
 /// One driver running in this process.
 struct Running {
+    /// The fence the driver holds: a newer driver for the same invocation replaces this entry.
+    fence: crate::state::Fence,
     cancel: Arc<Notify>,
     task: tokio::task::AbortHandle,
 }
@@ -117,8 +119,8 @@ pub(crate) struct Inner {
     upstreams: Arc<dyn UpstreamRegistry>,
     faults: Arc<dyn FaultHook>,
     cfg: EngineConfig,
-    /// Bumped after every local change; watchers wait on it.
-    changed: tokio::sync::watch::Sender<u64>,
+    /// Every invocation changed by this process, as committed; watchers wait for theirs.
+    changed: tokio::sync::broadcast::Sender<Arc<Invocation>>,
     running: Mutex<HashMap<InvocationId, Running>>,
     stopping: tokio::sync::watch::Sender<bool>,
 }
@@ -149,7 +151,7 @@ impl Engine {
                 upstreams,
                 faults,
                 cfg,
-                changed: tokio::sync::watch::channel(0).0,
+                changed: tokio::sync::broadcast::channel(4096).0,
                 running: Mutex::new(HashMap::new()),
                 stopping: tokio::sync::watch::channel(false).0,
             }),
@@ -180,6 +182,32 @@ impl Engine {
     /// Runs one recovery pass now; returns how many invocations it took over.
     pub async fn recover_once(&self) -> Result<usize, Error> {
         Inner::recover_once(&self.inner).await
+    }
+
+    /// Waits up to `limit` for the invocation to settle (terminal, `unknown`, or waiting for
+    /// approval or input) and returns it as it is then. Local changes arrive as snapshots, so
+    /// this reads the store once, and again every `watch_poll` for changes made elsewhere.
+    pub async fn wait_settled(
+        &self,
+        tenant: &TenantId,
+        id: InvocationId,
+        limit: Duration,
+    ) -> Result<Invocation, Error> {
+        let mut changes = self.inner.changed.subscribe();
+        let mut inv = self.inner.owned(tenant, id).await?;
+        let deadline = tokio::time::Instant::now() + limit;
+        while !inv.state.is_settled() {
+            tokio::select! {
+                _ = tokio::time::sleep_until(deadline) => break,
+                r = changes.recv() => match r {
+                    Ok(snapshot) if snapshot.id == id => inv = (*snapshot).clone(),
+                    Ok(_) => {}
+                    Err(_) => inv = self.inner.owned(tenant, id).await?,
+                },
+                _ = tokio::time::sleep(self.inner.cfg.watch_poll) => inv = self.inner.owned(tenant, id).await?,
+            }
+        }
+        Ok(inv)
     }
 
     /// How many invocations this process is driving.
@@ -225,20 +253,24 @@ impl Inner {
 
     fn spawn_driver(self: &Arc<Self>, inv: Invocation) {
         let cancel = Arc::new(Notify::new());
-        let id = inv.id;
+        let (id, fence) = (inv.id, inv.lease.fence);
         let Ok(mut running) = self.running.lock() else { return };
         let task = tokio::spawn(driver::drive(self.clone(), inv, cancel.clone()));
-        running.insert(id, Running { cancel, task: task.abort_handle() });
+        running.insert(id, Running { fence, cancel, task: task.abort_handle() });
     }
 
-    fn driver_done(&self, id: InvocationId) {
-        if let Ok(mut m) = self.running.lock() {
+    /// Forgets a finished driver, unless a newer one (higher fence) already replaced it.
+    fn driver_done(&self, id: InvocationId, fence: crate::state::Fence) {
+        if let Ok(mut m) = self.running.lock()
+            && m.get(&id).is_some_and(|r| r.fence == fence)
+        {
             m.remove(&id);
         }
     }
 
-    fn notify_changed(&self) {
-        self.changed.send_modify(|n| *n = n.wrapping_add(1));
+    fn notify_changed(&self, inv: &Invocation) {
+        // No receiver is not an error: nobody is watching.
+        let _ = self.changed.send(Arc::new(inv.clone()));
     }
 
     async fn owned(&self, tenant: &TenantId, id: InvocationId) -> Result<Invocation, Error> {
@@ -267,7 +299,7 @@ impl Invocations for Engine {
         };
         match inner.store.admit(draft).await? {
             Admission::Created(inv) => {
-                inner.notify_changed();
+                inner.notify_changed(&inv);
                 inner.spawn_driver(inv.clone());
                 Ok(Submitted { invocation: inv, created: true })
             }
@@ -299,12 +331,12 @@ impl Invocations for Engine {
                 id,
                 Box::new(move |inv, now| {
                     check_tenant(inv, &who.tenant)?;
-                    inv.request_cancel(who, now)
+                    inv.request_cancel(who.clone(), now)
                 }),
             )
             .await?;
         if !events.is_empty() {
-            self.inner.notify_changed();
+            self.inner.notify_changed(&inv);
         }
         if inv.cancel.is_some()
             && !inv.state.is_terminal()
@@ -325,13 +357,13 @@ impl Invocations for Engine {
                 id,
                 Box::new(move |inv, _| {
                     check_tenant(inv, &who.tenant)?;
-                    inv.reconcile(decision, who)
+                    inv.reconcile(decision.clone(), who.clone())
                 }),
             )
             .await?;
         if !events.is_empty() {
             info!(invocation.id = %id, by = %by.subject, state = inv.state.name().as_str(), "invocation reconciled");
-            self.inner.notify_changed();
+            self.inner.notify_changed(&inv);
         }
         Ok(inv)
     }

@@ -6,12 +6,14 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use futures::stream::{self, BoxStream, StreamExt};
+use tokio::sync::broadcast;
 
 use super::Inner;
 use crate::error::Error;
 use crate::event::Event;
 use crate::id::InvocationId;
 use crate::principal::TenantId;
+use crate::state::Invocation;
 
 struct Cursor {
     inner: Arc<Inner>,
@@ -48,7 +50,7 @@ async fn next(c: &mut Cursor) -> Option<Result<Event, Error>> {
         }
         c.checked_owner = true;
     }
-    let mut changed = c.inner.changed.subscribe();
+    let mut changes = c.inner.changed.subscribe();
     loop {
         if let Some(ev) = c.buffered.pop_front() {
             c.after = ev.seq;
@@ -77,8 +79,21 @@ async fn next(c: &mut Cursor) -> Option<Result<Event, Error>> {
             }
         }
         tokio::select! {
-            _ = changed.changed() => {}
+            _ = changed(&mut changes, c.id) => {}
             _ = tokio::time::sleep(c.inner.cfg.watch_poll) => {}
+        }
+    }
+}
+
+/// Resolves when this process changes invocation `id` (or when notifications were lost and
+/// the store must be re-read).
+async fn changed(changes: &mut broadcast::Receiver<Arc<Invocation>>, id: InvocationId) {
+    loop {
+        match changes.recv().await {
+            Ok(changed) if changed.id == id => return,
+            Ok(_) => {}
+            Err(broadcast::error::RecvError::Lagged(_)) => return,
+            Err(broadcast::error::RecvError::Closed) => std::future::pending().await,
         }
     }
 }

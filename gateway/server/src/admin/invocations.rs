@@ -13,9 +13,7 @@ use futures::StreamExt;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use switchyard_contract::{
-    Decision, IngressKey, Invocation, InvocationId, Invocations, ListQuery, StateName, Submission,
-};
+use switchyard_contract::{Decision, IngressKey, InvocationId, Invocations, ListQuery, StateName, Submission};
 
 use super::{AdminState, ApiError, principal};
 
@@ -43,12 +41,6 @@ fn parse<T: DeserializeOwned>(body: &Bytes) -> Result<T, ApiError> {
 
 fn id(raw: &str) -> Result<InvocationId, ApiError> {
     raw.parse().map_err(|e: switchyard_contract::id::ParseIdError| ApiError::invalid(e.to_string()))
-}
-
-/// Whether a caller waiting for an outcome can stop waiting.
-fn settled(inv: &Invocation) -> bool {
-    inv.state.is_terminal()
-        || matches!(inv.state.name(), StateName::Unknown | StateName::AwaitingApproval | StateName::InputRequired)
 }
 
 pub(super) async fn submit(
@@ -83,8 +75,8 @@ pub(super) async fn submit(
         })
         .await?;
     let mut inv = submitted.invocation;
-    if wait > 0 && !settled(&inv) {
-        inv = wait_for_outcome(&state, &inv, Duration::from_millis(wait)).await?;
+    if wait > 0 && !inv.state.is_settled() {
+        inv = state.engine.wait_settled(&who.tenant, inv.id, Duration::from_millis(wait)).await?;
     }
     let status = if submitted.created { StatusCode::CREATED } else { StatusCode::OK };
     let mut resp = (status, Json(&inv)).into_response();
@@ -92,21 +84,6 @@ pub(super) async fn submit(
         resp.headers_mut().insert(header::LOCATION, loc);
     }
     Ok(resp)
-}
-
-/// Follows the invocation's events until it settles or `limit` passes; returns its state then.
-async fn wait_for_outcome(state: &AdminState, inv: &Invocation, limit: Duration) -> Result<Invocation, ApiError> {
-    let tenant = inv.principal.tenant.clone();
-    let mut events = state.engine.watch(tenant.clone(), inv.id, 0);
-    let _ = tokio::time::timeout(limit, async {
-        while let Some(Ok(ev)) = events.next().await {
-            if ev.kind.is_terminal() || matches!(ev.kind, switchyard_contract::EventKind::OutcomeUnknown { .. }) {
-                break;
-            }
-        }
-    })
-    .await;
-    Ok(state.engine.get(&tenant, inv.id).await?)
 }
 
 #[derive(Debug, Deserialize)]

@@ -45,7 +45,8 @@ pub async fn run(args: Args, cfg: &Config) -> anyhow::Result<()> {
         },
     };
     let by = Principal::new(inv.principal.tenant.clone(), args.by);
-    let (after, events) = store.transition(args.id, Box::new(move |i, _| i.reconcile(decision, by))).await?;
+    let (after, events) =
+        store.transition(args.id, Box::new(move |i, _| i.reconcile(decision.clone(), by.clone()))).await?;
     let note = if events.is_empty() { " (already reconciled with this decision)" } else { "" };
     println!("{} is now {}{note}", after.id, after.state.name().as_str());
     Ok(())
