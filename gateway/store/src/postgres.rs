@@ -130,8 +130,10 @@ impl PgStore {
     }
 }
 
-/// The events' columns as arrays, for `unnest`.
-fn event_columns(events: &[(Event, String)]) -> Result<(Vec<i64>, Vec<String>, Vec<String>, Vec<String>), Error> {
+/// Events as column arrays for `unnest`: sequence numbers, ids, kinds, JSON data.
+type EventColumns = (Vec<i64>, Vec<String>, Vec<String>, Vec<String>);
+
+fn event_columns(events: &[(Event, String)]) -> Result<EventColumns, Error> {
     let mut cols = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for (e, data) in events {
         cols.0.push(i64::try_from(e.seq).map_err(|_| Error::internal("seq overflow"))?);
