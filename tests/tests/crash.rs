@@ -106,6 +106,21 @@ async fn settled(gw: &Gateway) -> Vec<Value> {
     }
 }
 
+/// Restarts the gateway without faults, lets the client retry every call, waits for recovery,
+/// and runs the shared checks. Returns the gateway, the states counted, and the call log.
+async fn restart_and_check(
+    s: &Scenario,
+    admitted: &HashMap<String, String>,
+    delay_ms: u64,
+) -> (Gateway, HashMap<String, usize>, Vec<(String, String)>) {
+    let gw = Gateway::start(s.opts.clone());
+    let ids = resubmit_all(&gw, delay_ms, admitted).await;
+    let all = settled(&gw).await;
+    let log = call_log(&s.opts.data_dir);
+    let states = check(&all, admitted, &ids, &log);
+    (gw, states, log)
+}
+
 /// The checks every scenario shares; returns the count of invocations per state.
 fn check(
     all: &[Value],
@@ -157,11 +172,7 @@ async fn kill_before_dispatch() {
     assert!(call_log(&s.opts.data_dir).is_empty(), "nothing went upstream before the kill");
     gw.kill9();
 
-    let gw = Gateway::start(s.opts.clone());
-    let ids = resubmit_all(&gw, 0, &admitted).await;
-    let all = settled(&gw).await;
-    let log = call_log(&s.opts.data_dir);
-    let states = check(&all, &admitted, &ids, &log);
+    let (_gw, states, log) = restart_and_check(&s, &admitted, 0).await;
     assert_eq!(states.get("succeeded"), Some(&(WRITES + READS)), "nothing was dispatched, so recovery dispatches all");
     assert_eq!(log.len(), WRITES);
 }
@@ -229,11 +240,7 @@ async fn kill_after_the_upstream_replied_before_the_outcome_committed() {
     }
     gw.kill9();
 
-    let gw = Gateway::start(s.opts.clone());
-    let ids = resubmit_all(&gw, 0, &admitted).await;
-    let all = settled(&gw).await;
-    let log = call_log(&s.opts.data_dir);
-    let states = check(&all, &admitted, &ids, &log);
+    let (gw, states, log) = restart_and_check(&s, &admitted, 0).await;
     assert_eq!(states.get("unknown"), Some(&WRITES), "every write's reply was lost: unknown, never re-sent");
     assert_eq!(log.len(), WRITES, "no write was sent twice");
 

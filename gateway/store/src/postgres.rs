@@ -17,7 +17,7 @@ use switchyard_contract::{
 use crate::StoreOptions;
 use crate::error::{StoreError, db};
 use crate::migrate::{Embedded, POSTGRES};
-use crate::row::{append, decode_event, decode_invocation, id_text, mutable, page, to_json};
+use crate::row::{Mutable, append, decode_event, decode_invocation, id_text, mutable, page, to_json};
 
 /// The invocation columns, in the order `row::decode_invocation` reads them.
 const COLUMNS: &str = "id, tenant, subject, upstream, operation, effect, request::text, digest, ingress_key, \
@@ -97,16 +97,7 @@ impl PgStore {
                 unnest($14::bigint[], $15::text[], $16::text[], $17::text[]) AS e(seq, event_id, kind, data)) \
              SELECT lease_expires_ms, updated_ms FROM u"
         );
-        let row = q(sql)
-            .bind(id_text(current.id))
-            .bind(m.state)
-            .bind(&m.state_data)
-            .bind(m.attempts)
-            .bind(&m.cancel_data)
-            .bind(&m.lease_owner)
-            .bind(m.fence)
-            .bind(m.lease_expires_ms.map(|t| t - estimate))
-            .bind(m.last_seq)
+        let row = bind_mutable(q(sql), current.id, &m, m.lease_expires_ms.map(|t| t - estimate))
             .bind(i64::try_from(expected.last_seq).map_err(|_| Error::internal("seq overflow"))?)
             .bind(i64::try_from(expected.lease.fence.0).map_err(|_| Error::internal("fence overflow"))?)
             .bind(owner.to_string())
@@ -130,6 +121,23 @@ impl PgStore {
     }
 }
 
+type PgQuery = sqlx::query::Query<'static, sqlx::Postgres, sqlx::postgres::PgArguments>;
+
+/// Binds `$1` = the id and `$2..=$9` = the mutable columns (state, state data, attempts,
+/// cancel data, lease owner, fence, `lease_expires`, last sequence), as both update paths use them.
+fn bind_mutable(query: PgQuery, id: InvocationId, m: &Mutable, lease_expires: Option<i64>) -> PgQuery {
+    query
+        .bind(id_text(id))
+        .bind(m.state)
+        .bind(m.state_data.clone())
+        .bind(m.attempts)
+        .bind(m.cancel_data.clone())
+        .bind(m.lease_owner.clone())
+        .bind(m.fence)
+        .bind(lease_expires)
+        .bind(m.last_seq)
+}
+
 /// Events as column arrays for `unnest`: sequence numbers, ids, kinds, JSON data.
 type EventColumns = (Vec<i64>, Vec<String>, Vec<String>, Vec<String>);
 
@@ -144,7 +152,7 @@ fn event_columns(events: &[(Event, String)]) -> Result<EventColumns, Error> {
     Ok(cols)
 }
 
-fn q(sql: String) -> sqlx::query::Query<'static, sqlx::Postgres, sqlx::postgres::PgArguments> {
+fn q(sql: String) -> PgQuery {
     sqlx::query(sqlx::AssertSqlSafe(sql))
 }
 
@@ -236,16 +244,7 @@ impl InvocationStore for PgStore {
             INSERT INTO invocation_events (invocation_id, seq, event_id, kind, data, at_ms) \
             SELECT u.id, e.seq, e.event_id, e.kind, e.data::jsonb, $10 FROM u, \
                 unnest($11::bigint[], $12::text[], $13::text[], $14::text[]) AS e(seq, event_id, kind, data)";
-        q(sql.to_string())
-            .bind(id_text(id))
-            .bind(m.state)
-            .bind(&m.state_data)
-            .bind(m.attempts)
-            .bind(&m.cancel_data)
-            .bind(&m.lease_owner)
-            .bind(m.fence)
-            .bind(m.lease_expires_ms)
-            .bind(m.last_seq)
+        bind_mutable(q(sql.to_string()), id, &m, m.lease_expires_ms)
             .bind(m.updated_ms)
             .bind(seqs)
             .bind(ids)
