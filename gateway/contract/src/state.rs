@@ -479,4 +479,6 @@ pub fn exhausted(attempts: u32, last: &FailureRecord) -> FailureRecord {
 }
 
 #[cfg(test)]
+mod props;
+#[cfg(test)]
 mod tests;
