@@ -1,11 +1,14 @@
 //! The test harness: throw-away PostgreSQL clusters started from the installed server binaries,
-//! fresh SQLite files, and the real `switchyard` binary started on `127.0.0.1:0`.
+//! fresh SQLite files, a real S3-compatible server ([`s3::S3Server`], s3s-fs on `127.0.0.1:0`),
+//! and the real `switchyard` binary started on `127.0.0.1:0`.
 //!
 //! Start at [`pg::database`] (a fresh PostgreSQL database) and [`gateway::Gateway`] (a running
 //! gateway process with helpers to call its admin API).
 
 pub mod gateway;
+pub mod issuer;
 pub mod pg;
+pub mod s3;
 pub mod upstream;
 
 /// A fresh SQLite database URL in its own temporary directory (kept alive by the guard).

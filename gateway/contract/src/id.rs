@@ -101,6 +101,10 @@ prefixed_id!(
     /// One engine instance (a gateway process); owns leases.
     WorkerId, "wrk", "worker"
 );
+prefixed_id!(
+    /// One stored artifact: bytes an invocation produced, with its metadata.
+    ArtifactId, "art", "artifact"
+);
 
 #[cfg(test)]
 mod tests {

@@ -6,6 +6,7 @@
 //! transition and the guarantee it upholds), then [`engine`]. This crate knows no HTTP, no
 //! protocol SDK and no database: stores persist what [`state`] decides.
 
+pub mod artifact;
 pub mod digest;
 pub mod engine;
 pub mod error;
@@ -15,11 +16,15 @@ pub mod ports;
 pub mod principal;
 pub mod state;
 
+pub use artifact::{
+    ArtifactError, ArtifactIndex, ArtifactMeta, ArtifactPage, ArtifactStore, BlobRef, ByteRange, ByteStream, Commit,
+    ContentDigest, Keep, NewArtifact, OpenedBlob, StagedBlob,
+};
 pub use digest::RequestDigest;
 pub use engine::{Engine, EngineConfig, FaultHook, FaultPoint, NoFaults};
 pub use error::{Error, ErrorKind, ErrorSource, FailureRecord};
 pub use event::{Event, EventKind};
-pub use id::{AttemptId, EventId, InvocationId, WorkerId};
+pub use id::{ArtifactId, AttemptId, EventId, InvocationId, WorkerId};
 pub use ports::{
     Admission, CancelAck, DispatchCall, InvocationStore, Invocations, ListQuery, NewInvocation, Page, Submission,
     Submitted, Transition, Upstream, UpstreamError, UpstreamRegistry,

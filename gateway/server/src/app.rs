@@ -19,9 +19,11 @@ use tower_http::trace::TraceLayer;
 use tracing::{info, warn};
 
 use crate::admin::{self, AdminState};
+use crate::auth::Gatekeeper;
 use crate::config::Config;
 use crate::faults::PauseAt;
 use crate::registry::Registry;
+use switchyard_oauth::Authenticator;
 
 /// The running parts, for `serve` and for tests that drive a router directly.
 #[derive(Clone)]
@@ -31,6 +33,10 @@ pub struct App {
     pub admin_token: Arc<str>,
     /// Where the admin token came from, to tell the operator.
     pub token_source: String,
+    /// Authentication for every HTTP face: the admin token, and OAuth when configured.
+    pub gate: Gatekeeper,
+    /// Artifact bytes and metadata, served at `/artifacts/{id}`.
+    pub artifacts: switchyard_artifacts::Artifacts,
 }
 
 impl std::fmt::Debug for App {
@@ -59,14 +65,20 @@ impl App {
         };
         let engine = Engine::new(store.clone(), registry, faults, cfg.engine_config(WorkerId::new()))?;
         let (admin_token, token_source) = admin_token(cfg)?;
-        Ok(Self { engine, store, admin_token, token_source })
+        let oauth = match &cfg.auth {
+            Some(a) => Some(Arc::new(Authenticator::new(a.clone()).map_err(anyhow::Error::msg)?)),
+            None => None,
+        };
+        let gate = Gatekeeper::new(admin_token.clone(), oauth);
+        let artifacts = crate::artifacts_http::open(cfg).await.context("cannot open the artifact store")?;
+        Ok(Self { engine, store, admin_token, token_source, gate, artifacts })
     }
 
     /// All HTTP routes.
     pub fn router(&self, cfg: &Config) -> Router {
         let admin = admin::router(AdminState {
             engine: self.engine.clone(),
-            token: self.admin_token.clone(),
+            gate: self.gate.clone(),
             max_wait_ms: cfg.server.max_wait_ms,
             body_limit: cfg.server.body_limit_bytes,
         });
@@ -74,8 +86,28 @@ impl App {
             .route("/healthz", get(|| async { "ok\n" }))
             .route("/readyz", get(ready).with_state(self.store.clone()))
             .merge(admin)
+            .merge(self.protected_resource_metadata())
+            .merge(crate::artifacts_http::router(crate::artifacts_http::ArtifactsHttp {
+                artifacts: self.artifacts.clone(),
+                token: self.admin_token.clone(),
+            }))
             .layer(DefaultBodyLimit::max(cfg.server.body_limit_bytes))
             .layer(TraceLayer::new_for_http())
+    }
+}
+
+impl App {
+    /// RFC 9728 metadata for the gateway as a whole and for the admin API, when OAuth is on.
+    fn protected_resource_metadata(&self) -> Router {
+        let Some(oauth) = self.gate.oauth() else { return Router::new() };
+        let doc = switchyard_oauth::http::metadata(oauth.config());
+        let serve = move || {
+            let doc = doc.clone();
+            async move { axum::Json(doc) }
+        };
+        Router::new()
+            .route(switchyard_oauth::http::PRM_PATH, get(serve.clone()))
+            .route(&format!("{}/admin/v1", switchyard_oauth::http::PRM_PATH), get(serve))
     }
 }
 
@@ -120,6 +152,8 @@ pub async fn serve(cfg: Config, shutdown: impl Future<Output = ()> + Send + 'sta
         .with_context(|| format!("cannot listen on {}", cfg.server.listen))?;
     let addr: SocketAddr = listener.local_addr()?;
     let recovery = app.engine.start();
+    let collector = (cfg.artifacts.gc_interval_ms > 0)
+        .then(|| app.artifacts.spawn_collector(Duration::from_millis(cfg.artifacts.gc_interval_ms)));
     let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
     let server = axum::serve(listener, app.router(&cfg)).with_graceful_shutdown(async move {
         let _ = stop_rx.wait_for(|s| *s).await;
@@ -146,6 +180,9 @@ pub async fn serve(cfg: Config, shutdown: impl Future<Output = ()> + Send + 'sta
         warn!("HTTP connections still open after the grace period; closing them");
     }
     recovery.abort();
+    if let Some(c) = collector {
+        c.abort();
+    }
     engine?;
     Ok(())
 }

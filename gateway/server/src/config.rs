@@ -30,6 +30,10 @@ pub struct Config {
     pub admin: AdminConfig,
     pub log: LogConfig,
     pub upstreams: Vec<UpstreamConfig>,
+    /// OAuth resource server: who may call, besides the operator's admin token.
+    pub auth: Option<switchyard_oauth::AuthConfig>,
+    /// Artifact bytes (filesystem or S3), retention classes and the collector.
+    pub artifacts: switchyard_artifacts::ArtifactsConfig,
 }
 
 impl Default for Config {
@@ -41,6 +45,8 @@ impl Default for Config {
             admin: AdminConfig::default(),
             log: LogConfig::default(),
             upstreams: vec![UpstreamConfig::demo()],
+            auth: None,
+            artifacts: switchyard_artifacts::ArtifactsConfig::default(),
         }
     }
 }
@@ -226,6 +232,10 @@ impl Config {
             if u.kind != "demo" {
                 return bad(format!("upstreams[{i}].kind `{}` is not supported (supported: demo)", u.kind));
             }
+        }
+        self.artifacts.validate().map_err(ConfigError::Invalid)?;
+        if let Some(auth) = &self.auth {
+            auth.validate(self.server.listen.ip().is_loopback()).map_err(ConfigError::Invalid)?;
         }
         self.engine_config(WorkerId::new()).validate().map_err(ConfigError::Invalid)
     }

@@ -4,6 +4,8 @@
 
 pub mod admin;
 pub mod app;
+pub mod artifacts_http;
+pub mod auth;
 pub mod cli;
 pub mod config;
 pub mod demo;

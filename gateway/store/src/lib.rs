@@ -6,6 +6,9 @@
 //! lives in `migrations/` (DDL) and in the backend modules (queries); [`row`] turns rows into
 //! contract values for both.
 
+mod artifact_row;
+pub mod artifacts_pg;
+pub mod artifacts_sqlite;
 mod error;
 mod migrate;
 pub mod postgres;
@@ -14,8 +17,10 @@ pub mod sqlite;
 
 use std::sync::Arc;
 
-use switchyard_contract::InvocationStore;
+use switchyard_contract::{ArtifactIndex, InvocationStore};
 
+pub use artifacts_pg::PgArtifactIndex;
+pub use artifacts_sqlite::SqliteArtifactIndex;
 pub use error::StoreError;
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
@@ -41,6 +46,18 @@ pub async fn connect(url: &str, opts: &StoreOptions) -> Result<Arc<dyn Invocatio
         Ok(Arc::new(PgStore::connect(url, opts).await?))
     } else if url.starts_with("sqlite:") {
         Ok(Arc::new(SqliteStore::connect(url, opts).await?))
+    } else {
+        Err(StoreError::Config(format!("store url must start with postgres:// or sqlite: (got `{}`)", redact_url(url))))
+    }
+}
+
+/// Opens the artifact metadata index on the database named by `url` (the same database as the
+/// invocation store; its own small pool), migrating it if asked.
+pub async fn connect_artifacts(url: &str, opts: &StoreOptions) -> Result<Arc<dyn ArtifactIndex>, StoreError> {
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        Ok(Arc::new(PgArtifactIndex::connect(url, opts).await?))
+    } else if url.starts_with("sqlite:") {
+        Ok(Arc::new(SqliteArtifactIndex::connect(url, opts).await?))
     } else {
         Err(StoreError::Config(format!("store url must start with postgres:// or sqlite: (got `{}`)", redact_url(url))))
     }

@@ -10,11 +10,15 @@ use sqlx::migrate::{Migration, MigrationSource, MigrationType};
 
 type Files = &'static [(i64, &'static str, &'static str)];
 
-pub(crate) const POSTGRES: Files =
-    &[(20261130000001, "invocations", include_str!("../../../migrations/postgres/20261130000001_invocations.sql"))];
+pub(crate) const POSTGRES: Files = &[
+    (20261130000001, "invocations", include_str!("../../../migrations/postgres/20261130000001_invocations.sql")),
+    (20261130000002, "artifacts", include_str!("../../../migrations/postgres/20261130000002_artifacts.sql")),
+];
 
-pub(crate) const SQLITE: Files =
-    &[(20261130000001, "invocations", include_str!("../../../migrations/sqlite/20261130000001_invocations.sql"))];
+pub(crate) const SQLITE: Files = &[
+    (20261130000001, "invocations", include_str!("../../../migrations/sqlite/20261130000001_invocations.sql")),
+    (20261130000002, "artifacts", include_str!("../../../migrations/sqlite/20261130000002_artifacts.sql")),
+];
 
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Embedded(pub Files);

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Extension, Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -15,7 +15,8 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use switchyard_contract::{Decision, IngressKey, InvocationId, Invocations, ListQuery, StateName, Submission};
 
-use super::{AdminState, ApiError, principal};
+use super::{AdminState, ApiError};
+use crate::auth::Identity;
 
 /// The body of `POST /admin/v1/invocations`.
 #[derive(Debug, Deserialize)]
@@ -45,12 +46,13 @@ fn id(raw: &str) -> Result<InvocationId, ApiError> {
 
 pub(super) async fn submit(
     State(state): State<AdminState>,
+    Extension(who): Extension<Identity>,
     headers: HeaderMap,
     Query(q): Query<WaitQuery>,
     body: Result<Bytes, axum::extract::rejection::BytesRejection>,
 ) -> Result<Response, ApiError> {
     let body = body.map_err(|_| ApiError::too_large(state.body_limit))?;
-    let who = principal(&headers)?;
+    let who = who.principal;
     let b: SubmitBody = parse(&body)?;
     let header_key = headers.get("idempotency-key").map(|v| v.to_str().map(str::to_string));
     let header_key = header_key.transpose().map_err(|_| ApiError::invalid("Idempotency-Key must be ASCII"))?;
@@ -96,10 +98,10 @@ pub(super) struct ListParams {
 
 pub(super) async fn list(
     State(state): State<AdminState>,
-    headers: HeaderMap,
+    Extension(who): Extension<Identity>,
     Query(p): Query<ListParams>,
 ) -> Result<Response, ApiError> {
-    let who = principal(&headers)?;
+    let who = who.principal;
     let filter = p
         .state
         .map(|s| StateName::parse(&s).ok_or_else(|| ApiError::invalid(format!("unknown state `{s}`"))))
@@ -110,10 +112,10 @@ pub(super) async fn list(
 
 pub(super) async fn show(
     State(state): State<AdminState>,
-    headers: HeaderMap,
+    Extension(who): Extension<Identity>,
     Path(raw): Path<String>,
 ) -> Result<Response, ApiError> {
-    let who = principal(&headers)?;
+    let who = who.principal;
     Ok(Json(state.engine.get(&who.tenant, id(&raw)?).await?).into_response())
 }
 
@@ -128,11 +130,12 @@ pub(super) struct EventParams {
 /// after `after` (or `Last-Event-ID`) and ends after the terminal event.
 pub(super) async fn events(
     State(state): State<AdminState>,
+    Extension(who): Extension<Identity>,
     headers: HeaderMap,
     Path(raw): Path<String>,
     Query(p): Query<EventParams>,
 ) -> Result<Response, ApiError> {
-    let who = principal(&headers)?;
+    let who = who.principal;
     let inv = id(&raw)?;
     let wants_sse =
         headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|v| v.contains("text/event-stream"));
@@ -161,10 +164,10 @@ pub(super) async fn events(
 
 pub(super) async fn cancel(
     State(state): State<AdminState>,
-    headers: HeaderMap,
+    Extension(who): Extension<Identity>,
     Path(raw): Path<String>,
 ) -> Result<Response, ApiError> {
-    let who = principal(&headers)?;
+    let who = who.principal;
     let inv = state.engine.cancel(&who, id(&raw)?).await?;
     let status = if inv.state.is_terminal() { StatusCode::OK } else { StatusCode::ACCEPTED };
     Ok((status, Json(inv)).into_response())
@@ -172,12 +175,12 @@ pub(super) async fn cancel(
 
 pub(super) async fn reconcile(
     State(state): State<AdminState>,
-    headers: HeaderMap,
+    Extension(who): Extension<Identity>,
     Path(raw): Path<String>,
     body: Result<Bytes, axum::extract::rejection::BytesRejection>,
 ) -> Result<Response, ApiError> {
     let body = body.map_err(|_| ApiError::too_large(state.body_limit))?;
-    let who = principal(&headers)?;
+    let who = who.principal;
     let decision: Decision = parse(&body)?;
     Ok(Json(state.engine.reconcile(&who, id(&raw)?, decision).await?).into_response())
 }

@@ -1,5 +1,6 @@
 //! The command line: one file per subcommand.
 
+mod artifacts;
 mod invocations;
 mod migrate;
 mod reconcile;
@@ -38,6 +39,9 @@ enum Command {
     Invocations(invocations::Command),
     /// Resolve an invocation whose outcome is unknown.
     Reconcile(reconcile::Args),
+    /// Inspect, download and collect stored artifacts.
+    #[command(subcommand)]
+    Artifacts(artifacts::Command),
 }
 
 /// Parses the command line, runs the subcommand, and maps errors to exit code 1 (2 for usage).
@@ -70,6 +74,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Migrate => migrate::run(&cfg).await,
         Command::Invocations(cmd) => invocations::run(cmd, &cfg).await,
         Command::Reconcile(args) => reconcile::run(args, &cfg).await,
+        Command::Artifacts(cmd) => artifacts::run(cmd, &cfg).await,
         Command::ValidateConfig(_) => Ok(()),
     }
 }

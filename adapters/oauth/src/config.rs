@@ -1,0 +1,139 @@
+//! Resource-server configuration (the `[auth]` section of the gateway's configuration).
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+/// Algorithms accepted when an issuer does not list its own. Symmetric (HS*) algorithms are
+/// never accepted: a resource server must not share a signing secret with the issuer.
+pub const DEFAULT_ALGORITHMS: [&str; 4] = ["RS256", "PS256", "ES256", "EdDSA"];
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthConfig {
+    /// The gateway's canonical resource URI (RFC 8707), e.g. `https://gw.example.com`. Tokens
+    /// must carry it in `aud` (unless an issuer overrides `audience`).
+    pub resource: String,
+    #[serde(default)]
+    pub issuers: Vec<IssuerConfig>,
+    #[serde(default)]
+    pub api_keys: Vec<ApiKeyConfig>,
+    /// Unauthenticated requests act as this principal. Refused unless the gateway listens on
+    /// loopback only.
+    #[serde(default)]
+    pub anonymous: Option<AnonymousConfig>,
+    /// Advertised in the protected-resource metadata.
+    #[serde(default)]
+    pub scopes_supported: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IssuerConfig {
+    /// The issuer identifier; a token's `iss` must equal it exactly.
+    pub issuer: String,
+    /// Where the keys are. Empty: discovered from the issuer's OpenID Connect or RFC 8414
+    /// metadata (whose `issuer` must equal `issuer`).
+    #[serde(default)]
+    pub jwks_uri: Option<String>,
+    /// Accepted `alg` values (default: RS256, PS256, ES256, EdDSA).
+    #[serde(default)]
+    pub algorithms: Vec<String>,
+    /// Overrides the expected `aud` (default: `auth.resource`).
+    #[serde(default)]
+    pub audience: Option<String>,
+    /// Allowed clock skew for `exp` and `nbf`, in seconds (at most 300).
+    #[serde(default = "default_skew")]
+    pub clock_skew_s: u64,
+    /// The claim naming the tenant; absent claim → `default_tenant`, else refused.
+    #[serde(default = "default_tenant_claim")]
+    pub tenant_claim: String,
+    #[serde(default)]
+    pub default_tenant: Option<String>,
+    /// How often the keys are re-read at most when a token names an unknown `kid`, in ms.
+    #[serde(default = "default_min_refresh")]
+    pub jwks_min_refresh_ms: u64,
+    /// How long fetched keys are used before being re-read, in seconds.
+    #[serde(default = "default_jwks_ttl")]
+    pub jwks_ttl_s: u64,
+}
+
+fn default_skew() -> u64 {
+    60
+}
+fn default_tenant_claim() -> String {
+    "tenant".into()
+}
+fn default_min_refresh() -> u64 {
+    10_000
+}
+fn default_jwks_ttl() -> u64 {
+    300
+}
+
+/// A static API key. Only its SHA-256 is configured; the key itself is never stored.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApiKeyConfig {
+    /// A label for logs.
+    pub name: String,
+    /// Hex SHA-256 of the key (`printf %s "$KEY" | sha256sum`).
+    pub sha256: String,
+    pub tenant: String,
+    pub subject: String,
+    #[serde(default)]
+    pub scopes: BTreeSet<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AnonymousConfig {
+    pub tenant: String,
+    #[serde(default = "default_anonymous")]
+    pub subject: String,
+    #[serde(default)]
+    pub scopes: BTreeSet<String>,
+}
+
+fn default_anonymous() -> String {
+    "anonymous".into()
+}
+
+impl AuthConfig {
+    /// Checks what types cannot; messages name the key. `loopback_only` says whether the
+    /// gateway listens on loopback addresses only.
+    pub fn validate(&self, loopback_only: bool) -> Result<(), String> {
+        if !(self.resource.starts_with("https://") || self.resource.starts_with("http://")) {
+            return Err("auth.resource must be an http(s) URI".into());
+        }
+        if self.anonymous.is_some() && !loopback_only {
+            return Err("auth.anonymous is allowed only when server.listen is a loopback address".into());
+        }
+        for (i, iss) in self.issuers.iter().enumerate() {
+            if iss.issuer.is_empty() {
+                return Err(format!("auth.issuers[{i}].issuer is empty"));
+            }
+            if iss.clock_skew_s > 300 {
+                return Err(format!("auth.issuers[{i}].clock_skew_s must be at most 300"));
+            }
+            for alg in &iss.algorithms {
+                if alg.starts_with("HS")
+                    || !DEFAULT_ALGORITHMS
+                        .iter()
+                        .chain(["RS384", "RS512", "PS384", "PS512", "ES384"].iter())
+                        .any(|a| a == alg)
+                {
+                    return Err(format!(
+                        "auth.issuers[{i}].algorithms: `{alg}` is not an accepted asymmetric algorithm"
+                    ));
+                }
+            }
+        }
+        for (i, k) in self.api_keys.iter().enumerate() {
+            if k.sha256.len() != 64 || !k.sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Err(format!("auth.api_keys[{i}].sha256 must be 64 hex digits"));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,340 @@
+//! [`Artifacts`]: the byte store and the metadata index together — write (stage, commit,
+//! dedup), verified reads, and the collector.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+use switchyard_contract::{
+    ArtifactError, ArtifactId, ArtifactIndex, ArtifactMeta, ArtifactStore, ByteRange, ByteStream, Commit, Error,
+    ErrorKind, InvocationId, Keep, NewArtifact, StagedBlob, TenantId,
+};
+
+use crate::verify::{Check, verified};
+
+/// Ranges of objects up to this size are verified by reading (and hashing) the whole object;
+/// beyond it a range read checks the object's size and the range's length only.
+pub const VERIFY_RANGES_UP_TO: u64 = 64 * 1024 * 1024;
+
+/// How many times a commit waits for a collector that is deleting the same digest.
+const BUSY_RETRIES: u32 = 100;
+const BUSY_WAIT: Duration = Duration::from_millis(50);
+
+/// What a producer says about a new artifact.
+#[derive(Debug, Clone)]
+pub struct PutRequest {
+    pub tenant: TenantId,
+    pub invocation: InvocationId,
+    pub name: String,
+    pub media_type: String,
+    /// Order among chunks of one A2A chunked artifact (same invocation and name); 0 otherwise.
+    pub chunk_seq: u32,
+    /// `None`: the configured default class.
+    pub retention_class: Option<String>,
+}
+
+/// Retention classes and collector limits.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    pub retention: BTreeMap<String, Keep>,
+    pub default_class: String,
+    /// See `artifacts.gc_grace_ms`.
+    pub gc_grace_ms: u64,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Self {
+            retention: BTreeMap::from([("default".into(), Keep::Forever)]),
+            default_class: "default".into(),
+            gc_grace_ms: 3_600_000,
+        }
+    }
+}
+
+/// What one collector pass did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct GcReport {
+    pub expired_artifacts: u64,
+    pub deleted_blobs: u64,
+    pub deleted_bytes: u64,
+    pub swept_staging: u64,
+}
+
+/// A byte range as a client asks for it (`Range: bytes=…`), before the size is known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RangeSpec {
+    /// `a-b`
+    FromTo(u64, u64),
+    /// `a-`
+    From(u64),
+    /// `-n`: the last n bytes.
+    Suffix(u64),
+}
+
+impl RangeSpec {
+    /// The satisfiable part of this range for an object of `size` bytes (RFC 9110 §14.1.2).
+    pub fn resolve(self, size: u64) -> Result<ByteRange, ArtifactError> {
+        let bad = ArtifactError::RangeNotSatisfiable { size };
+        let last = size.checked_sub(1).ok_or(bad.clone())?;
+        let (start, end) = match self {
+            RangeSpec::FromTo(a, b) if a <= b => (a, b.min(last)),
+            RangeSpec::FromTo(..) => return Err(bad),
+            RangeSpec::From(a) => (a, last),
+            RangeSpec::Suffix(0) => return Err(bad),
+            RangeSpec::Suffix(n) => (size.saturating_sub(n), last),
+        };
+        if start > last {
+            return Err(bad);
+        }
+        Ok(ByteRange { start, end })
+    }
+}
+
+/// An opened artifact: its metadata, the range being served (if any) and verified bytes.
+pub struct Download {
+    pub meta: ArtifactMeta,
+    pub range: Option<ByteRange>,
+    pub body: ByteStream,
+}
+
+impl std::fmt::Debug for Download {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Download").field("meta", &self.meta).field("range", &self.range).finish_non_exhaustive()
+    }
+}
+
+/// The artifact service shared by the HTTP endpoint, the CLI and producers.
+#[derive(Debug, Clone)]
+pub struct Artifacts {
+    store: Arc<dyn ArtifactStore>,
+    index: Arc<dyn ArtifactIndex>,
+    policy: Arc<Policy>,
+}
+
+impl Artifacts {
+    pub fn new(store: Arc<dyn ArtifactStore>, index: Arc<dyn ArtifactIndex>, policy: Policy) -> Self {
+        Self { store, index, policy: Arc::new(policy) }
+    }
+
+    pub fn index(&self) -> &Arc<dyn ArtifactIndex> {
+        &self.index
+    }
+
+    pub fn store(&self) -> &Arc<dyn ArtifactStore> {
+        &self.store
+    }
+
+    fn draft(&self, req: PutRequest) -> Result<NewArtifact, ArtifactError> {
+        let class = req.retention_class.unwrap_or_else(|| self.policy.default_class.clone());
+        let keep = *self
+            .policy
+            .retention
+            .get(&class)
+            .ok_or_else(|| ArtifactError::Invalid(format!("unknown retention class `{class}`")))?;
+        if req.name.is_empty() || req.name.len() > 256 || req.name.chars().any(char::is_control) {
+            return Err(ArtifactError::Invalid("artifact name must be 1-256 printable characters".into()));
+        }
+        let mt = &req.media_type;
+        if mt.is_empty()
+            || mt.len() > 200
+            || !mt.contains('/')
+            || !mt.bytes().all(|b| b.is_ascii_graphic() || b == b' ')
+        {
+            return Err(ArtifactError::Invalid(format!("`{mt}` is not a media type")));
+        }
+        Ok(NewArtifact {
+            id: ArtifactId::new(),
+            tenant: req.tenant,
+            invocation: req.invocation,
+            name: req.name,
+            media_type: req.media_type,
+            chunk_seq: req.chunk_seq,
+            retention_class: class,
+            keep,
+        })
+    }
+
+    /// Streams `body` into the store and commits its metadata; returns once both are durable.
+    /// Identical bytes are stored once. If `body` fails or this future is dropped while
+    /// streaming, nothing is readable and no row exists.
+    pub async fn put(&self, req: PutRequest, body: ByteStream) -> Result<ArtifactMeta, ArtifactError> {
+        let draft = self.draft(req)?;
+        let staged = self.store.stage(body).await?;
+        let (digest, size) = (staged.digest().clone(), staged.size());
+        // Known digest: reference the stored bytes, drop ours.
+        if let Some(meta) = self.commit_known(&draft, staged.as_ref()).await? {
+            if let Err(e) = staged.discard().await {
+                tracing::warn!(error = %e, "cannot discard a deduplicated upload");
+            }
+            return Ok(meta);
+        }
+        let blob = staged.finalize().await?;
+        let outcome = loop_busy(|| self.index.commit(&draft, &digest, size, Some(&blob))).await;
+        match outcome {
+            Ok(Commit::Committed { meta, deduplicated }) => {
+                if deduplicated {
+                    // Someone committed the same bytes meanwhile; ours are referenced by no row.
+                    self.delete_quietly(&blob.location).await;
+                }
+                Ok(*meta)
+            }
+            Ok(Commit::NeedBytes | Commit::Busy) => {
+                self.delete_quietly(&blob.location).await;
+                Err(ArtifactError::Unavailable("the index did not accept the upload; retry".into()))
+            }
+            Err(e) => {
+                // Rolled back for certain only for the caller's own mistakes; otherwise the row
+                // may exist, so the bytes stay (unreferenced bytes cost space, not correctness).
+                if matches!(e.kind(), ErrorKind::Conflict | ErrorKind::InvalidInput) {
+                    self.delete_quietly(&blob.location).await;
+                }
+                Err(e.into())
+            }
+        }
+    }
+
+    /// Commits against already-stored bytes with this digest, if there are any.
+    async fn commit_known(
+        &self,
+        draft: &NewArtifact,
+        staged: &dyn StagedBlob,
+    ) -> Result<Option<ArtifactMeta>, ArtifactError> {
+        let (digest, size) = (staged.digest(), staged.size());
+        match loop_busy(|| self.index.commit(draft, digest, size, None)).await? {
+            Commit::Committed { meta, .. } => Ok(Some(*meta)),
+            Commit::NeedBytes => Ok(None),
+            Commit::Busy => Err(ArtifactError::Unavailable("a collector is deleting these bytes; retry".into())),
+        }
+    }
+
+    async fn delete_quietly(&self, location: &str) {
+        if let Err(e) = self.store.delete(location).await {
+            tracing::warn!(%location, error = %e, "cannot delete unreferenced artifact bytes");
+        }
+    }
+
+    /// One artifact's metadata; `tenant: Some(t)` sees only that tenant's artifacts.
+    pub async fn get(&self, tenant: Option<&TenantId>, id: ArtifactId) -> Result<ArtifactMeta, ArtifactError> {
+        self.index.get(tenant, id).await?.ok_or(ArtifactError::NotFound)
+    }
+
+    /// Opens an artifact for reading, whole or a range, with verification (see [`verified`]).
+    pub async fn open(
+        &self,
+        tenant: Option<&TenantId>,
+        id: ArtifactId,
+        range: Option<RangeSpec>,
+    ) -> Result<Download, ArtifactError> {
+        let meta = self.get(tenant, id).await?;
+        let blob = meta.blob();
+        let range = range.map(|r| r.resolve(meta.size)).transpose()?;
+        let whole = ByteRange { start: 0, end: meta.size.saturating_sub(1) };
+        let (fetch, check) = match range {
+            Some(r) if meta.size > VERIFY_RANGES_UP_TO => (Some(r), Check::Length { len: r.len() }),
+            Some(r) => (None, Check::Whole { window: r }),
+            None if meta.size == 0 => (None, Check::Whole { window: ByteRange { start: 1, end: 0 } }),
+            None => (None, Check::Whole { window: whole }),
+        };
+        let opened = self.store.open(&blob, fetch).await.map_err(|e| match e {
+            ArtifactError::Missing(m) => crate::verify::corrupt(&blob, format!("object missing: {m}")),
+            other => other,
+        })?;
+        if opened.total_size != meta.size {
+            let detail = format!("stored object has {} bytes, expected {}", opened.total_size, meta.size);
+            return Err(crate::verify::corrupt(&blob, detail));
+        }
+        Ok(Download { body: verified(opened.body, blob, check), meta, range })
+    }
+
+    /// A tenant's artifacts, newest first.
+    pub async fn list(
+        &self,
+        tenant: &TenantId,
+        invocation: Option<InvocationId>,
+        limit: u32,
+        cursor: Option<&str>,
+    ) -> Result<switchyard_contract::ArtifactPage, ArtifactError> {
+        Ok(self.index.list(tenant, invocation, limit, cursor).await?)
+    }
+
+    /// One collector pass: expired rows, then unreferenced bytes, then staging leftovers. Safe
+    /// to run on several replicas at once (see the protocol in `switchyard_contract::artifact`).
+    pub async fn collect_garbage(&self) -> Result<GcReport, ArtifactError> {
+        const BATCH: u32 = 500;
+        let mut report = GcReport::default();
+        loop {
+            let n = self.index.delete_expired(BATCH).await?;
+            report.expired_artifacts += n;
+            if n < u64::from(BATCH) {
+                break;
+            }
+        }
+        loop {
+            let claimed = self.index.claim_unreferenced(self.policy.gc_grace_ms, 100).await?;
+            for blob in &claimed {
+                self.store.delete(&blob.location).await?;
+                self.index.forget_blob(&blob.digest).await?;
+                report.deleted_blobs += 1;
+                report.deleted_bytes += blob.size;
+            }
+            if claimed.len() < 100 {
+                break;
+            }
+        }
+        report.swept_staging = self.store.sweep_staging(self.policy.gc_grace_ms).await?;
+        Ok(report)
+    }
+
+    /// Runs [`Artifacts::collect_garbage`] every `every` until the task is aborted.
+    pub fn spawn_collector(&self, every: Duration) -> tokio::task::JoinHandle<()> {
+        let this = self.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                match this.collect_garbage().await {
+                    Ok(r) if r == GcReport::default() => {}
+                    Ok(r) => tracing::info!(?r, "artifact collector pass"),
+                    Err(e) => tracing::warn!(error = %e, "artifact collector pass failed"),
+                }
+            }
+        })
+    }
+}
+
+/// Repeats `f` while the index answers `Busy` (a collector is deleting the digest).
+async fn loop_busy<F, Fut>(mut f: F) -> Result<Commit, Error>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<Commit, Error>>,
+{
+    for _ in 0..BUSY_RETRIES {
+        match f().await? {
+            Commit::Busy => tokio::time::sleep(BUSY_WAIT).await,
+            other => return Ok(other),
+        }
+    }
+    Ok(Commit::Busy)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RangeSpec;
+
+    #[test]
+    fn ranges_resolve_like_http() {
+        let r = |s: RangeSpec, size| s.resolve(size).ok().map(|r| (r.start, r.end));
+        assert_eq!(r(RangeSpec::FromTo(0, 9), 100), Some((0, 9)));
+        assert_eq!(r(RangeSpec::FromTo(90, 200), 100), Some((90, 99)));
+        assert_eq!(r(RangeSpec::From(95), 100), Some((95, 99)));
+        assert_eq!(r(RangeSpec::Suffix(10), 100), Some((90, 99)));
+        assert_eq!(r(RangeSpec::Suffix(1000), 100), Some((0, 99)));
+        assert_eq!(r(RangeSpec::From(100), 100), None);
+        assert_eq!(r(RangeSpec::FromTo(5, 4), 100), None);
+        assert_eq!(r(RangeSpec::From(0), 0), None);
+    }
+}

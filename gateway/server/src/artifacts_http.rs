@@ -1,0 +1,169 @@
+//! `GET /artifacts/{id}`: an artifact's bytes at a stable URL, so protocol faces can hand out
+//! `url` parts and resource links instead of inlining large bytes.
+//!
+//! Authorized to the owning tenant only: until OAuth lands, the admin bearer token plus
+//! `X-Switchyard-Tenant` (default `default`), as the admin API does. Another tenant's artifact
+//! answers 404, exactly like a missing one, so existence does not leak. Headers: `ETag`
+//! (`"sha256:<hex>"`, strong: the bytes never change), `Content-Type`, `Content-Length`,
+//! `Accept-Ranges`, single-range requests (206 / 416), `If-None-Match` (304). Bytes are served
+//! only as they verify; a corrupt object aborts the response before its last chunk.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use futures::TryStreamExt;
+use switchyard_artifacts::{Artifacts, Download, RangeSpec};
+use switchyard_contract::{ArtifactError, ArtifactId, Error, TenantId};
+
+use crate::admin::ApiError;
+use crate::config::Config;
+
+/// What the artifact endpoint needs.
+#[derive(Clone)]
+pub struct ArtifactsHttp {
+    pub artifacts: Artifacts,
+    pub token: Arc<str>,
+}
+
+impl std::fmt::Debug for ArtifactsHttp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ArtifactsHttp").field("token", &"***").finish_non_exhaustive()
+    }
+}
+
+/// Opens the configured artifact service: the byte store and the index on the store database.
+pub async fn open(cfg: &Config) -> anyhow::Result<Artifacts> {
+    let a = &cfg.artifacts;
+    // The default SQLite index lives in the data directory.
+    std::fs::create_dir_all(&cfg.server.data_dir)?;
+    let store = a.open_store(&cfg.server.data_dir).await?;
+    let opts = switchyard_store::StoreOptions { max_connections: cfg.store.max_connections.clamp(1, 4), migrate: true };
+    let index = switchyard_store::connect_artifacts(&cfg.store_url(), &opts).await?;
+    Ok(Artifacts::new(store, index, a.policy()))
+}
+
+/// The `/artifacts/{id}` route.
+pub fn router(state: ArtifactsHttp) -> Router {
+    Router::new().route("/artifacts/{id}", get(download)).with_state(state)
+}
+
+fn authorize(state: &ArtifactsHttp, headers: &HeaderMap) -> Result<TenantId, ApiError> {
+    let presented = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or("");
+    let ok = presented.len() == state.token.len()
+        && presented.bytes().zip(state.token.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0;
+    if !ok {
+        return Err(ApiError::unauthenticated());
+    }
+    match headers.get("x-switchyard-tenant") {
+        None => Ok(TenantId::new("default")?),
+        Some(v) => Ok(TenantId::new(v.to_str().map_err(|_| ApiError::invalid("X-Switchyard-Tenant must be ASCII"))?)?),
+    }
+}
+
+/// `bytes=a-b`, `bytes=a-`, `bytes=-n`. Anything else (several ranges, other units, garbage)
+/// is ignored and the whole artifact served, as RFC 9110 allows.
+fn parse_range(headers: &HeaderMap) -> Option<RangeSpec> {
+    let spec = headers.get(header::RANGE)?.to_str().ok()?.trim().strip_prefix("bytes=")?;
+    if spec.contains(',') {
+        return None;
+    }
+    let (a, b) = spec.split_once('-')?;
+    let (a, b) = (a.trim(), b.trim());
+    match (a.is_empty(), b.is_empty()) {
+        (true, false) => Some(RangeSpec::Suffix(b.parse().ok()?)),
+        (false, true) => Some(RangeSpec::From(a.parse().ok()?)),
+        (false, false) => Some(RangeSpec::FromTo(a.parse().ok()?, b.parse().ok()?)),
+        (true, true) => None,
+    }
+}
+
+async fn download(State(state): State<ArtifactsHttp>, Path(id): Path<String>, headers: HeaderMap) -> Response {
+    match serve(&state, &id, &headers).await {
+        Ok(resp) => resp,
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn serve(state: &ArtifactsHttp, id: &str, headers: &HeaderMap) -> Result<Response, ApiError> {
+    let tenant = authorize(state, headers)?;
+    let not_found = || ApiError::from(Error::not_found("artifact not found"));
+    let id: ArtifactId = id.parse().map_err(|_| not_found())?;
+    let meta = match state.artifacts.get(Some(&tenant), id).await {
+        Ok(m) => m,
+        Err(ArtifactError::NotFound) => return Err(not_found()),
+        Err(e) => return Err(Error::from(e).into()),
+    };
+    let etag = format!("\"sha256:{}\"", meta.sha256.as_hex());
+    if headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim() == "*" || v.split(',').any(|t| t.trim().trim_start_matches("W/") == etag))
+    {
+        return Ok(with_headers(StatusCode::NOT_MODIFIED, Body::empty(), &etag, None));
+    }
+    let download = match state.artifacts.open(Some(&tenant), id, parse_range(headers)).await {
+        Ok(d) => d,
+        Err(ArtifactError::NotFound) => return Err(not_found()),
+        Err(ArtifactError::RangeNotSatisfiable { size }) => {
+            let mut resp = with_headers(StatusCode::RANGE_NOT_SATISFIABLE, Body::empty(), &etag, None);
+            if let Ok(v) = HeaderValue::from_str(&format!("bytes */{size}")) {
+                resp.headers_mut().insert(header::CONTENT_RANGE, v);
+            }
+            return Ok(resp);
+        }
+        Err(e) => return Err(Error::from(e).into()),
+    };
+    Ok(respond(download, &etag))
+}
+
+fn respond(d: Download, etag: &str) -> Response {
+    let Download { meta, range, body } = d;
+    let body = Body::from_stream(body.map_err(|e| std::io::Error::other(e.to_string())));
+    let (status, len) = match range {
+        Some(r) => (StatusCode::PARTIAL_CONTENT, r.len()),
+        None => (StatusCode::OK, meta.size),
+    };
+    let mut resp = with_headers(status, body, etag, Some(&meta.media_type));
+    let h = resp.headers_mut();
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+    if let Some(r) = range
+        && let Ok(v) = HeaderValue::from_str(&format!("bytes {}-{}/{}", r.start, r.end, meta.size))
+    {
+        h.insert(header::CONTENT_RANGE, v);
+    }
+    let safe_name: String =
+        meta.name.chars().map(|c| if c.is_ascii_alphanumeric() || "._-".contains(c) { c } else { '_' }).collect();
+    if let Ok(v) = HeaderValue::from_str(&format!("attachment; filename=\"{safe_name}\"")) {
+        h.insert(header::CONTENT_DISPOSITION, v);
+    }
+    resp
+}
+
+fn with_headers(status: StatusCode, body: Body, etag: &str, media_type: Option<&str>) -> Response {
+    let mut resp = (status, body).into_response();
+    let h = resp.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(etag) {
+        h.insert(header::ETAG, v);
+    }
+    h.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("private, max-age=31536000, immutable"));
+    // Producer-chosen media types must not run as active content on the gateway's origin.
+    h.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    h.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static("sandbox"));
+    if let Some(v) = media_type.and_then(|m| HeaderValue::from_str(m).ok()) {
+        h.insert(header::CONTENT_TYPE, v);
+    }
+    resp
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,143 @@
+//! Who is calling. The operator's admin token grants everything and names the tenant with
+//! `X-Switchyard-Tenant`; any other bearer credential goes to the OAuth resource server
+//! (`[auth]`), whose token names the tenant and grants scopes. One place for every HTTP face.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use switchyard_contract::{Principal, TenantId};
+use switchyard_oauth::{AuthError, Authenticator, http};
+
+use crate::admin::ApiError;
+
+/// The scopes the gateway's own operations need.
+pub mod scope {
+    pub const READ: &str = "invocations:read";
+    pub const WRITE: &str = "invocations:write";
+    pub const RECONCILE: &str = "invocations:reconcile";
+}
+
+/// What a caller may do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Access {
+    /// The admin token: every operation, on any tenant.
+    Operator,
+    /// An OAuth caller (token, API key, anonymous): its scopes.
+    Scoped(BTreeSet<String>),
+}
+
+/// An authenticated caller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    pub principal: Principal,
+    pub access: Access,
+}
+
+/// A refusal, ready to send (401 with a challenge, 403, 400 or 503).
+#[derive(Debug)]
+pub struct Refusal(Box<Response>);
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        *self.0
+    }
+}
+
+impl From<Response> for Refusal {
+    fn from(r: Response) -> Self {
+        Self(Box::new(r))
+    }
+}
+
+impl From<ApiError> for Refusal {
+    fn from(e: ApiError) -> Self {
+        e.into_response().into()
+    }
+}
+
+/// Checks credentials for every HTTP face.
+#[derive(Clone)]
+pub struct Gatekeeper {
+    admin_token: Arc<str>,
+    oauth: Option<Arc<Authenticator>>,
+}
+
+impl std::fmt::Debug for Gatekeeper {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gatekeeper").field("oauth", &self.oauth.is_some()).finish_non_exhaustive()
+    }
+}
+
+impl Gatekeeper {
+    pub fn new(admin_token: Arc<str>, oauth: Option<Arc<Authenticator>>) -> Self {
+        Self { admin_token, oauth }
+    }
+
+    pub fn oauth(&self) -> Option<&Authenticator> {
+        self.oauth.as_deref()
+    }
+
+    /// The caller, or the response to send instead (401 with a challenge, 400, 503).
+    pub async fn identify(&self, headers: &HeaderMap) -> Result<Identity, Refusal> {
+        let bearer = http::bearer(headers).map_err(|e| self.refuse(&e))?;
+        if let Some(token) = bearer
+            && constant_time_eq(token.as_bytes(), self.admin_token.as_bytes())
+        {
+            return Ok(Identity { principal: operator_principal(headers)?, access: Access::Operator });
+        }
+        let Some(oauth) = &self.oauth else {
+            return Err(ApiError::unauthenticated().into());
+        };
+        match oauth.authenticate(bearer).await {
+            Ok(caller) => {
+                tracing::debug!(tenant = %caller.principal.tenant, subject = %caller.principal.subject, method = ?caller.method, "authenticated");
+                Ok(Identity { principal: caller.principal, access: Access::Scoped(caller.scopes) })
+            }
+            Err(e) => Err(self.refuse(&e)),
+        }
+    }
+
+    /// `Ok` if `who` holds every scope in `needed`; else `403 insufficient_scope`.
+    pub fn require(&self, who: &Identity, needed: &[&str]) -> Result<(), Refusal> {
+        match (&who.access, &self.oauth) {
+            (Access::Operator, _) => Ok(()),
+            (Access::Scoped(granted), Some(oauth)) => {
+                if needed.iter().all(|s| granted.contains(*s)) {
+                    Ok(())
+                } else {
+                    Err(http::insufficient_scope(oauth.config(), needed).into())
+                }
+            }
+            (Access::Scoped(_), None) => Err(ApiError::unauthenticated().into()),
+        }
+    }
+
+    fn refuse(&self, e: &AuthError) -> Refusal {
+        match &self.oauth {
+            Some(oauth) => http::unauthorized(oauth.config(), e, &[]).into(),
+            None => ApiError::unauthenticated().into(),
+        }
+    }
+}
+
+/// The operator names the tenant and subject in headers.
+fn operator_principal(headers: &HeaderMap) -> Result<Principal, ApiError> {
+    let header = |name: &str, default: &str| -> Result<String, ApiError> {
+        match headers.get(name) {
+            None => Ok(default.to_string()),
+            Some(v) => v.to_str().map(str::to_string).map_err(|_| ApiError::invalid(format!("{name} must be ASCII"))),
+        }
+    };
+    let tenant = TenantId::new(header("x-switchyard-tenant", "default")?)?;
+    let subject = header("x-switchyard-subject", "admin")?;
+    if subject.is_empty() || subject.len() > 200 {
+        return Err(ApiError::invalid("X-Switchyard-Subject must be 1-200 characters"));
+    }
+    Ok(Principal::new(tenant, subject))
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}

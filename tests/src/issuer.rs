@@ -1,0 +1,128 @@
+//! A small OAuth 2.0 / OpenID Connect issuer for tests, on `127.0.0.1:0`: real discovery and
+//! JWKS documents, real Ed25519 keys (aws-lc-rs), real signed JWTs, and key rotation.
+
+use std::sync::{Arc, Mutex};
+
+use aws_lc_rs::rand::SystemRandom;
+use aws_lc_rs::signature::{Ed25519KeyPair, KeyPair};
+use axum::Json;
+use axum::extract::State;
+use axum::routing::get;
+use base64::Engine;
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use serde_json::{Value, json};
+
+struct Key {
+    kid: String,
+    pkcs8: Vec<u8>,
+    public: Vec<u8>,
+}
+
+impl Key {
+    fn generate(kid: &str) -> Key {
+        let doc = Ed25519KeyPair::generate_pkcs8(&SystemRandom::new()).unwrap_or_else(|e| panic!("keygen: {e}"));
+        let pair = Ed25519KeyPair::from_pkcs8(doc.as_ref()).unwrap_or_else(|e| panic!("key: {e}"));
+        Key { kid: kid.into(), pkcs8: doc.as_ref().to_vec(), public: pair.public_key().as_ref().to_vec() }
+    }
+
+    fn jwk(&self) -> Value {
+        let x = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&self.public);
+        json!({"kty": "OKP", "crv": "Ed25519", "x": x, "kid": self.kid, "alg": "EdDSA", "use": "sig"})
+    }
+}
+
+struct Keys {
+    /// Published in the JWKS.
+    published: Vec<Key>,
+    /// Signs new tokens (the last published key).
+    current: usize,
+    requests: usize,
+}
+
+/// A running test issuer.
+pub struct TestIssuer {
+    pub issuer: String,
+    keys: Arc<Mutex<Keys>>,
+    _server: tokio::task::JoinHandle<()>,
+}
+
+impl std::fmt::Debug for TestIssuer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TestIssuer").field("issuer", &self.issuer).finish()
+    }
+}
+
+async fn discovery(State((issuer, _)): State<(String, Arc<Mutex<Keys>>)>) -> Json<Value> {
+    Json(json!({
+        "issuer": issuer,
+        "jwks_uri": format!("{issuer}/jwks"),
+        "token_endpoint": format!("{issuer}/token"),
+        "response_types_supported": ["code"],
+        "subject_types_supported": ["public"],
+        "id_token_signing_alg_values_supported": ["EdDSA"],
+    }))
+}
+
+async fn jwks(State((_, keys)): State<(String, Arc<Mutex<Keys>>)>) -> Json<Value> {
+    let mut k = keys.lock().unwrap_or_else(|e| e.into_inner());
+    k.requests += 1;
+    Json(json!({ "keys": k.published.iter().map(Key::jwk).collect::<Vec<_>>() }))
+}
+
+impl TestIssuer {
+    /// Starts an issuer with one key, `k1`.
+    pub async fn start() -> TestIssuer {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap_or_else(|e| panic!("{e}"));
+        let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
+        let issuer = format!("http://{addr}");
+        let keys = Arc::new(Mutex::new(Keys { published: vec![Key::generate("k1")], current: 0, requests: 0 }));
+        let app = axum::Router::new()
+            .route("/.well-known/openid-configuration", get(discovery))
+            .route("/jwks", get(jwks))
+            .with_state((issuer.clone(), keys.clone()));
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        TestIssuer { issuer, keys, _server: server }
+    }
+
+    /// Publishes a new key and signs with it from now on; returns its `kid`.
+    pub fn rotate(&self) -> String {
+        let mut k = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        let kid = format!("k{}", k.published.len() + 1);
+        k.published.push(Key::generate(&kid));
+        k.current = k.published.len() - 1;
+        kid
+    }
+
+    /// How many times the JWKS was fetched.
+    pub fn jwks_requests(&self) -> usize {
+        self.keys.lock().map(|k| k.requests).unwrap_or(0)
+    }
+
+    /// Claims for an access token: this issuer, `aud`, tenant, subject, scopes, valid for
+    /// `ttl_s` seconds from now (negative: already expired).
+    pub fn claims(&self, aud: &str, tenant: &str, sub: &str, scopes: &str, ttl_s: i64) -> Value {
+        let now =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
+        json!({ "iss": self.issuer, "aud": aud, "sub": sub, "tenant": tenant, "scope": scopes,
+                "iat": now, "nbf": now - 5, "exp": now + ttl_s })
+    }
+
+    /// Signs `claims` with the current key.
+    pub fn sign(&self, claims: &Value) -> String {
+        let k = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        sign_with(&k.published[k.current], claims)
+    }
+
+    /// Signs `claims` with a key this issuer never published.
+    pub fn sign_with_unpublished_key(&self, claims: &Value) -> String {
+        sign_with(&Key::generate("rogue"), claims)
+    }
+}
+
+fn sign_with(key: &Key, claims: &Value) -> String {
+    let mut header = Header::new(Algorithm::EdDSA);
+    header.kid = Some(key.kid.clone());
+    jsonwebtoken::encode(&header, claims, &EncodingKey::from_ed_der(&key.pkcs8)).unwrap_or_else(|e| panic!("sign: {e}"))
+}
