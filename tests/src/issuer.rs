@@ -37,7 +37,13 @@ struct Keys {
     /// Signs new tokens (the last published key).
     current: usize,
     requests: usize,
+    /// Opaque tokens and their claims, for introspection.
+    opaque: std::collections::HashMap<String, Value>,
+    introspections: usize,
 }
+
+/// The client the gateway introspects as (HTTP Basic).
+pub const INTROSPECTION_CLIENT: (&str, &str) = ("switchyard-gw", "introspection-secret-42");
 
 /// A running test issuer.
 pub struct TestIssuer {
@@ -63,6 +69,33 @@ async fn discovery(State((issuer, _)): State<(String, Arc<Mutex<Keys>>)>) -> Jso
     }))
 }
 
+/// RFC 7662: `token=…` form, HTTP Basic client authentication.
+async fn introspect(
+    State((_, keys)): State<(String, Arc<Mutex<Keys>>)>,
+    headers: axum::http::HeaderMap,
+    body: String,
+) -> Result<Json<Value>, axum::http::StatusCode> {
+    let expected = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD
+            .encode(format!("{}:{}", INTROSPECTION_CLIENT.0, INTROSPECTION_CLIENT.1))
+    );
+    if headers.get("authorization").and_then(|v| v.to_str().ok()) != Some(expected.as_str()) {
+        return Err(axum::http::StatusCode::UNAUTHORIZED);
+    }
+    let token = body.split('&').find_map(|kv| kv.strip_prefix("token=")).unwrap_or_default().to_string();
+    let mut k = keys.lock().unwrap_or_else(|e| e.into_inner());
+    k.introspections += 1;
+    Ok(Json(match k.opaque.get(&token) {
+        Some(claims) => {
+            let mut answer = claims.clone();
+            answer["active"] = json!(true);
+            answer
+        }
+        None => json!({"active": false}),
+    }))
+}
+
 async fn jwks(State((_, keys)): State<(String, Arc<Mutex<Keys>>)>) -> Json<Value> {
     let mut k = keys.lock().unwrap_or_else(|e| e.into_inner());
     k.requests += 1;
@@ -75,10 +108,17 @@ impl TestIssuer {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap_or_else(|e| panic!("{e}"));
         let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
         let issuer = format!("http://{addr}");
-        let keys = Arc::new(Mutex::new(Keys { published: vec![Key::generate("k1")], current: 0, requests: 0 }));
+        let keys = Arc::new(Mutex::new(Keys {
+            published: vec![Key::generate("k1")],
+            current: 0,
+            requests: 0,
+            opaque: std::collections::HashMap::new(),
+            introspections: 0,
+        }));
         let app = axum::Router::new()
             .route("/.well-known/openid-configuration", get(discovery))
             .route("/jwks", get(jwks))
+            .route("/introspect", axum::routing::post(introspect))
             .with_state((issuer.clone(), keys.clone()));
         let server = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
@@ -107,6 +147,19 @@ impl TestIssuer {
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
         json!({ "iss": self.issuer, "aud": aud, "sub": sub, "tenant": tenant, "scope": scopes,
                 "iat": now, "nbf": now - 5, "exp": now + ttl_s })
+    }
+
+    /// Mints an opaque token whose claims only introspection reveals.
+    pub fn opaque(&self, claims: &Value) -> String {
+        let token = format!("opaque-{}", uuid::Uuid::new_v4().simple());
+        let mut k = self.keys.lock().unwrap_or_else(|e| e.into_inner());
+        k.opaque.insert(token.clone(), claims.clone());
+        token
+    }
+
+    /// How many introspection requests arrived.
+    pub fn introspections(&self) -> usize {
+        self.keys.lock().map(|k| k.introspections).unwrap_or(0)
     }
 
     /// Signs `claims` with the current key.

@@ -28,8 +28,9 @@ resource = "{RESOURCE}"
 scopes_supported = ["invocations:read", "invocations:write", "invocations:reconcile"]
 
 [[auth.issuers]]
-issuer = "{}"
+issuer = "{issuer}"
 jwks_min_refresh_ms = 0
+introspection = {{ endpoint = "{issuer}/introspect", client_id = "{client_id}", client_secret = "{client_secret}", cache_s = 60 }}
 
 [[auth.api_keys]]
 name = "ci"
@@ -38,7 +39,9 @@ tenant = "green"
 subject = "ci-bot"
 scopes = ["invocations:read"]
 "#,
-        issuer.issuer
+        issuer = issuer.issuer,
+        client_id = switchyard_tests::issuer::INTROSPECTION_CLIENT.0,
+        client_secret = switchyard_tests::issuer::INTROSPECTION_CLIENT.1,
     );
     let path = dir.path().join("switchyard.toml");
     std::fs::write(&path, config).unwrap_or_else(|e| panic!("{e}"));
@@ -206,4 +209,35 @@ async fn tokens_are_checked_and_tenants_are_isolated() {
         assert!(!log.contains(signature), "a token signature appears in the log");
     }
     assert!(!log.contains(API_KEY));
+}
+
+/// Opaque tokens are introspected (RFC 7662) with the gateway's client credentials; active
+/// answers are cached; inactive tokens and tokens for another audience are refused.
+#[tokio::test]
+async fn opaque_tokens_are_introspected() {
+    let s = setup().await;
+    let gw = &s.gw;
+    let token = s.issuer.opaque(&s.issuer.claims(RESOURCE, "red", "carol", RW, 300));
+    for _ in 0..3 {
+        let (status, _, page) = call(gw, "GET", "/admin/v1/invocations", Some(&token), None).await;
+        assert_eq!(status, 200, "{page}");
+    }
+    assert_eq!(s.issuer.introspections(), 1, "an active answer is reused");
+    let (status, _, inv) =
+        call(gw, "POST", "/admin/v1/invocations?wait_ms=5000", Some(&token), submit_body("o1")).await;
+    assert_eq!(status, 201, "{inv}");
+    assert_eq!(inv["principal"], json!({"tenant": "red", "subject": "carol"}));
+
+    let (status, challenge, _) = call(gw, "GET", "/admin/v1/invocations", Some("opaque-never-issued"), None).await;
+    assert_eq!(status, 401);
+    assert!(challenge.contains("invalid_token"), "{challenge}");
+    let elsewhere = s.issuer.opaque(&s.issuer.claims("https://elsewhere.test", "red", "carol", RW, 300));
+    let (status, _, body) = call(gw, "GET", "/admin/v1/invocations", Some(&elsewhere), None).await;
+    assert_eq!(status, 401);
+    assert!(body["error"]["message"].as_str().unwrap_or_default().contains("another audience"), "{body}");
+    let expired = s.issuer.opaque(&s.issuer.claims(RESOURCE, "red", "carol", RW, -600));
+    let (status, _, _) = call(gw, "GET", "/admin/v1/invocations", Some(&expired), None).await;
+    assert_eq!(status, 401);
+    let log = std::fs::read_to_string(gw.opts.data_dir.join("gateway.log")).unwrap_or_default();
+    assert!(!log.contains(&token) && !log.contains(switchyard_tests::issuer::INTROSPECTION_CLIENT.1));
 }

@@ -56,6 +56,36 @@ pub struct IssuerConfig {
     /// How long fetched keys are used before being re-read, in seconds.
     #[serde(default = "default_jwks_ttl")]
     pub jwks_ttl_s: u64,
+    /// RFC 7662 introspection for opaque (non-JWT) tokens from this issuer.
+    #[serde(default)]
+    pub introspection: Option<IntrospectionConfig>,
+}
+
+/// How to ask the issuer about an opaque token (RFC 7662), authenticating with HTTP Basic.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IntrospectionConfig {
+    pub endpoint: String,
+    pub client_id: String,
+    pub client_secret: Secret,
+    /// An active answer is reused for at most this long (and never past the token's `exp`).
+    #[serde(default = "default_introspection_cache")]
+    pub cache_s: u64,
+}
+
+fn default_introspection_cache() -> u64 {
+    60
+}
+
+/// A secret string: `Debug` shows `***`.
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Secret(pub String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("\"***\"")
+    }
 }
 
 fn default_skew() -> u64 {
@@ -112,6 +142,11 @@ impl AuthConfig {
         for (i, iss) in self.issuers.iter().enumerate() {
             if iss.issuer.is_empty() {
                 return Err(format!("auth.issuers[{i}].issuer is empty"));
+            }
+            if let Some(ic) = &iss.introspection
+                && !(ic.endpoint.starts_with("https://") || ic.endpoint.starts_with("http://"))
+            {
+                return Err(format!("auth.issuers[{i}].introspection.endpoint must be an http(s) URL"));
             }
             if iss.clock_skew_s > 300 {
                 return Err(format!("auth.issuers[{i}].clock_skew_s must be at most 300"));

@@ -12,13 +12,19 @@ use switchyard_contract::{Principal, TenantId};
 
 use crate::config::{AuthConfig, DEFAULT_ALGORITHMS, IssuerConfig};
 use crate::error::AuthError;
+use crate::introspect::Introspector;
 use crate::jwks::IssuerKeys;
 
 /// How a caller authenticated.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Method {
-    Jwt { issuer: String },
-    ApiKey { name: String },
+    /// An access token from `issuer`, a JWT or an introspected opaque token.
+    Token {
+        issuer: String,
+    },
+    ApiKey {
+        name: String,
+    },
     Anonymous,
 }
 
@@ -41,6 +47,7 @@ struct Issuer {
     cfg: IssuerConfig,
     algorithms: Vec<Algorithm>,
     keys: IssuerKeys,
+    introspector: Option<Introspector>,
 }
 
 /// Checks bearer credentials against the configuration.
@@ -75,7 +82,8 @@ impl Authenticator {
                 .map(|a| Algorithm::from_str(a).map_err(|_| format!("unknown algorithm {a}")))
                 .collect::<Result<Vec<_>, _>>()?;
             let keys = IssuerKeys::new(ic.clone(), http.clone());
-            issuers.insert(ic.issuer.clone(), Issuer { cfg: ic.clone(), algorithms, keys });
+            let introspector = ic.introspection.clone().map(|c| Introspector::new(c, http.clone()));
+            issuers.insert(ic.issuer.clone(), Issuer { cfg: ic.clone(), algorithms, keys, introspector });
         }
         Ok(Self { cfg, issuers })
     }
@@ -101,6 +109,36 @@ impl Authenticator {
         }
         if token.split('.').count() == 3 {
             return self.jwt(token).await;
+        }
+        self.opaque(token).await
+    }
+
+    /// An opaque token: asks each issuer that offers introspection (RFC 7662).
+    async fn opaque(&self, token: &str) -> Result<Caller, AuthError> {
+        for issuer in self.issuers.values() {
+            let Some(introspector) = &issuer.introspector else { continue };
+            let Some(claims) = introspector.claims(token).await? else { continue };
+            if claims.get("iss").and_then(Value::as_str).is_some_and(|i| i != issuer.cfg.issuer) {
+                return Err(AuthError::invalid("the token's issuer is not trusted"));
+            }
+            let audience = issuer.cfg.audience.as_deref().unwrap_or(&self.cfg.resource);
+            let aud_ok = match claims.get("aud") {
+                Some(Value::String(a)) => a == audience,
+                Some(Value::Array(a)) => a.iter().any(|v| v.as_str() == Some(audience)),
+                _ => false,
+            };
+            if !aud_ok {
+                return Err(AuthError::invalid("the token is for another audience"));
+            }
+            let now = i64::try_from(jsonwebtoken::get_current_timestamp()).unwrap_or(i64::MAX);
+            let skew = i64::try_from(issuer.cfg.clock_skew_s).unwrap_or(0);
+            if claims.get("exp").and_then(Value::as_i64).is_some_and(|e| e + skew < now) {
+                return Err(AuthError::invalid("the token has expired"));
+            }
+            if claims.get("nbf").and_then(Value::as_i64).is_some_and(|n| n - skew > now) {
+                return Err(AuthError::invalid("the token is not valid yet"));
+            }
+            return caller(issuer, &claims);
         }
         Err(AuthError::invalid("the bearer token is not recognized"))
     }
@@ -141,21 +179,25 @@ impl Authenticator {
         v.leeway = issuer.cfg.clock_skew_s;
         v.validate_nbf = true;
         let data = jsonwebtoken::decode::<serde_json::Map<String, Value>>(token, &key, &v).map_err(reason)?;
-        let claims = data.claims;
-        let subject = claims.get("sub").and_then(Value::as_str).unwrap_or_default().to_string();
-        let tenant_name =
-            match claims.get(&issuer.cfg.tenant_claim).and_then(Value::as_str) {
-                Some(t) => t.to_string(),
-                None => issuer.cfg.default_tenant.clone().ok_or_else(|| {
-                    AuthError::invalid(format!("the token has no `{}` claim", issuer.cfg.tenant_claim))
-                })?,
-            };
-        Ok(Caller {
-            principal: Principal::new(tenant(&tenant_name)?, subject),
-            scopes: scopes(&claims),
-            method: Method::Jwt { issuer: issuer.cfg.issuer.clone() },
-        })
+        caller(issuer, &data.claims)
     }
+}
+
+/// Verified claims → the caller: `sub`, the tenant claim (or the issuer's default tenant) and
+/// the granted scopes.
+fn caller(issuer: &Issuer, claims: &serde_json::Map<String, Value>) -> Result<Caller, AuthError> {
+    let subject = claims.get("sub").and_then(Value::as_str).filter(|s| !s.is_empty());
+    let subject = subject.ok_or_else(|| AuthError::invalid("the token has no subject"))?.to_string();
+    let tenant_name = match claims.get(&issuer.cfg.tenant_claim).and_then(Value::as_str) {
+        Some(t) => t.to_string(),
+        None => issuer
+            .cfg
+            .default_tenant
+            .clone()
+            .ok_or_else(|| AuthError::invalid(format!("the token has no `{}` claim", issuer.cfg.tenant_claim)))?,
+    };
+    let method = Method::Token { issuer: issuer.cfg.issuer.clone() };
+    Ok(Caller { principal: Principal::new(tenant(&tenant_name)?, subject), scopes: scopes(claims), method })
 }
 
 fn tenant(name: &str) -> Result<TenantId, AuthError> {
@@ -258,6 +300,7 @@ mod tests {
             default_tenant: None,
             jwks_min_refresh_ms: 0,
             jwks_ttl_s: 300,
+            introspection: None,
         });
         assert!(c.validate(true).is_err_and(|e| e.contains("HS256")));
     }
