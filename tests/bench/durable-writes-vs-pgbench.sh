@@ -5,7 +5,8 @@
 #
 #   tests/bench/durable-writes-vs-pgbench.sh [concurrency=16] [seconds=10]
 #
-# The cluster runs with PostgreSQL's default durability (fsync=on, synchronous_commit=on).
+# The cluster runs with PostgreSQL's default durability (fsync=on, synchronous_commit=on);
+# BENCH_PG_OPTS adds server options for diagnosis, e.g. "-c synchronous_commit=off".
 set -euo pipefail
 conc=${1:-16}
 secs=${2:-10}
@@ -30,7 +31,7 @@ trap cleanup EXIT
 
 as_pg "$pgbin/initdb" -D "$work/data" -U postgres -A trust -E UTF8 --locale=C --no-instructions >/dev/null
 as_pg "$pgbin/pg_ctl" -D "$work/data" -l "$work/pg.log" -w start \
-  -o "-k $work -c listen_addresses=127.0.0.1 -p $port -c max_connections=300" >/dev/null
+  -o "-k $work -c listen_addresses=127.0.0.1 -p $port -c max_connections=300 ${BENCH_PG_OPTS:-}" >/dev/null
 url="postgres://postgres@127.0.0.1:$port/postgres"
 
 # Baseline: pgbench, one transaction = BEGIN; INSERT; INSERT; COMMIT.

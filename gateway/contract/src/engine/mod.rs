@@ -193,18 +193,40 @@ impl Engine {
         id: InvocationId,
         limit: Duration,
     ) -> Result<Invocation, Error> {
-        let mut changes = self.inner.changed.subscribe();
-        let mut inv = self.inner.owned(tenant, id).await?;
+        let changes = self.inner.changed.subscribe();
+        let inv = self.inner.owned(tenant, id).await?;
+        self.follow(changes, inv, limit).await
+    }
+
+    /// Submits, then waits up to `limit` for the outcome as [`wait_settled`](Self::wait_settled)
+    /// does. It listens before admitting, so no change is missed and the store is not read again.
+    pub async fn submit_and_wait(&self, submission: Submission, limit: Duration) -> Result<Submitted, Error> {
+        let changes = self.inner.changed.subscribe();
+        let mut submitted = self.submit(submission).await?;
+        submitted.invocation = self.follow(changes, submitted.invocation, limit).await?;
+        Ok(submitted)
+    }
+
+    /// Applies this process's snapshots of `inv` (and a re-read every `watch_poll`) until it
+    /// settles or `limit` passes.
+    async fn follow(
+        &self,
+        mut changes: tokio::sync::broadcast::Receiver<Arc<Invocation>>,
+        mut inv: Invocation,
+        limit: Duration,
+    ) -> Result<Invocation, Error> {
+        let (tenant, id) = (inv.principal.tenant.clone(), inv.id);
         let deadline = tokio::time::Instant::now() + limit;
         while !inv.state.is_settled() {
             tokio::select! {
                 _ = tokio::time::sleep_until(deadline) => break,
                 r = changes.recv() => match r {
-                    Ok(snapshot) if snapshot.id == id => inv = (*snapshot).clone(),
+                    // Snapshots only move forward: keep the newest by sequence number.
+                    Ok(snapshot) if snapshot.id == id && snapshot.last_seq >= inv.last_seq => inv = (*snapshot).clone(),
                     Ok(_) => {}
-                    Err(_) => inv = self.inner.owned(tenant, id).await?,
+                    Err(_) => inv = self.inner.owned(&tenant, id).await?,
                 },
-                _ = tokio::time::sleep(self.inner.cfg.watch_poll) => inv = self.inner.owned(tenant, id).await?,
+                _ = tokio::time::sleep(self.inner.cfg.watch_poll) => inv = self.inner.owned(&tenant, id).await?,
             }
         }
         Ok(inv)

@@ -66,20 +66,19 @@ pub(super) async fn submit(
     if wait > state.max_wait_ms {
         return Err(ApiError::invalid(format!("wait_ms must be at most {}", state.max_wait_ms)));
     }
-    let submitted = state
-        .engine
-        .submit(Submission {
-            principal: who.clone(),
-            upstream: b.upstream,
-            operation: b.operation,
-            request: b.request,
-            ingress_key: key,
-        })
-        .await?;
-    let mut inv = submitted.invocation;
-    if wait > 0 && !inv.state.is_settled() {
-        inv = state.engine.wait_settled(&who.tenant, inv.id, Duration::from_millis(wait)).await?;
-    }
+    let submission = Submission {
+        principal: who,
+        upstream: b.upstream,
+        operation: b.operation,
+        request: b.request,
+        ingress_key: key,
+    };
+    let submitted = if wait > 0 {
+        state.engine.submit_and_wait(submission, Duration::from_millis(wait)).await?
+    } else {
+        state.engine.submit(submission).await?
+    };
+    let inv = submitted.invocation;
     let status = if submitted.created { StatusCode::CREATED } else { StatusCode::OK };
     let mut resp = (status, Json(&inv)).into_response();
     if let Ok(loc) = HeaderValue::from_str(&format!("/admin/v1/invocations/{}", inv.id)) {
