@@ -1,4 +1,5 @@
-//! Crash tests: the real `switchyard` binary on PostgreSQL, 200 `write` calls against the
+//! Crash tests: the real `switchyard` binary on PostgreSQL and on SQLite (the embedded default),
+//! 200 `write` calls against the
 //! counting demo upstream plus `read_only` calls, `kill -9` at three points, restart, and check
 //! that every admitted invocation is there, is terminal or `unknown`, that the upstream saw at
 //! most one physical call per invocation, and that the reads were retried to completion.
@@ -19,7 +20,13 @@ struct Scenario {
     opts: Options,
 }
 
-async fn scenario() -> Scenario {
+#[derive(Debug, Clone, Copy)]
+enum Db {
+    Postgres,
+    Sqlite,
+}
+
+async fn scenario(db: Db) -> Scenario {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let env = [
         ("SWITCHYARD__ENGINE__LEASE_TTL_MS", "1500"),
@@ -29,7 +36,10 @@ async fn scenario() -> Scenario {
     ];
     let opts = Options {
         data_dir: dir.path().join("data"),
-        store_url: Some(switchyard_tests::pg::database().await),
+        store_url: match db {
+            Db::Postgres => Some(switchyard_tests::pg::database().await),
+            Db::Sqlite => None,
+        },
         env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
         config: None,
     };
@@ -162,9 +172,8 @@ fn check(
     states
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn kill_before_dispatch() {
-    let s = scenario().await;
+async fn kill_before_dispatch(db: Db) {
+    let s = scenario(db).await;
     let mut gw = Gateway::start(with_fault(&s.opts, "before_dispatch"));
     let admitted = submit_all(&gw, 0).await;
     assert_eq!(admitted.len(), WRITES + READS, "every call is admitted before any dispatch");
@@ -177,9 +186,8 @@ async fn kill_before_dispatch() {
     assert_eq!(log.len(), WRITES);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn kill_during_the_upstream_call() {
-    let s = scenario().await;
+async fn kill_during_the_upstream_call(db: Db) {
+    let s = scenario(db).await;
     let mut gw = Gateway::start(s.opts.clone());
     let submitting = {
         let gw = &gw;
@@ -227,9 +235,8 @@ async fn kill_during_the_upstream_call() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn kill_after_the_upstream_replied_before_the_outcome_committed() {
-    let s = scenario().await;
+async fn kill_after_the_upstream_replied_before_the_outcome_committed(db: Db) {
+    let s = scenario(db).await;
     let mut gw = Gateway::start(with_fault(&s.opts, "after_upstream_reply"));
     let admitted = submit_all(&gw, 0).await;
     assert_eq!(admitted.len(), WRITES + READS);
@@ -264,3 +271,25 @@ async fn kill_after_the_upstream_replied_before_the_outcome_committed() {
     assert!(ok && out.contains("\"type\":\"reconciled\"") && out.contains("outcome_unknown"), "{out}");
     assert_eq!(call_log(&s.opts.data_dir).len(), WRITES, "reconciliation sends nothing upstream");
 }
+
+/// Each scenario on each database.
+macro_rules! on_both {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn postgres() {
+                super::$name(super::Db::Postgres).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn sqlite() {
+                super::$name(super::Db::Sqlite).await;
+            }
+        }
+    )*};
+}
+
+on_both!(
+    kill_before_dispatch,
+    kill_during_the_upstream_call,
+    kill_after_the_upstream_replied_before_the_outcome_committed,
+);
