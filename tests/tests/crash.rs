@@ -293,3 +293,39 @@ on_both!(
     kill_during_the_upstream_call,
     kill_after_the_upstream_replied_before_the_outcome_committed,
 );
+
+/// Two replicas share one PostgreSQL. Replica A admits calls and dies before dispatching them;
+/// replica B, still running, takes their leases over and completes each exactly once. Calls
+/// submitted to B meanwhile are unaffected.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_surviving_replica_recovers_a_dead_replicas_invocations() {
+    let s = scenario(Db::Postgres).await;
+    let mut b_opts = s.opts.clone();
+    b_opts.data_dir = s.opts.data_dir.with_file_name("replica-b");
+    let b = Gateway::start(b_opts.clone());
+    let mut a = Gateway::start(with_fault(&s.opts, "before_dispatch"));
+    let mut from_a = Vec::new();
+    for i in 0..40 {
+        let key = format!("a-{i}");
+        let (status, v) =
+            a.submit(TENANT, "count", json!({"i": i}), Some(&key), 0).await.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(status, 201);
+        from_a.push(v["id"].as_str().unwrap_or_default().to_string());
+    }
+    let (status, v) =
+        b.submit(TENANT, "count", json!({"b": 1}), Some("b-1"), 5000).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((status, v["state"]["state"].as_str()), (201, Some("succeeded")));
+    a.kill9();
+    let all = settled(&b).await;
+    assert_eq!(all.len(), 41);
+    assert!(all.iter().all(|i| i["state"]["state"] == "succeeded"), "B completed everything A left behind");
+    for id in &from_a {
+        let inv = all.iter().find(|i| i["id"] == *id.as_str()).unwrap_or_else(|| panic!("{id} missing"));
+        assert_eq!(inv["lease"]["fence"], 2, "taken over once, with a new fence");
+    }
+    // A never dispatched; B's call log holds exactly one call per invocation.
+    assert!(call_log(&s.opts.data_dir).is_empty());
+    let log = call_log(&b_opts.data_dir);
+    assert_eq!(log.len(), 41);
+    assert_eq!(log.iter().map(|(inv, _)| inv).collect::<HashSet<_>>().len(), 41);
+}
