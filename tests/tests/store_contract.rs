@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use serde_json::json;
-use switchyard_contract::state::Draft;
+use switchyard_contract::state::NewInvocation;
 use switchyard_contract::{
     Admission, EffectClass, Error, EventKind, IngressKey, InvocationId, InvocationState, InvocationStore, ListQuery,
     Principal, RequestDigest, StateName, Target, TenantId, WorkerId,
@@ -65,9 +65,9 @@ fn tenant(t: &str) -> TenantId {
     TenantId::new(t).unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn draft(t: &str, key: Option<&str>, request: serde_json::Value, ttl_ms: i64) -> Draft {
+fn draft(t: &str, key: Option<&str>, request: serde_json::Value, ttl_ms: i64) -> NewInvocation {
     let digest = RequestDigest::compute("demo", "count", &request).unwrap_or_else(|e| panic!("{e}"));
-    Draft {
+    NewInvocation {
         id: InvocationId::new(),
         principal: Principal::new(tenant(t), "tester"),
         target: Target { upstream: "demo".into(), operation: "count".into(), effect: EffectClass::Write },
@@ -79,7 +79,7 @@ fn draft(t: &str, key: Option<&str>, request: serde_json::Value, ttl_ms: i64) ->
     }
 }
 
-async fn created(store: &Arc<dyn InvocationStore>, d: Draft) -> switchyard_contract::Invocation {
+async fn created(store: &Arc<dyn InvocationStore>, d: NewInvocation) -> switchyard_contract::Invocation {
     match store.admit(d).await {
         Ok(Admission::Created(inv)) => inv,
         other => panic!("expected a new invocation, got {other:?}"),

@@ -88,6 +88,38 @@ pub struct BlobRef {
     /// Opaque to everyone but the [`ArtifactStore`] that wrote it (a path or an object key).
     /// Unique per upload: a location is never rewritten, so deleting one cannot hit new bytes.
     pub location: String,
+    /// Per-chunk checksums, so a range read can verify just the chunks it touches.
+    #[serde(default)]
+    pub chunks: Option<ChunkSums>,
+}
+
+/// CRC-32C of each `chunk_size` slice of a blob (the last one may be shorter). Range reads
+/// verify the chunks they touch with these; whole reads verify the SHA-256. CRC-32C catches
+/// accidental corruption (bit rot, truncation, a wrong object), not deliberate forgery.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChunkSums {
+    pub chunk_size: u32,
+    pub crc32c: Vec<u32>,
+}
+
+impl ChunkSums {
+    /// 8 hex digits per chunk, in order (the database form).
+    pub fn to_hex(&self) -> String {
+        self.crc32c.iter().map(|c| format!("{c:08x}")).collect()
+    }
+
+    /// Parses [`ChunkSums::to_hex`] output.
+    pub fn from_hex(chunk_size: u32, text: &str) -> Result<Self, ArtifactError> {
+        let bad = || ArtifactError::Internal("stored chunk checksums do not parse".into());
+        if chunk_size == 0 || !text.len().is_multiple_of(8) || !text.is_ascii() {
+            return Err(bad());
+        }
+        let crc32c = (0..text.len())
+            .step_by(8)
+            .map(|i| u32::from_str_radix(&text[i..i + 8], 16).map_err(|_| bad()))
+            .collect::<Result<_, _>>()?;
+        Ok(Self { chunk_size, crc32c })
+    }
 }
 
 /// Inclusive byte range `start..=end`, already checked against the object's size.
@@ -200,11 +232,19 @@ pub struct ArtifactMeta {
     /// Where the bytes live (internal; not shown to clients).
     #[serde(skip_serializing)]
     pub location: String,
+    /// The blob's chunk checksums (internal).
+    #[serde(skip)]
+    pub chunks: Option<ChunkSums>,
 }
 
 impl ArtifactMeta {
     pub fn blob(&self) -> BlobRef {
-        BlobRef { digest: self.sha256.clone(), size: self.size, location: self.location.clone() }
+        BlobRef {
+            digest: self.sha256.clone(),
+            size: self.size,
+            location: self.location.clone(),
+            chunks: self.chunks.clone(),
+        }
     }
 }
 
@@ -331,6 +371,15 @@ mod tests {
         assert!(ContentDigest::try_from("AB".repeat(32)).is_err());
         assert!(ContentDigest::try_from("ab".repeat(31)).is_err());
         assert!(ContentDigest::from_bytes(&[0u8; 31]).is_err());
+    }
+
+    #[test]
+    fn chunk_sums_round_trip_through_hex() {
+        let sums = ChunkSums { chunk_size: 1024, crc32c: vec![0, 0xdead_beef, 7] };
+        assert_eq!(sums.to_hex(), "00000000deadbeef00000007");
+        assert_eq!(ChunkSums::from_hex(1024, &sums.to_hex()).ok(), Some(sums));
+        assert!(ChunkSums::from_hex(1024, "xyz").is_err());
+        assert!(ChunkSums::from_hex(0, "").is_err());
     }
 
     #[test]

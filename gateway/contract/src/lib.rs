@@ -17,8 +17,8 @@ pub mod principal;
 pub mod state;
 
 pub use artifact::{
-    ArtifactError, ArtifactIndex, ArtifactMeta, ArtifactPage, ArtifactStore, BlobRef, ByteRange, ByteStream, Commit,
-    ContentDigest, Keep, NewArtifact, OpenedBlob, StagedBlob,
+    ArtifactError, ArtifactIndex, ArtifactMeta, ArtifactPage, ArtifactStore, BlobRef, ByteRange, ByteStream, ChunkSums,
+    Commit, ContentDigest, Keep, NewArtifact, OpenedBlob, StagedBlob,
 };
 pub use digest::RequestDigest;
 pub use engine::{Engine, EngineConfig, FaultHook, FaultPoint, NoFaults};
@@ -26,11 +26,11 @@ pub use error::{Error, ErrorKind, ErrorSource, FailureRecord};
 pub use event::{Event, EventKind};
 pub use id::{ArtifactId, AttemptId, EventId, InvocationId, WorkerId};
 pub use ports::{
-    Admission, CancelAck, DispatchCall, InvocationStore, Invocations, ListQuery, NewInvocation, Page, Submission,
-    Submitted, Transition, Upstream, UpstreamError, UpstreamRegistry,
+    Admission, CancelAck, DispatchCall, InvocationStore, Invocations, ListQuery, Page, Submission, Submitted,
+    Transition, Upstream, UpstreamError, UpstreamRegistry,
 };
 pub use principal::{EffectClass, IngressKey, Principal, Target, TenantId};
-pub use state::{Decision, Fence, Invocation, InvocationState, Lease, Resolution, StateName};
+pub use state::{Decision, Fence, Invocation, InvocationState, Lease, NewInvocation, Resolution, StateName};
 
 /// Milliseconds since the Unix epoch, as read from the store's clock.
 pub type Millis = i64;

@@ -14,9 +14,7 @@ use crate::error::Error;
 use crate::event::{Event, EventKind};
 use crate::id::{AttemptId, InvocationId, WorkerId};
 use crate::principal::{IngressKey, Principal, Target, TenantId};
-use crate::state::{Decision, Invocation, StateName};
-
-pub use crate::state::Draft as NewInvocation;
+use crate::state::{Decision, Invocation, NewInvocation, StateName};
 
 /// A call as an adapter hands it in. The effect class is not part of it: it comes from local
 /// configuration through [`UpstreamRegistry::target`].

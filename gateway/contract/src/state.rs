@@ -219,7 +219,7 @@ impl AttemptOutcome {
 
 /// The data a store needs to admit a new invocation.
 #[derive(Debug, Clone)]
-pub struct Draft {
+pub struct NewInvocation {
     pub id: InvocationId,
     pub principal: Principal,
     pub target: Target,
@@ -234,7 +234,7 @@ pub struct Draft {
 
 impl Invocation {
     /// The record and first event of a newly admitted invocation (G1).
-    pub fn admit(d: Draft, now: Millis) -> (Self, EventKind) {
+    pub fn admit(d: NewInvocation, now: Millis) -> (Self, EventKind) {
         let event = EventKind::Admitted {
             principal: d.principal.clone(),
             target: d.target.clone(),

@@ -24,7 +24,7 @@ use crate::event::Event;
 use crate::id::{InvocationId, WorkerId};
 use crate::ports::{Admission, InvocationStore, Invocations, ListQuery, Page, Submission, Submitted, UpstreamRegistry};
 use crate::principal::{Principal, TenantId};
-use crate::state::{Decision, Draft, Invocation};
+use crate::state::{Decision, Invocation, NewInvocation};
 
 pub use policy::RetryPolicy;
 
@@ -309,7 +309,7 @@ impl Invocations for Engine {
         }
         let target = inner.upstreams.target(&s.upstream, &s.operation)?;
         let digest = RequestDigest::compute(&target.upstream, &target.operation, &s.request)?;
-        let draft = Draft {
+        let draft = NewInvocation {
             id: InvocationId::new(),
             principal: s.principal,
             target,

@@ -57,7 +57,7 @@ proptest! {
         let mut worker = WorkerId::new();
         let stale_worker = WorkerId::new();
         let request = json!({});
-        let draft = Draft {
+        let draft = NewInvocation {
             id: InvocationId::new(),
             principal: principal(),
             target: Target { upstream: "u".into(), operation: "o".into(), effect },

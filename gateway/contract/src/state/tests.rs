@@ -13,7 +13,7 @@ fn admitted(effect: EffectClass, worker: WorkerId) -> Invocation {
     let target = Target { upstream: "demo".into(), operation: "op".into(), effect };
     let request = json!({"n": 1});
     let digest = RequestDigest::compute("demo", "op", &request).unwrap_or_else(|e| panic!("{e}"));
-    let draft = Draft {
+    let draft = NewInvocation {
         id: InvocationId::new(),
         principal: principal(),
         target,
