@@ -184,22 +184,11 @@ impl Engine {
         Inner::recover_once(&self.inner).await
     }
 
-    /// Waits up to `limit` for the invocation to settle (terminal, `unknown`, or waiting for
-    /// approval or input) and returns it as it is then. Local changes arrive as snapshots, so
-    /// this reads the store once, and again every `watch_poll` for changes made elsewhere.
-    pub async fn wait_settled(
-        &self,
-        tenant: &TenantId,
-        id: InvocationId,
-        limit: Duration,
-    ) -> Result<Invocation, Error> {
-        let changes = self.inner.changed.subscribe();
-        let inv = self.inner.owned(tenant, id).await?;
-        self.follow(changes, inv, limit).await
-    }
-
-    /// Submits, then waits up to `limit` for the outcome as [`wait_settled`](Self::wait_settled)
-    /// does. It listens before admitting, so no change is missed and the store is not read again.
+    /// Submits, then waits up to `limit` for the invocation to settle (terminal, `unknown`, or
+    /// waiting for approval or input) and returns it as it is then. A resubmission with the
+    /// same key waits on the existing invocation. It listens before admitting, so no change
+    /// is missed: local changes arrive as snapshots, and the store is re-read only every
+    /// `watch_poll` (for changes made by other replicas).
     pub async fn submit_and_wait(&self, submission: Submission, limit: Duration) -> Result<Submitted, Error> {
         let changes = self.inner.changed.subscribe();
         let mut submitted = self.submit(submission).await?;
@@ -217,6 +206,11 @@ impl Engine {
     ) -> Result<Invocation, Error> {
         let (tenant, id) = (inv.principal.tenant.clone(), inv.id);
         let deadline = tokio::time::Instant::now() + limit;
+        // One timer for the whole wait: snapshots of other invocations must not keep resetting it.
+        let mut poll = tokio::time::interval_at(
+            tokio::time::Instant::now() + self.inner.cfg.watch_poll,
+            self.inner.cfg.watch_poll,
+        );
         while !inv.state.is_settled() {
             tokio::select! {
                 _ = tokio::time::sleep_until(deadline) => break,
@@ -226,7 +220,7 @@ impl Engine {
                     Ok(_) => {}
                     Err(_) => inv = self.inner.owned(&tenant, id).await?,
                 },
-                _ = tokio::time::sleep(self.inner.cfg.watch_poll) => inv = self.inner.owned(&tenant, id).await?,
+                _ = poll.tick() => inv = self.inner.owned(&tenant, id).await?,
             }
         }
         Ok(inv)
