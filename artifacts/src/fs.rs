@@ -102,7 +102,7 @@ impl StagedBlob for FsStaged {
                 let _ = d.sync_all().await;
             }
         }
-        Ok(BlobRef { digest: self.digest.clone(), size: self.size, location })
+        Ok(BlobRef { digest: self.digest.clone(), size: self.size, location, chunks: None })
     }
 
     async fn discard(mut self: Box<Self>) -> Result<(), ArtifactError> {

@@ -8,12 +8,14 @@
 //! bytes only after they verify; [`Artifacts::collect_garbage`] applies retention. The ports
 //! and the collector's multi-replica protocol are in `switchyard_contract::artifact`.
 
+mod chunks;
 pub mod config;
 pub mod fs;
 pub mod s3;
 mod service;
 mod verify;
 
+pub use chunks::CHUNK_SIZE;
 pub use config::{ArtifactsConfig, Backend};
 pub use fs::FsStore;
 pub use s3::{S3Settings, S3Store};

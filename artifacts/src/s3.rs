@@ -248,7 +248,7 @@ impl StagedBlob for S3Staged {
                 upload.armed = false;
             }
         }
-        Ok(BlobRef { digest, size, location })
+        Ok(BlobRef { digest, size, location, chunks: None })
     }
 
     async fn discard(self: Box<Self>) -> Result<(), ArtifactError> {

@@ -5,16 +5,18 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::StreamExt;
 use serde::Serialize;
 use switchyard_contract::{
     ArtifactError, ArtifactId, ArtifactIndex, ArtifactMeta, ArtifactStore, ByteRange, ByteStream, Commit, Error,
     ErrorKind, InvocationId, Keep, NewArtifact, StagedBlob, TenantId,
 };
 
+use crate::chunks::{Summer, chunk_span, verified_chunks};
 use crate::verify::{Check, verified};
 
-/// Ranges of objects up to this size are verified by reading (and hashing) the whole object;
-/// beyond it a range read checks the object's size and the range's length only.
+/// Range reads of blobs without chunk checksums: up to this size the whole object is read and
+/// hashed; beyond it only the object's size and the range's length are checked.
 pub const VERIFY_RANGES_UP_TO: u64 = 64 * 1024 * 1024;
 
 /// How many times a commit waits for a collector that is deleting the same digest.
@@ -161,7 +163,19 @@ impl Artifacts {
     /// streaming, nothing is readable and no row exists.
     pub async fn put(&self, req: PutRequest, body: ByteStream) -> Result<ArtifactMeta, ArtifactError> {
         let draft = self.draft(req)?;
+        let summer = Arc::new(std::sync::Mutex::new(Summer::new()));
+        let tap = summer.clone();
+        let body: ByteStream = Box::pin(body.inspect(move |item| {
+            if let (Ok(bytes), Ok(mut s)) = (item, tap.lock()) {
+                s.update(bytes);
+            }
+        }));
         let staged = self.store.stage(body).await?;
+        let sums = Arc::try_unwrap(summer)
+            .ok()
+            .and_then(|m| m.into_inner().ok())
+            .ok_or_else(|| ArtifactError::Internal("chunk checksums still shared".into()))?
+            .finish();
         let (digest, size) = (staged.digest().clone(), staged.size());
         // Known digest: reference the stored bytes, drop ours.
         if let Some(meta) = self.commit_known(&draft, staged.as_ref()).await? {
@@ -170,7 +184,8 @@ impl Artifacts {
             }
             return Ok(meta);
         }
-        let blob = staged.finalize().await?;
+        let mut blob = staged.finalize().await?;
+        blob.chunks = Some(sums);
         let outcome = loop_busy(|| self.index.commit(&draft, &digest, size, Some(&blob))).await;
         match outcome {
             Ok(Commit::Committed { meta, deduplicated }) => {
@@ -231,12 +246,25 @@ impl Artifacts {
         let blob = meta.blob();
         let range = range.map(|r| r.resolve(meta.size)).transpose()?;
         let whole = ByteRange { start: 0, end: meta.size.saturating_sub(1) };
+        if let (Some(r), Some(sums)) = (range, meta.chunks.clone()) {
+            let span = chunk_span(r, meta.size, sums.chunk_size);
+            let opened = self.open_checked(&meta, Some(span)).await?;
+            let body = verified_chunks(opened, blob, sums, span, r);
+            return Ok(Download { body, meta, range });
+        }
         let (fetch, check) = match range {
             Some(r) if meta.size > VERIFY_RANGES_UP_TO => (Some(r), Check::Length { len: r.len() }),
             Some(r) => (None, Check::Whole { window: r }),
             None if meta.size == 0 => (None, Check::Whole { window: ByteRange { start: 1, end: 0 } }),
             None => (None, Check::Whole { window: whole }),
         };
+        let opened = self.open_checked(&meta, fetch).await?;
+        Ok(Download { body: verified(opened, blob, check), meta, range })
+    }
+
+    /// Opens the stored object, checking that it exists and has the committed size.
+    async fn open_checked(&self, meta: &ArtifactMeta, fetch: Option<ByteRange>) -> Result<ByteStream, ArtifactError> {
+        let blob = meta.blob();
         let opened = self.store.open(&blob, fetch).await.map_err(|e| match e {
             ArtifactError::Missing(m) => crate::verify::corrupt(&blob, format!("object missing: {m}")),
             other => other,
@@ -245,7 +273,7 @@ impl Artifacts {
             let detail = format!("stored object has {} bytes, expected {}", opened.total_size, meta.size);
             return Err(crate::verify::corrupt(&blob, detail));
         }
-        Ok(Download { body: verified(opened.body, blob, check), meta, range })
+        Ok(opened.body)
     }
 
     /// A tenant's artifacts, newest first.

@@ -1,6 +1,7 @@
-//! Verified reads: bytes are handed out only as far as they can be trusted. The last chunk is
-//! held back until the end of the object has been checked, so a reader of corrupt bytes never
-//! receives a complete body: it gets [`ArtifactError::Corrupt`] instead (logged and counted).
+//! Verified reads: bytes are handed out only as far as they can be trusted, and a failure is
+//! [`ArtifactError::Corrupt`] (logged and counted). Whole reads hash everything with SHA-256 and
+//! hold the last chunk back until the digest and size match, so a reader of corrupt bytes never
+//! receives a complete body. Range reads verify per chunk (see [`crate::chunks`]).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -114,7 +115,7 @@ mod tests {
 
     fn blob(data: &[u8]) -> BlobRef {
         let digest = ContentDigest::from_bytes(&Sha256::digest(data)).unwrap_or_else(|e| panic!("{e}"));
-        BlobRef { digest, size: data.len() as u64, location: "x".into() }
+        BlobRef { digest, size: data.len() as u64, location: "x".into(), chunks: None }
     }
 
     fn input(data: &'static [u8], chunk: usize) -> ByteStream {

@@ -189,7 +189,12 @@ impl Gateway {
             .store_url
             .clone()
             .unwrap_or_else(|| format!("sqlite://{}/switchyard.db", self.opts.data_dir.display()));
-        let out = cmd.args(args).env("SWITCHYARD__STORE__URL", url).output().unwrap_or_else(|e| panic!("cli: {e}"));
+        let out = cmd
+            .args(args)
+            .env("SWITCHYARD__STORE__URL", url)
+            .env("SWITCHYARD__SERVER__DATA_DIR", &self.opts.data_dir)
+            .output()
+            .unwrap_or_else(|e| panic!("cli: {e}"));
         let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
         (out.status.success(), text)
     }

@@ -335,9 +335,22 @@ async fn corrupt_bytes_are_detected_on_read(b: &Backend) {
     let (got, err) = b.read(&meta, None).await;
     assert!(matches!(err, Some(ArtifactError::Corrupt(_))), "{err:?}");
     assert!(got.len() < x.len(), "a corrupt body is never delivered in full");
-    // A range inside a corrupt object is refused too (objects ≤ 64 MiB are verified whole).
+    // A range is verified by the 1 MiB chunks it touches (CRC-32C): a range in a corrupt
+    // chunk is refused, a range elsewhere in the same object is served.
     let (_, err) = b.read(&meta, Some(RangeSpec::FromTo(0, 9))).await;
     assert!(matches!(err, Some(ArtifactError::Corrupt(_))), "{err:?}");
+    let big = data(3 * MIB + 17, 8);
+    let meta = b.put("t1", "chunks.bin", "default", &big).await;
+    let mut bad = big.clone();
+    bad[2 * MIB + MIB / 2] ^= 0x80;
+    b.tamper(&meta, bad).await;
+    let (got, err) = b.read(&meta, Some(RangeSpec::FromTo(100, 1_500_000))).await;
+    assert!(err.is_none() && got == big[100..=1_500_000], "untouched chunks verify: {err:?}");
+    let (got, err) = b.read(&meta, Some(RangeSpec::FromTo(2 * MIB as u64 - 10, 2 * MIB as u64 + 10))).await;
+    assert!(matches!(err, Some(ArtifactError::Corrupt(_))), "{err:?}");
+    assert_eq!(got, big[2 * MIB - 10..2 * MIB], "only the verified chunk's bytes were released");
+    let (_, err) = b.read(&meta, Some(RangeSpec::Suffix(5))).await;
+    assert!(err.is_none(), "the last, short chunk verifies: {err:?}");
     // Truncated: caught before a byte is served.
     let meta = b.put("t1", "short.bin", "default", &data(500_000, 5)).await;
     b.tamper(&meta, data(1000, 5)).await;
@@ -350,7 +363,7 @@ async fn corrupt_bytes_are_detected_on_read(b: &Backend) {
     assert!(matches!(err, Some(ArtifactError::Corrupt(_))), "{err:?}");
     let e: switchyard_contract::Error = ArtifactError::Corrupt("x".into()).into();
     assert_eq!(e.kind(), ErrorKind::Internal);
-    assert!(switchyard_artifacts::corrupt_reads() >= before + 4, "verification failures are counted");
+    assert!(switchyard_artifacts::corrupt_reads() >= before + 5, "verification failures are counted");
 }
 
 async fn range_reads_return_exact_slices(b: &Backend) {

@@ -241,3 +241,49 @@ async fn opaque_tokens_are_introspected() {
     let log = std::fs::read_to_string(gw.opts.data_dir.join("gateway.log")).unwrap_or_default();
     assert!(!log.contains(&token) && !log.contains(switchyard_tests::issuer::INTROSPECTION_CLIENT.1));
 }
+
+/// Artifacts sit behind the same checks: the owning tenant with `artifacts:read` gets the
+/// bytes; another tenant gets 404; a token without the scope gets 403.
+#[tokio::test]
+async fn artifacts_are_served_to_their_tenant_only() {
+    let s = setup().await;
+    let gw = &s.gw;
+    let red = s.issuer.sign(&s.issuer.claims(RESOURCE, "red", "alice", "invocations:write artifacts:read", 300));
+    let (_, _, inv) = call(gw, "POST", "/admin/v1/invocations?wait_ms=5000", Some(&red), submit_body("art")).await;
+    let inv_id = inv["id"].as_str().unwrap_or_default().to_string();
+    let file = gw.opts.data_dir.join("report.txt");
+    std::fs::write(&file, b"quarterly numbers").unwrap_or_else(|e| panic!("{e}"));
+    let (ok, out) = gw.cli(&[
+        "artifacts",
+        "put",
+        &file.display().to_string(),
+        "--tenant",
+        "red",
+        "--invocation",
+        &inv_id,
+        "--media-type",
+        "text/plain",
+    ]);
+    assert!(ok, "{out}");
+    // The CLI prints the new artifact as JSON; its id is the one `art_…` string in it.
+    let art = out.split('"').find(|w| w.starts_with("art_")).unwrap_or_default().to_string();
+    assert!(art.starts_with("art_"), "{out}");
+
+    let get = |token: String| {
+        let url = format!("{}/artifacts/{art}", gw.base);
+        async move { gw.http.get(url).bearer_auth(token).send().await.unwrap_or_else(|e| panic!("{e}")) }
+    };
+    let resp = get(red.clone()).await;
+    assert_eq!(resp.status().as_u16(), 200);
+    assert_eq!(resp.text().await.unwrap_or_default(), "quarterly numbers");
+    let blue = s.issuer.sign(&s.issuer.claims(RESOURCE, "blue", "bob", "artifacts:read", 300));
+    assert_eq!(get(blue).await.status().as_u16(), 404, "another tenant: not found, not forbidden");
+    let no_scope = s.issuer.sign(&s.issuer.claims(RESOURCE, "red", "alice", "invocations:read", 300));
+    let resp = get(no_scope).await;
+    assert_eq!(resp.status().as_u16(), 403);
+    let challenge =
+        resp.headers().get("www-authenticate").and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+    assert!(challenge.contains("scope=\"artifacts:read\""), "{challenge}");
+    let (status, _, doc) = call(gw, "GET", "/.well-known/oauth-protected-resource/artifacts", None, None).await;
+    assert_eq!((status, doc["resource"].as_str()), (200, Some(RESOURCE)));
+}

@@ -89,7 +89,7 @@ impl App {
             .merge(self.protected_resource_metadata())
             .merge(crate::artifacts_http::router(crate::artifacts_http::ArtifactsHttp {
                 artifacts: self.artifacts.clone(),
-                token: self.admin_token.clone(),
+                gate: self.gate.clone(),
             }))
             .layer(DefaultBodyLimit::max(cfg.server.body_limit_bytes))
             .layer(TraceLayer::new_for_http())
@@ -97,7 +97,7 @@ impl App {
 }
 
 impl App {
-    /// RFC 9728 metadata for the gateway as a whole and for the admin API, when OAuth is on.
+    /// RFC 9728 metadata for the gateway as a whole, the admin API and artifacts, when OAuth is on.
     fn protected_resource_metadata(&self) -> Router {
         let Some(oauth) = self.gate.oauth() else { return Router::new() };
         let doc = switchyard_oauth::http::metadata(oauth.config());
@@ -107,7 +107,8 @@ impl App {
         };
         Router::new()
             .route(switchyard_oauth::http::PRM_PATH, get(serve.clone()))
-            .route(&format!("{}/admin/v1", switchyard_oauth::http::PRM_PATH), get(serve))
+            .route(&format!("{}/admin/v1", switchyard_oauth::http::PRM_PATH), get(serve.clone()))
+            .route(&format!("{}/artifacts", switchyard_oauth::http::PRM_PATH), get(serve))
     }
 }
 

@@ -1,14 +1,13 @@
 //! `GET /artifacts/{id}`: an artifact's bytes at a stable URL, so protocol faces can hand out
 //! `url` parts and resource links instead of inlining large bytes.
 //!
-//! Authorized to the owning tenant only: until OAuth lands, the admin bearer token plus
-//! `X-Switchyard-Tenant` (default `default`), as the admin API does. Another tenant's artifact
+//! Authorized to the owning tenant only, through the [`Gatekeeper`]: the operator's admin token
+//! with `X-Switchyard-Tenant` (default `default`), or an OAuth credential whose token names the
+//! tenant and grants `artifacts:read`. Another tenant's artifact
 //! answers 404, exactly like a missing one, so existence does not leak. Headers: `ETag`
 //! (`"sha256:<hex>"`, strong: the bytes never change), `Content-Type`, `Content-Length`,
 //! `Accept-Ranges`, single-range requests (206 / 416), `If-None-Match` (304). Bytes are served
 //! only as they verify; a corrupt object aborts the response before its last chunk.
-
-use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Body;
@@ -21,19 +20,14 @@ use switchyard_artifacts::{Artifacts, Download, RangeSpec};
 use switchyard_contract::{ArtifactError, ArtifactId, Error, TenantId};
 
 use crate::admin::ApiError;
+use crate::auth::{Gatekeeper, scope};
 use crate::config::Config;
 
 /// What the artifact endpoint needs.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct ArtifactsHttp {
     pub artifacts: Artifacts,
-    pub token: Arc<str>,
-}
-
-impl std::fmt::Debug for ArtifactsHttp {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ArtifactsHttp").field("token", &"***").finish_non_exhaustive()
-    }
+    pub gate: Gatekeeper,
 }
 
 /// Opens the configured artifact service: the byte store and the index on the store database.
@@ -50,23 +44,6 @@ pub async fn open(cfg: &Config) -> anyhow::Result<Artifacts> {
 /// The `/artifacts/{id}` route.
 pub fn router(state: ArtifactsHttp) -> Router {
     Router::new().route("/artifacts/{id}", get(download)).with_state(state)
-}
-
-fn authorize(state: &ArtifactsHttp, headers: &HeaderMap) -> Result<TenantId, ApiError> {
-    let presented = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .unwrap_or("");
-    let ok = presented.len() == state.token.len()
-        && presented.bytes().zip(state.token.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0;
-    if !ok {
-        return Err(ApiError::unauthenticated());
-    }
-    match headers.get("x-switchyard-tenant") {
-        None => Ok(TenantId::new("default")?),
-        Some(v) => Ok(TenantId::new(v.to_str().map_err(|_| ApiError::invalid("X-Switchyard-Tenant must be ASCII"))?)?),
-    }
 }
 
 /// `bytes=a-b`, `bytes=a-`, `bytes=-n`. Anything else (several ranges, other units, garbage)
@@ -87,17 +64,23 @@ fn parse_range(headers: &HeaderMap) -> Option<RangeSpec> {
 }
 
 async fn download(State(state): State<ArtifactsHttp>, Path(id): Path<String>, headers: HeaderMap) -> Response {
-    match serve(&state, &id, &headers).await {
+    let who = match state.gate.identify(&headers).await {
+        Ok(who) => who,
+        Err(refusal) => return refusal.into_response(),
+    };
+    if let Err(refusal) = state.gate.require(&who, &[scope::ARTIFACTS_READ]) {
+        return refusal.into_response();
+    }
+    match serve(&state, &who.principal.tenant, &id, &headers).await {
         Ok(resp) => resp,
         Err(e) => e.into_response(),
     }
 }
 
-async fn serve(state: &ArtifactsHttp, id: &str, headers: &HeaderMap) -> Result<Response, ApiError> {
-    let tenant = authorize(state, headers)?;
+async fn serve(state: &ArtifactsHttp, tenant: &TenantId, id: &str, headers: &HeaderMap) -> Result<Response, ApiError> {
     let not_found = || ApiError::from(Error::not_found("artifact not found"));
     let id: ArtifactId = id.parse().map_err(|_| not_found())?;
-    let meta = match state.artifacts.get(Some(&tenant), id).await {
+    let meta = match state.artifacts.get(Some(tenant), id).await {
         Ok(m) => m,
         Err(ArtifactError::NotFound) => return Err(not_found()),
         Err(e) => return Err(Error::from(e).into()),
@@ -110,7 +93,7 @@ async fn serve(state: &ArtifactsHttp, id: &str, headers: &HeaderMap) -> Result<R
     {
         return Ok(with_headers(StatusCode::NOT_MODIFIED, Body::empty(), &etag, None));
     }
-    let download = match state.artifacts.open(Some(&tenant), id, parse_range(headers)).await {
+    let download = match state.artifacts.open(Some(tenant), id, parse_range(headers)).await {
         Ok(d) => d,
         Err(ArtifactError::NotFound) => return Err(not_found()),
         Err(ArtifactError::RangeNotSatisfiable { size }) => {

@@ -17,6 +17,7 @@ pub mod scope {
     pub const READ: &str = "invocations:read";
     pub const WRITE: &str = "invocations:write";
     pub const RECONCILE: &str = "invocations:reconcile";
+    pub const ARTIFACTS_READ: &str = "artifacts:read";
 }
 
 /// What a caller may do.

@@ -2,25 +2,12 @@
 //! `artifacts_pg::COLUMNS` / `artifacts_sqlite::COLUMNS`), and the list cursor.
 
 use sqlx::{ColumnIndex, Decode, Row, Type};
-use switchyard_contract::{ArtifactMeta, ContentDigest, Error, Keep, Millis, NewArtifact, TenantId};
+use switchyard_contract::{ArtifactMeta, ChunkSums, ContentDigest, Error, Keep, Millis, NewArtifact, TenantId};
 
-use crate::error::StoreError;
-
-fn corrupt(what: impl std::fmt::Display) -> Error {
-    StoreError::Corrupt(what.to_string()).into()
-}
-
-fn get<'r, R, T>(row: &'r R, i: usize) -> Result<T, Error>
-where
-    R: Row,
-    usize: ColumnIndex<R>,
-    T: Decode<'r, R::Database> + Type<R::Database>,
-{
-    row.try_get(i).map_err(|e| corrupt(format!("artifact column {i}: {e}")))
-}
+use crate::row::{corrupt, get};
 
 /// Decodes `id, tenant, invocation_id, name, media_type, chunk_seq, size, sha256,
-/// retention_class, created_ms, expires_ms, location`.
+/// retention_class, created_ms, expires_ms, location, chunk_size, chunk_crc32c`.
 pub(crate) fn decode_artifact<'r, R>(row: &'r R) -> Result<ArtifactMeta, Error>
 where
     R: Row,
@@ -28,6 +15,7 @@ where
     String: Decode<'r, R::Database> + Type<R::Database>,
     i64: Decode<'r, R::Database> + Type<R::Database>,
     Option<i64>: Decode<'r, R::Database> + Type<R::Database>,
+    Option<String>: Decode<'r, R::Database> + Type<R::Database>,
 {
     let id: String = get(row, 0)?;
     let invocation: String = get(row, 2)?;
@@ -47,7 +35,19 @@ where
         created_ms: get(row, 9)?,
         expires_ms: get(row, 10)?,
         location: get(row, 11)?,
+        chunks: decode_chunks(get(row, 12)?, get(row, 13)?)?,
     })
+}
+
+/// The stored chunk checksums, if the blob has them.
+pub(crate) fn decode_chunks(size: Option<i64>, hex: Option<String>) -> Result<Option<ChunkSums>, Error> {
+    match (size, hex) {
+        (Some(size), Some(hex)) => {
+            let size = u32::try_from(size).map_err(|_| corrupt("chunk_size out of range"))?;
+            Ok(Some(ChunkSums::from_hex(size, &hex).map_err(corrupt)?))
+        }
+        _ => Ok(None),
+    }
 }
 
 /// When an artifact created at `now` expires.

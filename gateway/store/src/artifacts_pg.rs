@@ -6,17 +6,17 @@ use async_trait::async_trait;
 use sqlx::Row;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use switchyard_contract::{
-    ArtifactId, ArtifactIndex, ArtifactMeta, ArtifactPage, BlobRef, Commit, ContentDigest, Error, InvocationId,
-    NewArtifact, TenantId,
+    ArtifactId, ArtifactIndex, ArtifactMeta, ArtifactPage, BlobRef, ChunkSums, Commit, ContentDigest, Error,
+    InvocationId, NewArtifact, TenantId,
 };
 
 use crate::StoreOptions;
-use crate::artifact_row::{commit_error, decode_artifact, expires, next_cursor, parse_cursor, size_i64};
+use crate::artifact_row::{commit_error, decode_artifact, decode_chunks, expires, next_cursor, parse_cursor, size_i64};
 use crate::error::{StoreError, db};
 use crate::migrate::{Embedded, POSTGRES};
 
 const COLUMNS: &str = "a.id, a.tenant, a.invocation_id, a.name, a.media_type, a.chunk_seq::bigint, a.size, a.sha256, \
-    a.retention_class, a.created_ms, a.expires_ms, b.location";
+    a.retention_class, a.created_ms, a.expires_ms, b.location, b.chunk_size, b.chunk_crc32c";
 const NOW: &str = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
 
 /// Blobs a collector may claim (`?2`/`$2` = grace ms): live ones untouched for the grace period,
@@ -87,6 +87,7 @@ impl PgArtifactIndex {
             digest: ContentDigest::try_from(sha.to_string())?,
             size: u64::try_from(size).unwrap_or_default(),
             location: row.try_get(1).map_err(db)?,
+            chunks: None,
         }))
     }
 }
@@ -104,28 +105,34 @@ impl ArtifactIndex for PgArtifactIndex {
         let mut tx = self.pool.begin().await.map_err(db)?;
         let now: i64 = q(format!("SELECT {NOW}")).fetch_one(&mut *tx).await.map_err(db)?.try_get(0).map_err(db)?;
         if let Some(b) = offered {
-            q("INSERT INTO artifact_blobs (sha256, size, location, state, touched_ms, created_ms) \
-               VALUES ($1, $2, $3, 'live', $4, $4) ON CONFLICT (sha256) DO NOTHING"
+            q("INSERT INTO artifact_blobs (sha256, size, location, state, touched_ms, created_ms, chunk_size, \
+               chunk_crc32c) VALUES ($1, $2, $3, 'live', $4, $4, $5, $6) ON CONFLICT (sha256) DO NOTHING"
                 .into())
             .bind(digest.as_hex())
             .bind(size)
             .bind(&b.location)
             .bind(now)
+            .bind(b.chunks.as_ref().map(|c| i64::from(c.chunk_size)))
+            .bind(b.chunks.as_ref().map(ChunkSums::to_hex))
             .execute(&mut *tx)
             .await
             .map_err(db)?;
         }
-        let row = q("SELECT size, location, state FROM artifact_blobs WHERE sha256 = $1 FOR UPDATE".into())
-            .bind(digest.as_hex())
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(db)?;
+        let row = q(
+            "SELECT size, location, state, chunk_size, chunk_crc32c FROM artifact_blobs WHERE sha256 = $1 FOR UPDATE"
+                .into(),
+        )
+        .bind(digest.as_hex())
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db)?;
         let Some(row) = row else { return Ok(Commit::NeedBytes) };
         let (stored, location, state): (i64, String, String) =
             (row.try_get(0).map_err(db)?, row.try_get(1).map_err(db)?, row.try_get(2).map_err(db)?);
         if state != "live" {
             return Ok(Commit::Busy);
         }
+        let chunks = decode_chunks(row.try_get(3).map_err(db)?, row.try_get(4).map_err(db)?)?;
         if stored != size {
             return Err(StoreError::Corrupt(format!("blob {digest} has size {stored}, upload has {size}")).into());
         }
@@ -168,6 +175,7 @@ impl ArtifactIndex for PgArtifactIndex {
             created_ms: now,
             expires_ms,
             location,
+            chunks,
         };
         Ok(Commit::Committed { meta: Box::new(meta), deduplicated })
     }

@@ -4,22 +4,19 @@
 
 use async_trait::async_trait;
 use sqlx::Row;
-use std::str::FromStr;
-use std::time::Duration;
 
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::sqlite::SqlitePool;
 use switchyard_contract::{
-    ArtifactId, ArtifactIndex, ArtifactMeta, ArtifactPage, BlobRef, Commit, ContentDigest, Error, InvocationId,
-    NewArtifact, TenantId,
+    ArtifactId, ArtifactIndex, ArtifactMeta, ArtifactPage, BlobRef, ChunkSums, Commit, ContentDigest, Error,
+    InvocationId, NewArtifact, TenantId,
 };
 
 use crate::StoreOptions;
-use crate::artifact_row::{commit_error, decode_artifact, expires, next_cursor, parse_cursor, size_i64};
+use crate::artifact_row::{commit_error, decode_artifact, decode_chunks, expires, next_cursor, parse_cursor, size_i64};
 use crate::error::{StoreError, db};
-use crate::migrate::{Embedded, SQLITE};
 
 const COLUMNS: &str = "a.id, a.tenant, a.invocation_id, a.name, a.media_type, a.chunk_seq, a.size, a.sha256, \
-    a.retention_class, a.created_ms, a.expires_ms, b.location";
+    a.retention_class, a.created_ms, a.expires_ms, b.location, b.chunk_size, b.chunk_crc32c";
 const NOW: &str = "CAST(unixepoch('subsec') * 1000 AS INTEGER)";
 
 /// Blobs a collector may claim (`?2`/`$2` = grace ms): live ones untouched for the grace period,
@@ -39,24 +36,9 @@ fn q(sql: String) -> sqlx::query::Query<'static, sqlx::Sqlite, sqlx::sqlite::Sql
 }
 
 impl SqliteArtifactIndex {
-    /// Opens the database file named by `url` (as [`crate::SqliteStore::connect`] does).
+    /// Opens the database file named by `url` (the same pools as [`crate::SqliteStore`]).
     pub async fn connect(url: &str, opts: &StoreOptions) -> Result<Self, StoreError> {
-        if url.contains(":memory:") || url.contains("mode=memory") {
-            return Err(StoreError::Config("in-memory SQLite is not durable; give a file path".into()));
-        }
-        let base = SqliteConnectOptions::from_str(url)?
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Full)
-            .busy_timeout(Duration::from_secs(5))
-            .foreign_keys(true);
-        let writer = SqlitePoolOptions::new().max_connections(1).connect_with(base.clone()).await?;
-        if opts.migrate {
-            sqlx::migrate::Migrator::new(Embedded(SQLITE)).await?.run(&writer).await?;
-        }
-        let readers = SqlitePoolOptions::new()
-            .max_connections(opts.max_connections.clamp(1, 8))
-            .connect_lazy_with(base.read_only(true).create_if_missing(false));
+        let (writer, readers) = crate::sqlite::open_pools(url, opts).await?;
         Ok(Self { writer, readers })
     }
 
@@ -93,6 +75,7 @@ impl SqliteArtifactIndex {
             digest: ContentDigest::try_from(sha.to_string())?,
             size: u64::try_from(size).unwrap_or_default(),
             location: row.try_get(1).map_err(db)?,
+            chunks: None,
         }))
     }
 }
@@ -110,28 +93,32 @@ impl ArtifactIndex for SqliteArtifactIndex {
         let mut tx = self.writer.begin_with("BEGIN IMMEDIATE").await.map_err(db)?;
         let now: i64 = q(format!("SELECT {NOW}")).fetch_one(&mut *tx).await.map_err(db)?.try_get(0).map_err(db)?;
         if let Some(b) = offered {
-            q("INSERT INTO artifact_blobs (sha256, size, location, state, touched_ms, created_ms) \
-               VALUES (?1, ?2, ?3, 'live', ?4, ?4) ON CONFLICT (sha256) DO NOTHING"
+            q("INSERT INTO artifact_blobs (sha256, size, location, state, touched_ms, created_ms, chunk_size, \
+               chunk_crc32c) VALUES (?1, ?2, ?3, 'live', ?4, ?4, ?5, ?6) ON CONFLICT (sha256) DO NOTHING"
                 .into())
             .bind(digest.as_hex())
             .bind(size)
             .bind(&b.location)
             .bind(now)
+            .bind(b.chunks.as_ref().map(|c| i64::from(c.chunk_size)))
+            .bind(b.chunks.as_ref().map(ChunkSums::to_hex))
             .execute(&mut *tx)
             .await
             .map_err(db)?;
         }
-        let row = q("SELECT size, location, state FROM artifact_blobs WHERE sha256 = ?1".into())
-            .bind(digest.as_hex())
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(db)?;
+        let row =
+            q("SELECT size, location, state, chunk_size, chunk_crc32c FROM artifact_blobs WHERE sha256 = ?1".into())
+                .bind(digest.as_hex())
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(db)?;
         let Some(row) = row else { return Ok(Commit::NeedBytes) };
         let (stored, location, state): (i64, String, String) =
             (row.try_get(0).map_err(db)?, row.try_get(1).map_err(db)?, row.try_get(2).map_err(db)?);
         if state != "live" {
             return Ok(Commit::Busy);
         }
+        let chunks = decode_chunks(row.try_get(3).map_err(db)?, row.try_get(4).map_err(db)?)?;
         if stored != size {
             return Err(StoreError::Corrupt(format!("blob {digest} has size {stored}, upload has {size}")).into());
         }
@@ -174,6 +161,7 @@ impl ArtifactIndex for SqliteArtifactIndex {
             created_ms: now,
             expires_ms,
             location,
+            chunks,
         };
         Ok(Commit::Committed { meta: Box::new(meta), deduplicated })
     }
@@ -280,7 +268,8 @@ mod tests {
         let index = SqliteArtifactIndex::connect(&url, &StoreOptions::default()).await;
         let index = index.unwrap_or_else(|e| panic!("{e}"));
         let digest = ContentDigest::try_from("ab".repeat(32)).unwrap_or_else(|e| panic!("{e}"));
-        let blob = BlobRef { digest: digest.clone(), size: 3, location: "sha256/ab/x".into() };
+        let chunks = Some(ChunkSums { chunk_size: 1024, crc32c: vec![0xdead_beef] });
+        let blob = BlobRef { digest: digest.clone(), size: 3, location: "sha256/ab/x".into(), chunks: chunks.clone() };
         let draft = NewArtifact {
             id: ArtifactId::new(),
             tenant: TenantId::new("t").unwrap_or_else(|e| panic!("{e}")),
@@ -304,7 +293,7 @@ mod tests {
             assert!(r.is_err(), "{sql} must be refused");
         }
         let got = index.get(None, draft.id).await.unwrap_or_else(|e| panic!("{e}"));
-        assert!(got.is_some_and(|m| m.name == "n" && m.location == "sha256/ab/x"));
+        assert!(got.is_some_and(|m| m.name == "n" && m.location == "sha256/ab/x" && m.chunks == chunks));
         index.writer.close().await;
         for suffix in ["", "-wal", "-shm"] {
             let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));

@@ -13,11 +13,17 @@ type Files = &'static [(i64, &'static str, &'static str)];
 pub(crate) const POSTGRES: Files = &[
     (20261130000001, "invocations", include_str!("../../../migrations/postgres/20261130000001_invocations.sql")),
     (20261130000002, "artifacts", include_str!("../../../migrations/postgres/20261130000002_artifacts.sql")),
+    (
+        20261130000003,
+        "artifact_chunks",
+        include_str!("../../../migrations/postgres/20261130000003_artifact_chunks.sql"),
+    ),
 ];
 
 pub(crate) const SQLITE: Files = &[
     (20261130000001, "invocations", include_str!("../../../migrations/sqlite/20261130000001_invocations.sql")),
     (20261130000002, "artifacts", include_str!("../../../migrations/sqlite/20261130000002_artifacts.sql")),
+    (20261130000003, "artifact_chunks", include_str!("../../../migrations/sqlite/20261130000003_artifact_chunks.sql")),
 ];
 
 #[derive(Debug, Clone, Copy)]

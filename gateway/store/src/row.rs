@@ -13,7 +13,7 @@ use switchyard_contract::{
 
 use crate::error::StoreError;
 
-fn corrupt(what: impl std::fmt::Display) -> Error {
+pub(crate) fn corrupt(what: impl std::fmt::Display) -> Error {
     StoreError::Corrupt(what.to_string()).into()
 }
 
@@ -25,7 +25,7 @@ pub(crate) fn to_json<T: Serialize>(v: &T) -> Result<String, Error> {
     serde_json::to_string(v).map_err(|e| corrupt(format!("cannot encode: {e}")))
 }
 
-fn get<'r, R, T>(row: &'r R, i: usize) -> Result<T, Error>
+pub(crate) fn get<'r, R, T>(row: &'r R, i: usize) -> Result<T, Error>
 where
     R: Row,
     usize: ColumnIndex<R>,

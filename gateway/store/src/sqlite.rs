@@ -34,24 +34,8 @@ pub struct SqliteStore {
 impl SqliteStore {
     /// Opens (creating if missing) the database file named by `url`, e.g. `sqlite:///var/lib/x.db`.
     pub async fn connect(url: &str, opts: &StoreOptions) -> Result<Self, StoreError> {
-        if url.contains(":memory:") || url.contains("mode=memory") {
-            return Err(StoreError::Config("in-memory SQLite is not durable; give a file path".into()));
-        }
-        let base = SqliteConnectOptions::from_str(url)?
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Full)
-            .busy_timeout(Duration::from_secs(5))
-            .foreign_keys(true);
-        let writer = SqlitePoolOptions::new().max_connections(1).connect_with(base.clone()).await?;
-        let readers = SqlitePoolOptions::new()
-            .max_connections(opts.max_connections.clamp(1, 8))
-            .connect_lazy_with(base.read_only(true).create_if_missing(false));
-        let store = Self { writer, readers };
-        if opts.migrate {
-            store.migrate().await?;
-        }
-        Ok(store)
+        let (writer, readers) = open_pools(url, opts).await?;
+        Ok(Self { writer, readers })
     }
 
     /// Applies pending migrations.
@@ -59,6 +43,28 @@ impl SqliteStore {
         sqlx::migrate::Migrator::new(Embedded(SQLITE)).await?.run(&self.writer).await?;
         Ok(())
     }
+}
+
+/// The single writer (migrated when `opts.migrate`) and the read-only reader pool on one
+/// database file (WAL, full sync, 5 s busy timeout, foreign keys on), for every SQLite store.
+pub(crate) async fn open_pools(url: &str, opts: &StoreOptions) -> Result<(SqlitePool, SqlitePool), StoreError> {
+    if url.contains(":memory:") || url.contains("mode=memory") {
+        return Err(StoreError::Config("in-memory SQLite is not durable; give a file path".into()));
+    }
+    let base = SqliteConnectOptions::from_str(url)?
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        .synchronous(SqliteSynchronous::Full)
+        .busy_timeout(Duration::from_secs(5))
+        .foreign_keys(true);
+    let writer = SqlitePoolOptions::new().max_connections(1).connect_with(base.clone()).await?;
+    if opts.migrate {
+        sqlx::migrate::Migrator::new(Embedded(SQLITE)).await?.run(&writer).await?;
+    }
+    let readers = SqlitePoolOptions::new()
+        .max_connections(opts.max_connections.clamp(1, 8))
+        .connect_lazy_with(base.read_only(true).create_if_missing(false));
+    Ok((writer, readers))
 }
 
 fn q(sql: String) -> sqlx::query::Query<'static, sqlx::Sqlite, sqlx::sqlite::SqliteArguments> {
