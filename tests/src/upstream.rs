@@ -32,6 +32,8 @@ pub struct Scripted {
     pub cancelable: bool,
     hung: Notify,
     canceled: watch::Sender<bool>,
+    /// How many cancellations to refuse first, as an upstream that does not know the call yet.
+    pub refuse_cancels: std::sync::atomic::AtomicUsize,
 }
 
 impl std::fmt::Debug for Scripted {
@@ -49,6 +51,7 @@ impl Scripted {
             cancelable,
             hung: Notify::new(),
             canceled: watch::channel(false).0,
+            refuse_cancels: std::sync::atomic::AtomicUsize::new(0),
         })
     }
 
@@ -115,6 +118,10 @@ impl Upstream for Scripted {
     }
 
     async fn cancel(&self, call: &DispatchCall) -> CancelAck {
+        use std::sync::atomic::Ordering;
+        if self.refuse_cancels.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok() {
+            return CancelAck::Unsupported;
+        }
         if self.cancelable && call.target.operation == "hang" {
             self.canceled.send_replace(true);
             CancelAck::Confirmed

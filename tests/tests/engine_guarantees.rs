@@ -373,6 +373,16 @@ async fn g8_cancellation_before_and_during_dispatch(db: Db) {
     until(&e, inv.id, StateName::Canceled).await;
     assert_eq!(kinds(&events(&e, inv.id).await), ["admitted", "dispatch_started", "cancel_requested", "canceled"]);
 
+    // The first cancellation reaches the upstream before it knows the call and is refused; the
+    // driver sends it again on its next lease renewal, and the upstream confirms.
+    let up = Scripted::new(true);
+    up.refuse_cancels.store(1, std::sync::atomic::Ordering::SeqCst);
+    let e = engine(db.open().await, &up, Arc::new(NoFaults), config(600));
+    let inv = submit(&e, "w_hang").await;
+    up.wait_for_calls(1).await;
+    e.cancel(&alice(), inv.id).await.unwrap_or_else(|e| panic!("{e}"));
+    until(&e, inv.id, StateName::Canceled).await;
+
     // In flight, and the upstream cannot cancel: the upstream's outcome stands.
     let up = Scripted::new(false);
     let e = engine(db.open().await, &up, Arc::new(NoFaults), config(2000));

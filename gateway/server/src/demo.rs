@@ -46,23 +46,45 @@ impl Demo {
         }
     }
 
-    /// Waits `delay_ms` unless the attempt is canceled first.
-    async fn wait(&self, call: &DispatchCall, delay_ms: u64) -> Result<(), UpstreamError> {
-        if delay_ms == 0 {
-            return Ok(());
-        }
+    /// Makes the attempt cancelable from the moment the upstream receives it; the guard
+    /// forgets it when the call ends.
+    fn register(&self, call: &DispatchCall) -> InFlight<'_> {
         let (tx, rx) = oneshot::channel();
         if let Ok(mut m) = self.in_flight.lock() {
             m.insert(call.attempt, tx);
         }
-        let canceled = tokio::select! {
-            _ = tokio::time::sleep(Duration::from_millis(delay_ms)) => false,
-            r = rx => r.is_ok(),
-        };
-        if let Ok(mut m) = self.in_flight.lock() {
-            m.remove(&call.attempt);
+        InFlight { demo: self, attempt: call.attempt, canceled: rx }
+    }
+}
+
+/// A registered call; dropping it unregisters the call.
+struct InFlight<'a> {
+    demo: &'a Demo,
+    attempt: AttemptId,
+    canceled: oneshot::Receiver<()>,
+}
+
+impl InFlight<'_> {
+    /// Waits `delay_ms` unless the call is canceled first.
+    async fn wait(&mut self, delay_ms: u64) -> Result<(), UpstreamError> {
+        if self.canceled.try_recv().is_ok() {
+            return Err(UpstreamError::Canceled);
         }
-        if canceled { Err(UpstreamError::Canceled) } else { Ok(()) }
+        if delay_ms == 0 {
+            return Ok(());
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(delay_ms)) => Ok(()),
+            r = &mut self.canceled => if r.is_ok() { Err(UpstreamError::Canceled) } else { Ok(()) },
+        }
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut m) = self.demo.in_flight.lock() {
+            m.remove(&self.attempt);
+        }
     }
 }
 
@@ -74,6 +96,7 @@ fn number(request: &Value, key: &str) -> u64 {
 impl Upstream for Demo {
     async fn dispatch(&self, call: &DispatchCall) -> Result<Value, UpstreamError> {
         let delay = number(&call.request, "delay_ms").min(600_000);
+        let mut in_flight = self.register(call);
         match call.target.operation.as_str() {
             "echo" => {
                 if u64::from(call.attempt_no) <= number(&call.request, "fail_first") {
@@ -81,12 +104,14 @@ impl Upstream for Demo {
                         message: format!("demo: attempt {} fails on request", call.attempt_no),
                     });
                 }
-                self.wait(call, delay).await?;
+                in_flight.wait(delay).await?;
                 Ok(json!({ "echo": call.request, "attempt": call.attempt_no }))
             }
             "count" => {
+                // A call canceled before it started never takes effect.
+                in_flight.wait(0).await?;
                 self.record(call)?;
-                self.wait(call, delay).await?;
+                in_flight.wait(delay).await?;
                 Ok(json!({ "counted": call.invocation.to_string(), "attempt": call.attempt.to_string() }))
             }
             other => Err(UpstreamError::Rejected {

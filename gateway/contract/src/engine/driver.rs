@@ -81,7 +81,7 @@ where
 }
 
 /// Sends the attempt; meanwhile renews the lease (keeping `inv` current) and forwards a
-/// cancellation once.
+/// cancellation until the upstream confirms it or the attempt ends.
 async fn attempt_call(
     inner: &Inner,
     call: &DispatchCall,
@@ -99,7 +99,6 @@ async fn attempt_call(
     let mut deadline = pin!(tokio::time::sleep(inner.cfg.attempt_timeout));
     let mut renew = tokio::time::interval(inner.cfg.lease_ttl / 3);
     renew.tick().await;
-    let mut cancel_sent = false;
     loop {
         tokio::select! {
             r = &mut dispatch => return r,
@@ -110,20 +109,16 @@ async fn attempt_call(
             }
             _ = renew.tick() => {
                 match apply(inner, inv, move |i, now| i.renew(worker, fence, now, ttl)).await {
-                    Ok(fresh) => {
-                        *inv = fresh;
-                        if inv.cancel.is_some() && !cancel_sent {
-                            cancel_sent = true;
-                            if upstream.cancel(call).await == CancelAck::Confirmed {
-                                return Err(UpstreamError::Canceled);
-                            }
-                        }
-                    }
+                    Ok(fresh) => *inv = fresh,
                     Err(e) => warn!(error = %e, "lease renewal failed; the outcome may be refused as late"),
                 }
+                // A cancellation the upstream has not confirmed is sent again on every renewal:
+                // it may have arrived before the upstream knew the call (G8).
+                if inv.cancel.is_some() && upstream.cancel(call).await == CancelAck::Confirmed {
+                    return Err(UpstreamError::Canceled);
+                }
             }
-            _ = cancel.notified(), if !cancel_sent => {
-                cancel_sent = true;
+            _ = cancel.notified() => {
                 if upstream.cancel(call).await == CancelAck::Confirmed {
                     return Err(UpstreamError::Canceled);
                 }
