@@ -184,6 +184,28 @@ impl ArtifactStore for FsStore {
         }
         Ok(removed)
     }
+
+    async fn list_finalized(&self, older_than_ms: u64) -> Result<Vec<String>, ArtifactError> {
+        let cutoff =
+            SystemTime::now().checked_sub(Duration::from_millis(older_than_ms)).unwrap_or(SystemTime::UNIX_EPOCH);
+        finalized_in(&self.root.join("sha256"), cutoff).await
+    }
+}
+
+/// Files under `dir` modified before `cutoff`, as locations `sha256/<ab>/<name>`.
+async fn finalized_in(dir: &Path, cutoff: SystemTime) -> Result<Vec<String>, ArtifactError> {
+    let mut out = Vec::new();
+    let mut shards = tokio::fs::read_dir(dir).await.map_err(|e| io("cannot list", dir, e))?;
+    while let Some(shard) = shards.next_entry().await.map_err(|e| io("cannot list", dir, e))? {
+        let Ok(mut files) = tokio::fs::read_dir(shard.path()).await else { continue };
+        while let Ok(Some(file)) = files.next_entry().await {
+            let old = file.metadata().await.and_then(|m| m.modified()).is_ok_and(|t| t < cutoff);
+            if let (true, Some(shard), Some(name)) = (old, shard.file_name().to_str(), file.file_name().to_str()) {
+                out.push(format!("sha256/{shard}/{name}"));
+            }
+        }
+    }
+    Ok(out)
 }
 
 fn read_stream(reader: impl tokio::io::AsyncRead + Send + Unpin + 'static, path: PathBuf) -> ByteStream {

@@ -366,6 +366,34 @@ impl ArtifactStore for S3Store {
         Ok(())
     }
 
+    async fn list_finalized(&self, older_than_ms: u64) -> Result<Vec<String>, ArtifactError> {
+        let s = &self.settings;
+        let cutoff = std::time::SystemTime::now()
+            .checked_sub(std::time::Duration::from_millis(older_than_ms))
+            .unwrap_or(std::time::UNIX_EPOCH);
+        let mut out = Vec::new();
+        let mut pages = self
+            .client
+            .list_objects_v2()
+            .bucket(&s.bucket)
+            .prefix(format!("{}blobs/", s.prefix))
+            .into_paginator()
+            .send();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(|e| sdk("list objects", e))?;
+            for obj in page.contents() {
+                let old = obj
+                    .last_modified()
+                    .and_then(|t| std::time::SystemTime::try_from(*t).ok())
+                    .is_some_and(|t| t < cutoff);
+                if let (true, Some(location)) = (old, obj.key().and_then(|k| k.strip_prefix(s.prefix.as_str()))) {
+                    out.push(location.to_string());
+                }
+            }
+        }
+        Ok(out)
+    }
+
     async fn sweep_staging(&self, older_than_ms: u64) -> Result<u64, ArtifactError> {
         let s = &self.settings;
         let req = self.client.list_multipart_uploads().bucket(&s.bucket).prefix(format!("{}blobs/", s.prefix));

@@ -62,6 +62,8 @@ pub struct GcReport {
     pub deleted_blobs: u64,
     pub deleted_bytes: u64,
     pub swept_staging: u64,
+    /// Finalized objects no blob row names (an upload that crashed before committing).
+    pub swept_orphans: u64,
 }
 
 /// A byte range as a client asks for it (`Range: bytes=…`), before the size is known.
@@ -312,7 +314,24 @@ impl Artifacts {
             }
         }
         report.swept_staging = self.store.sweep_staging(self.policy.gc_grace_ms).await?;
+        report.swept_orphans = self.sweep_orphans().await?;
         Ok(report)
+    }
+
+    /// Deletes finalized objects older than the grace period that no blob row names. A commit
+    /// in flight is younger than the grace period, so its bytes are never touched.
+    async fn sweep_orphans(&self) -> Result<u64, ArtifactError> {
+        let mut swept = 0;
+        for batch in self.store.list_finalized(self.policy.gc_grace_ms).await?.chunks(500) {
+            let known: std::collections::HashSet<String> =
+                self.index.known_locations(batch).await?.into_iter().collect();
+            for location in batch.iter().filter(|l| !known.contains(*l)) {
+                tracing::info!(%location, "deleting bytes that no artifact ever committed");
+                self.store.delete(location).await?;
+                swept += 1;
+            }
+        }
+        Ok(swept)
     }
 
     /// Runs [`Artifacts::collect_garbage`] every `every` until the task is aborted.

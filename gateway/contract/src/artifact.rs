@@ -187,6 +187,11 @@ pub trait ArtifactStore: Send + Sync + fmt::Debug {
 
     /// Removes staging leftovers older than `older_than_ms` (crashed uploads). Returns how many.
     async fn sweep_staging(&self, older_than_ms: u64) -> Result<u64, ArtifactError>;
+
+    /// Locations of finalized objects written more than `older_than_ms` ago. The collector
+    /// compares them with the index: one no blob row names was finalized by an upload that
+    /// never committed (a crash between the two steps) and is deleted.
+    async fn list_finalized(&self, older_than_ms: u64) -> Result<Vec<String>, ArtifactError>;
 }
 
 /// How long artifacts of a retention class are kept.
@@ -305,6 +310,9 @@ pub trait ArtifactIndex: Send + Sync + fmt::Debug {
 
     /// Removes a `deleting` blob row once its bytes are gone.
     async fn forget_blob(&self, digest: &ContentDigest) -> Result<(), Error>;
+
+    /// The subset of `locations` that blob rows name (live or being deleted).
+    async fn known_locations(&self, locations: &[String]) -> Result<Vec<String>, Error>;
 
     /// Number of blob rows (distinct digests stored), for tests and `gc` reports.
     async fn blob_count(&self) -> Result<u64, Error>;

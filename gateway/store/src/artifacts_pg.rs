@@ -258,6 +258,15 @@ impl ArtifactIndex for PgArtifactIndex {
         Ok(())
     }
 
+    async fn known_locations(&self, locations: &[String]) -> Result<Vec<String>, Error> {
+        let rows = q("SELECT location FROM artifact_blobs WHERE location = ANY($1)".into())
+            .bind(locations.to_vec())
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db)?;
+        rows.iter().map(|r| r.try_get::<String, _>(0).map_err(db)).collect()
+    }
+
     async fn blob_count(&self) -> Result<u64, Error> {
         let n: i64 = q("SELECT count(*) FROM artifact_blobs".into())
             .fetch_one(&self.pool)

@@ -244,6 +244,16 @@ impl ArtifactIndex for SqliteArtifactIndex {
         Ok(())
     }
 
+    async fn known_locations(&self, locations: &[String]) -> Result<Vec<String>, Error> {
+        let list = serde_json::to_string(locations).map_err(|e| Error::internal(format!("cannot encode: {e}")))?;
+        let rows = q("SELECT location FROM artifact_blobs WHERE location IN (SELECT value FROM json_each(?1))".into())
+            .bind(list)
+            .fetch_all(&self.readers)
+            .await
+            .map_err(db)?;
+        rows.iter().map(|r| r.try_get::<String, _>(0).map_err(db)).collect()
+    }
+
     async fn blob_count(&self) -> Result<u64, Error> {
         let n: i64 = q("SELECT count(*) FROM artifact_blobs".into())
             .fetch_one(&self.writer)
