@@ -172,3 +172,38 @@ async fn cli_validates_configuration_and_inspects_the_store() {
     let (ok, out) = gw.cli(&["reconcile", id, "applied"]);
     assert!(!ok && out.contains("only `unknown` invocations can be reconciled"), "{out}");
 }
+
+/// Shutdown ends open watches instead of waiting out the grace period: an SSE client on an
+/// `unknown` invocation (a stream that would never end by itself) does not hold SIGTERM up.
+#[tokio::test]
+async fn shutdown_ends_open_watch_streams() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let env = vec![("SWITCHYARD__ENGINE__ATTEMPT_TIMEOUT_MS".to_string(), "200".to_string())];
+    let mut gw = Gateway::start(Options { data_dir: dir.path().join("d"), env, ..Options::default() });
+    let (_, inv) =
+        gw.submit("t", "count", json!({"delay_ms": 2000}), Some("stuck"), 5000).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(inv["state"]["state"], "unknown", "{inv}");
+    let id = inv["id"].as_str().unwrap_or_default().to_string();
+    let resp = gw
+        .http
+        .get(format!("{}/admin/v1/invocations/{id}/events", gw.base))
+        .bearer_auth(switchyard_tests::gateway::TOKEN)
+        .header("x-switchyard-tenant", "t")
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let reader = tokio::spawn(async move {
+        let mut stream = resp.bytes_stream();
+        while let Some(Ok(_)) = stream.next().await {}
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let t0 = Instant::now();
+    let clean = tokio::task::spawn_blocking(move || gw.terminate()).await.unwrap_or(false);
+    assert!(clean, "exit status 0 after SIGTERM");
+    assert!(t0.elapsed() < Duration::from_secs(5), "shutdown took {:?} (grace is 10 s)", t0.elapsed());
+    tokio::time::timeout(Duration::from_secs(5), reader)
+        .await
+        .unwrap_or_else(|_| panic!("the SSE stream did not end"))
+        .ok();
+}

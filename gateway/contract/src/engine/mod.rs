@@ -211,9 +211,12 @@ impl Engine {
             tokio::time::Instant::now() + self.inner.cfg.watch_poll,
             self.inner.cfg.watch_poll,
         );
+        let mut stopping = self.inner.stopping.subscribe();
         while !inv.state.is_settled() {
             tokio::select! {
                 _ = tokio::time::sleep_until(deadline) => break,
+                // Shutting down: answer with the state as it is now.
+                _ = stopped(&mut stopping) => break,
                 r = changes.recv() => match r {
                     // Snapshots only move forward: keep the newest by sequence number.
                     Ok(snapshot) if snapshot.id == id && snapshot.last_seq >= inv.last_seq => inv = (*snapshot).clone(),
@@ -392,6 +395,12 @@ impl Invocations for Engine {
     fn watch(&self, tenant: TenantId, id: InvocationId, after: u64) -> BoxStream<'static, Result<Event, Error>> {
         watch::stream(self.inner.clone(), tenant, id, after)
     }
+}
+
+/// Resolves once the engine is stopping. (The `watch::Ref` that `wait_for` yields holds a lock
+/// guard; dropping it here keeps callers' futures `Send`.)
+async fn stopped(stopping: &mut tokio::sync::watch::Receiver<bool>) {
+    let _ = stopping.wait_for(|s| *s).await;
 }
 
 /// Another tenant's invocation is reported as absent, so existence does not leak.

@@ -51,6 +51,7 @@ async fn next(c: &mut Cursor) -> Option<Result<Event, Error>> {
         c.checked_owner = true;
     }
     let mut changes = c.inner.changed.subscribe();
+    let mut stopping = c.inner.stopping.subscribe();
     loop {
         if let Some(ev) = c.buffered.pop_front() {
             c.after = ev.seq;
@@ -81,6 +82,12 @@ async fn next(c: &mut Cursor) -> Option<Result<Event, Error>> {
         tokio::select! {
             _ = changed(&mut changes, c.id) => {}
             _ = tokio::time::sleep(c.inner.cfg.watch_poll) => {}
+            // Shutting down: end the stream so connections drain; a client resumes elsewhere
+            // from its last sequence number.
+            _ = super::stopped(&mut stopping) => {
+                c.done = true;
+                return None;
+            }
         }
     }
 }
