@@ -80,7 +80,9 @@ fn command(path: &Path, user: Option<(u32, u32)>) -> Command {
 }
 
 fn start() -> Result<Cluster, String> {
-    if let Ok(url) = std::env::var("SWITCHYARD_TEST_PG") {
+    if let Ok(url) = std::env::var("SWITCHYARD_TEST_PG")
+        && !url.is_empty()
+    {
         return Ok(Cluster { admin_url: url, _guard: None });
     }
     let bin = pg_bin()?;

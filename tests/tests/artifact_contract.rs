@@ -41,7 +41,7 @@ fn policy() -> Policy {
 }
 
 async fn index(url: &str) -> Arc<dyn switchyard_contract::ArtifactIndex> {
-    switchyard_store::connect_artifacts(url, &StoreOptions::default()).await.unwrap_or_else(|e| panic!("{e}"))
+    switchyard_store::connect(url, &StoreOptions::default()).await.unwrap_or_else(|e| panic!("{e}")).artifacts
 }
 
 async fn backend(s3: bool, postgres: bool) -> Backend {

@@ -26,7 +26,10 @@ struct Db {
 
 impl Db {
     async fn open(&self) -> Arc<dyn InvocationStore> {
-        switchyard_store::connect(&self.url, &StoreOptions::default()).await.unwrap_or_else(|e| panic!("{e}"))
+        switchyard_store::connect(&self.url, &StoreOptions::default())
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+            .invocations
     }
 }
 

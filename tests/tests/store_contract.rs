@@ -19,13 +19,15 @@ struct Backend {
 
 async fn sqlite() -> Backend {
     let (dir, url) = switchyard_tests::sqlite_url();
-    let store = switchyard_store::connect(&url, &StoreOptions::default()).await.unwrap_or_else(|e| panic!("{e}"));
+    let store =
+        switchyard_store::connect(&url, &StoreOptions::default()).await.unwrap_or_else(|e| panic!("{e}")).invocations;
     Backend { store, _dir: Some(dir) }
 }
 
 async fn postgres() -> Backend {
     let url = switchyard_tests::pg::database().await;
-    let store = switchyard_store::connect(&url, &StoreOptions::default()).await.unwrap_or_else(|e| panic!("{e}"));
+    let store =
+        switchyard_store::connect(&url, &StoreOptions::default()).await.unwrap_or_else(|e| panic!("{e}")).invocations;
     Backend { store, _dir: None }
 }
 

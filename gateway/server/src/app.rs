@@ -52,9 +52,10 @@ impl App {
             .with_context(|| format!("cannot create data dir {}", cfg.server.data_dir.display()))?;
         let url = cfg.store_url();
         let opts = StoreOptions { max_connections: cfg.store.max_connections, migrate: true };
-        let store = switchyard_store::connect(&url, &opts)
+        let stores = switchyard_store::connect(&url, &opts)
             .await
             .with_context(|| format!("cannot open store {}", redact_url(&url)))?;
+        let store = stores.invocations;
         let registry = Arc::new(Registry::from_config(&cfg.upstreams, &cfg.server.data_dir));
         let faults: Arc<dyn FaultHook> = match PauseAt::from_env().map_err(anyhow::Error::msg)? {
             Some(p) => {
@@ -70,7 +71,8 @@ impl App {
             None => None,
         };
         let gate = Gatekeeper::new(admin_token.clone(), oauth);
-        let artifacts = crate::artifacts_http::open(cfg).await.context("cannot open the artifact store")?;
+        let artifacts =
+            crate::artifacts_http::open(cfg, stores.artifacts).await.context("cannot open the artifact store")?;
         Ok(Self { engine, store, admin_token, token_source, gate, artifacts })
     }
 

@@ -17,7 +17,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use futures::TryStreamExt;
 use switchyard_artifacts::{Artifacts, Download, RangeSpec};
-use switchyard_contract::{ArtifactError, ArtifactId, Error, TenantId};
+use switchyard_contract::{ArtifactError, ArtifactId, ArtifactIndex, Error, TenantId};
 
 use crate::admin::ApiError;
 use crate::auth::{Gatekeeper, scope};
@@ -30,15 +30,10 @@ pub struct ArtifactsHttp {
     pub gate: Gatekeeper,
 }
 
-/// Opens the configured artifact service: the byte store and the index on the store database.
-pub async fn open(cfg: &Config) -> anyhow::Result<Artifacts> {
-    let a = &cfg.artifacts;
-    // The default SQLite index lives in the data directory.
-    std::fs::create_dir_all(&cfg.server.data_dir)?;
-    let store = a.open_store(&cfg.server.data_dir).await?;
-    let opts = switchyard_store::StoreOptions { max_connections: cfg.store.max_connections.clamp(1, 4), migrate: true };
-    let index = switchyard_store::connect_artifacts(&cfg.store_url(), &opts).await?;
-    Ok(Artifacts::new(store, index, a.policy()))
+/// Opens the configured byte store and joins it to the artifact index on the store database.
+pub async fn open(cfg: &Config, index: std::sync::Arc<dyn ArtifactIndex>) -> anyhow::Result<Artifacts> {
+    let store = cfg.artifacts.open_store(&cfg.server.data_dir).await?;
+    Ok(Artifacts::new(store, index, cfg.artifacts.policy()))
 }
 
 /// The `/artifacts/{id}` route.

@@ -4,16 +4,14 @@
 
 use async_trait::async_trait;
 use sqlx::Row;
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::postgres::PgPool;
 use switchyard_contract::{
     ArtifactId, ArtifactIndex, ArtifactMeta, ArtifactPage, BlobRef, ChunkSums, Commit, ContentDigest, Error,
     InvocationId, NewArtifact, TenantId,
 };
 
-use crate::StoreOptions;
 use crate::artifact_row::{commit_error, decode_artifact, decode_chunks, expires, next_cursor, parse_cursor, size_i64};
 use crate::error::{StoreError, db};
-use crate::migrate::{Embedded, POSTGRES};
 
 const COLUMNS: &str = "a.id, a.tenant, a.invocation_id, a.name, a.media_type, a.chunk_seq::bigint, a.size, a.sha256, \
     a.retention_class, a.created_ms, a.expires_ms, b.location, b.chunk_size, b.chunk_crc32c";
@@ -36,15 +34,6 @@ fn q(sql: String) -> sqlx::query::Query<'static, sqlx::Postgres, sqlx::postgres:
 }
 
 impl PgArtifactIndex {
-    pub async fn connect(url: &str, opts: &StoreOptions) -> Result<Self, StoreError> {
-        let connect: PgConnectOptions = url.parse()?;
-        let pool = PgPoolOptions::new().max_connections(opts.max_connections).connect_with(connect).await?;
-        if opts.migrate {
-            sqlx::migrate::Migrator::new(Embedded(POSTGRES)).await?.run(&pool).await?;
-        }
-        Ok(Self { pool })
-    }
-
     /// Shares an existing pool (e.g. [`crate::PgStore::pool`]).
     pub fn from_pool(pool: PgPool) -> Self {
         Self { pool }

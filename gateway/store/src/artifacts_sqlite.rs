@@ -11,7 +11,6 @@ use switchyard_contract::{
     InvocationId, NewArtifact, TenantId,
 };
 
-use crate::StoreOptions;
 use crate::artifact_row::{commit_error, decode_artifact, decode_chunks, expires, next_cursor, parse_cursor, size_i64};
 use crate::error::{StoreError, db};
 
@@ -36,10 +35,9 @@ fn q(sql: String) -> sqlx::query::Query<'static, sqlx::Sqlite, sqlx::sqlite::Sql
 }
 
 impl SqliteArtifactIndex {
-    /// Opens the database file named by `url` (the same pools as [`crate::SqliteStore`]).
-    pub async fn connect(url: &str, opts: &StoreOptions) -> Result<Self, StoreError> {
-        let (writer, readers) = crate::sqlite::open_pools(url, opts).await?;
-        Ok(Self { writer, readers })
+    /// Shares the pools of the invocation store (see [`crate::connect`]).
+    pub(crate) fn from_pools(writer: SqlitePool, readers: SqlitePool) -> Self {
+        Self { writer, readers }
     }
 
     async fn claim_one(&self, sha: &str, grace_ms: i64) -> Result<Option<BlobRef>, Error> {
@@ -275,8 +273,9 @@ mod tests {
     async fn committed_rows_are_immutable_in_the_database() {
         let path = std::env::temp_dir().join(format!("switchyard-art-{}.db", uuid_like()));
         let url = format!("sqlite://{}", path.display());
-        let index = SqliteArtifactIndex::connect(&url, &StoreOptions::default()).await;
-        let index = index.unwrap_or_else(|e| panic!("{e}"));
+        let pools = crate::sqlite::open_pools(&url, &crate::StoreOptions::default()).await;
+        let (writer, readers) = pools.unwrap_or_else(|e| panic!("{e}"));
+        let index = SqliteArtifactIndex::from_pools(writer, readers);
         let digest = ContentDigest::try_from("ab".repeat(32)).unwrap_or_else(|e| panic!("{e}"));
         let chunks = Some(ChunkSums { chunk_size: 1024, crc32c: vec![0xdead_beef] });
         let blob = BlobRef { digest: digest.clone(), size: 3, location: "sha256/ab/x".into(), chunks: chunks.clone() };

@@ -40,24 +40,30 @@ impl Default for StoreOptions {
     }
 }
 
-/// Opens the store named by `url` (`postgres://…` or `sqlite://…`), migrating it if asked.
-pub async fn connect(url: &str, opts: &StoreOptions) -> Result<Arc<dyn InvocationStore>, StoreError> {
-    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        Ok(Arc::new(PgStore::connect(url, opts).await?))
-    } else if url.starts_with("sqlite:") {
-        Ok(Arc::new(SqliteStore::connect(url, opts).await?))
-    } else {
-        Err(StoreError::Config(format!("store url must start with postgres:// or sqlite: (got `{}`)", redact_url(url))))
+/// Both stores on one database: invocations and the artifact index share its connections.
+#[derive(Clone)]
+pub struct Stores {
+    pub invocations: Arc<dyn InvocationStore>,
+    pub artifacts: Arc<dyn ArtifactIndex>,
+}
+
+impl std::fmt::Debug for Stores {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stores").finish_non_exhaustive()
     }
 }
 
-/// Opens the artifact metadata index on the database named by `url` (the same database as the
-/// invocation store; its own small pool), migrating it if asked.
-pub async fn connect_artifacts(url: &str, opts: &StoreOptions) -> Result<Arc<dyn ArtifactIndex>, StoreError> {
+/// Opens the database named by `url` (`postgres://…` or `sqlite://…`) once, migrating it if
+/// asked, and builds both stores on the same connections (on SQLite: one writer per process).
+pub async fn connect(url: &str, opts: &StoreOptions) -> Result<Stores, StoreError> {
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        Ok(Arc::new(PgArtifactIndex::connect(url, opts).await?))
+        let store = PgStore::connect(url, opts).await?;
+        let artifacts = Arc::new(PgArtifactIndex::from_pool(store.pool().clone()));
+        Ok(Stores { invocations: Arc::new(store), artifacts })
     } else if url.starts_with("sqlite:") {
-        Ok(Arc::new(SqliteArtifactIndex::connect(url, opts).await?))
+        let (writer, readers) = sqlite::open_pools(url, opts).await?;
+        let artifacts = Arc::new(SqliteArtifactIndex::from_pools(writer.clone(), readers.clone()));
+        Ok(Stores { invocations: Arc::new(SqliteStore::from_pools(writer, readers)), artifacts })
     } else {
         Err(StoreError::Config(format!("store url must start with postgres:// or sqlite: (got `{}`)", redact_url(url))))
     }

@@ -35,7 +35,12 @@ impl SqliteStore {
     /// Opens (creating if missing) the database file named by `url`, e.g. `sqlite:///var/lib/x.db`.
     pub async fn connect(url: &str, opts: &StoreOptions) -> Result<Self, StoreError> {
         let (writer, readers) = open_pools(url, opts).await?;
-        Ok(Self { writer, readers })
+        Ok(Self::from_pools(writer, readers))
+    }
+
+    /// Shares pools from [`open_pools`] (the single writer stays single).
+    pub(crate) fn from_pools(writer: SqlitePool, readers: SqlitePool) -> Self {
+        Self { writer, readers }
     }
 
     /// Applies pending migrations.

@@ -247,7 +247,7 @@ async fn run(o: Opts) -> anyhow::Result<()> {
     store.create_bucket_if_missing().await?;
     let client = settings.client();
     let url = format!("sqlite://{}/bench.db", dir.path().display());
-    let index = switchyard_store::connect_artifacts(&url, &switchyard_store::StoreOptions::default()).await?;
+    let index = switchyard_store::connect(&url, &switchyard_store::StoreOptions::default()).await?.artifacts;
     let artifacts = Artifacts::new(Arc::new(store.clone()), index, Policy::default());
     let mib = o.size as f64 / MIB as f64;
     println!(

@@ -57,7 +57,7 @@ pub enum Command {
 }
 
 pub async fn run(cmd: Command, cfg: &Config) -> anyhow::Result<()> {
-    let artifacts = crate::artifacts_http::open(cfg).await?;
+    let artifacts = crate::artifacts_http::open(cfg, super::open_store(cfg).await?.artifacts).await?;
     match cmd {
         Command::List { tenant, invocation, limit, cursor } => {
             let page = artifacts.list(&TenantId::new(tenant)?, invocation, limit, cursor.as_deref()).await?;

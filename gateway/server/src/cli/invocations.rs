@@ -30,7 +30,7 @@ pub enum Command {
 }
 
 pub async fn run(cmd: Command, cfg: &Config) -> anyhow::Result<()> {
-    let store = super::open_store(cfg).await?;
+    let store = super::open_store(cfg).await?.invocations;
     match cmd {
         Command::List { tenant, state, limit, cursor } => {
             let state = state

@@ -3,7 +3,6 @@
 use crate::config::Config;
 
 pub async fn run(cfg: &Config) -> anyhow::Result<()> {
-    std::fs::create_dir_all(&cfg.server.data_dir)?;
     super::open_store(cfg).await?;
     println!("migrations applied to {}", switchyard_store::redact_url(&cfg.store_url()));
     Ok(())

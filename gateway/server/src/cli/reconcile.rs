@@ -30,7 +30,7 @@ pub struct Args {
 }
 
 pub async fn run(args: Args, cfg: &Config) -> anyhow::Result<()> {
-    let store = super::open_store(cfg).await?;
+    let store = super::open_store(cfg).await?.invocations;
     let inv = store.get(None, args.id).await?.ok_or_else(|| anyhow::anyhow!("invocation {} not found", args.id))?;
     let decision = match args.verdict {
         Verdict::Applied => {
