@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use switchyard_contract::{ArtifactError, ArtifactStore, Keep};
+use switchyard_contract::{ArtifactError, ArtifactStore, Keep, Secret};
 
 use crate::fs::FsStore;
 use crate::s3::{S3Settings, S3Store};
@@ -20,17 +20,6 @@ pub enum Backend {
     #[default]
     Fs,
     S3,
-}
-
-/// A secret string whose `Debug` is `***`.
-#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct SecretString(pub String);
-
-impl std::fmt::Debug for SecretString {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.0.is_empty() { "\"\"" } else { "\"***\"" })
-    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -49,7 +38,7 @@ pub struct ArtifactsConfig {
     /// Create the bucket at start if it is missing.
     pub s3_create_bucket: bool,
     pub s3_access_key_id: String,
-    pub s3_secret_access_key: SecretString,
+    pub s3_secret_access_key: Secret,
     /// Multipart part size (≥ 5 MiB); also the largest body sent in one `PutObject`.
     pub part_size_bytes: usize,
     /// Parts in flight per upload. Upload memory ≈ (this + 1) × part size.
@@ -77,7 +66,7 @@ impl Default for ArtifactsConfig {
             s3_path_style: false,
             s3_create_bucket: false,
             s3_access_key_id: String::new(),
-            s3_secret_access_key: SecretString::default(),
+            s3_secret_access_key: Secret::default(),
             part_size_bytes: 8 * 1024 * 1024,
             upload_concurrency: 4,
             gc_interval_ms: 600_000,

@@ -3,6 +3,7 @@
 use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
+pub use switchyard_contract::Secret;
 
 /// Algorithms accepted when an issuer does not list its own. Symmetric (HS*) algorithms are
 /// never accepted: a resource server must not share a signing secret with the issuer.
@@ -75,17 +76,6 @@ pub struct IntrospectionConfig {
 
 fn default_introspection_cache() -> u64 {
     60
-}
-
-/// A secret string: `Debug` shows `***`.
-#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct Secret(pub String);
-
-impl std::fmt::Debug for Secret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("\"***\"")
-    }
 }
 
 fn default_skew() -> u64 {

@@ -8,6 +8,7 @@ use base64::Engine;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+use switchyard_contract::secret::constant_time_eq;
 use switchyard_contract::{Principal, TenantId};
 
 use crate::config::{AuthConfig, DEFAULT_ALGORITHMS, IssuerConfig};
@@ -241,10 +242,6 @@ fn reason(e: jsonwebtoken::errors::Error) -> AuthError {
         K::InvalidAlgorithm => "the token's algorithm does not match its key",
         _ => "the token is invalid",
     })
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ pub mod event;
 pub mod id;
 pub mod ports;
 pub mod principal;
+pub mod secret;
 pub mod state;
 
 pub use artifact::{
@@ -30,6 +31,7 @@ pub use ports::{
     Transition, Upstream, UpstreamError, UpstreamRegistry,
 };
 pub use principal::{EffectClass, IngressKey, Principal, Target, TenantId};
+pub use secret::Secret;
 pub use state::{Decision, Fence, Invocation, InvocationState, Lease, NewInvocation, Resolution, StateName};
 
 /// Milliseconds since the Unix epoch, as read from the store's clock.

@@ -20,7 +20,7 @@ use tracing::{info, warn};
 
 use crate::admin::{self, AdminState};
 use crate::auth::Gatekeeper;
-use crate::config::Config;
+use crate::config::{Config, Secret};
 use crate::faults::PauseAt;
 use crate::registry::Registry;
 use switchyard_oauth::Authenticator;
@@ -30,7 +30,6 @@ use switchyard_oauth::Authenticator;
 pub struct App {
     pub engine: Engine,
     pub store: Arc<dyn InvocationStore>,
-    pub admin_token: Arc<str>,
     /// Where the admin token came from, to tell the operator.
     pub token_source: String,
     /// Authentication for every HTTP face: the admin token, and OAuth when configured.
@@ -70,10 +69,10 @@ impl App {
             Some(a) => Some(Arc::new(Authenticator::new(a.clone()).map_err(anyhow::Error::msg)?)),
             None => None,
         };
-        let gate = Gatekeeper::new(admin_token.clone(), oauth);
+        let gate = Gatekeeper::new(admin_token, oauth);
         let artifacts =
             crate::artifacts_http::open(cfg, stores.artifacts).await.context("cannot open the artifact store")?;
-        Ok(Self { engine, store, admin_token, token_source, gate, artifacts })
+        Ok(Self { engine, store, token_source, gate, artifacts })
     }
 
     /// All HTTP routes.
@@ -122,20 +121,20 @@ async fn ready(State(store): State<Arc<dyn InvocationStore>>) -> impl IntoRespon
 }
 
 /// The admin token: configured, read from `token_file`, or generated once into the data dir.
-fn admin_token(cfg: &Config) -> anyhow::Result<(Arc<str>, String)> {
+fn admin_token(cfg: &Config) -> anyhow::Result<(Secret, String)> {
     if !cfg.admin.token.0.is_empty() {
-        return Ok((cfg.admin.token.0.as_str().into(), "admin.token".into()));
+        return Ok((cfg.admin.token.clone(), "admin.token".into()));
     }
     let path: PathBuf = cfg.admin.token_file.clone().unwrap_or_else(|| cfg.server.data_dir.join("admin-token"));
     if let Ok(text) = std::fs::read_to_string(&path) {
         let token = text.trim();
         anyhow::ensure!(token.len() >= 16, "admin token in {} is shorter than 16 characters", path.display());
-        return Ok((token.into(), path.display().to_string()));
+        return Ok((Secret(token.to_string()), path.display().to_string()));
     }
     anyhow::ensure!(cfg.admin.token_file.is_none(), "admin.token_file {} cannot be read", path.display());
     let token = format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple());
     write_private(&path, &token).with_context(|| format!("cannot write {}", path.display()))?;
-    Ok((token.into(), format!("{} (generated)", path.display())))
+    Ok((Secret(token), format!("{} (generated)", path.display())))
 }
 
 fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {

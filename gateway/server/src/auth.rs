@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
-use switchyard_contract::{Principal, TenantId};
+use switchyard_contract::{Principal, Secret, TenantId};
 use switchyard_oauth::{AuthError, Authenticator, http};
 
 use crate::admin::ApiError;
@@ -61,7 +61,7 @@ impl From<ApiError> for Refusal {
 /// Checks credentials for every HTTP face.
 #[derive(Clone)]
 pub struct Gatekeeper {
-    admin_token: Arc<str>,
+    admin_token: Secret,
     oauth: Option<Arc<Authenticator>>,
 }
 
@@ -72,7 +72,7 @@ impl std::fmt::Debug for Gatekeeper {
 }
 
 impl Gatekeeper {
-    pub fn new(admin_token: Arc<str>, oauth: Option<Arc<Authenticator>>) -> Self {
+    pub fn new(admin_token: Secret, oauth: Option<Arc<Authenticator>>) -> Self {
         Self { admin_token, oauth }
     }
 
@@ -84,7 +84,7 @@ impl Gatekeeper {
     pub async fn identify(&self, headers: &HeaderMap) -> Result<Identity, Refusal> {
         let bearer = http::bearer(headers).map_err(|e| self.refuse(&e))?;
         if let Some(token) = bearer
-            && constant_time_eq(token.as_bytes(), self.admin_token.as_bytes())
+            && self.admin_token.matches(token)
         {
             return Ok(Identity { principal: operator_principal(headers)?, access: Access::Operator });
         }
@@ -137,8 +137,4 @@ fn operator_principal(headers: &HeaderMap) -> Result<Principal, ApiError> {
         return Err(ApiError::invalid("X-Switchyard-Subject must be 1-200 characters"));
     }
     Ok(Principal::new(tenant, subject))
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }

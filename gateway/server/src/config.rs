@@ -2,7 +2,6 @@
 //! CLI flags, then [`Config::validate`], whose messages name the bad key. Secrets never print.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -10,16 +9,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use switchyard_contract::{EffectClass, EngineConfig, WorkerId, engine::RetryPolicy};
 
-/// A secret string: `Debug` and `Display` show `***`.
-#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct Secret(pub String);
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(if self.0.is_empty() { "\"\"" } else { "\"***\"" })
-    }
-}
+pub use switchyard_contract::Secret;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
