@@ -78,10 +78,13 @@ pub struct FailureRecord {
     /// Whether submitting the same request again (with a new key) cannot double an effect.
     pub retry_safe: bool,
     pub source: ErrorSource,
+    /// Structured detail from the upstream (e.g. a JSON-RPC error's `code` and `data`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<serde_json::Value>,
 }
 
 impl FailureRecord {
     pub fn new(code: impl Into<String>, message: impl Into<String>, retry_safe: bool, source: ErrorSource) -> Self {
-        Self { code: code.into(), message: message.into(), retry_safe, source }
+        Self { code: code.into(), message: message.into(), retry_safe, source, details: None }
     }
 }

@@ -25,6 +25,32 @@ pub struct Submission {
     pub operation: String,
     pub request: Value,
     pub ingress_key: Option<IngressKey>,
+    /// In-process companions of this call (e.g. where to relay progress notifications). Never
+    /// stored: an attempt driven after a restart or by another replica has none, and upstreams
+    /// must work without it.
+    pub context: Option<CallContext>,
+}
+
+/// Opaque, in-memory state an adapter hands to its own upstream through the engine; the
+/// upstream downcasts it. Not part of the request digest and never persisted.
+#[derive(Clone)]
+pub struct CallContext(pub Arc<dyn std::any::Any + Send + Sync>);
+
+impl std::fmt::Debug for CallContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CallContext(..)")
+    }
+}
+
+impl CallContext {
+    pub fn new<T: std::any::Any + Send + Sync>(value: T) -> Self {
+        Self(Arc::new(value))
+    }
+
+    /// The value, if it is a `T`.
+    pub fn get<T: std::any::Any + Send + Sync>(&self) -> Option<&T> {
+        self.0.downcast_ref::<T>()
+    }
 }
 
 /// The answer to a submission: the invocation as committed, and whether this call created it
@@ -164,6 +190,8 @@ pub struct DispatchCall {
     pub principal: Principal,
     pub target: Target,
     pub request: Value,
+    /// The submitter's [`CallContext`], when this process admitted the call and still has it.
+    pub context: Option<CallContext>,
 }
 
 /// How an attempt failed, as the upstream adapter classifies it.
@@ -171,7 +199,7 @@ pub struct DispatchCall {
 pub enum UpstreamError {
     /// The upstream answered and refused: the effect did not happen; repeating will not help.
     #[error("upstream rejected the call ({code}): {message}")]
-    Rejected { code: String, message: String },
+    Rejected { code: String, message: String, details: Option<Value> },
     /// The call certainly did not take effect (e.g. connection refused): safe to try again.
     #[error("upstream unavailable: {message}")]
     Unavailable { message: String },
@@ -208,4 +236,39 @@ pub trait UpstreamRegistry: Send + Sync {
     fn target(&self, upstream: &str, operation: &str) -> Result<Target, Error>;
     /// The upstream named `name`.
     fn upstream(&self, name: &str) -> Option<Arc<dyn Upstream>>;
+}
+
+/// One pinned upstream definition (for MCP: a tool, keyed by its upstream name). Discovery
+/// records the digest it observed; the binding is usable only while that equals the approved
+/// digest, so a changed schema is withheld until an operator approves it again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Binding {
+    pub upstream: String,
+    pub kind: String,
+    pub name: String,
+    pub approved_digest: Option<String>,
+    pub observed_digest: String,
+    /// Who approved: `first-use` for the automatic approval of a name never seen before.
+    pub approved_by: Option<String>,
+    pub updated_at_ms: Millis,
+}
+
+impl Binding {
+    pub fn is_approved(&self) -> bool {
+        self.approved_digest.as_deref() == Some(self.observed_digest.as_str())
+    }
+}
+
+/// Durable pins of upstream definitions, shared by every replica.
+#[async_trait]
+pub trait BindingStore: Send + Sync {
+    /// Records the digest discovery observed. A name seen for the first time is approved at
+    /// once (trust on first use); a known one keeps its approved digest, so a change shows as
+    /// not approved. Returns the binding as stored.
+    async fn observe(&self, upstream: &str, kind: &str, name: &str, digest: &str) -> Result<Binding, Error>;
+    /// Every binding, or one upstream's, ordered by upstream, kind and name.
+    async fn list(&self, upstream: Option<&str>) -> Result<Vec<Binding>, Error>;
+    /// Approves the observed digest of one binding (`name`) or of all the upstream's bindings;
+    /// returns how many changed.
+    async fn approve(&self, upstream: &str, name: Option<&str>, by: &str) -> Result<u64, Error>;
 }

@@ -13,7 +13,8 @@ use axum::extract::{DefaultBodyLimit, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::get;
-use switchyard_contract::{Engine, FaultHook, InvocationStore, NoFaults, WorkerId};
+use switchyard_contract::{BindingStore, Engine, FaultHook, InvocationStore, NoFaults, WorkerId};
+use switchyard_mcp::McpGateway;
 use switchyard_store::{StoreOptions, redact_url};
 use tower_http::trace::TraceLayer;
 use tracing::{info, warn};
@@ -36,6 +37,11 @@ pub struct App {
     pub gate: Gatekeeper,
     /// Artifact bytes and metadata, served at `/artifacts/{id}`.
     pub artifacts: switchyard_artifacts::Artifacts,
+    /// Upstream MCP servers, their catalog, and the MCP endpoints' routes (before auth).
+    pub mcp: Arc<McpGateway>,
+    mcp_routes: Router,
+    /// Pinned upstream definitions (MCP tool schemas).
+    pub bindings: Arc<dyn BindingStore>,
 }
 
 impl std::fmt::Debug for App {
@@ -55,7 +61,12 @@ impl App {
             .await
             .with_context(|| format!("cannot open store {}", redact_url(&url)))?;
         let store = stores.invocations;
-        let registry = Arc::new(Registry::from_config(&cfg.upstreams, &cfg.server.data_dir));
+        let mcp = Arc::new(McpGateway::new(cfg.mcp.clone(), stores.bindings.clone()));
+        let mut registry = Registry::from_config(&cfg.upstreams, &cfg.server.data_dir);
+        for u in mcp.upstreams() {
+            registry.add(u.name, u.upstream, u.operations);
+        }
+        let registry = Arc::new(registry);
         let faults: Arc<dyn FaultHook> = match PauseAt::from_env().map_err(anyhow::Error::msg)? {
             Some(p) => {
                 warn!(point = ?p.0, "FAULT INJECTION IS ON (SWITCHYARD_FAULT_PAUSE): for crash tests only");
@@ -72,7 +83,12 @@ impl App {
         let gate = Gatekeeper::new(admin_token, oauth);
         let artifacts =
             crate::artifacts_http::open(cfg, stores.artifacts).await.context("cannot open the artifact store")?;
-        Ok(Self { engine, store, token_source, gate, artifacts })
+        let state_key = match &cfg.mcp.request_state_key {
+            k if !k.0.is_empty() => k.clone(),
+            _ => generated_secret(&cfg.server.data_dir.join("mcp-request-state-key"))?,
+        };
+        let mcp_routes = mcp.router(engine.clone(), state_key.0.as_bytes()).map_err(anyhow::Error::msg)?;
+        Ok(Self { engine, store, token_source, gate, artifacts, mcp, mcp_routes, bindings: stores.bindings })
     }
 
     /// All HTTP routes.
@@ -92,6 +108,8 @@ impl App {
                 artifacts: self.artifacts.clone(),
                 gate: self.gate.clone(),
             }))
+            .merge(crate::mcp_http::protect(self.mcp_routes.clone(), self.gate.clone(), cfg.mcp.anonymous))
+            .merge(crate::mcp_http::upstreams_admin(self.mcp.catalog(), self.bindings.clone(), self.gate.clone()))
             .layer(DefaultBodyLimit::max(cfg.server.body_limit_bytes))
             .layer(TraceLayer::new_for_http())
     }
@@ -109,7 +127,8 @@ impl App {
         Router::new()
             .route(switchyard_oauth::http::PRM_PATH, get(serve.clone()))
             .route(&format!("{}/admin/v1", switchyard_oauth::http::PRM_PATH), get(serve.clone()))
-            .route(&format!("{}/artifacts", switchyard_oauth::http::PRM_PATH), get(serve))
+            .route(&format!("{}/artifacts", switchyard_oauth::http::PRM_PATH), get(serve.clone()))
+            .route(&format!("{}/mcp", switchyard_oauth::http::PRM_PATH), get(serve))
     }
 }
 
@@ -126,15 +145,25 @@ fn admin_token(cfg: &Config) -> anyhow::Result<(Secret, String)> {
         return Ok((cfg.admin.token.clone(), "admin.token".into()));
     }
     let path: PathBuf = cfg.admin.token_file.clone().unwrap_or_else(|| cfg.server.data_dir.join("admin-token"));
-    if let Ok(text) = std::fs::read_to_string(&path) {
-        let token = text.trim();
-        anyhow::ensure!(token.len() >= 16, "admin token in {} is shorter than 16 characters", path.display());
-        return Ok((Secret(token.to_string()), path.display().to_string()));
+    if cfg.admin.token_file.is_some() {
+        anyhow::ensure!(path.exists(), "admin.token_file {} cannot be read", path.display());
     }
-    anyhow::ensure!(cfg.admin.token_file.is_none(), "admin.token_file {} cannot be read", path.display());
-    let token = format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple());
-    write_private(&path, &token).with_context(|| format!("cannot write {}", path.display()))?;
-    Ok((Secret(token), format!("{} (generated)", path.display())))
+    let generated = !path.exists();
+    let token = generated_secret(&path)?;
+    let source = if generated { format!("{} (generated)", path.display()) } else { path.display().to_string() };
+    Ok((token, source))
+}
+
+/// A secret kept in a private file: read it, or generate 64 random hex characters into it.
+fn generated_secret(path: &std::path::Path) -> anyhow::Result<Secret> {
+    if let Ok(text) = std::fs::read_to_string(path) {
+        let secret = text.trim();
+        anyhow::ensure!(secret.len() >= 16, "the secret in {} is shorter than 16 characters", path.display());
+        return Ok(Secret(secret.to_string()));
+    }
+    let secret = format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple());
+    write_private(path, &secret).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(Secret(secret))
 }
 
 fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
@@ -154,6 +183,7 @@ pub async fn serve(cfg: Config, shutdown: impl Future<Output = ()> + Send + 'sta
         .with_context(|| format!("cannot listen on {}", cfg.server.listen))?;
     let addr: SocketAddr = listener.local_addr()?;
     let recovery = app.engine.start();
+    let undiscovered = app.mcp.discover().await;
     let collector = (cfg.artifacts.gc_interval_ms > 0)
         .then(|| app.artifacts.spawn_collector(Duration::from_millis(cfg.artifacts.gc_interval_ms)));
     let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
@@ -173,6 +203,12 @@ pub async fn serve(cfg: Config, shutdown: impl Future<Output = ()> + Send + 'sta
     println!("  store:       {}", redact_url(&cfg.store_url()));
     println!("  data dir:    {}", cfg.server.data_dir.display());
     println!("  admin token: {}", app.token_source);
+    for server in cfg.mcp.effective_servers() {
+        println!("  mcp:         http://{addr}{}", server.path);
+    }
+    if !undiscovered.is_empty() {
+        println!("  mcp upstreams not reachable yet (retrying): {}", undiscovered.join(", "));
+    }
     shutdown.await;
     info!("shutting down: draining HTTP and in-flight invocations");
     stop_tx.send_replace(true);
@@ -185,6 +221,7 @@ pub async fn serve(cfg: Config, shutdown: impl Future<Output = ()> + Send + 'sta
     if let Some(c) = collector {
         c.abort();
     }
+    app.mcp.close().await;
     engine?;
     Ok(())
 }

@@ -18,6 +18,8 @@ pub mod scope {
     pub const WRITE: &str = "invocations:write";
     pub const RECONCILE: &str = "invocations:reconcile";
     pub const ARTIFACTS_READ: &str = "artifacts:read";
+    /// Use the MCP endpoints (list and call tools, read resources, get prompts).
+    pub const MCP: &str = "mcp:call";
 }
 
 /// What a caller may do.

@@ -24,6 +24,8 @@ pub struct Config {
     pub auth: Option<switchyard_oauth::AuthConfig>,
     /// Artifact bytes (filesystem or S3), retention classes and the collector.
     pub artifacts: switchyard_artifacts::ArtifactsConfig,
+    /// MCP: upstream MCP servers and the endpoints exposing them.
+    pub mcp: switchyard_mcp::McpConfig,
 }
 
 impl Default for Config {
@@ -37,6 +39,7 @@ impl Default for Config {
             upstreams: vec![UpstreamConfig::demo()],
             auth: None,
             artifacts: switchyard_artifacts::ArtifactsConfig::default(),
+            mcp: switchyard_mcp::McpConfig::default(),
         }
     }
 }
@@ -224,6 +227,11 @@ impl Config {
             }
         }
         self.artifacts.validate().map_err(ConfigError::Invalid)?;
+        let taken = self.upstreams.iter().map(|u| u.name.clone()).collect();
+        self.mcp.validate(&taken).map_err(ConfigError::Invalid)?;
+        if self.mcp.anonymous && !self.server.listen.ip().is_loopback() {
+            return bad("mcp.anonymous is only allowed while server.listen is a loopback address".into());
+        }
         if let Some(auth) = &self.auth {
             auth.validate(self.server.listen.ip().is_loopback()).map_err(ConfigError::Invalid)?;
         }

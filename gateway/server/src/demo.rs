@@ -117,6 +117,7 @@ impl Upstream for Demo {
             other => Err(UpstreamError::Rejected {
                 code: "unknown_operation".into(),
                 message: format!("the demo upstream has no operation `{other}`"),
+                details: None,
             }),
         }
     }

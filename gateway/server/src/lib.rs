@@ -10,4 +10,5 @@ pub mod cli;
 pub mod config;
 pub mod demo;
 pub mod faults;
+pub mod mcp_http;
 pub mod registry;

@@ -41,6 +41,16 @@ impl Registry {
             .collect();
         Self { entries }
     }
+
+    /// Adds an upstream served by an adapter (e.g. MCP).
+    pub fn add(
+        &mut self,
+        name: String,
+        upstream: Arc<dyn Upstream>,
+        operations: impl IntoIterator<Item = (String, EffectClass)>,
+    ) {
+        self.entries.insert(name, Entry { upstream, operations: operations.into_iter().collect() });
+    }
 }
 
 impl UpstreamRegistry for Registry {

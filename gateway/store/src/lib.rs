@@ -9,6 +9,7 @@
 mod artifact_row;
 pub mod artifacts_pg;
 pub mod artifacts_sqlite;
+pub mod bindings;
 mod error;
 mod migrate;
 pub mod postgres;
@@ -17,10 +18,11 @@ pub mod sqlite;
 
 use std::sync::Arc;
 
-use switchyard_contract::{ArtifactIndex, InvocationStore};
+use switchyard_contract::{ArtifactIndex, BindingStore, InvocationStore};
 
 pub use artifacts_pg::PgArtifactIndex;
 pub use artifacts_sqlite::SqliteArtifactIndex;
+pub use bindings::{PgBindings, SqliteBindings};
 pub use error::StoreError;
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
@@ -45,6 +47,8 @@ impl Default for StoreOptions {
 pub struct Stores {
     pub invocations: Arc<dyn InvocationStore>,
     pub artifacts: Arc<dyn ArtifactIndex>,
+    /// Pinned upstream definitions (MCP tool schemas).
+    pub bindings: Arc<dyn BindingStore>,
 }
 
 impl std::fmt::Debug for Stores {
@@ -59,11 +63,13 @@ pub async fn connect(url: &str, opts: &StoreOptions) -> Result<Stores, StoreErro
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
         let store = PgStore::connect(url, opts).await?;
         let artifacts = Arc::new(PgArtifactIndex::from_pool(store.pool().clone()));
-        Ok(Stores { invocations: Arc::new(store), artifacts })
+        let bindings = Arc::new(PgBindings::from_pool(store.pool().clone()));
+        Ok(Stores { invocations: Arc::new(store), artifacts, bindings })
     } else if url.starts_with("sqlite:") {
         let (writer, readers) = sqlite::open_pools(url, opts).await?;
         let artifacts = Arc::new(SqliteArtifactIndex::from_pools(writer.clone(), readers.clone()));
-        Ok(Stores { invocations: Arc::new(SqliteStore::from_pools(writer, readers)), artifacts })
+        let bindings = Arc::new(SqliteBindings::from_pools(writer.clone(), readers.clone()));
+        Ok(Stores { invocations: Arc::new(SqliteStore::from_pools(writer, readers)), artifacts, bindings })
     } else {
         Err(StoreError::Config(format!("store url must start with postgres:// or sqlite: (got `{}`)", redact_url(url))))
     }

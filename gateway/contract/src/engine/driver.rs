@@ -17,19 +17,24 @@ use super::{FaultPoint, Inner};
 use crate::Millis;
 use crate::error::Error;
 use crate::event::EventKind;
-use crate::ports::{CancelAck, DispatchCall, UpstreamError};
+use crate::ports::{CallContext, CancelAck, DispatchCall, UpstreamError};
 use crate::state::{Invocation, InvocationState};
 
-pub(super) async fn drive(inner: Arc<Inner>, inv: Invocation, cancel: Arc<Notify>) {
+pub(super) async fn drive(inner: Arc<Inner>, inv: Invocation, cancel: Arc<Notify>, context: Option<CallContext>) {
     let span = info_span!("invocation", invocation.id = %inv.id, target = %inv.target, fence = inv.lease.fence.0);
     let (id, fence) = (inv.id, inv.lease.fence);
-    if let Err(e) = run(&inner, inv, &cancel).instrument(span.clone()).await {
+    if let Err(e) = run(&inner, inv, &cancel, context).instrument(span.clone()).await {
         span.in_scope(|| debug!(error = %e, "driver stopped"));
     }
     inner.driver_done(id, fence);
 }
 
-async fn run(inner: &Arc<Inner>, mut inv: Invocation, cancel: &Notify) -> Result<(), Error> {
+async fn run(
+    inner: &Arc<Inner>,
+    mut inv: Invocation,
+    cancel: &Notify,
+    context: Option<CallContext>,
+) -> Result<(), Error> {
     let fence = inv.lease.fence;
     let (worker, ttl) = (inner.cfg.worker, inner.cfg.ttl_ms());
     loop {
@@ -61,6 +66,7 @@ async fn run(inner: &Arc<Inner>, mut inv: Invocation, cancel: &Notify) -> Result
             principal: inv.principal.clone(),
             target: inv.target.clone(),
             request: inv.request.clone(),
+            context: context.clone(),
         };
         let result = attempt_call(inner, &call, &mut inv, cancel).await;
         inner.faults.reached(FaultPoint::AfterUpstreamReply, inv.id).await;
@@ -92,6 +98,7 @@ async fn attempt_call(
         return Err(UpstreamError::Rejected {
             code: "upstream_not_configured".into(),
             message: format!("upstream `{}` is not configured on this gateway", call.target.upstream),
+            details: None,
         });
     };
     let (worker, fence, ttl) = (inner.cfg.worker, inv.lease.fence, inner.cfg.ttl_ms());

@@ -196,6 +196,26 @@ impl Engine {
         Ok(submitted)
     }
 
+    /// [`submit_and_wait`](Self::submit_and_wait) that also stops waiting when `interrupt`
+    /// resolves (the client went away); then returns the invocation as it was and `true`.
+    pub async fn submit_and_wait_or(
+        &self,
+        submission: Submission,
+        limit: Duration,
+        interrupt: impl std::future::Future<Output = ()> + Send,
+    ) -> Result<(Submitted, bool), Error> {
+        let changes = self.inner.changed.subscribe();
+        let mut submitted = self.submit(submission).await?;
+        let current = submitted.invocation.clone();
+        tokio::select! {
+            followed = self.follow(changes, current, limit) => {
+                submitted.invocation = followed?;
+                Ok((submitted, false))
+            }
+            _ = interrupt => Ok((submitted, true)),
+        }
+    }
+
     /// Applies this process's snapshots of `inv` (and a re-read every `watch_poll`) until it
     /// settles or `limit` passes.
     async fn follow(
@@ -265,16 +285,16 @@ impl Inner {
         let n = taken.len();
         for inv in taken {
             info!(invocation.id = %inv.id, state = inv.state.name().as_str(), fence = inv.lease.fence.0, "recovering invocation");
-            self.spawn_driver(inv);
+            self.spawn_driver(inv, None);
         }
         Ok(n)
     }
 
-    fn spawn_driver(self: &Arc<Self>, inv: Invocation) {
+    fn spawn_driver(self: &Arc<Self>, inv: Invocation, context: Option<crate::ports::CallContext>) {
         let cancel = Arc::new(Notify::new());
         let (id, fence) = (inv.id, inv.lease.fence);
         let Ok(mut running) = self.running.lock() else { return };
-        let task = tokio::spawn(driver::drive(self.clone(), inv, cancel.clone()));
+        let task = tokio::spawn(driver::drive(self.clone(), inv, cancel.clone(), context));
         running.insert(id, Running { fence, cancel, task: task.abort_handle() });
     }
 
@@ -319,7 +339,7 @@ impl Invocations for Engine {
         match inner.store.admit(draft).await? {
             Admission::Created(inv) => {
                 inner.notify_changed(&inv);
-                inner.spawn_driver(inv.clone());
+                inner.spawn_driver(inv.clone(), s.context);
                 Ok(Submitted { invocation: inv, created: true })
             }
             Admission::Existing(inv) if inv.digest == digest => Ok(Submitted { invocation: inv, created: false }),

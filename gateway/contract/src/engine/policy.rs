@@ -56,9 +56,10 @@ impl RetryPolicy {
         };
         match result {
             Ok(v) => AttemptOutcome::Succeeded(v),
-            Err(UpstreamError::Rejected { code, message }) => {
-                AttemptOutcome::Failed(FailureRecord::new(code, message, true, ErrorSource::Upstream))
-            }
+            Err(UpstreamError::Rejected { code, message, details }) => AttemptOutcome::Failed(FailureRecord {
+                details,
+                ..FailureRecord::new(code, message, true, ErrorSource::Upstream)
+            }),
             Err(UpstreamError::Unavailable { message }) => {
                 retry_or_fail(FailureRecord::new("upstream_unavailable", message, true, ErrorSource::Upstream))
             }

@@ -72,6 +72,7 @@ pub(super) async fn submit(
         operation: b.operation,
         request: b.request,
         ingress_key: key,
+        context: None,
     };
     let submitted = if wait > 0 {
         state.engine.submit_and_wait(submission, Duration::from_millis(wait)).await?

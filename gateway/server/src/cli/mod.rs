@@ -5,6 +5,7 @@ mod invocations;
 mod migrate;
 mod reconcile;
 mod serve;
+mod upstreams;
 mod validate_config;
 
 use std::path::PathBuf;
@@ -42,6 +43,9 @@ enum Command {
     /// Inspect, download and collect stored artifacts.
     #[command(subcommand)]
     Artifacts(artifacts::Command),
+    /// Review and approve pinned upstream tool schemas.
+    #[command(subcommand)]
+    Upstreams(upstreams::Command),
 }
 
 /// Parses the command line, runs the subcommand, and maps errors to exit code 1 (2 for usage).
@@ -75,6 +79,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Invocations(cmd) => invocations::run(cmd, &cfg).await,
         Command::Reconcile(args) => reconcile::run(args, &cfg).await,
         Command::Artifacts(cmd) => artifacts::run(cmd, &cfg).await,
+        Command::Upstreams(cmd) => upstreams::run(cmd, &cfg).await,
         Command::ValidateConfig(_) => Ok(()),
     }
 }

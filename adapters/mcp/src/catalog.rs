@@ -1,0 +1,263 @@
+//! What the upstreams offer, discovered once at start-up (and again when an upstream says its
+//! lists changed), namespaced, and pinned: each tool's schemas are digested (RFC 8785 +
+//! SHA-256) and checked against the approved digest in the store. A tool whose digest changed is
+//! withheld (absent from tools/list, refused on call) until an operator approves it again.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{Prompt, Resource, ResourceTemplate, Tool};
+use serde::Serialize;
+use serde_json::json;
+use switchyard_contract::{BindingStore, RequestDigest};
+use tracing::{info, warn};
+
+use crate::client::Pool;
+
+/// Bindings of the `tool` kind.
+pub const TOOL: &str = "tool";
+
+/// One upstream tool as exposed.
+#[derive(Debug, Clone)]
+pub struct ToolEntry {
+    /// The name clients see (prefix + upstream name).
+    pub exposed: String,
+    pub upstream: String,
+    /// As the upstream described it (its own name).
+    pub tool: Tool,
+    pub digest: String,
+    pub approved: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct PromptEntry {
+    pub exposed: String,
+    pub upstream: String,
+    pub prompt: Prompt,
+}
+
+/// One upstream's offer.
+#[derive(Debug, Clone, Default)]
+pub struct Offer {
+    pub tools: Vec<ToolEntry>,
+    pub prompts: Vec<PromptEntry>,
+    pub resources: Vec<Resource>,
+    pub templates: Vec<ResourceTemplate>,
+}
+
+/// A tool's state, for the admin API and the CLI.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolStatus {
+    pub upstream: String,
+    pub tool: String,
+    pub exposed: String,
+    pub approved: bool,
+    pub digest: String,
+}
+
+/// Every upstream's offer.
+pub struct Catalog {
+    offers: RwLock<HashMap<String, Offer>>,
+    /// Upstream order as configured (routing of resources tries them in this order).
+    order: Vec<String>,
+    bindings: Arc<dyn BindingStore>,
+    last_refresh: std::sync::Mutex<Instant>,
+}
+
+impl std::fmt::Debug for Catalog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Catalog").field("upstreams", &self.order).finish_non_exhaustive()
+    }
+}
+
+/// How often approvals made elsewhere (CLI, another replica) are picked up.
+const APPROVAL_REFRESH: Duration = Duration::from_secs(2);
+
+/// The digest a tool is pinned by: its input and output schemas, canonicalized.
+pub fn tool_digest(upstream: &str, tool: &Tool) -> Result<String, String> {
+    let schemas = json!({ "inputSchema": tool.input_schema.as_ref(), "outputSchema": tool.output_schema.as_deref() });
+    RequestDigest::compute(upstream, &tool.name, &schemas).map(|d| d.as_str().to_string()).map_err(|e| e.to_string())
+}
+
+impl Catalog {
+    pub fn new(order: Vec<String>, bindings: Arc<dyn BindingStore>) -> Self {
+        Self {
+            offers: RwLock::new(HashMap::new()),
+            order,
+            bindings,
+            last_refresh: std::sync::Mutex::new(Instant::now()),
+        }
+    }
+
+    pub fn order(&self) -> &[String] {
+        &self.order
+    }
+
+    /// Lists everything the upstream offers on one session and pins its tools.
+    pub async fn discover(&self, pool: &Arc<Pool>) -> Result<(), String> {
+        let name = pool.spec.name.clone();
+        let prefix = pool.spec.prefix();
+        let lease = pool.acquire().await.map_err(|e| e.0)?;
+        let Some(peer) = lease.peer().cloned() else { return Err("no session".into()) };
+        let tools = peer.list_all_tools().await.map_err(|e| format!("tools/list: {e}"))?;
+        // Prompts and resources are optional capabilities: a refusal means "none".
+        let prompts = peer.list_all_prompts().await.unwrap_or_default();
+        let resources = peer.list_all_resources().await.unwrap_or_default();
+        let templates = peer.list_all_resource_templates().await.unwrap_or_default();
+        drop(lease);
+        let mut offer = Offer { resources, templates, ..Offer::default() };
+        for tool in tools {
+            let digest = tool_digest(&name, &tool)?;
+            let binding = self.bindings.observe(&name, TOOL, &tool.name, &digest).await.map_err(|e| e.to_string())?;
+            if !binding.is_approved() {
+                warn!(
+                    upstream = %name, tool = %tool.name, approved = binding.approved_digest.as_deref().unwrap_or("-"),
+                    observed = %digest,
+                    "tool schema changed since it was approved: the tool is withheld until `switchyard upstreams approve {name} --tool {}`",
+                    tool.name
+                );
+            }
+            offer.tools.push(ToolEntry {
+                exposed: format!("{prefix}{}", tool.name),
+                upstream: name.clone(),
+                tool,
+                digest,
+                approved: binding.is_approved(),
+            });
+        }
+        offer.prompts = prompts
+            .into_iter()
+            .map(|p| PromptEntry { exposed: format!("{prefix}{}", p.name), upstream: name.clone(), prompt: p })
+            .collect();
+        info!(
+            upstream = %name, tools = offer.tools.len(), withheld = offer.tools.iter().filter(|t| !t.approved).count(),
+            prompts = offer.prompts.len(), resources = offer.resources.len(), templates = offer.templates.len(),
+            "upstream discovered"
+        );
+        if let Ok(mut offers) = self.offers.write() {
+            offers.insert(name, offer);
+        }
+        Ok(())
+    }
+
+    /// Re-reads approvals from the store at most every couple of seconds.
+    pub async fn refresh_approvals(&self) {
+        {
+            let Ok(mut last) = self.last_refresh.lock() else { return };
+            if last.elapsed() < APPROVAL_REFRESH {
+                return;
+            }
+            *last = Instant::now();
+        }
+        let Ok(all) = self.bindings.list(None).await else { return };
+        let approved: HashMap<(String, String), Option<String>> =
+            all.into_iter().filter(|b| b.kind == TOOL).map(|b| ((b.upstream, b.name), b.approved_digest)).collect();
+        if let Ok(mut offers) = self.offers.write() {
+            for offer in offers.values_mut() {
+                for t in &mut offer.tools {
+                    let key = (t.upstream.clone(), t.tool.name.to_string());
+                    t.approved = approved.get(&key).is_some_and(|a| a.as_deref() == Some(t.digest.as_str()));
+                }
+            }
+        }
+    }
+
+    /// The offers of `upstreams` in configured order.
+    pub fn offers(&self, include: impl Fn(&str) -> bool) -> Vec<Offer> {
+        let Ok(offers) = self.offers.read() else { return Vec::new() };
+        self.order.iter().filter(|u| include(u)).filter_map(|u| offers.get(u).cloned()).collect()
+    }
+
+    pub fn tool(&self, exposed: &str, include: impl Fn(&str) -> bool) -> Option<ToolEntry> {
+        self.offers(include).into_iter().flat_map(|o| o.tools).find(|t| t.exposed == exposed)
+    }
+
+    pub fn prompt(&self, exposed: &str, include: impl Fn(&str) -> bool) -> Option<PromptEntry> {
+        self.offers(include).into_iter().flat_map(|o| o.prompts).find(|p| p.exposed == exposed)
+    }
+
+    /// The upstream serving `uri`: one listing it, else one with a matching template, else the
+    /// first included upstream with resources (its answer, even "not found", is passed on).
+    pub fn resource_upstream(&self, uri: &str, include: impl Fn(&str) -> bool) -> Option<String> {
+        let Ok(offers) = self.offers.read() else { return None };
+        let included: Vec<(&String, &Offer)> =
+            self.order.iter().filter(|u| include(u)).filter_map(|u| offers.get(u).map(|o| (u, o))).collect();
+        included
+            .iter()
+            .find(|(_, o)| o.resources.iter().any(|r| r.uri == uri))
+            .or_else(|| {
+                included.iter().find(|(_, o)| o.templates.iter().any(|t| template_matches(&t.uri_template, uri)))
+            })
+            .or_else(|| included.iter().find(|(_, o)| !o.resources.is_empty() || !o.templates.is_empty()))
+            .map(|(u, _)| (*u).clone())
+    }
+
+    pub fn status(&self) -> Vec<ToolStatus> {
+        self.offers(|_| true)
+            .into_iter()
+            .flat_map(|o| o.tools)
+            .map(|t| ToolStatus {
+                upstream: t.upstream,
+                tool: t.tool.name.to_string(),
+                exposed: t.exposed,
+                approved: t.approved,
+                digest: t.digest,
+            })
+            .collect()
+    }
+}
+
+/// RFC 6570 level 1 matching: literal parts must match, each `{var}` matches one or more
+/// characters other than `/`.
+pub fn template_matches(template: &str, uri: &str) -> bool {
+    let mut rest = uri;
+    let mut parts = template.split('{');
+    let Some(first) = parts.next() else { return false };
+    let Some(r) = rest.strip_prefix(first) else { return false };
+    rest = r;
+    for part in parts {
+        let Some((_, literal)) = part.split_once('}') else { return false };
+        let end = if literal.is_empty() {
+            rest.find('/').unwrap_or(rest.len())
+        } else {
+            match rest.find(literal) {
+                Some(i) => i,
+                None => return false,
+            }
+        };
+        if end == 0 || rest[..end].contains('/') {
+            return false;
+        }
+        rest = &rest[end + literal.len()..];
+    }
+    rest.is_empty()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates_match_level_one() {
+        assert!(template_matches("test://template/{id}/data", "test://template/123/data"));
+        assert!(!template_matches("test://template/{id}/data", "test://template/1/2/data"));
+        assert!(!template_matches("test://template/{id}/data", "test://template//data"));
+        assert!(template_matches("file:///{path}", "file:///x"));
+        assert!(!template_matches("a://{x}", "b://y"));
+    }
+
+    #[test]
+    fn digests_follow_the_schema_not_the_description() {
+        let schema = |v: serde_json::Value| Arc::new(v.as_object().cloned().unwrap_or_default());
+        let a = Tool::new("t", "one", schema(json!({"type": "object", "properties": {"a": {"type": "string"}}})));
+        let mut b = a.clone();
+        b.description = Some("two".into());
+        let c = Tool::new("t", "one", schema(json!({"properties": {"a": {"type": "string"}}, "type": "object"})));
+        let d = Tool::new("t", "one", schema(json!({"type": "object", "properties": {"b": {"type": "string"}}})));
+        let digest = |t: &Tool| tool_digest("u", t).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(digest(&a), digest(&b), "descriptions are not pinned");
+        assert_eq!(digest(&a), digest(&c), "key order does not matter (RFC 8785)");
+        assert_ne!(digest(&a), digest(&d));
+    }
+}

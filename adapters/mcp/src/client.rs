@@ -1,0 +1,355 @@
+//! Upstream MCP sessions on rmcp's client. Each upstream has a pool of sessions (HTTP
+//! connections, or child processes for stdio); a session carries one call at a time, so every
+//! notification or server→client request an upstream sends during a call belongs to that call
+//! and is relayed to the client that made it (see [`Relay`]). A dead session is dropped and a
+//! new one started on demand; start-up failures back off exponentially (100 ms … 30 s).
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rmcp::model::{
+    ClientCapabilities, ClientInfo, ClientResult, CreateMessageRequest, CreateMessageRequestParams,
+    CreateMessageResult, ElicitRequest, ElicitRequestParams, ElicitResult, ErrorCode, ErrorData, Implementation,
+    ListRootsRequest, ListRootsResult, LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam,
+    ProgressToken, ProtocolVersion, ServerRequest,
+};
+use rmcp::service::{NotificationContext, Peer, RequestContext, RunningService};
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ClientHandler, RoleClient, RoleServer};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tracing::{debug, info, warn};
+
+use crate::config::McpUpstreamConfig;
+
+/// Where one call's upstream traffic goes: the client that made it. Lives only in memory (the
+/// contract's `CallContext`); an attempt recovered after a restart has none, and then
+/// notifications are dropped and server→client requests refused.
+#[derive(Debug)]
+pub struct Relay {
+    pub peer: Peer<RoleServer>,
+    /// The client's progress token, if it asked for progress.
+    pub progress: Option<ProgressToken>,
+    /// The client is on a legacy (initialize) session and can take server→client requests.
+    pub legacy: bool,
+    /// What the client declared it can do; forwarded so the upstream asks only for that.
+    pub capabilities: Option<ClientCapabilities>,
+    pub log_level: Option<LoggingLevel>,
+}
+
+impl Relay {
+    /// Sends a server→client request to the downstream client (legacy sessions only).
+    pub async fn ask(&self, request: ServerRequest) -> Result<ClientResult, ErrorData> {
+        if !self.legacy {
+            return Err(ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                "the upstream asked for client input outside a legacy session; stateless clients answer \
+                 through input_required results only",
+                None,
+            ));
+        }
+        self.peer.send_request(request).await.map_err(service_error)
+    }
+}
+
+pub(crate) fn service_error(e: rmcp::ServiceError) -> ErrorData {
+    match e {
+        rmcp::ServiceError::McpError(e) => e,
+        other => ErrorData::internal_error(format!("the client did not answer: {other}"), None),
+    }
+}
+
+/// The client side of one upstream session: relays to whichever call is current.
+#[derive(Clone)]
+pub(crate) struct RelayHandler {
+    current: Arc<Mutex<Option<Arc<Relay>>>>,
+    list_changed: Arc<Notify>,
+}
+
+impl std::fmt::Debug for RelayHandler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RelayHandler").finish_non_exhaustive()
+    }
+}
+
+impl RelayHandler {
+    fn relay(&self) -> Option<Arc<Relay>> {
+        self.current.lock().ok().and_then(|c| c.clone())
+    }
+
+    fn set(&self, relay: Option<Arc<Relay>>) {
+        if let Ok(mut c) = self.current.lock() {
+            *c = relay;
+        }
+    }
+
+    fn no_client() -> ErrorData {
+        ErrorData::new(ErrorCode::METHOD_NOT_FOUND, "no client is attached to this call", None)
+    }
+}
+
+impl ClientHandler for RelayHandler {
+    fn get_info(&self) -> ClientInfo {
+        let mut caps = ClientCapabilities::default();
+        caps.sampling = Some(Default::default());
+        caps.elicitation = Some(Default::default());
+        caps.roots = Some(Default::default());
+        let mut info = ClientInfo::default();
+        info.capabilities = caps;
+        info.client_info = Implementation::new("switchyard", env!("CARGO_PKG_VERSION"));
+        info
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        let relay = self.relay().ok_or_else(Self::no_client)?;
+        let request = CreateMessageRequest::new(params);
+        match relay.ask(ServerRequest::CreateMessageRequest(request)).await? {
+            ClientResult::CreateMessageResult(r) => Ok(*r),
+            _ => Err(ErrorData::internal_error("the client answered sampling with another result", None)),
+        }
+    }
+
+    async fn create_elicitation(
+        &self,
+        params: ElicitRequestParams,
+        _: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let relay = self.relay().ok_or_else(Self::no_client)?;
+        let request = ElicitRequest::new(params);
+        match relay.ask(ServerRequest::ElicitRequest(request)).await? {
+            ClientResult::ElicitResult(r) => Ok(r),
+            _ => Err(ErrorData::internal_error("the client answered elicitation with another result", None)),
+        }
+    }
+
+    async fn list_roots(&self, _: RequestContext<RoleClient>) -> Result<ListRootsResult, ErrorData> {
+        let relay = self.relay().ok_or_else(Self::no_client)?;
+        match relay.ask(ServerRequest::ListRootsRequest(ListRootsRequest::default())).await? {
+            ClientResult::ListRootsResult(r) => Ok(r),
+            _ => Err(ErrorData::internal_error("the client answered roots/list with another result", None)),
+        }
+    }
+
+    async fn on_progress(&self, params: ProgressNotificationParam, _: NotificationContext<RoleClient>) {
+        if let Some(relay) = self.relay()
+            && let Some(token) = relay.progress.clone()
+        {
+            let mut forwarded = params;
+            forwarded.progress_token = token;
+            if let Err(e) = relay.peer.notify_progress(forwarded).await {
+                debug!(error = %e, "progress not relayed");
+            }
+        }
+    }
+
+    #[allow(deprecated)]
+    async fn on_logging_message(&self, params: LoggingMessageNotificationParam, _: NotificationContext<RoleClient>) {
+        if let Some(relay) = self.relay()
+            && let Err(e) = relay.peer.notify_logging_message(params).await
+        {
+            debug!(error = %e, "log message not relayed");
+        }
+    }
+
+    async fn on_tool_list_changed(&self, _: NotificationContext<RoleClient>) {
+        self.list_changed.notify_waiters();
+    }
+
+    async fn on_prompt_list_changed(&self, _: NotificationContext<RoleClient>) {
+        self.list_changed.notify_waiters();
+    }
+}
+
+struct Session {
+    service: RunningService<RoleClient, RelayHandler>,
+    handler: RelayHandler,
+}
+
+/// Why a session could not be had.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0}")]
+pub struct SessionError(pub String);
+
+/// The sessions of one upstream.
+pub struct Pool {
+    pub spec: McpUpstreamConfig,
+    idle: Mutex<Vec<Session>>,
+    permits: Arc<Semaphore>,
+    /// Consecutive start-up failures and when the last one happened.
+    failures: Mutex<(u32, Option<Instant>)>,
+    connect_timeout: Duration,
+    /// Woken when the upstream says its tool or prompt list changed.
+    pub list_changed: Arc<Notify>,
+}
+
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pool").field("upstream", &self.spec.name).finish_non_exhaustive()
+    }
+}
+
+/// One session taken from the pool for one call; goes back when dropped, unless it died.
+pub struct Lease {
+    pool: Arc<Pool>,
+    session: Option<Session>,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl std::fmt::Debug for Lease {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lease").field("upstream", &self.pool.spec.name).finish_non_exhaustive()
+    }
+}
+
+impl Lease {
+    pub fn peer(&self) -> Option<&Peer<RoleClient>> {
+        self.session.as_ref().map(|s| s.service.peer())
+    }
+
+    pub fn attach(&self, relay: Option<Arc<Relay>>) {
+        if let Some(s) = &self.session {
+            s.handler.set(relay);
+        }
+    }
+
+    /// Whether the upstream speaks 2026-07-28 on this session (else it negotiated a legacy one).
+    pub fn modern(&self) -> bool {
+        self.session
+            .as_ref()
+            .and_then(|s| s.service.peer().peer_info())
+            .is_none_or(|info| info.protocol_version >= ProtocolVersion::V_2026_07_28)
+    }
+
+    /// Drops the session instead of returning it (its transport failed mid-call).
+    pub fn discard(mut self) {
+        self.session = None;
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if let Some(s) = self.session.take() {
+            s.handler.set(None);
+            if !s.service.is_closed()
+                && let Ok(mut idle) = self.pool.idle.lock()
+            {
+                idle.push(s);
+            }
+        }
+    }
+}
+
+impl Pool {
+    pub fn new(spec: McpUpstreamConfig, connect_timeout: Duration) -> Arc<Self> {
+        let permits = Arc::new(Semaphore::new(spec.max_sessions()));
+        Arc::new(Self {
+            spec,
+            idle: Mutex::new(Vec::new()),
+            permits,
+            failures: Mutex::new((0, None)),
+            connect_timeout,
+            list_changed: Arc::new(Notify::new()),
+        })
+    }
+
+    /// A session for one call: an idle one, or a new one (waiting for a free slot).
+    pub async fn acquire(self: &Arc<Self>) -> Result<Lease, SessionError> {
+        let permit = self
+            .permits
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| SessionError(format!("upstream `{}` is shutting down", self.spec.name)))?;
+        loop {
+            let next = self.idle.lock().ok().and_then(|mut idle| idle.pop());
+            match next {
+                Some(s) if s.service.is_closed() => continue,
+                Some(s) => return Ok(Lease { pool: self.clone(), session: Some(s), _permit: permit }),
+                None => break,
+            }
+        }
+        let session = self.start().await?;
+        Ok(Lease { pool: self.clone(), session: Some(session), _permit: permit })
+    }
+
+    fn backoff(&self) -> Result<(), SessionError> {
+        let Ok(f) = self.failures.lock() else { return Ok(()) };
+        if let (n, Some(at)) = *f {
+            let wait = Duration::from_millis(100u64.saturating_mul(1 << n.min(9))).min(Duration::from_secs(30));
+            if at.elapsed() < wait {
+                return Err(SessionError(format!(
+                    "upstream `{}` failed to start {n} time(s); next attempt in {} ms",
+                    self.spec.name,
+                    (wait - at.elapsed()).as_millis()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    async fn start(&self) -> Result<Session, SessionError> {
+        self.backoff()?;
+        let handler = RelayHandler { current: Arc::new(Mutex::new(None)), list_changed: self.list_changed.clone() };
+        let started = tokio::time::timeout(self.connect_timeout, self.connect(handler.clone())).await;
+        let result = match started {
+            Ok(r) => r,
+            Err(_) => Err(SessionError(format!(
+                "upstream `{}` did not finish the MCP handshake within {} ms",
+                self.spec.name,
+                self.connect_timeout.as_millis()
+            ))),
+        };
+        if let Ok(mut f) = self.failures.lock() {
+            *f = match &result {
+                Ok(_) => (0, None),
+                Err(_) => (f.0.saturating_add(1), Some(Instant::now())),
+            };
+        }
+        match result {
+            Ok(service) => {
+                let version = service.peer().peer_info().map(|i| i.protocol_version.to_string());
+                info!(upstream = %self.spec.name, version = version.as_deref().unwrap_or("2026-07-28"), "upstream session started");
+                Ok(Session { service, handler })
+            }
+            Err(e) => {
+                warn!(upstream = %self.spec.name, error = %e, "upstream session failed to start");
+                Err(e)
+            }
+        }
+    }
+
+    async fn connect(&self, handler: RelayHandler) -> Result<RunningService<RoleClient, RelayHandler>, SessionError> {
+        let lifecycle = rmcp::service::ClientLifecycleMode::Auto {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            legacy_version: Some(ProtocolVersion::V_2025_11_25),
+        };
+        let fail = |e: String| SessionError(format!("upstream `{}`: {e}", self.spec.name));
+        if let Some(url) = &self.spec.url {
+            let transport = StreamableHttpClientTransport::from_uri(url.as_str());
+            return rmcp::service::serve_client_with_lifecycle(handler, transport, lifecycle)
+                .await
+                .map_err(|e| fail(e.to_string()));
+        }
+        let Some((program, args)) = self.spec.command.split_first() else {
+            return Err(fail("no url and no command configured".into()));
+        };
+        let mut cmd = tokio::process::Command::new(program);
+        cmd.args(args).envs(&self.spec.env).kill_on_drop(true);
+        let (transport, _) = TokioChildProcess::builder(cmd)
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .map_err(|e| fail(format!("cannot start `{program}`: {e}")))?;
+        rmcp::service::serve_client_with_lifecycle(handler, transport, lifecycle).await.map_err(|e| fail(e.to_string()))
+    }
+
+    /// Closes idle sessions (stdio children exit).
+    pub async fn close(&self) {
+        let idle: Vec<Session> = self.idle.lock().map(|mut i| i.drain(..).collect()).unwrap_or_default();
+        for mut s in idle {
+            let _ = s.service.close_with_timeout(Duration::from_secs(2)).await;
+        }
+    }
+}

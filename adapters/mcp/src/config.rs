@@ -1,0 +1,254 @@
+//! The `[mcp]` configuration section: upstream MCP servers and the virtual servers (endpoints)
+//! the gateway exposes over them. `validate` names the bad key.
+
+use std::collections::{BTreeMap, HashSet};
+
+use serde::{Deserialize, Serialize};
+use switchyard_contract::{EffectClass, Secret};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct McpConfig {
+    pub upstreams: Vec<McpUpstreamConfig>,
+    /// Endpoints. Empty with upstreams configured: one endpoint at `/mcp` over all of them.
+    pub servers: Vec<VirtualServerConfig>,
+    /// HMAC key (at least 32 bytes) sealing the `requestState` the gateway hands to clients
+    /// during multi-round tools/call. Every replica needs the same key. Empty: a random key is
+    /// generated into `<data_dir>/mcp-request-state-key` on first start.
+    pub request_state_key: Secret,
+    /// How long a sealed `requestState` stays valid.
+    pub request_state_ttl_ms: u64,
+    /// `Host` header values accepted (DNS-rebinding protection). Loopback names are always
+    /// accepted; add the public host names the gateway is reached by.
+    pub allowed_hosts: Vec<String>,
+    /// `Origin` values accepted. Empty: requests carrying an `Origin` must come from a loopback
+    /// origin.
+    pub allowed_origins: Vec<String>,
+    /// How long a tools/call waits for its invocation to settle before answering with an
+    /// `isError` result that names the still-running invocation.
+    pub call_wait_ms: u64,
+    /// Accept MCP calls without credentials, as tenant `default`, subject `anonymous`. Only
+    /// allowed while the gateway listens on loopback.
+    pub anonymous: bool,
+    /// Largest accepted MCP request body.
+    pub max_request_body_bytes: usize,
+    /// Items per page of tools/list, prompts/list, resources/list.
+    pub page_size: usize,
+    /// Connecting to and discovering an upstream at start-up gives up after this long (the
+    /// upstream is then retried in the background).
+    pub connect_timeout_ms: u64,
+}
+
+impl Default for McpConfig {
+    fn default() -> Self {
+        Self {
+            upstreams: Vec::new(),
+            servers: Vec::new(),
+            request_state_key: Secret::default(),
+            request_state_ttl_ms: 10 * 60 * 1000,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            call_wait_ms: 60_000,
+            anonymous: false,
+            max_request_body_bytes: 4 * 1024 * 1024,
+            page_size: 100,
+            connect_timeout_ms: 15_000,
+        }
+    }
+}
+
+/// One upstream MCP server: Streamable HTTP (`url`) or stdio (`command`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpUpstreamConfig {
+    pub name: String,
+    /// Streamable HTTP endpoint; 2026-07-28 is tried first, then the legacy handshake.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// stdio: the program and its arguments; the gateway spawns, supervises and restarts it.
+    #[serde(default)]
+    pub command: Vec<String>,
+    /// Extra environment for a stdio upstream.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Prepended to the upstream's tool and prompt names. Default `<name>__`; `""` for none.
+    #[serde(default)]
+    pub prefix: Option<String>,
+    /// Effect class per tool (upstream name), from local configuration only; upstream
+    /// annotations are never trusted. Tools not listed are `write`.
+    #[serde(default)]
+    pub operations: BTreeMap<String, EffectClass>,
+    /// Connections (HTTP) or child processes (stdio) kept; each carries one call at a time.
+    #[serde(default)]
+    pub max_sessions: Option<usize>,
+}
+
+impl McpUpstreamConfig {
+    pub fn prefix(&self) -> String {
+        self.prefix.clone().unwrap_or_else(|| format!("{}__", self.name))
+    }
+
+    pub fn max_sessions(&self) -> usize {
+        self.max_sessions.unwrap_or(if self.url.is_some() { 16 } else { 2 })
+    }
+}
+
+/// One MCP endpoint exposing a chosen subset of the upstreams' tools, prompts and resources.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VirtualServerConfig {
+    /// URL path, e.g. `/mcp` or `/mcp/partners`.
+    pub path: String,
+    /// Name reported in `serverInfo`.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Upstreams exposed here; empty means all.
+    #[serde(default)]
+    pub upstreams: Vec<String>,
+    /// Exposed tool and prompt names (after prefixing): exact names, or patterns ending in `*`.
+    /// Empty means all.
+    #[serde(default)]
+    pub tools: Vec<String>,
+    #[serde(default)]
+    pub instructions: Option<String>,
+}
+
+impl VirtualServerConfig {
+    /// Whether `name` (already prefixed) is exposed.
+    pub fn exposes(&self, name: &str) -> bool {
+        self.tools.is_empty()
+            || self.tools.iter().any(|p| match p.strip_suffix('*') {
+                Some(prefix) => name.starts_with(prefix),
+                None => p == name,
+            })
+    }
+
+    pub fn includes(&self, upstream: &str) -> bool {
+        self.upstreams.is_empty() || self.upstreams.iter().any(|u| u == upstream)
+    }
+}
+
+impl McpConfig {
+    /// The configured servers, or the default `/mcp` over everything.
+    pub fn effective_servers(&self) -> Vec<VirtualServerConfig> {
+        if self.servers.is_empty() && !self.upstreams.is_empty() {
+            vec![VirtualServerConfig {
+                path: "/mcp".into(),
+                name: None,
+                upstreams: Vec::new(),
+                tools: Vec::new(),
+                instructions: None,
+            }]
+        } else {
+            self.servers.clone()
+        }
+    }
+
+    /// `taken`: names already used by other kinds of upstreams.
+    pub fn validate(&self, taken: &HashSet<String>) -> Result<(), String> {
+        let mut names = HashSet::new();
+        for (i, u) in self.upstreams.iter().enumerate() {
+            let key = format!("mcp.upstreams[{i}]");
+            if u.name.is_empty() || !u.name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-".contains(&b)) {
+                return Err(format!("{key}.name `{}` must be non-empty [A-Za-z0-9_-]", u.name));
+            }
+            if !names.insert(u.name.clone()) || taken.contains(&u.name) {
+                return Err(format!("{key}.name `{}` is used twice", u.name));
+            }
+            match (&u.url, u.command.is_empty()) {
+                (Some(url), true) if url.starts_with("http://") || url.starts_with("https://") => {}
+                (Some(_), true) => return Err(format!("{key}.url must start with http:// or https://")),
+                (None, false) => {}
+                _ => return Err(format!("{key}: set exactly one of `url` and `command`")),
+            }
+            if !(1..=256).contains(&u.max_sessions()) {
+                return Err(format!("{key}.max_sessions must be within 1..=256"));
+            }
+            let prefix = u.prefix();
+            if !prefix.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b)) {
+                return Err(format!("{key}.prefix `{prefix}` may use only [A-Za-z0-9_.-]"));
+            }
+        }
+        let mut paths = HashSet::new();
+        for (i, s) in self.servers.iter().enumerate() {
+            let key = format!("mcp.servers[{i}]");
+            if !s.path.starts_with('/') || s.path.len() < 2 || s.path.ends_with('/') {
+                return Err(format!("{key}.path `{}` must start with `/` and not end with one", s.path));
+            }
+            if s.path.starts_with("/admin") || s.path.starts_with("/artifacts") || s.path.starts_with("/.well-known") {
+                return Err(format!("{key}.path `{}` collides with a built-in route", s.path));
+            }
+            if !paths.insert(s.path.clone()) {
+                return Err(format!("{key}.path `{}` is used twice", s.path));
+            }
+            if let Some(u) = s.upstreams.iter().find(|u| !names.contains(*u)) {
+                return Err(format!("{key}.upstreams names `{u}`, which is not an MCP upstream"));
+            }
+        }
+        if !self.request_state_key.0.is_empty() && self.request_state_key.0.len() < 32 {
+            return Err("mcp.request_state_key must be at least 32 bytes".into());
+        }
+        if self.call_wait_ms == 0 || self.request_state_ttl_ms == 0 || self.connect_timeout_ms == 0 {
+            return Err("mcp.call_wait_ms, request_state_ttl_ms and connect_timeout_ms must be positive".into());
+        }
+        if !(1..=1000).contains(&self.page_size) {
+            return Err("mcp.page_size must be within 1..=1000".into());
+        }
+        if self.max_request_body_bytes < 1024 {
+            return Err("mcp.max_request_body_bytes must be at least 1024".into());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn upstream(name: &str) -> McpUpstreamConfig {
+        McpUpstreamConfig {
+            name: name.into(),
+            url: Some("http://127.0.0.1:1/mcp".into()),
+            command: Vec::new(),
+            env: BTreeMap::new(),
+            prefix: None,
+            operations: BTreeMap::new(),
+            max_sessions: None,
+        }
+    }
+
+    #[test]
+    fn validation_names_the_key() {
+        let mut cfg = McpConfig { upstreams: vec![upstream("a"), upstream("a")], ..McpConfig::default() };
+        assert!(cfg.validate(&HashSet::new()).is_err_and(|m| m.contains("mcp.upstreams[1].name")));
+        cfg.upstreams[1].name = "b".into();
+        cfg.upstreams[1].command = vec!["x".into()];
+        assert!(cfg.validate(&HashSet::new()).is_err_and(|m| m.contains("exactly one")));
+        cfg.upstreams[1].url = None;
+        assert!(cfg.validate(&HashSet::new()).is_ok());
+        assert!(cfg.validate(&HashSet::from(["a".to_string()])).is_err());
+        cfg.servers = vec![VirtualServerConfig {
+            path: "/mcp".into(),
+            name: None,
+            upstreams: vec!["zz".into()],
+            tools: vec![],
+            instructions: None,
+        }];
+        assert!(cfg.validate(&HashSet::new()).is_err_and(|m| m.contains("mcp.servers[0].upstreams")));
+    }
+
+    #[test]
+    fn tool_patterns() {
+        let s = VirtualServerConfig {
+            path: "/mcp".into(),
+            name: None,
+            upstreams: vec![],
+            tools: vec!["fs__read*".into(), "git__log".into()],
+            instructions: None,
+        };
+        assert!(s.exposes("fs__read_file"));
+        assert!(s.exposes("git__log"));
+        assert!(!s.exposes("git__log2"));
+        assert!(!s.exposes("fs__write"));
+    }
+}

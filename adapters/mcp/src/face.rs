@@ -1,0 +1,673 @@
+//! The MCP server face: one [`Face`] per virtual server, behind rmcp's Streamable HTTP service
+//! (both eras on one URL). Lists come from the [`Catalog`]; every `tools/call` is a durable
+//! invocation of the engine; prompts, resources and completion pass through unjournaled.
+//!
+//! **MRTR.** When an upstream answers `input_required`, a 2026-07-28 client gets the input
+//! requests with the gateway's own `requestState`: an HMAC-sealed record naming the previous
+//! invocation, the upstream's state, the caller and the tool, with an expiry — so any replica can
+//! take the retry and a tampered state is refused. Each round is its own invocation, linked by
+//! `continues`. A legacy (initialize) client cannot take `input_required`, so the gateway asks it
+//! through server→client requests and answers the upstream itself.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelledNotificationParam, ClientRequest, ClientResult,
+    CompleteRequest, CompleteRequestParams, CompleteResult, ContentBlock, ErrorCode, ErrorData, GetPromptRequest,
+    GetPromptRequestParams, GetPromptResponse, Implementation, InputRequest, InputRequiredResult, InputResponses,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, MetaObject,
+    PaginatedRequestParams, ProtocolVersion, ReadResourceRequest, ReadResourceRequestParams, ReadResourceResponse,
+    Reference, RequestMetaObject, ServerCapabilities, ServerInfo, ServerRequest, ServerResult, SetLevelRequestParams,
+    SubscribeRequestParams, UnsubscribeRequestParams,
+};
+use rmcp::model::{RequestStateCodec, SealOptions};
+use rmcp::service::{PeerRequestOptions, RequestContext};
+use rmcp::{RoleServer, ServerHandler};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use switchyard_contract::{
+    CallContext, Engine, IngressKey, InvocationId, InvocationState, Invocations as _, Principal, Submission,
+};
+use tracing::{info, warn};
+
+use crate::catalog::Catalog;
+use crate::client::{Pool, Relay, service_error};
+use crate::config::VirtualServerConfig;
+use crate::upstream::{RPC_ERROR_CODE, ToolRequest};
+
+/// The `_meta` key a client sets to make a tools/call idempotent: a retry with the same key
+/// (and the same arguments) attaches to the original invocation instead of calling again.
+pub const IDEMPOTENCY_KEY: &str = "dev.switchyard/idempotencyKey";
+/// The `_meta` key on every tools/call result naming the invocation that carried it.
+pub const INVOCATION_META: &str = "dev.switchyard/invocation";
+
+/// Legacy clients are asked at most this many rounds of input per call.
+const MAX_ROUNDS: u32 = 10;
+
+/// Everything the faces share.
+pub struct Shared {
+    pub engine: Engine,
+    pub catalog: Arc<Catalog>,
+    pub pools: std::collections::HashMap<String, Arc<Pool>>,
+    pub codec: RequestStateCodec,
+    pub state_ttl: Duration,
+    pub call_wait: Duration,
+    pub page_size: usize,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared").field("catalog", &self.catalog).finish_non_exhaustive()
+    }
+}
+
+/// One virtual server.
+#[derive(Clone, Debug)]
+pub struct Face {
+    shared: Arc<Shared>,
+    server: Arc<VirtualServerConfig>,
+}
+
+/// What the gateway seals into the `requestState` it gives a client.
+#[derive(Debug, Serialize, Deserialize)]
+struct Sealed {
+    /// The invocation whose `input_required` answer this continues (tools only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    prev: Option<String>,
+    /// The upstream's own `requestState`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    up: Option<String>,
+    /// The client's idempotency key, carried across rounds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    key: Option<String>,
+    round: u32,
+}
+
+fn invalid(message: impl Into<String>) -> ErrorData {
+    ErrorData::invalid_params(message.into(), None)
+}
+
+fn internal(message: impl Into<String>) -> ErrorData {
+    ErrorData::internal_error(message.into(), None)
+}
+
+/// The authenticated caller, put into the HTTP request's extensions by the server's auth layer.
+fn principal(ctx: &RequestContext<RoleServer>) -> Result<Principal, ErrorData> {
+    ctx.extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|p| p.extensions.get::<Principal>())
+        .cloned()
+        .ok_or_else(|| internal("no authenticated caller on this request"))
+}
+
+/// Whether the request comes from a 2026-07-28 (stateless) client.
+fn modern(ctx: &RequestContext<RoleServer>) -> bool {
+    ctx.meta.protocol_version().is_some_and(|v| v >= ProtocolVersion::V_2026_07_28)
+}
+
+fn relay(ctx: &RequestContext<RoleServer>) -> Arc<Relay> {
+    Arc::new(Relay {
+        peer: ctx.peer.clone(),
+        progress: ctx.meta.get_progress_token(),
+        legacy: !modern(ctx),
+        capabilities: ctx.client_capabilities(),
+        log_level: ctx.meta.log_level(),
+    })
+}
+
+fn page<T: Clone>(items: &[T], cursor: Option<&str>, size: usize) -> Result<(Vec<T>, Option<String>), ErrorData> {
+    let start = match cursor {
+        None | Some("") => 0,
+        Some(c) => c
+            .parse::<usize>()
+            .ok()
+            .filter(|n| *n <= items.len())
+            .ok_or_else(|| invalid("cursor is invalid: pass back nextCursor unchanged"))?,
+    };
+    let end = (start + size).min(items.len());
+    let next = (end < items.len()).then(|| end.to_string());
+    Ok((items[start..end].to_vec(), next))
+}
+
+impl Face {
+    pub fn new(shared: Arc<Shared>, server: VirtualServerConfig) -> Self {
+        Self { shared, server: Arc::new(server) }
+    }
+
+    fn includes(&self) -> impl Fn(&str) -> bool + '_ {
+        |u: &str| self.server.includes(u)
+    }
+
+    fn pool(&self, upstream: &str) -> Result<&Arc<Pool>, ErrorData> {
+        self.shared.pools.get(upstream).ok_or_else(|| internal(format!("upstream `{upstream}` is not running")))
+    }
+
+    fn seal_data(who: &Principal, kind: &str, name: &str) -> Vec<u8> {
+        format!("{}\n{}\n{kind}\n{name}", who.tenant, who.subject).into_bytes()
+    }
+
+    fn seal(&self, who: &Principal, kind: &str, name: &str, s: &Sealed) -> Result<String, ErrorData> {
+        let ad = Self::seal_data(who, kind, name);
+        self.shared
+            .codec
+            .seal_json_with(s, &SealOptions::new().associated_data(&ad).ttl(self.shared.state_ttl))
+            .map_err(|e| internal(format!("cannot seal requestState: {e}")))
+    }
+
+    fn open(&self, who: &Principal, kind: &str, name: &str, state: &str) -> Result<Sealed, ErrorData> {
+        self.shared.codec.open_json_with(state, &Self::seal_data(who, kind, name)).map_err(|_| {
+            invalid("requestState is invalid: it was altered, has expired, or belongs to another call or caller")
+        })
+    }
+
+    /// Sends one non-journaled request to an upstream on a pooled session, relaying to `ctx`.
+    async fn forward(
+        &self,
+        upstream: &str,
+        request: ClientRequest,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<ServerResult, ErrorData> {
+        let pool = self.pool(upstream)?;
+        let lease = pool.acquire().await.map_err(|e| ErrorData::internal_error(e.0, None))?;
+        let peer = lease.peer().cloned().ok_or_else(|| internal("no upstream session"))?;
+        let relay = relay(ctx);
+        let mut meta = RequestMetaObject::default();
+        if let Some(caps) = relay.capabilities.clone() {
+            meta.set_client_capabilities(caps);
+        }
+        lease.attach(Some(relay));
+        let handle = peer
+            .send_request_with_option(request, PeerRequestOptions::default().with_meta(meta))
+            .await
+            .map_err(|e| ErrorData::internal_error(format!("upstream `{upstream}` unavailable: {e}"), None))?;
+        match handle.await_response().await {
+            Ok(r) => Ok(r),
+            Err(rmcp::ServiceError::McpError(e)) => Err(e),
+            Err(e) => {
+                lease.discard();
+                Err(ErrorData::internal_error(format!("upstream `{upstream}` failed: {e}"), None))
+            }
+        }
+    }
+
+    /// Answers an upstream's input requests by asking a legacy client directly.
+    async fn ask_legacy(
+        &self,
+        requests: &std::collections::BTreeMap<String, InputRequest>,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<InputResponses, ErrorData> {
+        let mut answers = InputResponses::new();
+        for (key, request) in requests {
+            let request = match request.clone() {
+                InputRequest::CreateMessage(r) => ServerRequest::CreateMessageRequest(r),
+                InputRequest::Elicitation(r) => ServerRequest::ElicitRequest(r),
+                InputRequest::ListRoots(r) => ServerRequest::ListRootsRequest(r),
+                _ => return Err(internal("the upstream asked for an input kind this gateway does not know")),
+            };
+            let answer = ctx.peer.send_request(request).await.map_err(service_error)?;
+            let value = match answer {
+                ClientResult::CreateMessageResult(r) => serde_json::to_value(*r),
+                ClientResult::ElicitResult(r) => serde_json::to_value(r),
+                ClientResult::ListRootsResult(r) => serde_json::to_value(r),
+                other => serde_json::to_value(other),
+            }
+            .map_err(|e| internal(e.to_string()))?;
+            answers.insert(key.clone(), value);
+        }
+        Ok(answers)
+    }
+
+    async fn call(
+        &self,
+        params: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        self.shared.catalog.refresh_approvals().await;
+        let name = params.name.to_string();
+        let entry = self
+            .shared
+            .catalog
+            .tool(&name, self.includes())
+            .filter(|t| self.server.exposes(&t.exposed))
+            .ok_or_else(|| invalid(format!("unknown tool `{name}`")))?;
+        if !entry.approved {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "tool `{name}` is withheld: upstream `{}` changed its schema since it was approved; an operator \
+                     must review and run `switchyard upstreams approve {} --tool {}`",
+                    entry.upstream, entry.upstream, entry.tool.name
+                ),
+                Some(json!({ "tool": name, "reason": "schema_changed" })),
+            ));
+        }
+        let who = principal(&ctx)?;
+        let (mut key, mut prev, mut up_state, mut round) = (None, None, None, 1u32);
+        if let Some(state) = params.request_state.as_deref() {
+            let sealed = self.open(&who, "tool", &name, state)?;
+            (key, prev, up_state, round) = (sealed.key, sealed.prev, sealed.up, sealed.round + 1);
+        } else if let Some(k) = params.meta.as_ref().and_then(|m| m.0.get(IDEMPOTENCY_KEY)) {
+            let k = k.as_str().ok_or_else(|| invalid(format!("_meta.{IDEMPOTENCY_KEY} must be a string")))?;
+            IngressKey::new(k).map_err(|e| invalid(format!("_meta.{IDEMPOTENCY_KEY}: {}", e.message)))?;
+            key = Some(k.to_string());
+        }
+        let mut responses = params.input_responses;
+        let relay = relay(&ctx);
+        loop {
+            let request = ToolRequest {
+                tool: entry.tool.name.to_string(),
+                arguments: params.arguments.clone(),
+                input_responses: responses.take().filter(|_| prev.is_some()),
+                request_state: up_state.take(),
+                continues: prev.clone(),
+            };
+            // Round n > 1 of a keyed call gets a key derived from the invocation it continues,
+            // so a retry of that round attaches too.
+            let ingress = match (&key, &prev) {
+                (Some(k), None) => Some(k.clone()),
+                (Some(k), Some(p)) => Some(format!("{k}/{p}")),
+                (None, _) => None,
+            }
+            .map(IngressKey::new)
+            .transpose()
+            .map_err(|e| invalid(e.message.to_string()))?;
+            let submission = Submission {
+                principal: who.clone(),
+                upstream: entry.upstream.clone(),
+                operation: entry.tool.name.to_string(),
+                request: serde_json::to_value(&request).map_err(|e| internal(e.to_string()))?,
+                ingress_key: ingress,
+                context: Some(CallContext::new(relay.clone())),
+            };
+            let ct = ctx.ct.clone();
+            let (submitted, interrupted) = self
+                .shared
+                .engine
+                .submit_and_wait_or(submission, self.shared.call_wait, async move { ct.cancelled().await })
+                .await
+                .map_err(contract_error)?;
+            let inv = submitted.invocation;
+            if interrupted {
+                info!(invocation.id = %inv.id, "client canceled tools/call; canceling the invocation");
+                if let Err(e) = self.shared.engine.cancel(&who, inv.id).await {
+                    warn!(invocation.id = %inv.id, error = %e, "cancel failed");
+                }
+                return Ok(CallToolResponse::Complete(error_result(inv.id, "canceled by the client")));
+            }
+            let result = match inv.state {
+                InvocationState::Succeeded { result, .. } => result,
+                InvocationState::Failed { error, .. } if error.code == RPC_ERROR_CODE => {
+                    let d = error.details.unwrap_or(Value::Null);
+                    let code = d.get("code").and_then(Value::as_i64).and_then(|c| i32::try_from(c).ok());
+                    let data = d.get("data").cloned().filter(|v| !v.is_null());
+                    return Err(ErrorData::new(ErrorCode(code.unwrap_or(-32603)), error.message, data));
+                }
+                InvocationState::Failed { error, .. } => {
+                    return Ok(CallToolResponse::Complete(error_result(
+                        inv.id,
+                        &format!("the call failed ({}): {}", error.code, error.message),
+                    )));
+                }
+                InvocationState::Unknown { reason, .. } => {
+                    let mut r = error_result(
+                        inv.id,
+                        &format!(
+                            "the outcome of this call is UNKNOWN: {reason}. The tool may or may not have taken \
+                             effect; the gateway did not retry it. Invocation {}: an operator can resolve it with \
+                             `switchyard reconcile {} applied|not-applied`.",
+                            inv.id, inv.id
+                        ),
+                    );
+                    r.structured_content = Some(json!({ "invocation": inv.id.to_string(), "state": "unknown" }));
+                    return Ok(CallToolResponse::Complete(r));
+                }
+                InvocationState::Canceled { .. } => {
+                    return Ok(CallToolResponse::Complete(error_result(inv.id, "the call was canceled")));
+                }
+                other => {
+                    return Ok(CallToolResponse::Complete(error_result(
+                        inv.id,
+                        &format!(
+                            "the call is still {} after {} ms; follow invocation {} in the admin API",
+                            other.name().as_str(),
+                            self.shared.call_wait.as_millis(),
+                            inv.id
+                        ),
+                    )));
+                }
+            };
+            if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
+                // An operator's reconciliation may record any JSON: shown as text if it is not a
+                // tool result.
+                let mut r: CallToolResult = serde_json::from_value(result.clone())
+                    .unwrap_or_else(|_| CallToolResult::success(vec![ContentBlock::text(result.to_string())]));
+                let meta = r.meta.get_or_insert_with(MetaObject::new);
+                meta.0.insert(INVOCATION_META.into(), json!(inv.id.to_string()));
+                return Ok(CallToolResponse::Complete(r));
+            }
+            let asked: InputRequiredResult =
+                serde_json::from_value(result).map_err(|e| internal(format!("stored input_required: {e}")))?;
+            prev = Some(inv.id.to_string());
+            if modern(&ctx) {
+                let sealed = Sealed { prev: prev.clone(), up: asked.request_state.clone(), key: key.clone(), round };
+                let state = self.seal(&who, "tool", &name, &sealed)?;
+                return Ok(CallToolResponse::InputRequired(InputRequiredResult::new(
+                    asked.input_requests,
+                    Some(state),
+                )));
+            }
+            if round >= MAX_ROUNDS {
+                return Ok(CallToolResponse::Complete(error_result(
+                    inv.id,
+                    "the upstream asked for input too many times",
+                )));
+            }
+            let requests = asked.input_requests.unwrap_or_default();
+            responses = Some(self.ask_legacy(&requests, &ctx).await?);
+            up_state = asked.request_state;
+            round += 1;
+        }
+    }
+
+    /// prompts/get and resources/read: forwarded; an `input_required` answer is sealed (modern
+    /// clients) or answered by asking the client (legacy).
+    async fn forward_mrtr(
+        &self,
+        upstream: &str,
+        kind: &str,
+        name: &str,
+        make: impl Fn(Option<InputResponses>, Option<String>) -> ClientRequest,
+        resume: (Option<&str>, Option<InputResponses>),
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<Result<ServerResult, InputRequiredResult>, ErrorData> {
+        let who = principal(ctx)?;
+        let (client_state, mut responses) = resume;
+        let (mut up, mut round) = (None, 1u32);
+        if let Some(state) = client_state {
+            let sealed = self.open(&who, kind, name, state)?;
+            (up, round) = (sealed.up, sealed.round + 1);
+        }
+        loop {
+            let answer = self.forward(upstream, make(responses.take(), up.take()), ctx).await?;
+            let ServerResult::InputRequiredResult(asked) = answer else { return Ok(Ok(answer)) };
+            if modern(ctx) {
+                let state = self.seal(
+                    &who,
+                    kind,
+                    name,
+                    &Sealed { prev: None, up: asked.request_state.clone(), key: None, round },
+                )?;
+                return Ok(Err(InputRequiredResult::new(asked.input_requests, Some(state))));
+            }
+            if round >= MAX_ROUNDS {
+                return Err(internal("the upstream asked for input too many times"));
+            }
+            responses = Some(self.ask_legacy(&asked.input_requests.clone().unwrap_or_default(), ctx).await?);
+            up = asked.request_state;
+            round += 1;
+        }
+    }
+}
+
+fn error_result(id: InvocationId, text: &str) -> CallToolResult {
+    let mut r = CallToolResult::error(vec![ContentBlock::text(text.to_string())]);
+    let mut meta = MetaObject::new();
+    meta.0.insert(INVOCATION_META.into(), json!(id.to_string()));
+    r.meta = Some(meta);
+    r
+}
+
+fn contract_error(e: switchyard_contract::Error) -> ErrorData {
+    use switchyard_contract::ErrorKind as K;
+    match e.kind() {
+        K::InvalidInput | K::Conflict | K::NotFound => invalid(e.message.to_string()),
+        _ => ErrorData::internal_error(e.message.to_string(), None),
+    }
+}
+
+fn unexpected(what: &str) -> ErrorData {
+    internal(format!("the upstream answered {what} with another kind of result"))
+}
+
+impl ServerHandler for Face {
+    fn get_info(&self) -> ServerInfo {
+        let mut caps = ServerCapabilities::default();
+        caps.tools = Some(Default::default());
+        caps.prompts = Some(Default::default());
+        caps.resources = Some(Default::default());
+        caps.completions = Some(Default::default());
+        #[allow(deprecated)]
+        {
+            caps.logging = Some(Default::default());
+        }
+        let name = self.server.name.clone().unwrap_or_else(|| "switchyard".into());
+        let mut info = ServerInfo::new(caps).with_server_info(Implementation::new(name, env!("CARGO_PKG_VERSION")));
+        info.instructions = self.server.instructions.clone();
+        info
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        self.shared.catalog.refresh_approvals().await;
+        let tools: Vec<_> = self
+            .shared
+            .catalog
+            .offers(self.includes())
+            .into_iter()
+            .flat_map(|o| o.tools)
+            .filter(|t| t.approved && self.server.exposes(&t.exposed))
+            .map(|t| {
+                let mut tool = t.tool;
+                tool.name = t.exposed.into();
+                tool
+            })
+            .collect();
+        let (items, next) = page(&tools, request.as_ref().and_then(|r| r.cursor.as_deref()), self.shared.page_size)?;
+        let mut r = ListToolsResult::with_all_items(items);
+        r.next_cursor = next;
+        Ok(r)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        self.call(request, context).await
+    }
+
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let prompts: Vec<_> = self
+            .shared
+            .catalog
+            .offers(self.includes())
+            .into_iter()
+            .flat_map(|o| o.prompts)
+            .filter(|p| self.server.exposes(&p.exposed))
+            .map(|p| {
+                let mut prompt = p.prompt;
+                prompt.name = p.exposed;
+                prompt
+            })
+            .collect();
+        let (items, next) = page(&prompts, request.as_ref().and_then(|r| r.cursor.as_deref()), self.shared.page_size)?;
+        let mut r = ListPromptsResult::with_all_items(items);
+        r.next_cursor = next;
+        Ok(r)
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let entry = self
+            .shared
+            .catalog
+            .prompt(&request.name, self.includes())
+            .filter(|p| self.server.exposes(&p.exposed))
+            .ok_or_else(|| invalid(format!("unknown prompt `{}`", request.name)))?;
+        let upstream_name = entry.prompt.name.clone();
+        let args = request.arguments.clone();
+        let make = |responses: Option<InputResponses>, state: Option<String>| {
+            let mut p = GetPromptRequestParams::new(upstream_name.clone());
+            p.arguments = args.clone();
+            p.input_responses = responses;
+            p.request_state = state;
+            ClientRequest::GetPromptRequest(GetPromptRequest::new(p))
+        };
+        let answer = self
+            .forward_mrtr(
+                &entry.upstream,
+                "prompt",
+                &request.name,
+                make,
+                (request.request_state.as_deref(), request.input_responses),
+                &context,
+            )
+            .await?;
+        match answer {
+            Ok(ServerResult::GetPromptResult(r)) => Ok(GetPromptResponse::Complete(r)),
+            Ok(_) => Err(unexpected("prompts/get")),
+            Err(asked) => Ok(GetPromptResponse::InputRequired(asked)),
+        }
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let all: Vec<_> = self.shared.catalog.offers(self.includes()).into_iter().flat_map(|o| o.resources).collect();
+        let (items, next) = page(&all, request.as_ref().and_then(|r| r.cursor.as_deref()), self.shared.page_size)?;
+        let mut r = ListResourcesResult::with_all_items(items);
+        r.next_cursor = next;
+        Ok(r)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let all: Vec<_> = self.shared.catalog.offers(self.includes()).into_iter().flat_map(|o| o.templates).collect();
+        let (items, next) = page(&all, request.as_ref().and_then(|r| r.cursor.as_deref()), self.shared.page_size)?;
+        let mut r = ListResourceTemplatesResult::with_all_items(items);
+        r.next_cursor = next;
+        Ok(r)
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let uri = request.uri.clone();
+        let Some(upstream) = self.shared.catalog.resource_upstream(&uri, self.includes()) else {
+            return Err(ErrorData::invalid_params(format!("resource not found: {uri}"), Some(json!({ "uri": uri }))));
+        };
+        let make = |responses: Option<InputResponses>, state: Option<String>| {
+            let mut p = ReadResourceRequestParams::new(uri.clone());
+            p.input_responses = responses;
+            p.request_state = state;
+            ClientRequest::ReadResourceRequest(ReadResourceRequest::new(p))
+        };
+        let answer = self
+            .forward_mrtr(
+                &upstream,
+                "resource",
+                &request.uri,
+                make,
+                (request.request_state.as_deref(), request.input_responses),
+                &context,
+            )
+            .await?;
+        match answer {
+            Ok(ServerResult::ReadResourceResult(r)) => Ok(ReadResourceResponse::Complete(r)),
+            Ok(_) => Err(unexpected("resources/read")),
+            Err(asked) => Ok(ReadResourceResponse::InputRequired(asked)),
+        }
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        let mut request = request;
+        let upstream = match &mut request.r#ref {
+            Reference::Prompt(p) => {
+                let entry = self
+                    .shared
+                    .catalog
+                    .prompt(&p.name, self.includes())
+                    .ok_or_else(|| invalid(format!("unknown prompt `{}`", p.name)))?;
+                p.name = entry.prompt.name.clone();
+                entry.upstream
+            }
+            Reference::Resource(r) => self
+                .shared
+                .catalog
+                .resource_upstream(&r.uri, self.includes())
+                .ok_or_else(|| invalid(format!("unknown resource template `{}`", r.uri)))?,
+            _ => return Err(invalid("unknown completion reference kind")),
+        };
+        request.meta = None;
+        match self.forward(&upstream, ClientRequest::CompleteRequest(CompleteRequest::new(request)), &context).await? {
+            ServerResult::CompleteResult(r) => Ok(r),
+            _ => Err(unexpected("completion/complete")),
+        }
+    }
+
+    async fn set_level(&self, _: SetLevelRequestParams, _: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        // Upstream log messages are relayed per call, at the level each call's upstream uses.
+        Ok(())
+    }
+
+    #[allow(deprecated)]
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let upstream = self
+            .shared
+            .catalog
+            .resource_upstream(&request.uri, self.includes())
+            .ok_or_else(|| invalid(format!("unknown resource `{}`", request.uri)))?;
+        let _ = ctx;
+        info!(%upstream, uri = %request.uri, "resource subscription accepted (updates are not relayed yet)");
+        Ok(())
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(&self, _: UnsubscribeRequestParams, _: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        Ok(())
+    }
+
+    async fn on_cancelled(&self, _: CancelledNotificationParam, _: rmcp::service::NotificationContext<RoleServer>) {
+        // rmcp cancels the request's token, which the waiting tools/call turns into a cancel.
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_are_bounded_and_cursors_checked() {
+        let items: Vec<u32> = (0..5).collect();
+        assert_eq!(page(&items, None, 2).ok(), Some((vec![0, 1], Some("2".into()))));
+        assert_eq!(page(&items, Some("4"), 2).ok(), Some((vec![4], None)));
+        assert_eq!(page(&items, Some(""), 10).ok(), Some((items.clone(), None)));
+        assert!(page(&items, Some("6"), 2).is_err());
+        assert!(page(&items, Some("x"), 2).is_err());
+    }
+}

@@ -1,0 +1,198 @@
+//! The contract's [`Upstream`] for an MCP server: one `tools/call` per attempt, on a session of
+//! the upstream's pool. The stored request is [`ToolRequest`]; the result is the upstream's
+//! answer as JSON (a `CallToolResult`, or an `input_required` result for another round).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam, ClientRequest,
+    InputResponses, JsonObject, RequestMetaObject, ServerResult,
+};
+use rmcp::service::PeerRequestOptions;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use switchyard_contract::{AttemptId, CancelAck, DispatchCall, EffectClass, Upstream, UpstreamError};
+use tokio_util::sync::CancellationToken;
+
+use crate::client::{Pool, Relay};
+
+/// A tools/call as the invocation stores it (and its digest covers).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ToolRequest {
+    /// The tool's name at the upstream (not the prefixed name clients see).
+    pub tool: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<JsonObject>,
+    /// MRTR: the answers for the upstream's previous `input_required` round.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_responses: Option<InputResponses>,
+    /// MRTR: the upstream's own `requestState` from that round, passed back verbatim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_state: Option<String>,
+    /// MRTR: the invocation whose `input_required` result this round answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub continues: Option<String>,
+}
+
+/// A JSON-RPC error the upstream answered with, kept as a failure's `details`.
+pub const RPC_ERROR_CODE: &str = "mcp_error";
+
+/// One upstream MCP server as the engine calls it.
+pub struct McpUpstream {
+    pool: Arc<Pool>,
+    in_flight: Mutex<HashMap<AttemptId, CancellationToken>>,
+}
+
+impl std::fmt::Debug for McpUpstream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpUpstream").field("pool", &self.pool).finish_non_exhaustive()
+    }
+}
+
+impl McpUpstream {
+    pub fn new(pool: Arc<Pool>) -> Self {
+        Self { pool, in_flight: Mutex::new(HashMap::new()) }
+    }
+
+    fn track(&self, attempt: AttemptId) -> CancellationToken {
+        let token = CancellationToken::new();
+        if let Ok(mut m) = self.in_flight.lock() {
+            m.insert(attempt, token.clone());
+        }
+        token
+    }
+
+    fn untrack(&self, attempt: AttemptId) {
+        if let Ok(mut m) = self.in_flight.lock() {
+            m.remove(&attempt);
+        }
+    }
+
+    async fn call(&self, call: &DispatchCall, cancel: CancellationToken) -> Result<Value, UpstreamError> {
+        let req: ToolRequest = serde_json::from_value(call.request.clone()).map_err(|e| UpstreamError::Rejected {
+            code: "invalid_request".into(),
+            message: format!("stored request is not an MCP tools/call: {e}"),
+            details: None,
+        })?;
+        let relay = call.context.as_ref().and_then(|c| c.get::<Arc<Relay>>()).cloned();
+        let lease = self.pool.acquire().await.map_err(|e| UpstreamError::Unavailable { message: e.0 })?;
+        let Some(peer) = lease.peer().cloned() else {
+            return Err(UpstreamError::Unavailable { message: "no upstream session".into() });
+        };
+        lease.attach(relay.clone());
+        let mut params = CallToolRequestParams::new(req.tool.clone());
+        params.arguments = req.arguments;
+        params.input_responses = req.input_responses;
+        params.request_state = req.request_state;
+        let mut meta = RequestMetaObject::default();
+        if let Some(r) = &relay {
+            if let Some(caps) = r.capabilities.clone() {
+                meta.set_client_capabilities(caps);
+            }
+            if let Some(level) = r.log_level {
+                meta.set_log_level(level);
+            }
+        }
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        // Not queued: nothing reached the upstream, so trying again is safe.
+        let handle = match peer.send_request_with_option(request, PeerRequestOptions::default().with_meta(meta)).await {
+            Ok(h) => h,
+            Err(e) => {
+                lease.discard();
+                return Err(UpstreamError::Unavailable { message: format!("upstream session closed: {e}") });
+            }
+        };
+        let id = handle.id.clone();
+        let answer = tokio::select! {
+            r = handle.await_response() => r,
+            _ = cancel.cancelled() => {
+                let note = CancelledNotification::new(CancelledNotificationParam::new(
+                    Some(id),
+                    Some("canceled by the gateway".into()),
+                ));
+                let _ = peer.send_notification(note.into()).await;
+                lease.discard();
+                // MCP gives no confirmation that a tool stopped: a write may have happened.
+                return Err(match call.target.effect {
+                    EffectClass::ReadOnly => UpstreamError::Canceled,
+                    EffectClass::Write => UpstreamError::Lost {
+                        message: "canceled while the upstream was running it; MCP does not confirm whether the \
+                                  tool stopped before taking effect".into(),
+                    },
+                });
+            }
+        };
+        match answer {
+            Ok(ServerResult::CallToolResult(r)) => json_of(&r),
+            Ok(ServerResult::InputRequiredResult(r)) => json_of(&r),
+            Ok(other) => Err(UpstreamError::Rejected {
+                code: "unexpected_result".into(),
+                message: format!("the upstream answered tools/call with another kind of result: {}", kind(&other)),
+                details: None,
+            }),
+            Err(rmcp::ServiceError::McpError(e)) => Err(UpstreamError::Rejected {
+                code: RPC_ERROR_CODE.into(),
+                message: e.message.to_string(),
+                details: Some(json!({ "code": e.code.0, "data": e.data })),
+            }),
+            Err(e) => {
+                lease.discard();
+                Err(UpstreamError::Lost { message: format!("the upstream's reply was lost: {e}") })
+            }
+        }
+    }
+}
+
+fn json_of<T: Serialize>(v: &T) -> Result<Value, UpstreamError> {
+    serde_json::to_value(v).map_err(|e| UpstreamError::Lost { message: format!("reply does not encode: {e}") })
+}
+
+fn kind(r: &ServerResult) -> String {
+    serde_json::to_value(r)
+        .ok()
+        .and_then(|v| v.as_object().map(|o| o.keys().cloned().collect::<Vec<_>>().join(",")))
+        .unwrap_or_default()
+}
+
+#[async_trait]
+impl Upstream for McpUpstream {
+    async fn dispatch(&self, call: &DispatchCall) -> Result<Value, UpstreamError> {
+        let cancel = self.track(call.attempt);
+        let result = self.call(call, cancel).await;
+        self.untrack(call.attempt);
+        result
+    }
+
+    async fn cancel(&self, call: &DispatchCall) -> CancelAck {
+        match self.in_flight.lock().ok().and_then(|m| m.get(&call.attempt).cloned()) {
+            Some(token) => {
+                token.cancel();
+                CancelAck::Confirmed
+            }
+            None => CancelAck::Unsupported,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stored_requests_round_trip_and_refuse_unknown_fields() {
+        let req = ToolRequest {
+            tool: "t".into(),
+            arguments: Some(JsonObject::from_iter([("a".to_string(), json!(1))])),
+            input_responses: None,
+            request_state: Some("s".into()),
+            continues: None,
+        };
+        let v = serde_json::to_value(&req).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(v, json!({"tool": "t", "arguments": {"a": 1}, "requestState": "s"}));
+        assert_eq!(serde_json::from_value::<ToolRequest>(v).ok(), Some(req));
+        assert!(serde_json::from_value::<ToolRequest>(json!({"tool": "t", "x": 1})).is_err());
+    }
+}
