@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every Switchyard test: format and lint checks, the crypto-provider check, unit tests,
 # the store contract suite on SQLite and on a throw-away PostgreSQL, engine guarantee tests,
-# end-to-end and crash tests of the real binary. Installs what it needs (Debian packages) when
-# it can, and says clearly what is missing when it cannot.
+# end-to-end and crash tests of the real binary, the official MCP conformance suite against the
+# gateway and the official Python MCP SDK as a client. Installs what it needs (Debian packages,
+# PyPI, npm) when it can, and says clearly what is missing when it cannot.
 #
 #   bash scripts/test.sh
 set -euo pipefail
@@ -56,8 +57,27 @@ as_pg "$PG_BIN/pg_ctl" -D "$PGD/data" -l "$PGD/log" -w start \
 export SWITCHYARD_TEST_PG="postgres://postgres@localhost/postgres?host=$PGD&port=5432"
 echo "cluster at $PGD"
 
-step "building the gateway binary for the end-to-end tests"
-cargo build -q -p switchyard
+step "building the gateway and the MCP fixture upstream for the end-to-end tests"
+cargo build -q -p switchyard -p switchyard-mcp-fixture
+
+TOOLS=${SWITCHYARD_TOOLS:-$HOME/.cache/switchyard-tools}
+export SWITCHYARD_TOOLS=$TOOLS
+step "Python venv with the official MCP SDK (mcp==2.3.0) in $TOOLS/py"
+command -v python3 >/dev/null || die "python3 not found: apt-get install python3 python3-venv"
+if ! "$TOOLS/py/bin/python" -c 'import importlib.metadata as m; assert m.version("mcp") == "2.3.0"' 2>/dev/null; then
+  mkdir -p "$TOOLS"
+  python3 -m venv "$TOOLS/py" || die "cannot create a venv: apt-get install python3-venv"
+  "$TOOLS/py/bin/pip" install -q mcp==2.3.0 || die "cannot install mcp==2.3.0 from PyPI"
+fi
+export SWITCHYARD_PY=$TOOLS/py/bin/python
+echo "python: $("$SWITCHYARD_PY" --version), mcp $("$SWITCHYARD_PY" -c 'import importlib.metadata as m; print(m.version("mcp"))')"
+
+step "official MCP conformance suite (server, 2026-07-28 and 2025-11-25) against the gateway's /mcp"
+if ! command -v npm >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  echo "installing npm from Debian packages"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null
+fi
+bash conformance/mcp/run.sh "$CARGO_TARGET_DIR/conformance/mcp"
 
 step "cargo test --workspace"
 cargo test --workspace

@@ -7,6 +7,7 @@
 
 pub mod gateway;
 pub mod issuer;
+pub mod mcp;
 pub mod pg;
 pub mod s3;
 pub mod upstream;

@@ -102,6 +102,7 @@ fn call(op: &str, request: Value, key: Option<&str>) -> Submission {
         operation: op.into(),
         request,
         ingress_key: key.map(|k| IngressKey::new(k).unwrap_or_else(|e| panic!("{e}"))),
+        context: None,
     }
 }
 

@@ -13,15 +13,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CancelledNotificationParam, ClientRequest, ClientResult,
-    CompleteRequest, CompleteRequestParams, CompleteResult, ContentBlock, ErrorCode, ErrorData, GetPromptRequest,
-    GetPromptRequestParams, GetPromptResponse, Implementation, InputRequest, InputRequiredResult, InputResponses,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, MetaObject,
+    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CancelledNotificationParam, ClientRequest,
+    ClientResult, CompleteRequest, CompleteRequestParams, CompleteResult, ContentBlock, ErrorCode, ErrorData,
+    GetPromptRequest, GetPromptRequestParams, GetPromptResponse, Implementation, InputRequest, InputRequiredResult,
+    InputResponses, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, MetaObject,
     PaginatedRequestParams, ProtocolVersion, ReadResourceRequest, ReadResourceRequestParams, ReadResourceResponse,
     Reference, RequestMetaObject, ServerCapabilities, ServerInfo, ServerRequest, ServerResult, SetLevelRequestParams,
     SubscribeRequestParams, UnsubscribeRequestParams,
 };
-use rmcp::model::{RequestStateCodec, SealOptions};
+use rmcp::model::{LoggingLevel, RequestStateCodec, SealOptions};
 use rmcp::service::{PeerRequestOptions, RequestContext};
 use rmcp::{RoleServer, ServerHandler};
 use serde::{Deserialize, Serialize};
@@ -62,11 +62,13 @@ impl std::fmt::Debug for Shared {
     }
 }
 
-/// One virtual server.
+/// One virtual server, as one legacy session (or one stateless request) sees it.
 #[derive(Clone, Debug)]
 pub struct Face {
     shared: Arc<Shared>,
     server: Arc<VirtualServerConfig>,
+    /// A legacy session's `logging/setLevel`; upstream log messages are asked for at this level.
+    level: Arc<std::sync::Mutex<LoggingLevel>>,
 }
 
 /// What the gateway seals into the `requestState` it gives a client.
@@ -106,16 +108,6 @@ fn modern(ctx: &RequestContext<RoleServer>) -> bool {
     ctx.meta.protocol_version().is_some_and(|v| v >= ProtocolVersion::V_2026_07_28)
 }
 
-fn relay(ctx: &RequestContext<RoleServer>) -> Arc<Relay> {
-    Arc::new(Relay {
-        peer: ctx.peer.clone(),
-        progress: ctx.meta.get_progress_token(),
-        legacy: !modern(ctx),
-        capabilities: ctx.client_capabilities(),
-        log_level: ctx.meta.log_level(),
-    })
-}
-
 fn page<T: Clone>(items: &[T], cursor: Option<&str>, size: usize) -> Result<(Vec<T>, Option<String>), ErrorData> {
     let start = match cursor {
         None | Some("") => 0,
@@ -132,7 +124,26 @@ fn page<T: Clone>(items: &[T], cursor: Option<&str>, size: usize) -> Result<(Vec
 
 impl Face {
     pub fn new(shared: Arc<Shared>, server: VirtualServerConfig) -> Self {
-        Self { shared, server: Arc::new(server) }
+        Self { shared, server: Arc::new(server), level: Arc::new(std::sync::Mutex::new(LoggingLevel::Info)) }
+    }
+
+    /// A copy with its own session state (rmcp makes one per legacy session).
+    pub fn for_session(&self) -> Self {
+        Self { level: Arc::new(std::sync::Mutex::new(LoggingLevel::Info)), ..self.clone() }
+    }
+
+    fn relay(&self, ctx: &RequestContext<RoleServer>) -> Arc<Relay> {
+        let legacy = !modern(ctx);
+        // A legacy session gets log messages at its `logging/setLevel` (default info); a modern
+        // request only when its `_meta` asks.
+        let log_level = if legacy { self.level.lock().ok().map(|l| *l) } else { ctx.meta.log_level() };
+        Arc::new(Relay {
+            peer: ctx.peer.clone(),
+            progress: ctx.meta.get_progress_token(),
+            legacy,
+            capabilities: ctx.client_capabilities(),
+            log_level,
+        })
     }
 
     fn includes(&self) -> impl Fn(&str) -> bool + '_ {
@@ -171,10 +182,13 @@ impl Face {
         let pool = self.pool(upstream)?;
         let lease = pool.acquire().await.map_err(|e| ErrorData::internal_error(e.0, None))?;
         let peer = lease.peer().cloned().ok_or_else(|| internal("no upstream session"))?;
-        let relay = relay(ctx);
+        let relay = self.relay(ctx);
         let mut meta = RequestMetaObject::default();
         if let Some(caps) = relay.capabilities.clone() {
             meta.set_client_capabilities(caps);
+        }
+        if let Some(level) = relay.log_level {
+            meta.set_log_level(level);
         }
         lease.attach(Some(relay));
         let handle = peer
@@ -246,18 +260,20 @@ impl Face {
         if let Some(state) = params.request_state.as_deref() {
             let sealed = self.open(&who, "tool", &name, state)?;
             (key, prev, up_state, round) = (sealed.key, sealed.prev, sealed.up, sealed.round + 1);
-        } else if let Some(k) = params.meta.as_ref().and_then(|m| m.0.get(IDEMPOTENCY_KEY)) {
+        } else if let Some(k) =
+            params.meta.as_ref().and_then(|m| m.get(IDEMPOTENCY_KEY)).or_else(|| ctx.meta.get(IDEMPOTENCY_KEY))
+        {
             let k = k.as_str().ok_or_else(|| invalid(format!("_meta.{IDEMPOTENCY_KEY} must be a string")))?;
             IngressKey::new(k).map_err(|e| invalid(format!("_meta.{IDEMPOTENCY_KEY}: {}", e.message)))?;
             key = Some(k.to_string());
         }
         let mut responses = params.input_responses;
-        let relay = relay(&ctx);
+        let relay = self.relay(&ctx);
         loop {
             let request = ToolRequest {
                 tool: entry.tool.name.to_string(),
                 arguments: params.arguments.clone(),
-                input_responses: responses.take().filter(|_| prev.is_some()),
+                input_responses: responses.take(),
                 request_state: up_state.take(),
                 continues: prev.clone(),
             };
@@ -466,7 +482,7 @@ impl ServerHandler for Face {
             })
             .collect();
         let (items, next) = page(&tools, request.as_ref().and_then(|r| r.cursor.as_deref()), self.shared.page_size)?;
-        let mut r = ListToolsResult::with_all_items(items);
+        let mut r = ListToolsResult::with_all_items(items).with_ttl_ms(0).with_cache_scope(CacheScope::Private);
         r.next_cursor = next;
         Ok(r)
     }
@@ -477,6 +493,18 @@ impl ServerHandler for Face {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         self.call(request, context).await
+    }
+
+    /// The exposed tool (rmcp checks `Mcp-Param-*` headers against its schema).
+    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
+        let entry = self
+            .shared
+            .catalog
+            .tool(name, self.includes())
+            .filter(|t| t.approved && self.server.exposes(&t.exposed))?;
+        let mut tool = entry.tool;
+        tool.name = entry.exposed.into();
+        Some(tool)
     }
 
     async fn list_prompts(
@@ -498,7 +526,7 @@ impl ServerHandler for Face {
             })
             .collect();
         let (items, next) = page(&prompts, request.as_ref().and_then(|r| r.cursor.as_deref()), self.shared.page_size)?;
-        let mut r = ListPromptsResult::with_all_items(items);
+        let mut r = ListPromptsResult::with_all_items(items).with_ttl_ms(0).with_cache_scope(CacheScope::Private);
         r.next_cursor = next;
         Ok(r)
     }
@@ -547,7 +575,7 @@ impl ServerHandler for Face {
     ) -> Result<ListResourcesResult, ErrorData> {
         let all: Vec<_> = self.shared.catalog.offers(self.includes()).into_iter().flat_map(|o| o.resources).collect();
         let (items, next) = page(&all, request.as_ref().and_then(|r| r.cursor.as_deref()), self.shared.page_size)?;
-        let mut r = ListResourcesResult::with_all_items(items);
+        let mut r = ListResourcesResult::with_all_items(items).with_ttl_ms(0).with_cache_scope(CacheScope::Private);
         r.next_cursor = next;
         Ok(r)
     }
@@ -559,7 +587,8 @@ impl ServerHandler for Face {
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         let all: Vec<_> = self.shared.catalog.offers(self.includes()).into_iter().flat_map(|o| o.templates).collect();
         let (items, next) = page(&all, request.as_ref().and_then(|r| r.cursor.as_deref()), self.shared.page_size)?;
-        let mut r = ListResourceTemplatesResult::with_all_items(items);
+        let mut r =
+            ListResourceTemplatesResult::with_all_items(items).with_ttl_ms(0).with_cache_scope(CacheScope::Private);
         r.next_cursor = next;
         Ok(r)
     }
@@ -626,8 +655,10 @@ impl ServerHandler for Face {
         }
     }
 
-    async fn set_level(&self, _: SetLevelRequestParams, _: RequestContext<RoleServer>) -> Result<(), ErrorData> {
-        // Upstream log messages are relayed per call, at the level each call's upstream uses.
+    async fn set_level(&self, request: SetLevelRequestParams, _: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        if let Ok(mut level) = self.level.lock() {
+            *level = request.level;
+        }
         Ok(())
     }
 

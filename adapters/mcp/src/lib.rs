@@ -142,8 +142,11 @@ impl McpGateway {
                 .with_allowed_origins(origins.clone())
                 .enforce_origin_validation()
                 .with_max_request_body_bytes(self.cfg.max_request_body_bytes);
-            let service =
-                StreamableHttpService::new(move || Ok(face.clone()), Arc::new(LocalSessionManager::default()), http);
+            let service = StreamableHttpService::new(
+                move || Ok(face.for_session()),
+                Arc::new(LocalSessionManager::default()),
+                http,
+            );
             router = router.nest_service(&path, service);
         }
         Ok(router)

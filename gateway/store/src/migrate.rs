@@ -18,12 +18,22 @@ pub(crate) const POSTGRES: Files = &[
         "artifact_chunks",
         include_str!("../../../migrations/postgres/20261130000003_artifact_chunks.sql"),
     ),
+    (
+        20261130000004,
+        "upstream_bindings",
+        include_str!("../../../migrations/postgres/20261130000004_upstream_bindings.sql"),
+    ),
 ];
 
 pub(crate) const SQLITE: Files = &[
     (20261130000001, "invocations", include_str!("../../../migrations/sqlite/20261130000001_invocations.sql")),
     (20261130000002, "artifacts", include_str!("../../../migrations/sqlite/20261130000002_artifacts.sql")),
     (20261130000003, "artifact_chunks", include_str!("../../../migrations/sqlite/20261130000003_artifact_chunks.sql")),
+    (
+        20261130000004,
+        "upstream_bindings",
+        include_str!("../../../migrations/sqlite/20261130000004_upstream_bindings.sql"),
+    ),
 ];
 
 #[derive(Debug, Clone, Copy)]
@@ -40,5 +50,27 @@ impl MigrationSource<'static> for Embedded {
                 })
                 .collect())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every file in `migrations/<backend>/` is compiled in, under its own version and name.
+    #[test]
+    fn every_migration_file_is_embedded() {
+        for (dir, files) in [("postgres", POSTGRES), ("sqlite", SQLITE)] {
+            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations").join(dir);
+            let mut on_disk: Vec<String> = std::fs::read_dir(&path)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.ends_with(".sql"))
+                .collect();
+            on_disk.sort();
+            let embedded: Vec<String> = files.iter().map(|(v, name, _)| format!("{v}_{name}.sql")).collect();
+            assert_eq!(embedded, on_disk, "migrations/{dir} and migrate.rs disagree");
+        }
     }
 }

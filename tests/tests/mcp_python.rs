@@ -1,0 +1,58 @@
+//! The official Python MCP SDK (`mcp==2.3.0`) as an independent client: in `2026-07-28` and
+//! `legacy` modes, through the gateway to (a) a stdio upstream and (b) an HTTP upstream — list
+//! tools, call a tool, an elicitation round, progress, and a cancellation that reaches the
+//! invocation. The interpreter is `$SWITCHYARD_PY` (the test command makes a venv with the SDK).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use switchyard_tests::gateway::{Gateway, Options};
+use switchyard_tests::mcp::{Fixture, UpstreamSpec, write_config};
+
+fn python() -> PathBuf {
+    if let Some(p) = std::env::var_os("SWITCHYARD_PY").filter(|p| !p.is_empty()) {
+        return PathBuf::from(p);
+    }
+    let cached = PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/switchyard-tools/py/bin/python");
+    assert!(
+        cached.exists(),
+        "no Python with mcp==2.3.0: run `bash scripts/test.sh` (it creates the venv) or set SWITCHYARD_PY"
+    );
+    cached
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_sdk_works_through_the_gateway_in_both_eras() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let web = Fixture::start(&[]);
+    let config =
+        write_config(dir.path(), &[UpstreamSpec::stdio("local", &[]), UpstreamSpec::http("web", &web.url)], "");
+    let gw = Gateway::start(Options { data_dir: dir.path().to_path_buf(), config: Some(config), ..Options::default() });
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("python/mcp_client_e2e.py");
+    for mode in ["2026-07-28", "legacy"] {
+        let out = tokio::process::Command::new(python())
+            .arg(&script)
+            .args([&format!("{}/mcp", gw.base), mode, "local__", "web__"])
+            .output()
+            .await
+            .unwrap_or_else(|e| panic!("python: {e}"));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{mode}:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(stdout.lines().filter(|l| l.contains("\"ok\": true")).count(), 13, "{stdout}");
+    }
+    // Every long call the client gave up on was canceled (read_only: canceled upstream too).
+    let mut states = Vec::new();
+    for _ in 0..100 {
+        let all = gw.all("default").await;
+        states = all
+            .iter()
+            .filter(|i| i["target"]["operation"] == "slow" && i["request"]["arguments"]["steps"] == 100)
+            .map(|i| i["state"]["state"].as_str().unwrap_or_default().to_string())
+            .collect();
+        if states.len() == 4 && states.iter().all(|s| s == "canceled") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(states, vec!["canceled"; 4], "the client's cancellations reached the invocations");
+}
