@@ -1,0 +1,160 @@
+//! tools/call through the gateway vs directly against the same upstream, side by side in one
+//! run, on loopback only: for a `read_only` tool (`echo`) and a `write` tool (`count_write`),
+//! p50/p99 latency at concurrency 1 and throughput at concurrency `--concurrency`.
+//!
+//! `switchyard-mcp-bench [--seconds 5] [--concurrency 16] [--store-url postgres://…]`
+//!
+//! Starts the fixture upstream (`switchyard-mcp-fixture --listen 127.0.0.1:0`) and a gateway
+//! (`$SWITCHYARD_BIN`, else next to this binary; SQLite in a temp dir unless `--store-url`),
+//! both from the same target directory as this binary: build all three in release for numbers
+//! that mean something. Prints a table and one JSON line.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use serde_json::json;
+use switchyard_tests::gateway::{Gateway, Options};
+use switchyard_tests::mcp::{Fixture, UpstreamSpec, call, connect, write_config};
+
+struct Args {
+    seconds: u64,
+    concurrency: usize,
+    store_url: Option<String>,
+}
+
+fn parse() -> anyhow::Result<Args> {
+    let mut a = Args { seconds: 5, concurrency: 16, store_url: None };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let value = it.next().with_context(|| format!("{flag} needs a value"))?;
+        match flag.as_str() {
+            "--seconds" => a.seconds = value.parse()?,
+            "--concurrency" => a.concurrency = value.parse()?,
+            "--store-url" => a.store_url = Some(value),
+            other => bail!("unknown flag {other}"),
+        }
+    }
+    if !(1..=120).contains(&a.seconds) || !(1..=256).contains(&a.concurrency) {
+        bail!("--seconds must be 1..=120 and --concurrency 1..=256");
+    }
+    Ok(a)
+}
+
+/// Latencies (µs, sorted) and calls per second.
+struct Run {
+    lat_us: Vec<u64>,
+    rate: f64,
+}
+
+impl Run {
+    fn pct(&self, p: f64) -> f64 {
+        if self.lat_us.is_empty() {
+            return f64::NAN;
+        }
+        let i = ((self.lat_us.len() as f64 - 1.0) * p).round() as usize;
+        self.lat_us[i.min(self.lat_us.len() - 1)] as f64 / 1000.0
+    }
+}
+
+async fn drive(url: &str, tool: &str, concurrency: usize, seconds: u64) -> anyhow::Result<Run> {
+    let mut clients = Vec::new();
+    for _ in 0..concurrency {
+        clients.push(connect(url, true).await);
+    }
+    // Warm up each connection (and the gateway's upstream sessions).
+    for (w, c) in clients.iter().enumerate() {
+        let args = json!({"text": "warm", "key": format!("warm-{w}")});
+        c.call_tool(call(tool, args)).await.context("warm-up call")?;
+    }
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    let t0 = Instant::now();
+    let mut tasks = Vec::new();
+    for (w, client) in clients.into_iter().enumerate() {
+        let tool = tool.to_string();
+        tasks.push(tokio::spawn(async move {
+            let mut lat = Vec::new();
+            let mut n = 0u64;
+            while Instant::now() < deadline {
+                n += 1;
+                let args = json!({"text": "bench", "key": format!("{w}-{n}")});
+                let started = Instant::now();
+                let r = client.call_tool(call(&tool, args)).await;
+                if r.as_ref().map(|r| r.is_error == Some(true)).unwrap_or(true) {
+                    return Err(anyhow::anyhow!("call failed: {r:?}"));
+                }
+                lat.push(started.elapsed().as_micros() as u64);
+            }
+            let _ = client.cancel().await;
+            Ok(lat)
+        }));
+    }
+    let mut lat_us = Vec::new();
+    for t in tasks {
+        lat_us.extend(t.await??);
+    }
+    let rate = lat_us.len() as f64 / t0.elapsed().as_secs_f64();
+    lat_us.sort_unstable();
+    Ok(Run { lat_us, rate })
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = parse()?;
+    let dir = tempfile::tempdir()?;
+    let fixture = Fixture::start(&[]);
+    let mut upstream = UpstreamSpec::http("fx", &fixture.url);
+    upstream.prefix = Some(String::new());
+    let config = write_config(dir.path(), &[upstream], "");
+    let gw = Gateway::start(Options {
+        data_dir: dir.path().to_path_buf(),
+        config: Some(config),
+        store_url: args.store_url.clone(),
+        env: vec![("RUST_LOG".into(), "warn".into())],
+    });
+    let via = format!("{}/mcp", gw.base);
+    let store = args.store_url.as_deref().map_or("sqlite", |_| "postgres");
+    println!(
+        "tools/call, {} s per cell, store {store}; direct = fixture upstream, gateway = through /mcp",
+        args.seconds
+    );
+    println!(
+        "{:<12} {:<8} {:>9} {:>9} {:>11} {:>9} {:>9} {:>11}",
+        "tool", "target", "p50 ms", "p99 ms", "c=1 /s", "", "", ""
+    );
+    let mut report = Vec::new();
+    for tool in ["echo", "count_write"] {
+        let mut cells = Vec::new();
+        for (target, url) in [("direct", fixture.url.as_str()), ("gateway", via.as_str())] {
+            let single = drive(url, tool, 1, args.seconds).await?;
+            let loaded = drive(url, tool, args.concurrency, args.seconds).await?;
+            println!(
+                "{tool:<12} {target:<8} {:>9.3} {:>9.3} {:>11.0}   c={} {:>9.0}/s",
+                single.pct(0.5),
+                single.pct(0.99),
+                single.rate,
+                args.concurrency,
+                loaded.rate
+            );
+            cells.push((target, single, loaded));
+        }
+        let (d, g) = (&cells[0], &cells[1]);
+        let added_p50 = g.1.pct(0.5) - d.1.pct(0.5);
+        let ratio = g.2.rate / d.2.rate;
+        println!(
+            "{tool:<12} gateway adds {added_p50:.3} ms at p50; throughput ratio gateway/direct at c={}: {ratio:.2}",
+            args.concurrency
+        );
+        report.push(json!({
+            "tool": tool,
+            "direct": {"p50_ms": d.1.pct(0.5), "p99_ms": d.1.pct(0.99), "rate_c1": d.1.rate, "rate_loaded": d.2.rate},
+            "gateway": {"p50_ms": g.1.pct(0.5), "p99_ms": g.1.pct(0.99), "rate_c1": g.1.rate, "rate_loaded": g.2.rate},
+            "added_p50_ms": added_p50,
+            "throughput_ratio": ratio,
+        }));
+    }
+    println!(
+        "{}",
+        json!({"store": store, "concurrency": args.concurrency, "seconds": args.seconds, "results": report})
+    );
+    Ok(())
+}
