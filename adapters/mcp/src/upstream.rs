@@ -105,25 +105,43 @@ impl McpUpstream {
                 return Err(UpstreamError::Unavailable { message: format!("upstream session closed: {e}") });
             }
         };
+        // The wait runs in its own task, so that a dispatch dropped by the engine (attempt
+        // timeout, or a confirmed cancel) still tells the upstream and retires the session.
         let id = handle.id.clone();
-        let answer = tokio::select! {
-            r = handle.await_response() => r,
-            _ = cancel.cancelled() => {
-                let note = CancelledNotification::new(CancelledNotificationParam::new(
-                    Some(id),
-                    Some("canceled by the gateway".into()),
-                ));
-                let _ = peer.send_notification(note.into()).await;
-                lease.discard();
-                // MCP gives no confirmation that a tool stopped: a write may have happened.
+        let waiter = tokio::spawn(async move {
+            tokio::select! {
+                r = handle.await_response() => {
+                    if r.as_ref().is_err_and(|e| !matches!(e, rmcp::ServiceError::McpError(_))) {
+                        lease.discard();
+                    }
+                    Some(r)
+                }
+                _ = cancel.cancelled() => {
+                    let note = CancelledNotification::new(CancelledNotificationParam::new(
+                        Some(id),
+                        Some("canceled by the gateway".into()),
+                    ));
+                    let _ = peer.send_notification(note.into()).await;
+                    lease.discard();
+                    None
+                }
+            }
+        });
+        let _guard = CancelOnDrop(self.in_flight_token(call.attempt));
+        let answer = match waiter.await {
+            Ok(Some(answer)) => answer,
+            // MCP gives no confirmation that a tool stopped: a write may have happened.
+            Ok(None) => {
                 return Err(match call.target.effect {
                     EffectClass::ReadOnly => UpstreamError::Canceled,
                     EffectClass::Write => UpstreamError::Lost {
                         message: "canceled while the upstream was running it; MCP does not confirm whether the \
-                                  tool stopped before taking effect".into(),
+                                  tool stopped before taking effect"
+                            .into(),
                     },
                 });
             }
+            Err(e) => return Err(UpstreamError::Lost { message: format!("the wait for the upstream failed: {e}") }),
         };
         match answer {
             Ok(ServerResult::CallToolResult(r)) => json_of(&r),
@@ -138,10 +156,22 @@ impl McpUpstream {
                 message: e.message.to_string(),
                 details: Some(json!({ "code": e.code.0, "data": e.data })),
             }),
-            Err(e) => {
-                lease.discard();
-                Err(UpstreamError::Lost { message: format!("the upstream's reply was lost: {e}") })
-            }
+            Err(e) => Err(UpstreamError::Lost { message: format!("the upstream's reply was lost: {e}") }),
+        }
+    }
+
+    fn in_flight_token(&self, attempt: AttemptId) -> Option<CancellationToken> {
+        self.in_flight.lock().ok().and_then(|m| m.get(&attempt).cloned())
+    }
+}
+
+/// Cancels the upstream call when the dispatch future is dropped before it finished.
+struct CancelOnDrop(Option<CancellationToken>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(t) = &self.0 {
+            t.cancel();
         }
     }
 }
@@ -166,11 +196,17 @@ impl Upstream for McpUpstream {
         result
     }
 
+    /// Stops waiting for the upstream and tells it so. Confirmed only for a `read_only` tool:
+    /// MCP does not say whether a tool stopped before taking effect, so a `write` keeps its
+    /// dispatch, which then ends as a lost outcome (`unknown`).
     async fn cancel(&self, call: &DispatchCall) -> CancelAck {
-        match self.in_flight.lock().ok().and_then(|m| m.get(&call.attempt).cloned()) {
+        match self.in_flight_token(call.attempt) {
             Some(token) => {
                 token.cancel();
-                CancelAck::Confirmed
+                match call.target.effect {
+                    EffectClass::ReadOnly => CancelAck::Confirmed,
+                    EffectClass::Write => CancelAck::Unsupported,
+                }
             }
             None => CancelAck::Unsupported,
         }

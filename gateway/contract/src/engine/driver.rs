@@ -106,6 +106,10 @@ async fn attempt_call(
     let mut deadline = pin!(tokio::time::sleep(inner.cfg.attempt_timeout));
     let mut renew = tokio::time::interval(inner.cfg.lease_ttl / 3);
     renew.tick().await;
+    // An unconfirmed cancellation is re-sent every 200 ms for a while (the upstream may not
+    // know the call yet), then on every renewal.
+    let mut resend = tokio::time::interval(CANCEL_RESEND);
+    let mut resends_left = 0u32;
     loop {
         tokio::select! {
             r = &mut dispatch => return r,
@@ -129,10 +133,21 @@ async fn attempt_call(
                 if upstream.cancel(call).await == CancelAck::Confirmed {
                     return Err(UpstreamError::Canceled);
                 }
+                resends_left = CANCEL_RESENDS;
+                resend.reset();
+            }
+            _ = resend.tick(), if resends_left > 0 => {
+                resends_left -= 1;
+                if upstream.cancel(call).await == CancelAck::Confirmed {
+                    return Err(UpstreamError::Canceled);
+                }
             }
         }
     }
 }
+
+const CANCEL_RESEND: Duration = Duration::from_millis(200);
+const CANCEL_RESENDS: u32 = 25;
 
 /// Classifies and commits an attempt's result under the driver's fence.
 async fn commit(
