@@ -48,6 +48,8 @@ request_state_key = "conformance-run-request-state-key-0123456789"
 name = "fixture"
 url = "$fixture"
 prefix = ""
+operations = { slow_compute = "read_only", greet = "read_only" }
+tasks = { failing_job = "required", test_tool_with_task = "required", greet = "forbidden" }
 TOML
 RUST_LOG=${RUST_LOG:-warn} "$bin/switchyard" --config "$work/gateway.toml" serve --listen 127.0.0.1:0 \
   >"$work/gateway.out" 2>"$work/gateway.err" &

@@ -279,6 +279,41 @@ async fn a_client_cancel_cancels_the_invocation_and_bad_requests_change_nothing(
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert_eq!(state, "canceled", "a read_only call canceled by its client is canceled upstream too");
+    // A write canceled in flight: MCP cannot confirm the tool stopped, so the outcome is unknown.
+    let request = rmcp::model::ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(call(
+        "fx__count_write",
+        json!({"key": "w", "delay_ms": 10_000}),
+    )));
+    let handle = peer
+        .send_request_with_option(request, rmcp::service::PeerRequestOptions::default())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let id = handle.id.clone();
+    let mut write = None;
+    for _ in 0..100 {
+        let all = gw.all("default").await;
+        write =
+            all.into_iter().find(|i| i["target"]["operation"] == "count_write" && i["state"]["state"] == "dispatching");
+        if write.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let write =
+        write.unwrap_or_else(|| panic!("write never dispatched"))["id"].as_str().unwrap_or_default().to_string();
+    peer.notify_cancelled(rmcp::model::CancelledNotificationParam::new(Some(id), None))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    for _ in 0..100 {
+        let (_, shown) =
+            gw.get("default", &format!("/admin/v1/invocations/{write}")).await.unwrap_or_else(|e| panic!("{e}"));
+        state = shown["state"]["state"].clone();
+        if state == "unknown" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(state, "unknown", "a write canceled in flight is unknown, never claimed canceled");
     // Bad input: a body that is not JSON-RPC gets a protocol error, and records nothing.
     let before = gw.all("default").await.len();
     let resp = reqwest::Client::new()

@@ -310,6 +310,13 @@ impl Pool {
         }
         match result {
             Ok(service) => {
+                // rmcp's HTTP transport learns each tool's `x-mcp-header` parameters from a
+                // tools/list it has seen; without one it would not mirror them into headers.
+                if self.spec.url.is_some()
+                    && let Err(e) = service.peer().list_all_tools().await
+                {
+                    warn!(upstream = %self.spec.name, error = %e, "tools/list on a new session failed");
+                }
                 let version = service.peer().peer_info().map(|i| i.protocol_version.to_string());
                 info!(upstream = %self.spec.name, version = version.as_deref().unwrap_or("2026-07-28"), "upstream session started");
                 Ok(Session { service, handler })

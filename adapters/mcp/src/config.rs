@@ -30,6 +30,11 @@ pub struct McpConfig {
     /// Accept MCP calls without credentials, as tenant `default`, subject `anonymous`. Only
     /// allowed while the gateway listens on loopback.
     pub anonymous: bool,
+    /// A tools/call from a client that declared the Tasks extension waits this long for its
+    /// outcome; still running then, it is answered with a task (the invocation's id).
+    pub task_after_ms: u64,
+    /// The poll interval suggested to task clients.
+    pub task_poll_interval_ms: u64,
     /// Largest accepted MCP request body.
     pub max_request_body_bytes: usize,
     /// Items per page of tools/list, prompts/list, resources/list.
@@ -50,6 +55,8 @@ impl Default for McpConfig {
             allowed_origins: Vec::new(),
             call_wait_ms: 60_000,
             anonymous: false,
+            task_after_ms: 250,
+            task_poll_interval_ms: 500,
             max_request_body_bytes: 4 * 1024 * 1024,
             page_size: 100,
             connect_timeout_ms: 15_000,
@@ -78,6 +85,11 @@ pub struct McpUpstreamConfig {
     /// annotations are never trusted. Tools not listed are `write`.
     #[serde(default)]
     pub operations: BTreeMap<String, EffectClass>,
+    /// Tasks extension, per tool (upstream name): `optional` (the default: a call that takes
+    /// longer than `mcp.task_after_ms` answers a client that declared the extension with a
+    /// task), `required` (such clients always get a task; others get `-32021`), `forbidden`.
+    #[serde(default)]
+    pub tasks: BTreeMap<String, TaskSupport>,
     /// Connections (HTTP) or child processes (stdio) kept; each carries one call at a time.
     #[serde(default)]
     pub max_sessions: Option<usize>,
@@ -91,6 +103,16 @@ impl McpUpstreamConfig {
     pub fn max_sessions(&self) -> usize {
         self.max_sessions.unwrap_or(if self.url.is_some() { 16 } else { 2 })
     }
+}
+
+/// Whether a tool's calls may become tasks (the `io.modelcontextprotocol/tasks` extension).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskSupport {
+    Forbidden,
+    #[default]
+    Optional,
+    Required,
 }
 
 /// One MCP endpoint exposing a chosen subset of the upstreams' tools, prompts and resources.
@@ -188,8 +210,18 @@ impl McpConfig {
         if !self.request_state_key.0.is_empty() && self.request_state_key.0.len() < 32 {
             return Err("mcp.request_state_key must be at least 32 bytes".into());
         }
-        if self.call_wait_ms == 0 || self.request_state_ttl_ms == 0 || self.connect_timeout_ms == 0 {
-            return Err("mcp.call_wait_ms, request_state_ttl_ms and connect_timeout_ms must be positive".into());
+        if self.call_wait_ms == 0
+            || self.request_state_ttl_ms == 0
+            || self.connect_timeout_ms == 0
+            || self.task_poll_interval_ms == 0
+        {
+            return Err(
+                "mcp.call_wait_ms, request_state_ttl_ms, connect_timeout_ms and task_poll_interval_ms must be positive"
+                    .into(),
+            );
+        }
+        if self.task_after_ms > self.call_wait_ms {
+            return Err("mcp.task_after_ms must be at most mcp.call_wait_ms".into());
         }
         if !(1..=1000).contains(&self.page_size) {
             return Err("mcp.page_size must be within 1..=1000".into());
@@ -213,6 +245,7 @@ mod tests {
             env: BTreeMap::new(),
             prefix: None,
             operations: BTreeMap::new(),
+            tasks: BTreeMap::new(),
             max_sessions: None,
         }
     }

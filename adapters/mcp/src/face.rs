@@ -21,19 +21,22 @@ use rmcp::model::{
     Reference, RequestMetaObject, ServerCapabilities, ServerInfo, ServerRequest, ServerResult, SetLevelRequestParams,
     SubscribeRequestParams, UnsubscribeRequestParams,
 };
-use rmcp::model::{LoggingLevel, RequestStateCodec, SealOptions};
+use rmcp::model::{
+    CancelTaskParams, ClientCapabilities, CreateTaskResult, DetailedTask, GetTaskParams, GetTaskResult, LoggingLevel,
+    RequestStateCodec, SealOptions, TASKS_EXTENSION_ID, Task, TaskPayload, TaskStatus, UpdateTaskParams,
+};
 use rmcp::service::{PeerRequestOptions, RequestContext};
 use rmcp::{RoleServer, ServerHandler};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use switchyard_contract::{
-    CallContext, Engine, IngressKey, InvocationId, InvocationState, Invocations as _, Principal, Submission,
+    CallContext, Engine, IngressKey, Invocation, InvocationId, InvocationState, Invocations as _, Principal, Submission,
 };
 use tracing::{info, warn};
 
 use crate::catalog::Catalog;
 use crate::client::{Pool, Relay, service_error};
-use crate::config::VirtualServerConfig;
+use crate::config::{TaskSupport, VirtualServerConfig};
 use crate::upstream::{RPC_ERROR_CODE, ToolRequest};
 
 /// The `_meta` key a client sets to make a tools/call idempotent: a retry with the same key
@@ -53,6 +56,9 @@ pub struct Shared {
     pub codec: RequestStateCodec,
     pub state_ttl: Duration,
     pub call_wait: Duration,
+    /// With the Tasks extension: how long a call waits before it is answered with a task.
+    pub task_after: Duration,
+    pub task_poll_ms: u64,
     pub page_size: usize,
 }
 
@@ -144,6 +150,38 @@ impl Face {
             capabilities: ctx.client_capabilities(),
             log_level,
         })
+    }
+
+    fn task_support(&self, upstream: &str, tool: &str) -> TaskSupport {
+        self.shared.pools.get(upstream).and_then(|p| p.spec.tasks.get(tool).copied()).unwrap_or_default()
+    }
+
+    fn task_of(&self, inv: &Invocation) -> Task {
+        let status = match &inv.state {
+            InvocationState::Succeeded { .. } if asks_input(inv) => TaskStatus::InputRequired,
+            InvocationState::Succeeded { .. } | InvocationState::Unknown { .. } => TaskStatus::Completed,
+            InvocationState::Failed { .. } => TaskStatus::Failed,
+            InvocationState::Canceled { .. } => TaskStatus::Cancelled,
+            _ => TaskStatus::Working,
+        };
+        let mut task = Task::new(inv.id.to_string(), status, iso8601(inv.created_at_ms), iso8601(inv.updated_at_ms))
+            .with_poll_interval_ms(self.shared.task_poll_ms);
+        if matches!(inv.state, InvocationState::Unknown { .. }) {
+            task = task.with_status_message("the outcome is unknown: see the result");
+        }
+        task
+    }
+
+    /// The caller's task: an MCP tools/call invocation of this tenant, else `-32602`.
+    async fn task_invocation(&self, task_id: &str, ctx: &RequestContext<RoleServer>) -> Result<Invocation, ErrorData> {
+        let who = principal(ctx)?;
+        let unknown = || ErrorData::invalid_params(format!("unknown task `{task_id}`"), None);
+        let id: InvocationId = task_id.parse().map_err(|_| unknown())?;
+        let inv = self.shared.engine.get(&who.tenant, id).await.map_err(|_| unknown())?;
+        if !self.shared.pools.contains_key(&inv.target.upstream) || !self.server.includes(&inv.target.upstream) {
+            return Err(unknown());
+        }
+        Ok(inv)
     }
 
     fn includes(&self) -> impl Fn(&str) -> bool + '_ {
@@ -255,6 +293,14 @@ impl Face {
                 Some(json!({ "tool": name, "reason": "schema_changed" })),
             ));
         }
+        let support = self.task_support(&entry.upstream, &entry.tool.name);
+        let tasks = support != TaskSupport::Forbidden && declares_tasks(&ctx);
+        if support == TaskSupport::Required && !tasks {
+            return Err(ErrorData::missing_required_client_capability(
+                ClientCapabilities::builder().enable_tasks().build(),
+            ));
+        }
+        let wait = if tasks { self.shared.task_after } else { self.shared.call_wait };
         let who = principal(&ctx)?;
         let (mut key, mut prev, mut up_state, mut round) = (None, None, None, 1u32);
         if let Some(state) = params.request_state.as_deref() {
@@ -299,10 +345,18 @@ impl Face {
             let (submitted, interrupted) = self
                 .shared
                 .engine
-                .submit_and_wait_or(submission, self.shared.call_wait, async move { ct.cancelled().await })
+                .submit_and_wait_or(submission, wait, async move { ct.cancelled().await })
                 .await
                 .map_err(contract_error)?;
             let inv = submitted.invocation;
+            // A task: the call is still running, or the tool always answers with one (unless
+            // this round only asks for input, which stays an MRTR round).
+            if tasks
+                && !interrupted
+                && (!inv.state.is_settled() || support == TaskSupport::Required && !asks_input(&inv))
+            {
+                return Ok(CallToolResponse::Task(CreateTaskResult::new(self.task_of(&inv))));
+            }
             if interrupted {
                 info!(invocation.id = %inv.id, "client canceled tools/call; canceling the invocation");
                 if let Err(e) = self.shared.engine.cancel(&who, inv.id).await {
@@ -425,6 +479,34 @@ impl Face {
     }
 }
 
+/// Whether the request's client declared the Tasks extension.
+fn declares_tasks(ctx: &RequestContext<RoleServer>) -> bool {
+    ctx.client_capabilities().and_then(|c| c.extensions).is_some_and(|e| e.contains_key(TASKS_EXTENSION_ID))
+}
+
+/// Whether the invocation's upstream answer was another MRTR round.
+fn asks_input(inv: &Invocation) -> bool {
+    matches!(&inv.state, InvocationState::Succeeded { result, .. }
+        if result.get("resultType").and_then(Value::as_str) == Some("input_required"))
+}
+
+/// Milliseconds since the epoch as ISO 8601 UTC (`2026-11-30T07:00:00.000Z`).
+fn iso8601(ms: i64) -> String {
+    let (days, rem) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
+    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (h, m, s, milli) = (rem / 3_600_000, rem / 60_000 % 60, rem / 1000 % 60, rem % 1000);
+    format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}.{milli:03}Z")
+}
+
 fn error_result(id: InvocationId, text: &str) -> CallToolResult {
     let mut r = CallToolResult::error(vec![ContentBlock::text(text.to_string())]);
     let mut meta = MetaObject::new();
@@ -452,6 +534,7 @@ impl ServerHandler for Face {
         caps.prompts = Some(Default::default());
         caps.resources = Some(Default::default());
         caps.completions = Some(Default::default());
+        caps.extensions = Some([(TASKS_EXTENSION_ID.to_string(), Default::default())].into_iter().collect());
         #[allow(deprecated)]
         {
             caps.logging = Some(Default::default());
@@ -683,6 +766,71 @@ impl ServerHandler for Face {
         Ok(())
     }
 
+    /// `tasks/get`: the invocation behind the task, as a DetailedTask (the result inlined once
+    /// terminal; a lost `write` outcome is `completed` with an `isError` result saying so).
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let inv = self.task_invocation(&request.task_id, &ctx).await?;
+        let task = self.task_of(&inv);
+        let object = |v: Value| v.as_object().cloned().unwrap_or_default();
+        let payload = match &inv.state {
+            InvocationState::Succeeded { result, .. } if asks_input(&inv) => {
+                let asked: InputRequiredResult =
+                    serde_json::from_value(result.clone()).map_err(|e| internal(e.to_string()))?;
+                TaskPayload::InputRequired { input_requests: asked.input_requests.unwrap_or_default() }
+            }
+            InvocationState::Succeeded { result, .. } => TaskPayload::Completed { result: object(result.clone()) },
+            InvocationState::Unknown { reason, .. } => {
+                let text = format!(
+                    "the outcome of this call is UNKNOWN: {reason}. The tool may or may not have taken effect; the \
+                     gateway did not retry it. Invocation {}.",
+                    inv.id
+                );
+                let mut r = error_result(inv.id, &text);
+                r.structured_content = Some(json!({ "invocation": inv.id.to_string(), "state": "unknown" }));
+                TaskPayload::Completed { result: object(serde_json::to_value(r).map_err(|e| internal(e.to_string()))?) }
+            }
+            InvocationState::Failed { error, .. } => {
+                let code = error.details.as_ref().and_then(|d| d.get("code")).and_then(Value::as_i64).unwrap_or(-32603);
+                let data = error.details.as_ref().and_then(|d| d.get("data")).cloned().filter(|v| !v.is_null());
+                let mut e = json!({ "code": code, "message": error.message });
+                if let Some(d) = data {
+                    e["data"] = d;
+                }
+                TaskPayload::Failed { error: object(e) }
+            }
+            InvocationState::Canceled { .. } => TaskPayload::Cancelled,
+            _ => TaskPayload::Working,
+        };
+        Ok(GetTaskResult::new(DetailedTask::new(task, payload)))
+    }
+
+    /// `tasks/cancel`: cancels the invocation; acknowledged even when it already ended.
+    async fn cancel_task(&self, request: CancelTaskParams, ctx: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        let inv = self.task_invocation(&request.task_id, &ctx).await?;
+        let who = principal(&ctx)?;
+        if let Err(e) = self.shared.engine.cancel(&who, inv.id).await {
+            info!(invocation.id = %inv.id, error = %e, "tasks/cancel on a task that cannot be canceled now");
+        }
+        Ok(())
+    }
+
+    /// `tasks/update`: the gateway's tasks never wait for input inside the task (an upstream
+    /// asking for input is answered through MRTR rounds before a task exists).
+    async fn update_task(&self, request: UpdateTaskParams, ctx: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        self.task_invocation(&request.task_id, &ctx).await?;
+        Err(ErrorData::invalid_params(
+            format!(
+                "task `{}` is not waiting for input: this gateway does not take input inside a task",
+                request.task_id
+            ),
+            None,
+        ))
+    }
+
     async fn on_cancelled(&self, _: CancelledNotificationParam, _: rmcp::service::NotificationContext<RoleServer>) {
         // rmcp cancels the request's token, which the waiting tools/call turns into a cancel.
     }
@@ -691,6 +839,13 @@ impl ServerHandler for Face {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn iso_timestamps() {
+        assert_eq!(iso8601(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(iso8601(1_796_021_220_817), "2026-11-30T06:47:00.817Z");
+        assert_eq!(iso8601(951_782_400_000), "2000-02-29T00:00:00.000Z");
+    }
 
     #[test]
     fn pages_are_bounded_and_cursors_checked() {

@@ -35,7 +35,7 @@ use switchyard_contract::{BindingStore, EffectClass, Engine, Upstream};
 use tracing::warn;
 
 pub use catalog::{Catalog, ToolStatus};
-pub use config::{McpConfig, McpUpstreamConfig, VirtualServerConfig};
+pub use config::{McpConfig, McpUpstreamConfig, TaskSupport, VirtualServerConfig};
 pub use face::{Face, IDEMPOTENCY_KEY, INVOCATION_META};
 
 use crate::client::Pool;
@@ -127,6 +127,8 @@ impl McpGateway {
             codec,
             state_ttl: Duration::from_millis(self.cfg.request_state_ttl_ms),
             call_wait: Duration::from_millis(self.cfg.call_wait_ms),
+            task_after: Duration::from_millis(self.cfg.task_after_ms),
+            task_poll_ms: self.cfg.task_poll_interval_ms,
             page_size: self.cfg.page_size,
         });
         let hosts: Vec<String> =

@@ -169,6 +169,24 @@ pub fn tools() -> Vec<Tool> {
         ),
         tool("drift_tool", "Schema depends on $FIXTURE_SCHEMA_VARIANT; returns `drift ok`", drift_schema()),
         tool("ask_name", "Elicits a name, returns `hello <name>`", no_args()),
+        // Tasks extension fixtures. The fixture itself runs them synchronously; the gateway
+        // turns a long call into a task (its config says which tools support tasks).
+        tool(
+            "greet",
+            "Returns `Hello, <name>!` at once",
+            json!({ "type": "object", "properties": { "name": { "type": "string" } }, "required": ["name"] }),
+        ),
+        tool(
+            "slow_compute",
+            "Sleeps `seconds` (cancellable), returns `computed <label>`",
+            json!({
+                "type": "object",
+                "properties": { "seconds": { "type": "number", "minimum": 0 }, "label": { "type": "string" } }
+            }),
+        ),
+        tool("failing_job", "After 1 s, returns a tool execution error (isError)", no_args()),
+        tool("protocol_error_job", "After 1 s, fails with a JSON-RPC error", no_args()),
+        tool("test_tool_with_task", "Round 1 elicits user_name; round 2 takes 1 s and greets", no_args()),
     ]);
     tools
 }

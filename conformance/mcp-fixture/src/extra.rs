@@ -7,6 +7,14 @@
 //! | `slow` | `steps`, `step_ms` | per step: sleep, then a progress notification (if the request has a progressToken); returns `done <steps>` |
 //! | `drift_tool` | `a` (+ `b` with `FIXTURE_SCHEMA_VARIANT=2`) | returns `drift ok` |
 //! | `ask_name` | — | elicits `name` (MRTR on 2026-07-28, `elicitation/create` in a legacy session), returns `hello <name>` |
+//! | `greet` | `name` | returns `Hello, <name>!` at once |
+//! | `slow_compute` | `seconds?`, `label?` | sleeps `seconds` (cancellable), returns `computed <label>` |
+//! | `failing_job` | — | after 1 s, a tool execution error (`isError`) |
+//! | `protocol_error_job` | — | after 1 s, a JSON-RPC error |
+//! | `test_tool_with_task` | — | round 1 elicits `user_name`; round 2 sleeps 1 s and returns `Hello, <name>!` |
+//!
+//! The last five serve the Tasks extension scenarios: the fixture runs them synchronously and
+//! the gateway in front of it makes long calls into tasks.
 //!
 //! Cancellation (`notifications/cancelled` on stdio, a closed response stream on HTTP) cancels the
 //! request's token; the sleeping tools then stop with an error that is never delivered.
@@ -82,6 +90,18 @@ pub async fn call(
         "slow" => slow(fixture, &args, cx).await,
         "drift_tool" => string_arg(&args, "a").map(|_| CallToolResult::success(vec![ContentBlock::text("drift ok")])),
         "ask_name" => return Some(ask_name(fixture, request, cx).await),
+        "greet" => {
+            string_arg(&args, "name").map(|n| CallToolResult::success(vec![ContentBlock::text(format!("Hello, {n}!"))]))
+        }
+        "slow_compute" => slow_compute(&args, cx).await,
+        "failing_job" => sleep_or_cancel(cx, 1000)
+            .await
+            .map(|()| CallToolResult::error(vec![ContentBlock::text("failing_job failed, as it always does")])),
+        "protocol_error_job" => match sleep_or_cancel(cx, 1000).await {
+            Ok(()) => Err(McpError::internal_error("protocol_error_job: simulated internal failure", None)),
+            Err(e) => Err(e),
+        },
+        "test_tool_with_task" => return Some(tool_with_task(fixture, request, cx).await),
         _ => return None,
     };
     Some(result.map(Into::into))
@@ -115,6 +135,39 @@ async fn slow(
         fixture.send_progress(cx, step as f64, steps as f64, format!("step {step}/{steps}")).await;
     }
     Ok(CallToolResult::success(vec![ContentBlock::text(format!("done {steps}"))]))
+}
+
+async fn slow_compute(args: &JsonObject, cx: &RequestContext<RoleServer>) -> Result<CallToolResult, McpError> {
+    let seconds = match args.get("seconds") {
+        None | Some(Value::Null) => 0.0,
+        Some(v) => v
+            .as_f64()
+            .filter(|s| (0.0..=3600.0).contains(s))
+            .ok_or_else(|| McpError::invalid_params("argument `seconds` must be a number within 0..=3600", None))?,
+    };
+    let label = args.get("label").and_then(Value::as_str).unwrap_or("result").to_owned();
+    sleep_or_cancel(cx, (seconds * 1000.0) as u64).await?;
+    Ok(CallToolResult::success(vec![ContentBlock::text(format!("computed {label}"))]))
+}
+
+async fn tool_with_task(
+    fixture: &Fixture,
+    request: &CallToolRequestParams,
+    cx: &RequestContext<RoleServer>,
+) -> Result<CallToolResponse, McpError> {
+    if request.input_responses.as_ref().is_some_and(|r| r.contains_key("user_name")) {
+        sleep_or_cancel(cx, 1000).await?;
+    }
+    let ask = Ask::elicit(
+        "What is your name?",
+        json!({ "type": "object", "properties": { "name": { "type": "string" } }, "required": ["name"] }),
+    );
+    fixture
+        .ask_for(cx, request, "user_name", ask, |answer| match mrtr::elicited_string(answer, "name") {
+            Some(name) => format!("Hello, {name}!"),
+            None => format!("no name given (action={})", mrtr::elicit_action(answer)),
+        })
+        .await
 }
 
 async fn ask_name(
