@@ -4,15 +4,18 @@ Usage: python mcp_client_e2e.py GATEWAY_MCP_URL MODE PREFIX [PREFIX ...]
 MODE is "2026-07-28" or "legacy". For each upstream PREFIX (e.g. "local__"), it lists tools,
 calls `echo`, runs an elicitation round through `ask_name` (MRTR on 2026-07-28, a server->client
 request in legacy), receives progress from `slow`, and cancels a long `slow` call. Prints one
-JSON line per check and exits 1 on the first failure.
+JSON line per check and exits 1 on the first failure. With MCP_BEARER set, every request carries
+`Authorization: Bearer $MCP_BEARER`.
 """
 
-import asyncio
 import json
+import os
 import sys
 
 import anyio
 from mcp import Client, types
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 
 def check(name, ok, detail=""):
@@ -31,7 +34,12 @@ def text(result):
 
 async def main():
     url, mode, prefixes = sys.argv[1], sys.argv[2], sys.argv[3:]
-    async with Client(url, mode=mode, elicitation_callback=on_elicit, read_timeout_seconds=30) as client:
+    server = url
+    bearer = os.environ.get("MCP_BEARER")
+    if bearer:
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {bearer}"})
+        server = streamable_http_client(url, http_client=http)
+    async with Client(server, mode=mode, elicitation_callback=on_elicit, read_timeout_seconds=30) as client:
         tools = await client.list_tools()
         names = {t.name for t in tools.tools}
         for p in prefixes:

@@ -39,6 +39,8 @@ pub struct Options {
     /// Extra environment, e.g. `SWITCHYARD__ENGINE__LEASE_TTL_MS`.
     pub env: Vec<(String, String)>,
     pub config: Option<PathBuf>,
+    /// Listen address; default `127.0.0.1:0`.
+    pub listen: Option<String>,
 }
 
 /// A running gateway process. Dropping it kills the process.
@@ -65,7 +67,7 @@ impl Gateway {
         if let Some(c) = &opts.config {
             cmd.arg("--config").arg(c);
         }
-        cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        cmd.args(["serve", "--listen", opts.listen.as_deref().unwrap_or("127.0.0.1:0"), "--data-dir"])
             .arg(&opts.data_dir)
             .env("SWITCHYARD__ADMIN__TOKEN", TOKEN)
             .env_remove("SWITCHYARD_FAULT_PAUSE")
@@ -205,6 +207,14 @@ impl Drop for Gateway {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// A loopback port that was free a moment ago (for configs that must name their own URL).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or_else(|e| panic!("no free port: {e}"))
 }
 
 /// Lines of the demo upstream's call log: `(invocation id, attempt id)`.

@@ -40,6 +40,8 @@ struct Keys {
     /// Opaque tokens and their claims, for introspection.
     opaque: std::collections::HashMap<String, Value>,
     introspections: usize,
+    /// Access tokens issued by `/token`.
+    issued: Vec<String>,
 }
 
 /// The client the gateway introspects as (HTTP Basic).
@@ -63,10 +65,76 @@ async fn discovery(State((issuer, _)): State<(String, Arc<Mutex<Keys>>)>) -> Jso
         "issuer": issuer,
         "jwks_uri": format!("{issuer}/jwks"),
         "token_endpoint": format!("{issuer}/token"),
+        "authorization_endpoint": format!("{issuer}/authorize"),
         "response_types_supported": ["code"],
         "subject_types_supported": ["public"],
         "id_token_signing_alg_values_supported": ["EdDSA"],
+        "grant_types_supported": ["client_credentials"],
+        "token_endpoint_auth_methods_supported": ["client_secret_post", "client_secret_basic"],
+        "code_challenge_methods_supported": ["S256"],
     }))
+}
+
+/// The confidential client allowed the client credentials grant.
+pub const SERVICE_CLIENT: (&str, &str) = ("switchyard-upstream-client", "upstream-client-secret-7");
+
+/// OAuth 2.0 client credentials (RFC 6749 §4.4), client_secret_post or _basic, with an RFC 8707
+/// `resource` that becomes the token's `aud`. The token carries tenant `svc` and the scopes
+/// asked for. Every issued token is remembered (tests check logs never show one).
+async fn token(
+    State((issuer, keys)): State<(String, Arc<Mutex<Keys>>)>,
+    headers: axum::http::HeaderMap,
+    body: String,
+) -> Result<Json<Value>, (axum::http::StatusCode, Json<Value>)> {
+    let form: std::collections::HashMap<String, String> =
+        body.split('&').filter_map(|kv| kv.split_once('=')).map(|(k, v)| (decode(k), decode(v))).collect();
+    let basic = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Basic "))
+        .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
+        .and_then(|b| String::from_utf8(b).ok())
+        .and_then(|s| s.split_once(':').map(|(a, b)| (decode(a), decode(b))));
+    let (id, secret) = basic.unwrap_or_else(|| {
+        (form.get("client_id").cloned().unwrap_or_default(), form.get("client_secret").cloned().unwrap_or_default())
+    });
+    let refuse = |code: &str| (axum::http::StatusCode::BAD_REQUEST, Json(json!({ "error": code })));
+    if form.get("grant_type").map(String::as_str) != Some("client_credentials") {
+        return Err(refuse("unsupported_grant_type"));
+    }
+    if (id.as_str(), secret.as_str()) != SERVICE_CLIENT {
+        return Err((axum::http::StatusCode::UNAUTHORIZED, Json(json!({ "error": "invalid_client" }))));
+    }
+    let Some(resource) = form.get("resource") else { return Err(refuse("invalid_target")) };
+    let scope = form.get("scope").cloned().unwrap_or_default();
+    let now =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
+    let claims = json!({ "iss": issuer, "aud": resource, "sub": id, "tenant": "svc", "scope": scope,
+                         "iat": now, "nbf": now - 5, "exp": now + 300 });
+    let mut k = keys.lock().unwrap_or_else(|e| e.into_inner());
+    let access = sign_with(&k.published[k.current], &claims);
+    k.issued.push(access.clone());
+    Ok(Json(json!({ "access_token": access, "token_type": "Bearer", "expires_in": 300, "scope": scope })))
+}
+
+/// `application/x-www-form-urlencoded` value decoding (`+` and `%XX`).
+fn decode(s: &str) -> String {
+    let bytes = s.replace('+', " ").into_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && i + 2 < bytes.len()
+            && let Ok(b) = u8::from_str_radix(std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or(""), 16)
+        {
+            out.push(b);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// RFC 7662: `token=…` form, HTTP Basic client authentication.
@@ -114,9 +182,12 @@ impl TestIssuer {
             requests: 0,
             opaque: std::collections::HashMap::new(),
             introspections: 0,
+            issued: Vec::new(),
         }));
         let app = axum::Router::new()
             .route("/.well-known/openid-configuration", get(discovery))
+            .route("/.well-known/oauth-authorization-server", get(discovery))
+            .route("/token", axum::routing::post(token))
             .route("/jwks", get(jwks))
             .route("/introspect", axum::routing::post(introspect))
             .with_state((issuer.clone(), keys.clone()));
@@ -155,6 +226,11 @@ impl TestIssuer {
         let mut k = self.keys.lock().unwrap_or_else(|e| e.into_inner());
         k.opaque.insert(token.clone(), claims.clone());
         token
+    }
+
+    /// The access tokens `/token` issued so far.
+    pub fn issued(&self) -> Vec<String> {
+        self.keys.lock().map(|k| k.issued.clone()).unwrap_or_default()
     }
 
     /// How many introspection requests arrived.

@@ -42,6 +42,7 @@ async fn scenario(db: Db) -> Scenario {
         },
         env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
         config: None,
+        listen: None,
     };
     Scenario { _dir: dir, opts }
 }

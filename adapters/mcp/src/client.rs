@@ -14,6 +14,8 @@ use rmcp::model::{
     ProgressToken, ProtocolVersion, ServerRequest,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RunningService};
+use rmcp::transport::auth::{AuthClient, ClientCredentialsConfig, OAuthState};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, RoleServer};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
@@ -181,6 +183,8 @@ pub struct Pool {
     /// Consecutive start-up failures and when the last one happened.
     failures: Mutex<(u32, Option<Instant>)>,
     connect_timeout: Duration,
+    /// The OAuth-authorized HTTP client, once obtained.
+    auth: Mutex<Option<AuthClient<reqwest::Client>>>,
     /// Woken when the upstream says its tool or prompt list changed.
     pub list_changed: Arc<Notify>,
 }
@@ -251,6 +255,7 @@ impl Pool {
             permits,
             failures: Mutex::new((0, None)),
             connect_timeout,
+            auth: Mutex::new(None),
             list_changed: Arc::new(Notify::new()),
         })
     }
@@ -335,6 +340,19 @@ impl Pool {
         };
         let fail = |e: String| SessionError(format!("upstream `{}`: {e}", self.spec.name));
         if let Some(url) = &self.spec.url {
+            if self.spec.oauth.is_some() {
+                let client = self.oauth_client(url).await.map_err(fail)?;
+                let config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                let transport = StreamableHttpClientTransport::with_client(client, config);
+                let served = rmcp::service::serve_client_with_lifecycle(handler, transport, lifecycle).await;
+                if served.is_err() {
+                    // Perhaps the token: get a new one for the next session.
+                    if let Ok(mut cached) = self.auth.lock() {
+                        *cached = None;
+                    }
+                }
+                return served.map_err(|e| fail(e.to_string()));
+            }
             let transport = StreamableHttpClientTransport::from_uri(url.as_str());
             return rmcp::service::serve_client_with_lifecycle(handler, transport, lifecycle)
                 .await
@@ -350,6 +368,32 @@ impl Pool {
             .spawn()
             .map_err(|e| fail(format!("cannot start `{program}`: {e}")))?;
         rmcp::service::serve_client_with_lifecycle(handler, transport, lifecycle).await.map_err(|e| fail(e.to_string()))
+    }
+
+    /// The OAuth-authorized HTTP client of this upstream, shared by its sessions: discovery
+    /// from the upstream, then the client credentials grant. Tokens stay inside rmcp's
+    /// authorization manager and are never logged.
+    async fn oauth_client(&self, url: &str) -> Result<AuthClient<reqwest::Client>, String> {
+        if let Some(c) = self.auth.lock().ok().and_then(|c| c.clone()) {
+            return Ok(c);
+        }
+        let Some(o) = &self.spec.oauth else { return Err("no oauth configured".into()) };
+        let secret = o.secret()?;
+        let mut state = OAuthState::new(url, None).await.map_err(|e| format!("OAuth discovery: {e}"))?;
+        let grant = ClientCredentialsConfig::ClientSecret {
+            client_id: o.client_id.clone(),
+            client_secret: secret.0,
+            scopes: o.scopes.clone(),
+            resource: Some(o.resource.clone().unwrap_or_else(|| url.to_string())),
+        };
+        state.authenticate_client_credentials(grant).await.map_err(|e| format!("OAuth client credentials: {e}"))?;
+        let manager = state.into_authorization_manager().ok_or("OAuth: no authorization after the grant")?;
+        let client = AuthClient::new(reqwest::Client::default(), manager);
+        if let Ok(mut cached) = self.auth.lock() {
+            *cached = Some(client.clone());
+        }
+        info!(upstream = %self.spec.name, client_id = %o.client_id, "obtained an OAuth token for the upstream (client credentials)");
+        Ok(client)
     }
 
     /// Closes idle sessions (stdio children exit).

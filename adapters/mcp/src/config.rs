@@ -90,6 +90,9 @@ pub struct McpUpstreamConfig {
     /// task), `required` (such clients always get a task; others get `-32021`), `forbidden`.
     #[serde(default)]
     pub tasks: BTreeMap<String, TaskSupport>,
+    /// HTTP upstream protected by OAuth: the gateway gets its own token (client credentials).
+    #[serde(default)]
+    pub oauth: Option<UpstreamOAuth>,
     /// Connections (HTTP) or child processes (stdio) kept; each carries one call at a time.
     #[serde(default)]
     pub max_sessions: Option<usize>,
@@ -102,6 +105,39 @@ impl McpUpstreamConfig {
 
     pub fn max_sessions(&self) -> usize {
         self.max_sessions.unwrap_or(if self.url.is_some() { 16 } else { 2 })
+    }
+}
+
+/// The gateway as an OAuth client of one upstream (client credentials grant, SEP-1046): the
+/// authorization server is discovered from the upstream (RFC 9728 → RFC 8414 / OIDC), the token
+/// is requested for `resource` (RFC 8707) and sent only to that upstream. A client's own token
+/// is never forwarded.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamOAuth {
+    pub client_id: String,
+    /// The secret itself, or empty to read it from the variable `client_secret_env`.
+    #[serde(default)]
+    pub client_secret: Secret,
+    #[serde(default)]
+    pub client_secret_env: Option<String>,
+    #[serde(default)]
+    pub scopes: Vec<String>,
+    /// The upstream's resource identifier; default: its `url`.
+    #[serde(default)]
+    pub resource: Option<String>,
+}
+
+impl UpstreamOAuth {
+    /// The client secret, from the config or the named environment variable.
+    pub fn secret(&self) -> Result<Secret, String> {
+        if !self.client_secret.0.is_empty() {
+            return Ok(self.client_secret.clone());
+        }
+        match &self.client_secret_env {
+            Some(var) => std::env::var(var).map(Secret).map_err(|_| format!("environment variable {var} is not set")),
+            None => Err("set client_secret or client_secret_env".into()),
+        }
     }
 }
 
@@ -183,6 +219,15 @@ impl McpConfig {
                 (None, false) => {}
                 _ => return Err(format!("{key}: set exactly one of `url` and `command`")),
             }
+            if let Some(o) = &u.oauth {
+                if u.url.is_none() {
+                    return Err(format!("{key}.oauth needs an HTTP upstream (`url`)"));
+                }
+                if o.client_id.is_empty() {
+                    return Err(format!("{key}.oauth.client_id must not be empty"));
+                }
+                o.secret().map_err(|e| format!("{key}.oauth: {e}"))?;
+            }
             if !(1..=256).contains(&u.max_sessions()) {
                 return Err(format!("{key}.max_sessions must be within 1..=256"));
             }
@@ -246,6 +291,7 @@ mod tests {
             prefix: None,
             operations: BTreeMap::new(),
             tasks: BTreeMap::new(),
+            oauth: None,
             max_sessions: None,
         }
     }

@@ -35,7 +35,7 @@ use switchyard_contract::{BindingStore, EffectClass, Engine, Upstream};
 use tracing::warn;
 
 pub use catalog::{Catalog, ToolStatus};
-pub use config::{McpConfig, McpUpstreamConfig, TaskSupport, VirtualServerConfig};
+pub use config::{McpConfig, McpUpstreamConfig, TaskSupport, UpstreamOAuth, VirtualServerConfig};
 pub use face::{Face, IDEMPOTENCY_KEY, INVOCATION_META};
 
 use crate::client::Pool;

@@ -110,6 +110,7 @@ async fn main() -> anyhow::Result<()> {
         config: Some(config),
         store_url: args.store_url.clone(),
         env: vec![("RUST_LOG".into(), "warn".into())],
+        listen: None,
     });
     let via = format!("{}/mcp", gw.base);
     let store = args.store_url.as_deref().map_or("sqlite", |_| "postgres");

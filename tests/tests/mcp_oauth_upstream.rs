@@ -1,0 +1,118 @@
+//! OAuth on both sides of the MCP face, end to end: the official Python SDK calls gateway A
+//! with a bearer token from a real local issuer; A's upstream is gateway B, an OAuth-protected
+//! MCP server (fronting the fixture), for which A obtains its own token with the client
+//! credentials grant (discovered from B's RFC 9728 metadata). The client's token never reaches
+//! B, and neither token appears in either gateway's log.
+
+use std::time::Duration;
+
+use switchyard_tests::gateway::{Gateway, Options, free_port};
+use switchyard_tests::issuer::{SERVICE_CLIENT, TestIssuer};
+use switchyard_tests::mcp::Fixture;
+
+fn auth_section(resource: &str, issuer: &str) -> String {
+    format!(
+        "[auth]\nresource = \"{resource}\"\nscopes_supported = [\"mcp:call\"]\n\n\
+         [[auth.issuers]]\nissuer = \"{issuer}\"\njwks_min_refresh_ms = 0\n"
+    )
+}
+
+fn python() -> std::path::PathBuf {
+    match std::env::var_os("SWITCHYARD_PY").filter(|p| !p.is_empty()) {
+        Some(p) => p.into(),
+        None => std::path::PathBuf::from(std::env::var("HOME").unwrap_or_default())
+            .join(".cache/switchyard-tools/py/bin/python"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bearer_client_reaches_an_oauth_protected_upstream_with_the_gateways_own_token() {
+    let issuer = TestIssuer::start().await;
+    let fixture = Fixture::start(&[]);
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    // B: the protected upstream.
+    let port_b = free_port();
+    let resource_b = format!("http://127.0.0.1:{port_b}/mcp");
+    let config_b = format!(
+        "{}\n[mcp]\nrequest_state_key = \"gateway-b-request-state-key-0123456789ab\"\n\n\
+         [[mcp.upstreams]]\nname = \"fixture\"\nurl = \"{}\"\nprefix = \"\"\n\
+         operations = {{ echo = \"read_only\", slow = \"read_only\", ask_name = \"read_only\" }}\n",
+        auth_section(&resource_b, &issuer.issuer),
+        fixture.url
+    );
+    std::fs::write(dir.path().join("b.toml"), config_b).unwrap_or_else(|e| panic!("{e}"));
+    let b = Gateway::start(Options {
+        data_dir: dir.path().join("b"),
+        config: Some(dir.path().join("b.toml")),
+        listen: Some(format!("127.0.0.1:{port_b}")),
+        ..Options::default()
+    });
+    // A: the gateway the client talks to, an OAuth client of B.
+    let port_a = free_port();
+    let resource_a = format!("http://127.0.0.1:{port_a}/mcp");
+    let config_a = format!(
+        "{}\n[mcp]\nrequest_state_key = \"gateway-a-request-state-key-0123456789ab\"\n\n\
+         [[mcp.upstreams]]\nname = \"partner\"\nurl = \"{resource_b}\"\n\
+         operations = {{ echo = \"read_only\", slow = \"read_only\", ask_name = \"read_only\" }}\n\
+         oauth = {{ client_id = \"{}\", client_secret_env = \"PARTNER_SECRET\", scopes = [\"mcp:call\"] }}\n",
+        auth_section(&resource_a, &issuer.issuer),
+        SERVICE_CLIENT.0
+    );
+    std::fs::write(dir.path().join("a.toml"), config_a).unwrap_or_else(|e| panic!("{e}"));
+    let a = Gateway::start(Options {
+        data_dir: dir.path().join("a"),
+        config: Some(dir.path().join("a.toml")),
+        listen: Some(format!("127.0.0.1:{port_a}")),
+        env: vec![("PARTNER_SECRET".into(), SERVICE_CLIENT.1.into())],
+        ..Options::default()
+    });
+    // Without a token, A refuses with a challenge pointing at its metadata.
+    let anon = reqwest::Client::new()
+        .post(&resource_a)
+        .header("content-type", "application/json")
+        .body(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(anon.status(), 401);
+    let challenge =
+        anon.headers().get("www-authenticate").and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+    assert!(challenge.contains("resource_metadata="), "{challenge}");
+    // The client's token: for A only.
+    let client_token = issuer.sign(&issuer.claims(&resource_a, "acme", "alice", "mcp:call", 300));
+    for mode in ["2026-07-28", "legacy"] {
+        let out = tokio::process::Command::new(python())
+            .arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("python/mcp_client_e2e.py"))
+            .args([&resource_a, mode, "partner__"])
+            .env("MCP_BEARER", &client_token)
+            .output()
+            .await
+            .unwrap_or_else(|e| panic!("python: {e}"));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let log_a = std::fs::read_to_string(a.opts.data_dir.join("gateway.log")).unwrap_or_default();
+        assert!(out.status.success(), "{mode}:\n{stdout}\ngateway A log:\n{log_a}");
+        assert_eq!(stdout.lines().filter(|l| l.contains("\"ok\": true")).count(), 7, "{stdout}");
+    }
+    // A got its own token(s) from the issuer, for B's resource.
+    let issued = issuer.issued();
+    assert!(!issued.is_empty(), "A obtained a token by client credentials");
+    // The calls reached B as A's service identity (tenant `svc`), not as alice.
+    let (status, on_b) = b.get("svc", "/admin/v1/invocations?limit=500").await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(status, 200);
+    let on_b = on_b["items"].as_array().cloned().unwrap_or_default();
+    assert!(on_b.iter().any(|i| i["target"]["operation"] == "echo"), "B journaled the calls under tenant svc");
+    assert!(on_b.iter().all(|i| i["principal"]["subject"] == SERVICE_CLIENT.0));
+    let on_a = a.all("acme").await;
+    assert!(on_a.iter().any(|i| i["principal"]["subject"] == "alice"), "A journaled them as alice");
+    // No token in any log.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    for (name, gw) in [("A", &a), ("B", &b)] {
+        let log = std::fs::read_to_string(gw.opts.data_dir.join("gateway.log")).unwrap_or_default();
+        assert!(!log.is_empty());
+        assert!(!log.contains(&client_token), "gateway {name} logged the client's token");
+        for t in &issued {
+            assert!(!log.contains(t.as_str()), "gateway {name} logged its upstream token");
+        }
+        assert!(!log.contains(SERVICE_CLIENT.1), "gateway {name} logged the client secret");
+    }
+}
