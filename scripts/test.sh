@@ -57,8 +57,8 @@ as_pg "$PG_BIN/pg_ctl" -D "$PGD/data" -l "$PGD/log" -w start \
 export SWITCHYARD_TEST_PG="postgres://postgres@localhost/postgres?host=$PGD&port=5432"
 echo "cluster at $PGD"
 
-step "building the gateway and the MCP fixture upstream for the end-to-end tests"
-cargo build -q -p switchyard -p switchyard-mcp-fixture
+step "building the gateway, the MCP fixture upstream and the MCP conformance client"
+cargo build -q -p switchyard -p switchyard-mcp-fixture -p switchyard-mcp-conformance-client
 
 TOOLS=${SWITCHYARD_TOOLS:-$HOME/.cache/switchyard-tools}
 export SWITCHYARD_TOOLS=$TOOLS
@@ -72,7 +72,7 @@ fi
 export SWITCHYARD_PY=$TOOLS/py/bin/python
 echo "python: $("$SWITCHYARD_PY" --version), mcp $("$SWITCHYARD_PY" -c 'import importlib.metadata as m; print(m.version("mcp"))')"
 
-step "official MCP conformance suite (server, 2026-07-28 and 2025-11-25) against the gateway's /mcp"
+step "official MCP conformance suites: server (against the gateway's /mcp) and client (the gateway's upstream client)"
 if ! command -v npm >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   echo "installing npm from Debian packages"
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null

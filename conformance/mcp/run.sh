@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# Runs the official MCP conformance server suites against the GATEWAY: `switchyard serve` with
-# its /mcp fronting the fixture upstream (switchyard-mcp-fixture over Streamable HTTP), so every
-# scenario crosses the gateway's real path (catalog, durable tools/call, MRTR mediation).
+# Runs the official MCP conformance suites on Switchyard:
+# - server leg against the GATEWAY: `switchyard serve` with its /mcp fronting the fixture
+#   upstream (switchyard-mcp-fixture over Streamable HTTP), so every scenario crosses the
+#   gateway's real path (catalog, durable tools/call, MRTR mediation, tasks);
+# - client leg with switchyard-mcp-conformance-client, the gateway's own upstream client and
+#   OAuth code (authorization code + PKCE, CIMD/DCR/pre-registration, step-up, client credentials).
 #
 #   conformance/mcp/run.sh [results-dir]        (default: $CARGO_TARGET_DIR/conformance/mcp)
 #
-# Needs the debug binaries (`cargo build -p switchyard -p switchyard-mcp-fixture`); the suite and
+# Needs the debug binaries (`cargo build -p switchyard -p switchyard-mcp-fixture
+# -p switchyard-mcp-conformance-client`); the suite and
 # Node are installed by suite.sh. Unscored tasks-* scenarios are compared with
 # tasks-baseline.txt: a failure not listed there fails the run, and a listed one that now passes
 # must be removed from the file (the baseline only shrinks).
@@ -14,8 +18,8 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 target=${CARGO_TARGET_DIR:-$HOME/.cache/switchyard-target}
 bin=$target/debug
 results=${1:-$target/conformance/mcp}
-for b in switchyard switchyard-mcp-fixture; do
-  [ -x "$bin/$b" ] || { echo "run.sh: $bin/$b is missing: cargo build -p switchyard -p switchyard-mcp-fixture" >&2; exit 2; }
+for b in switchyard switchyard-mcp-fixture switchyard-mcp-conformance-client; do
+  [ -x "$bin/$b" ] || { echo "run.sh: $bin/$b is missing: cargo build -p $b" >&2; exit 2; }
 done
 work=$(mktemp -d /tmp/switchyard-mcp-conformance.XXXXXX)
 pids=()
@@ -73,4 +77,6 @@ echo "unscored tasks-* failing: $(echo "$failing" | sed '/^$/d' | wc -l) (baseli
 if [ -n "$new" ]; then echo "tasks-* failures not in conformance/mcp/tasks-baseline.txt:" $new; rc=1; fi
 if [ -n "$fixed" ]; then echo "now passing, remove from conformance/mcp/tasks-baseline.txt:" $fixed; rc=1; fi
 if [ "$rc" -ne 0 ]; then echo "---- gateway stderr (tail)"; tail -n 40 "$work/gateway.err"; fi
+
+"$root/conformance/mcp/suite.sh" client "$bin/switchyard-mcp-conformance-client" "$results" || rc=$?
 exit "$rc"

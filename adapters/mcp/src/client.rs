@@ -14,14 +14,13 @@ use rmcp::model::{
     ProgressToken, ProtocolVersion, ServerRequest,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RunningService};
-use rmcp::transport::auth::{AuthClient, ClientCredentialsConfig, OAuthState};
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, RoleClient, RoleServer};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tracing::{debug, info, warn};
 
 use crate::config::McpUpstreamConfig;
+use crate::oauth::OAuthHttp;
 
 /// Where one call's upstream traffic goes: the client that made it. Lives only in memory (the
 /// contract's `CallContext`); an attempt recovered after a restart has none, and then
@@ -184,7 +183,7 @@ pub struct Pool {
     failures: Mutex<(u32, Option<Instant>)>,
     connect_timeout: Duration,
     /// The OAuth-authorized HTTP client, once obtained.
-    auth: Mutex<Option<AuthClient<reqwest::Client>>>,
+    auth: Mutex<Option<OAuthHttp>>,
     /// Woken when the upstream says its tool or prompt list changed.
     pub list_changed: Arc<Notify>,
 }
@@ -340,23 +339,18 @@ impl Pool {
         };
         let fail = |e: String| SessionError(format!("upstream `{}`: {e}", self.spec.name));
         if let Some(url) = &self.spec.url {
-            if self.spec.oauth.is_some() {
-                let client = self.oauth_client(url).await.map_err(fail)?;
-                let config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
-                let transport = StreamableHttpClientTransport::with_client(client, config);
-                let served = rmcp::service::serve_client_with_lifecycle(handler, transport, lifecycle).await;
-                if served.is_err() {
-                    // Perhaps the token: get a new one for the next session.
-                    if let Ok(mut cached) = self.auth.lock() {
-                        *cached = None;
-                    }
-                }
-                return served.map_err(|e| fail(e.to_string()));
+            let auth = match self.spec.oauth {
+                Some(_) => Some(self.oauth_client(url).await.map_err(fail)?),
+                None => None,
+            };
+            let served = crate::oauth::connect_http(handler, url, auth, lifecycle).await;
+            if served.is_err()
+                && let Ok(mut cached) = self.auth.lock()
+            {
+                // Perhaps the token: get a new one for the next session.
+                *cached = None;
             }
-            let transport = StreamableHttpClientTransport::from_uri(url.as_str());
-            return rmcp::service::serve_client_with_lifecycle(handler, transport, lifecycle)
-                .await
-                .map_err(|e| fail(e.to_string()));
+            return served.map_err(|e| fail(e.to_string()));
         }
         let Some((program, args)) = self.spec.command.split_first() else {
             return Err(fail("no url and no command configured".into()));
@@ -370,25 +364,13 @@ impl Pool {
         rmcp::service::serve_client_with_lifecycle(handler, transport, lifecycle).await.map_err(|e| fail(e.to_string()))
     }
 
-    /// The OAuth-authorized HTTP client of this upstream, shared by its sessions: discovery
-    /// from the upstream, then the client credentials grant. Tokens stay inside rmcp's
-    /// authorization manager and are never logged.
-    async fn oauth_client(&self, url: &str) -> Result<AuthClient<reqwest::Client>, String> {
+    /// The OAuth-authorized HTTP client of this upstream, shared by its sessions.
+    async fn oauth_client(&self, url: &str) -> Result<OAuthHttp, String> {
         if let Some(c) = self.auth.lock().ok().and_then(|c| c.clone()) {
             return Ok(c);
         }
         let Some(o) = &self.spec.oauth else { return Err("no oauth configured".into()) };
-        let secret = o.secret()?;
-        let mut state = OAuthState::new(url, None).await.map_err(|e| format!("OAuth discovery: {e}"))?;
-        let grant = ClientCredentialsConfig::ClientSecret {
-            client_id: o.client_id.clone(),
-            client_secret: secret.0,
-            scopes: o.scopes.clone(),
-            resource: Some(o.resource.clone().unwrap_or_else(|| url.to_string())),
-        };
-        state.authenticate_client_credentials(grant).await.map_err(|e| format!("OAuth client credentials: {e}"))?;
-        let manager = state.into_authorization_manager().ok_or("OAuth: no authorization after the grant")?;
-        let client = AuthClient::new(reqwest::Client::default(), manager);
+        let client = crate::oauth::client_credentials(url, o).await?;
         if let Ok(mut cached) = self.auth.lock() {
             *cached = Some(client.clone());
         }

@@ -21,6 +21,7 @@ pub mod catalog;
 pub mod client;
 pub mod config;
 pub mod face;
+pub mod oauth;
 pub mod upstream;
 
 use std::collections::{BTreeMap, HashMap};
@@ -37,6 +38,7 @@ use tracing::warn;
 pub use catalog::{Catalog, ToolStatus};
 pub use config::{McpConfig, McpUpstreamConfig, TaskSupport, UpstreamOAuth, VirtualServerConfig};
 pub use face::{Face, IDEMPOTENCY_KEY, INVOCATION_META};
+pub use switchyard_contract::Secret;
 
 use crate::client::Pool;
 use crate::face::Shared;
