@@ -40,8 +40,11 @@ struct Keys {
     /// Opaque tokens and their claims, for introspection.
     opaque: std::collections::HashMap<String, Value>,
     introspections: usize,
-    /// Access tokens issued by `/token`.
+    /// Access and refresh tokens issued by `/token`.
     issued: Vec<String>,
+    codes: std::collections::HashMap<String, CodeGrant>,
+    /// Refresh token → (resource, scope).
+    refresh: std::collections::HashMap<String, (String, String)>,
 }
 
 /// The client the gateway introspects as (HTTP Basic).
@@ -69,7 +72,7 @@ async fn discovery(State((issuer, _)): State<(String, Arc<Mutex<Keys>>)>) -> Jso
         "response_types_supported": ["code"],
         "subject_types_supported": ["public"],
         "id_token_signing_alg_values_supported": ["EdDSA"],
-        "grant_types_supported": ["client_credentials"],
+        "grant_types_supported": ["client_credentials", "authorization_code", "refresh_token"],
         "token_endpoint_auth_methods_supported": ["client_secret_post", "client_secret_basic"],
         "code_challenge_methods_supported": ["S256"],
     }))
@@ -99,22 +102,100 @@ async fn token(
         (form.get("client_id").cloned().unwrap_or_default(), form.get("client_secret").cloned().unwrap_or_default())
     });
     let refuse = |code: &str| (axum::http::StatusCode::BAD_REQUEST, Json(json!({ "error": code })));
-    if form.get("grant_type").map(String::as_str) != Some("client_credentials") {
-        return Err(refuse("unsupported_grant_type"));
-    }
     if (id.as_str(), secret.as_str()) != SERVICE_CLIENT {
         return Err((axum::http::StatusCode::UNAUTHORIZED, Json(json!({ "error": "invalid_client" }))));
     }
-    let Some(resource) = form.get("resource") else { return Err(refuse("invalid_target")) };
-    let scope = form.get("scope").cloned().unwrap_or_default();
+    let (resource, scope, sub, tenant) = match form.get("grant_type").map(String::as_str) {
+        Some("client_credentials") => {
+            let Some(resource) = form.get("resource") else { return Err(refuse("invalid_target")) };
+            (resource.clone(), form.get("scope").cloned().unwrap_or_default(), id.clone(), "svc")
+        }
+        Some("authorization_code") => {
+            let code = form.get("code").cloned().unwrap_or_default();
+            let grant = keys.lock().unwrap_or_else(|e| e.into_inner()).codes.remove(&code);
+            let Some(grant) = grant else { return Err(refuse("invalid_grant")) };
+            let verifier = form.get("code_verifier").cloned().unwrap_or_default();
+            let computed = {
+                use sha2::Digest;
+                base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(verifier.as_bytes()))
+            };
+            if computed != grant.challenge || form.get("redirect_uri") != Some(&grant.redirect_uri) {
+                return Err(refuse("invalid_grant"));
+            }
+            (grant.resource, grant.scope, "alice".to_string(), "delegated")
+        }
+        Some("refresh_token") => {
+            let token = form.get("refresh_token").cloned().unwrap_or_default();
+            let grant = keys.lock().unwrap_or_else(|e| e.into_inner()).refresh.get(&token).cloned();
+            let Some((resource, scope)) = grant else { return Err(refuse("invalid_grant")) };
+            (resource, scope, "alice".to_string(), "delegated")
+        }
+        _ => return Err(refuse("unsupported_grant_type")),
+    };
     let now =
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
-    let claims = json!({ "iss": issuer, "aud": resource, "sub": id, "tenant": "svc", "scope": scope,
+    let claims = json!({ "iss": issuer, "aud": resource, "sub": sub, "tenant": tenant, "scope": scope,
                          "iat": now, "nbf": now - 5, "exp": now + 300 });
     let mut k = keys.lock().unwrap_or_else(|e| e.into_inner());
     let access = sign_with(&k.published[k.current], &claims);
     k.issued.push(access.clone());
-    Ok(Json(json!({ "access_token": access, "token_type": "Bearer", "expires_in": 300, "scope": scope })))
+    let mut answer = json!({ "access_token": access, "token_type": "Bearer", "expires_in": 300, "scope": scope });
+    if tenant == "delegated" {
+        let refresh = format!("refresh-{}", uuid::Uuid::new_v4().simple());
+        k.refresh.insert(refresh.clone(), (resource, scope));
+        k.issued.push(refresh.clone());
+        answer["refresh_token"] = json!(refresh);
+    }
+    Ok(Json(answer))
+}
+
+/// A pending authorization code.
+struct CodeGrant {
+    challenge: String,
+    redirect_uri: String,
+    resource: String,
+    scope: String,
+}
+
+/// The authorization endpoint of a user who always consents: redirects back at once with a
+/// code (and `iss`, RFC 9207). Only the pre-registered client, PKCE S256, loopback redirects.
+async fn authorize(
+    State((issuer, keys)): State<(String, Arc<Mutex<Keys>>)>,
+    axum::extract::Query(q): axum::extract::Query<std::collections::HashMap<String, String>>,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let get = |k: &str| q.get(k).cloned().unwrap_or_default();
+    let redirect = get("redirect_uri");
+    if get("client_id") != SERVICE_CLIENT.0
+        || get("code_challenge_method") != "S256"
+        || get("response_type") != "code"
+        || !redirect.starts_with("http://127.0.0.1:")
+    {
+        return (axum::http::StatusCode::BAD_REQUEST, "invalid authorization request").into_response();
+    }
+    let code = format!("code-{}", uuid::Uuid::new_v4().simple());
+    keys.lock().unwrap_or_else(|e| e.into_inner()).codes.insert(
+        code.clone(),
+        CodeGrant {
+            challenge: get("code_challenge"),
+            redirect_uri: redirect.clone(),
+            resource: get("resource"),
+            scope: get("scope"),
+        },
+    );
+    let enc = |s: &str| {
+        s.bytes()
+            .map(|b| {
+                if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                    (b as char).to_string()
+                } else {
+                    format!("%{b:02X}")
+                }
+            })
+            .collect::<String>()
+    };
+    let location = format!("{redirect}?code={code}&state={}&iss={}", enc(&get("state")), enc(&issuer));
+    (axum::http::StatusCode::FOUND, [(axum::http::header::LOCATION, location)]).into_response()
 }
 
 /// `application/x-www-form-urlencoded` value decoding (`+` and `%XX`).
@@ -183,11 +264,14 @@ impl TestIssuer {
             opaque: std::collections::HashMap::new(),
             introspections: 0,
             issued: Vec::new(),
+            codes: std::collections::HashMap::new(),
+            refresh: std::collections::HashMap::new(),
         }));
         let app = axum::Router::new()
             .route("/.well-known/openid-configuration", get(discovery))
             .route("/.well-known/oauth-authorization-server", get(discovery))
             .route("/token", axum::routing::post(token))
+            .route("/authorize", get(authorize))
             .route("/jwks", get(jwks))
             .route("/introspect", axum::routing::post(introspect))
             .with_state((issuer.clone(), keys.clone()));
@@ -228,7 +312,7 @@ impl TestIssuer {
         token
     }
 
-    /// The access tokens `/token` issued so far.
+    /// The access and refresh tokens `/token` issued so far.
     pub fn issued(&self) -> Vec<String> {
         self.keys.lock().map(|k| k.issued.clone()).unwrap_or_default()
     }

@@ -116,3 +116,98 @@ async fn a_bearer_client_reaches_an_oauth_protected_upstream_with_the_gateways_o
         assert!(!log.contains(SERVICE_CLIENT.1), "gateway {name} logged the client secret");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_delegated_upstream_is_authorized_once_and_its_tokens_stay_sealed() {
+    use std::io::BufRead as _;
+    let issuer = TestIssuer::start().await;
+    let fixture = Fixture::start(&[]);
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let port_b = free_port();
+    let resource_b = format!("http://127.0.0.1:{port_b}/mcp");
+    let config_b = format!(
+        "{}\n[mcp]\nrequest_state_key = \"gateway-b-request-state-key-0123456789ab\"\n\n\
+         [[mcp.upstreams]]\nname = \"fixture\"\nurl = \"{}\"\nprefix = \"\"\n",
+        auth_section(&resource_b, &issuer.issuer),
+        fixture.url
+    );
+    std::fs::write(dir.path().join("b.toml"), config_b).unwrap_or_else(|e| panic!("{e}"));
+    let b = Gateway::start(Options {
+        data_dir: dir.path().join("b"),
+        config: Some(dir.path().join("b.toml")),
+        listen: Some(format!("127.0.0.1:{port_b}")),
+        ..Options::default()
+    });
+    let redirect_port = free_port();
+    let config_a = format!(
+        "[mcp]\nanonymous = true\nrequest_state_key = \"gateway-a-request-state-key-0123456789ab\"\n\n\
+         [[mcp.upstreams]]\nname = \"partner\"\nurl = \"{resource_b}\"\n\
+         oauth = {{ flow = \"authorization_code\", client_id = \"{}\", client_secret_env = \"PARTNER_SECRET\", \
+         scopes = [\"mcp:call\"], redirect_port = {redirect_port} }}\n",
+        SERVICE_CLIENT.0
+    );
+    let config_path = dir.path().join("a.toml");
+    std::fs::write(&config_path, config_a).unwrap_or_else(|e| panic!("{e}"));
+    let data_a = dir.path().join("a");
+    // The operator logs in once; the test plays the browser.
+    let mut login = std::process::Command::new(switchyard_tests::gateway::binary())
+        .arg("--config")
+        .arg(&config_path)
+        .args(["auth", "login", "partner", "--timeout-s", "30"])
+        .env("SWITCHYARD__SERVER__DATA_DIR", &data_a)
+        .env("PARTNER_SECRET", SERVICE_CLIENT.1)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let stdout = login.stdout.take().unwrap_or_else(|| panic!("stdout"));
+    let mut lines = std::io::BufReader::new(stdout).lines();
+    let auth_url = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|l| l.trim().starts_with("http").then(|| l.trim().to_string()))
+        .unwrap_or_else(|| panic!("`auth login` printed no URL"));
+    let browser = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let redirect = browser.get(&auth_url).send().await.unwrap_or_else(|e| panic!("{e}"));
+    let back = redirect.headers().get("location").and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+    assert!(back.starts_with(&format!("http://127.0.0.1:{redirect_port}/callback?code=")), "{back}");
+    let page = browser.get(&back).send().await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(page.status(), 200);
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let status = login.wait().unwrap_or_else(|e| panic!("{e}"));
+    assert!(status.success() && rest.iter().any(|l| l.contains("authorized")), "{rest:?}");
+    // Tokens (access and refresh) are stored, but never in plaintext.
+    let issued = issuer.issued();
+    assert!(issued.iter().any(|t| t.starts_with("refresh-")), "a refresh token was issued");
+    for file in ["switchyard.db", "switchyard.db-wal"] {
+        let bytes = std::fs::read(data_a.join(file)).unwrap_or_default();
+        let text = String::from_utf8_lossy(&bytes);
+        for t in &issued {
+            assert!(!text.contains(t.as_str()), "{file} holds a token in plaintext");
+        }
+    }
+    // The gateway uses the stored authorization for its upstream.
+    let a = Gateway::start(Options {
+        data_dir: data_a.clone(),
+        config: Some(config_path.clone()),
+        env: vec![("PARTNER_SECRET".into(), SERVICE_CLIENT.1.into())],
+        ..Options::default()
+    });
+    let client = switchyard_tests::mcp::connect(&format!("{}/mcp", a.base), true).await;
+    let r = client
+        .call_tool(switchyard_tests::mcp::call("partner__echo", serde_json::json!({"text": "delegated"})))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(switchyard_tests::mcp::text_of(&serde_json::to_value(&r).unwrap_or_default()), "delegated");
+    let on_b = b.all("delegated").await;
+    assert!(on_b.iter().any(|i| i["principal"]["subject"] == "alice"), "B saw the delegated user");
+    for gw in [&a, &b] {
+        let log = std::fs::read_to_string(gw.opts.data_dir.join("gateway.log")).unwrap_or_default();
+        for t in &issued {
+            assert!(!log.contains(t.as_str()), "a token was logged");
+        }
+    }
+}

@@ -19,8 +19,11 @@ use rmcp::{ClientHandler, RoleClient, RoleServer};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tracing::{debug, info, warn};
 
-use crate::config::McpUpstreamConfig;
+use switchyard_contract::SecretVault;
+
+use crate::config::{McpUpstreamConfig, OAuthFlow};
 use crate::oauth::OAuthHttp;
+use crate::vault::{Sealer, VaultStore};
 
 /// Where one call's upstream traffic goes: the client that made it. Lives only in memory (the
 /// contract's `CallContext`); an attempt recovered after a restart has none, and then
@@ -184,6 +187,8 @@ pub struct Pool {
     connect_timeout: Duration,
     /// The OAuth-authorized HTTP client, once obtained.
     auth: Mutex<Option<OAuthHttp>>,
+    /// Where `authorization_code` tokens are kept (sealed).
+    credentials: Option<(Arc<dyn SecretVault>, Sealer)>,
     /// Woken when the upstream says its tool or prompt list changed.
     pub list_changed: Arc<Notify>,
 }
@@ -246,7 +251,11 @@ impl Drop for Lease {
 }
 
 impl Pool {
-    pub fn new(spec: McpUpstreamConfig, connect_timeout: Duration) -> Arc<Self> {
+    pub fn new(
+        spec: McpUpstreamConfig,
+        connect_timeout: Duration,
+        credentials: Option<(Arc<dyn SecretVault>, Sealer)>,
+    ) -> Arc<Self> {
         let permits = Arc::new(Semaphore::new(spec.max_sessions()));
         Arc::new(Self {
             spec,
@@ -255,6 +264,7 @@ impl Pool {
             failures: Mutex::new((0, None)),
             connect_timeout,
             auth: Mutex::new(None),
+            credentials,
             list_changed: Arc::new(Notify::new()),
         })
     }
@@ -370,11 +380,22 @@ impl Pool {
             return Ok(c);
         }
         let Some(o) = &self.spec.oauth else { return Err("no oauth configured".into()) };
-        let client = crate::oauth::client_credentials(url, o).await?;
+        let client = match o.flow {
+            OAuthFlow::ClientCredentials => crate::oauth::client_credentials(url, o).await?,
+            OAuthFlow::AuthorizationCode => {
+                let Some((vault, sealer)) = &self.credentials else {
+                    return Err("no credential store configured".into());
+                };
+                let store = VaultStore::new(&self.spec.name, vault.clone(), sealer.clone());
+                crate::oauth::stored_authorization(url, store)
+                    .await?
+                    .ok_or_else(|| format!("not authorized yet: run `switchyard auth login {}` once", self.spec.name))?
+            }
+        };
         if let Ok(mut cached) = self.auth.lock() {
             *cached = Some(client.clone());
         }
-        info!(upstream = %self.spec.name, client_id = %o.client_id, "obtained an OAuth token for the upstream (client credentials)");
+        info!(upstream = %self.spec.name, flow = ?o.flow, "OAuth authorization for the upstream ready");
         Ok(client)
     }
 

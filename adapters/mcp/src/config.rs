@@ -35,6 +35,9 @@ pub struct McpConfig {
     pub task_after_ms: u64,
     /// The poll interval suggested to task clients.
     pub task_poll_interval_ms: u64,
+    /// AES-256-GCM key (64 hex characters) sealing upstream OAuth tokens in the store. Every
+    /// replica needs the same key. Empty: generated into `<data_dir>/mcp-token-key`.
+    pub token_key: Secret,
     /// Largest accepted MCP request body.
     pub max_request_body_bytes: usize,
     /// Items per page of tools/list, prompts/list, resources/list.
@@ -56,6 +59,7 @@ impl Default for McpConfig {
             call_wait_ms: 60_000,
             anonymous: false,
             task_after_ms: 250,
+            token_key: Secret::default(),
             task_poll_interval_ms: 500,
             max_request_body_bytes: 4 * 1024 * 1024,
             page_size: 100,
@@ -108,13 +112,19 @@ impl McpUpstreamConfig {
     }
 }
 
-/// The gateway as an OAuth client of one upstream (client credentials grant, SEP-1046): the
-/// authorization server is discovered from the upstream (RFC 9728 → RFC 8414 / OIDC), the token
-/// is requested for `resource` (RFC 8707) and sent only to that upstream. A client's own token
-/// is never forwarded.
+/// The gateway as an OAuth client of one upstream: the authorization server is discovered from
+/// the upstream (RFC 9728 → RFC 8414 / OIDC), tokens are requested for `resource` (RFC 8707)
+/// and sent only to that upstream. A client's own token is never forwarded.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct UpstreamOAuth {
+    /// `client_credentials` (a service identity, SEP-1046) or `authorization_code` (a user
+    /// delegates once with `switchyard auth login <upstream>`; tokens and refresh tokens are
+    /// kept encrypted in the store and refreshed).
+    #[serde(default)]
+    pub flow: OAuthFlow,
+    /// Pre-registered client id; empty with `authorization_code`: dynamic registration.
+    #[serde(default)]
     pub client_id: String,
     /// The secret itself, or empty to read it from the variable `client_secret_env`.
     #[serde(default)]
@@ -126,9 +136,33 @@ pub struct UpstreamOAuth {
     /// The upstream's resource identifier; default: its `url`.
     #[serde(default)]
     pub resource: Option<String>,
+    /// `authorization_code`: the loopback port `switchyard auth login` receives the redirect on
+    /// (`http://127.0.0.1:<port>/callback`).
+    #[serde(default = "default_redirect_port")]
+    pub redirect_port: u16,
+}
+
+fn default_redirect_port() -> u16 {
+    8976
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OAuthFlow {
+    #[default]
+    ClientCredentials,
+    AuthorizationCode,
 }
 
 impl UpstreamOAuth {
+    /// The client secret, if one is configured (public clients have none).
+    pub fn optional_secret(&self) -> Result<Option<Secret>, String> {
+        if self.client_secret.0.is_empty() && self.client_secret_env.is_none() {
+            return Ok(None);
+        }
+        self.secret().map(Some)
+    }
+
     /// The client secret, from the config or the named environment variable.
     pub fn secret(&self) -> Result<Secret, String> {
         if !self.client_secret.0.is_empty() {
@@ -223,10 +257,14 @@ impl McpConfig {
                 if u.url.is_none() {
                     return Err(format!("{key}.oauth needs an HTTP upstream (`url`)"));
                 }
-                if o.client_id.is_empty() {
-                    return Err(format!("{key}.oauth.client_id must not be empty"));
+                if o.flow == OAuthFlow::ClientCredentials {
+                    if o.client_id.is_empty() {
+                        return Err(format!("{key}.oauth.client_id must not be empty"));
+                    }
+                    o.secret().map_err(|e| format!("{key}.oauth: {e}"))?;
+                } else {
+                    o.optional_secret().map_err(|e| format!("{key}.oauth: {e}"))?;
                 }
-                o.secret().map_err(|e| format!("{key}.oauth: {e}"))?;
             }
             if !(1..=256).contains(&u.max_sessions()) {
                 return Err(format!("{key}.max_sessions must be within 1..=256"));

@@ -23,6 +23,7 @@ pub mod config;
 pub mod face;
 pub mod oauth;
 pub mod upstream;
+pub mod vault;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -32,11 +33,12 @@ use rmcp::model::RequestStateCodec;
 use rmcp::transport::StreamableHttpServerConfig;
 use rmcp::transport::streamable_http_server::StreamableHttpService;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use switchyard_contract::{BindingStore, EffectClass, Engine, Upstream};
+use switchyard_contract::{BindingStore, EffectClass, Engine, SecretVault, Upstream};
 use tracing::warn;
+pub use vault::Sealer;
 
 pub use catalog::{Catalog, ToolStatus};
-pub use config::{McpConfig, McpUpstreamConfig, TaskSupport, UpstreamOAuth, VirtualServerConfig};
+pub use config::{McpConfig, McpUpstreamConfig, OAuthFlow, TaskSupport, UpstreamOAuth, VirtualServerConfig};
 pub use face::{Face, IDEMPOTENCY_KEY, INVOCATION_META};
 pub use switchyard_contract::Secret;
 
@@ -71,11 +73,19 @@ pub struct RegisteredUpstream {
 }
 
 impl McpGateway {
-    /// Creates the pools (no connection yet).
-    pub fn new(cfg: McpConfig, bindings: Arc<dyn BindingStore>) -> Self {
+    /// Creates the pools (no connection yet). `credentials`: where upstream OAuth tokens are
+    /// kept (sealed) for the `authorization_code` flow.
+    pub fn new(
+        cfg: McpConfig,
+        bindings: Arc<dyn BindingStore>,
+        credentials: Option<(Arc<dyn SecretVault>, Sealer)>,
+    ) -> Self {
         let timeout = Duration::from_millis(cfg.connect_timeout_ms);
-        let pools: HashMap<String, Arc<Pool>> =
-            cfg.upstreams.iter().map(|u| (u.name.clone(), Pool::new(u.clone(), timeout))).collect();
+        let pools: HashMap<String, Arc<Pool>> = cfg
+            .upstreams
+            .iter()
+            .map(|u| (u.name.clone(), Pool::new(u.clone(), timeout, credentials.clone())))
+            .collect();
         let order = cfg.upstreams.iter().map(|u| u.name.clone()).collect();
         Self { cfg, pools, catalog: Arc::new(Catalog::new(order, bindings)) }
     }

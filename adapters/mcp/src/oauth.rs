@@ -15,12 +15,14 @@ use std::future::Future;
 use rmcp::service::{ClientLifecycleMode, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::auth::{
-    AuthClient, AuthorizationCallback, AuthorizationRequest, ClientCredentialsConfig, OAuthState, WWWAuthenticateParams,
+    AuthClient, AuthorizationCallback, AuthorizationManager, AuthorizationRequest, ClientCredentialsConfig, OAuthState,
+    WWWAuthenticateParams,
 };
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, RoleClient};
 
 use crate::config::UpstreamOAuth;
+use crate::vault::VaultStore;
 
 /// An HTTP client that adds (and refreshes) the upstream's token.
 pub type OAuthHttp = AuthClient<reqwest::Client>;
@@ -64,13 +66,18 @@ pub async fn authorization_code<F, Fut>(
     url: &str,
     challenge: Option<&str>,
     reg: &Registration,
+    store: Option<VaultStore>,
     user_agent: F,
 ) -> Result<OAuthHttp, String>
 where
     F: FnOnce(String) -> Fut,
     Fut: Future<Output = Result<String, String>>,
 {
-    let mut state = OAuthState::new(url, None).await.map_err(|e| format!("OAuth discovery: {e}"))?;
+    let mut manager = AuthorizationManager::new(url).await.map_err(|e| format!("OAuth discovery: {e}"))?;
+    if let Some(store) = store {
+        manager.set_credential_store(store);
+    }
+    let mut state = OAuthState::Unauthorized(manager);
     let mut request = AuthorizationRequest::new(reg.redirect_uri.as_str()).with_client_name(reg.client_name.as_str());
     if !reg.scopes.is_empty() {
         request = request.with_scopes(reg.scopes.iter().map(String::as_str));
@@ -97,6 +104,17 @@ where
         .map_err(|e| format!("OAuth token exchange: {e}"))?;
     let manager = state.into_authorization_manager().ok_or("OAuth: not authorized after the exchange")?;
     Ok(AuthClient::new(reqwest::Client::default(), manager))
+}
+
+/// The authorization kept in `store` by an earlier [`authorization_code`] (with its refresh
+/// token; rmcp refreshes and saves back), or `None` when there is none.
+pub async fn stored_authorization(url: &str, store: VaultStore) -> Result<Option<OAuthHttp>, String> {
+    let mut manager = AuthorizationManager::new(url).await.map_err(|e| format!("OAuth discovery: {e}"))?;
+    manager.set_credential_store(store);
+    if !manager.initialize_from_store().await.map_err(|e| format!("OAuth credentials: {e}"))? {
+        return Ok(None);
+    }
+    Ok(Some(AuthClient::new(reqwest::Client::default(), manager)))
 }
 
 /// Step-up after `403 insufficient_scope`: authorizes the same client again for the union of
@@ -160,3 +178,25 @@ pub async fn connect_http<H: ClientHandler>(
         }
     }
 }
+
+/// The upstream's `WWW-Authenticate` challenge to an unauthenticated connection, if it sends one
+/// (it names the protected resource metadata and, often, the scope).
+pub async fn challenge(url: &str) -> Option<String> {
+    let lifecycle = ClientLifecycleMode::Auto {
+        preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+        legacy_version: Some(rmcp::model::ProtocolVersion::V_2025_11_25),
+    };
+    match connect_http(Probe, url, None, lifecycle).await {
+        Ok(client) => {
+            let _ = client.cancel().await;
+            None
+        }
+        Err(e) => e.auth_challenge().map(str::to_string),
+    }
+}
+
+/// A client that declares nothing, for probing.
+#[derive(Debug, Clone, Copy, Default)]
+struct Probe;
+
+impl ClientHandler for Probe {}

@@ -165,9 +165,10 @@ impl Run {
             bail!("giving up: authorization was required again after {} attempts", 3);
         }
         self.reauth_left -= 1;
-        let client = oauth::authorization_code(&self.url, challenge, &self.registration(), oauth::headless_user_agent)
-            .await
-            .map_err(anyhow::Error::msg)?;
+        let client =
+            oauth::authorization_code(&self.url, challenge, &self.registration(), None, oauth::headless_user_agent)
+                .await
+                .map_err(anyhow::Error::msg)?;
         self.auth = Some(client);
         Ok(())
     }
@@ -298,6 +299,8 @@ async fn run(scenario: &str, url: String, ctx: Context) -> anyhow::Result<()> {
             client_secret_env: None,
             scopes: Vec::new(),
             resource: None,
+            flow: switchyard_mcp::OAuthFlow::ClientCredentials,
+            redirect_port: 0,
         };
         run.auth = Some(oauth::client_credentials(&run.url, &cfg).await.map_err(anyhow::Error::msg)?);
     }

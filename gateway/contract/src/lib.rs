@@ -28,7 +28,7 @@ pub use event::{Event, EventKind};
 pub use id::{ArtifactId, AttemptId, EventId, InvocationId, WorkerId};
 pub use ports::{
     Admission, Binding, BindingStore, CallContext, CancelAck, DispatchCall, InvocationStore, Invocations, ListQuery,
-    Page, Submission, Submitted, Transition, Upstream, UpstreamError, UpstreamRegistry,
+    Page, SecretVault, Submission, Submitted, Transition, Upstream, UpstreamError, UpstreamRegistry,
 };
 pub use principal::{EffectClass, IngressKey, Principal, Target, TenantId};
 pub use secret::Secret;

@@ -272,3 +272,12 @@ pub trait BindingStore: Send + Sync {
     /// returns how many changed.
     async fn approve(&self, upstream: &str, name: Option<&str>, by: &str) -> Result<u64, Error>;
 }
+
+/// Durable storage of sealed secrets by name (e.g. an upstream's OAuth tokens, encrypted by
+/// the adapter that owns them). The store never sees plaintext.
+#[async_trait]
+pub trait SecretVault: Send + Sync {
+    async fn get(&self, name: &str) -> Result<Option<String>, Error>;
+    async fn put(&self, name: &str, sealed: &str) -> Result<(), Error>;
+    async fn delete(&self, name: &str) -> Result<(), Error>;
+}

@@ -14,7 +14,7 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::get;
 use switchyard_contract::{BindingStore, Engine, FaultHook, InvocationStore, NoFaults, WorkerId};
-use switchyard_mcp::McpGateway;
+use switchyard_mcp::{McpGateway, Sealer};
 use switchyard_store::{StoreOptions, redact_url};
 use tower_http::trace::TraceLayer;
 use tracing::{info, warn};
@@ -61,7 +61,9 @@ impl App {
             .await
             .with_context(|| format!("cannot open store {}", redact_url(&url)))?;
         let store = stores.invocations;
-        let mcp = Arc::new(McpGateway::new(cfg.mcp.clone(), stores.bindings.clone()));
+        let sealer = mcp_sealer(cfg)?;
+        let mcp =
+            Arc::new(McpGateway::new(cfg.mcp.clone(), stores.bindings.clone(), Some((stores.vault.clone(), sealer))));
         let mut registry = Registry::from_config(&cfg.upstreams, &cfg.server.data_dir);
         for u in mcp.upstreams() {
             registry.add(u.name, u.upstream, u.operations);
@@ -161,9 +163,22 @@ fn generated_secret(path: &std::path::Path) -> anyhow::Result<Secret> {
         anyhow::ensure!(secret.len() >= 16, "the secret in {} is shorter than 16 characters", path.display());
         return Ok(Secret(secret.to_string()));
     }
-    let secret = format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple());
+    let secret = Sealer::generate_hex().map_err(anyhow::Error::msg)?;
     write_private(path, &secret).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(Secret(secret))
+}
+
+/// The key sealing upstream OAuth tokens: `mcp.token_key`, else `<data_dir>/mcp-token-key`
+/// (generated once).
+pub fn mcp_sealer(cfg: &Config) -> anyhow::Result<Sealer> {
+    let key = match &cfg.mcp.token_key {
+        k if !k.0.is_empty() => k.clone(),
+        _ => {
+            std::fs::create_dir_all(&cfg.server.data_dir)?;
+            generated_secret(&cfg.server.data_dir.join("mcp-token-key"))?
+        }
+    };
+    Sealer::from_hex(&key.0).map_err(|e| anyhow::anyhow!("mcp.token_key: {e}"))
 }
 
 fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {

@@ -1,9 +1,10 @@
-//! Pinned upstream definitions ([`BindingStore`]) on both databases. The SQL is the same in both
+//! Pinned upstream definitions ([`BindingStore`]) and sealed secrets ([`SecretVault`]) on both
+//! databases. The SQL is the same in both
 //! dialects except for placeholders, so it is written once with `$n` and rewritten to `?n`.
 
 use async_trait::async_trait;
 use sqlx::Row;
-use switchyard_contract::{Binding, BindingStore, Error};
+use switchyard_contract::{Binding, BindingStore, Error, SecretVault};
 
 use crate::error::db;
 
@@ -152,5 +153,56 @@ impl BindingStore for SqliteBindings {
             .await
             .map_err(db)?;
         Ok(done.rows_affected())
+    }
+}
+
+const SECRET_GET: &str = "SELECT sealed FROM sealed_secrets WHERE name = $1";
+const SECRET_PUT: &str = "INSERT INTO sealed_secrets (name, sealed, updated_at_ms) VALUES ($1, $2, $3) \
+    ON CONFLICT (name) DO UPDATE SET sealed = excluded.sealed, updated_at_ms = excluded.updated_at_ms";
+const SECRET_DELETE: &str = "DELETE FROM sealed_secrets WHERE name = $1";
+
+#[async_trait]
+impl SecretVault for PgBindings {
+    async fn get(&self, name: &str) -> Result<Option<String>, Error> {
+        let row = sqlx::query(SECRET_GET).bind(name).fetch_optional(&self.pool).await.map_err(db)?;
+        row.map(|r| r.try_get(0).map_err(db)).transpose()
+    }
+
+    async fn put(&self, name: &str, sealed: &str) -> Result<(), Error> {
+        sqlx::query(SECRET_PUT).bind(name).bind(sealed).bind(now_ms()).execute(&self.pool).await.map_err(db)?;
+        Ok(())
+    }
+
+    async fn delete(&self, name: &str) -> Result<(), Error> {
+        sqlx::query(SECRET_DELETE).bind(name).execute(&self.pool).await.map_err(db)?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl SecretVault for SqliteBindings {
+    async fn get(&self, name: &str) -> Result<Option<String>, Error> {
+        let row = sqlx::query(sqlx::AssertSqlSafe(sqlite(SECRET_GET)))
+            .bind(name)
+            .fetch_optional(&self.readers)
+            .await
+            .map_err(db)?;
+        row.map(|r| r.try_get(0).map_err(db)).transpose()
+    }
+
+    async fn put(&self, name: &str, sealed: &str) -> Result<(), Error> {
+        sqlx::query(sqlx::AssertSqlSafe(sqlite(SECRET_PUT)))
+            .bind(name)
+            .bind(sealed)
+            .bind(now_ms())
+            .execute(&self.writer)
+            .await
+            .map_err(db)?;
+        Ok(())
+    }
+
+    async fn delete(&self, name: &str) -> Result<(), Error> {
+        sqlx::query(sqlx::AssertSqlSafe(sqlite(SECRET_DELETE))).bind(name).execute(&self.writer).await.map_err(db)?;
+        Ok(())
     }
 }

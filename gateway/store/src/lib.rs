@@ -18,7 +18,7 @@ pub mod sqlite;
 
 use std::sync::Arc;
 
-use switchyard_contract::{ArtifactIndex, BindingStore, InvocationStore};
+use switchyard_contract::{ArtifactIndex, BindingStore, InvocationStore, SecretVault};
 
 pub use artifacts_pg::PgArtifactIndex;
 pub use artifacts_sqlite::SqliteArtifactIndex;
@@ -49,6 +49,8 @@ pub struct Stores {
     pub artifacts: Arc<dyn ArtifactIndex>,
     /// Pinned upstream definitions (MCP tool schemas).
     pub bindings: Arc<dyn BindingStore>,
+    /// Sealed secrets (upstream OAuth tokens, encrypted by the gateway).
+    pub vault: Arc<dyn SecretVault>,
 }
 
 impl std::fmt::Debug for Stores {
@@ -64,12 +66,17 @@ pub async fn connect(url: &str, opts: &StoreOptions) -> Result<Stores, StoreErro
         let store = PgStore::connect(url, opts).await?;
         let artifacts = Arc::new(PgArtifactIndex::from_pool(store.pool().clone()));
         let bindings = Arc::new(PgBindings::from_pool(store.pool().clone()));
-        Ok(Stores { invocations: Arc::new(store), artifacts, bindings })
+        Ok(Stores { invocations: Arc::new(store), artifacts, vault: bindings.clone(), bindings })
     } else if url.starts_with("sqlite:") {
         let (writer, readers) = sqlite::open_pools(url, opts).await?;
         let artifacts = Arc::new(SqliteArtifactIndex::from_pools(writer.clone(), readers.clone()));
         let bindings = Arc::new(SqliteBindings::from_pools(writer.clone(), readers.clone()));
-        Ok(Stores { invocations: Arc::new(SqliteStore::from_pools(writer, readers)), artifacts, bindings })
+        Ok(Stores {
+            invocations: Arc::new(SqliteStore::from_pools(writer, readers)),
+            artifacts,
+            vault: bindings.clone(),
+            bindings,
+        })
     } else {
         Err(StoreError::Config(format!("store url must start with postgres:// or sqlite: (got `{}`)", redact_url(url))))
     }

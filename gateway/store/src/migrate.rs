@@ -23,6 +23,7 @@ pub(crate) const POSTGRES: Files = &[
         "upstream_bindings",
         include_str!("../../../migrations/postgres/20261130000004_upstream_bindings.sql"),
     ),
+    (20261130000005, "sealed_secrets", include_str!("../../../migrations/postgres/20261130000005_sealed_secrets.sql")),
 ];
 
 pub(crate) const SQLITE: Files = &[
@@ -34,6 +35,7 @@ pub(crate) const SQLITE: Files = &[
         "upstream_bindings",
         include_str!("../../../migrations/sqlite/20261130000004_upstream_bindings.sql"),
     ),
+    (20261130000005, "sealed_secrets", include_str!("../../../migrations/sqlite/20261130000005_sealed_secrets.sql")),
 ];
 
 #[derive(Debug, Clone, Copy)]

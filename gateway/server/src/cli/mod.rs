@@ -1,6 +1,7 @@
 //! The command line: one file per subcommand.
 
 mod artifacts;
+mod auth;
 mod invocations;
 mod migrate;
 mod reconcile;
@@ -43,6 +44,9 @@ enum Command {
     /// Inspect, download and collect stored artifacts.
     #[command(subcommand)]
     Artifacts(artifacts::Command),
+    /// Authorize the gateway at OAuth-protected upstreams (authorization code flow).
+    #[command(subcommand)]
+    Auth(auth::Command),
     /// Review and approve pinned upstream tool schemas.
     #[command(subcommand)]
     Upstreams(upstreams::Command),
@@ -80,6 +84,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Reconcile(args) => reconcile::run(args, &cfg).await,
         Command::Artifacts(cmd) => artifacts::run(cmd, &cfg).await,
         Command::Upstreams(cmd) => upstreams::run(cmd, &cfg).await,
+        Command::Auth(cmd) => auth::run(cmd, &cfg).await,
         Command::ValidateConfig(_) => Ok(()),
     }
 }
