@@ -211,3 +211,92 @@ async fn a_user_delegated_upstream_is_authorized_once_and_its_tokens_stay_sealed
         }
     }
 }
+
+/// An rmcp client of `url` sending `token`, declaring the Tasks extension.
+async fn bearer_client(url: &str, token: &str) -> rmcp::service::RunningService<rmcp::RoleClient, TasksClient> {
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let config = StreamableHttpClientTransportConfig::with_uri(url).auth_header(token.to_string());
+    let transport = StreamableHttpClientTransport::with_client(reqwest::Client::default(), config);
+    let lifecycle = rmcp::service::ClientLifecycleMode::Discover {
+        preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+    };
+    rmcp::service::serve_client_with_lifecycle(TasksClient, transport, lifecycle)
+        .await
+        .unwrap_or_else(|e| panic!("connect {url}: {e}"))
+}
+
+#[derive(Debug, Clone)]
+struct TasksClient;
+
+impl rmcp::ClientHandler for TasksClient {
+    #[allow(deprecated)]
+    fn get_info(&self) -> rmcp::model::ClientInfo {
+        let mut info = rmcp::model::ClientInfo::default();
+        info.capabilities.extensions =
+            Some([(rmcp::model::TASKS_EXTENSION_ID.to_string(), Default::default())].into_iter().collect());
+        info
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scopes_choose_endpoints_and_tenants_never_see_each_others_calls_or_tasks() {
+    let issuer = TestIssuer::start().await;
+    let port = free_port();
+    let resource = format!("http://127.0.0.1:{port}/mcp");
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let config = format!(
+        "{}\n[mcp]\nrequest_state_key = \"gateway-t-request-state-key-0123456789ab\"\n\n\
+         [[mcp.servers]]\npath = \"/mcp\"\n\n\
+         [[mcp.servers]]\npath = \"/mcp/ops\"\nscope = \"mcp:ops\"\ntools = [\"fx__echo\"]\n\n\
+         [[mcp.upstreams]]\nname = \"fx\"\ncommand = [\"{}\", \"--stdio\"]\n\
+         operations = {{ echo = \"read_only\", slow_compute = \"read_only\", ask_name = \"read_only\" }}\n",
+        auth_section(&resource, &issuer.issuer).replace("[\"mcp:call\"]", "[\"mcp:call\", \"mcp:ops\"]"),
+        switchyard_tests::mcp::fixture_binary().display()
+    );
+    std::fs::write(dir.path().join("t.toml"), config).unwrap_or_else(|e| panic!("{e}"));
+    let gw = Gateway::start(Options {
+        data_dir: dir.path().join("t"),
+        config: Some(dir.path().join("t.toml")),
+        listen: Some(format!("127.0.0.1:{port}")),
+        ..Options::default()
+    });
+    let token = |tenant: &str, scopes: &str| issuer.sign(&issuer.claims(&resource, tenant, "u", scopes, 300));
+    let (acme, globex) = (token("acme", "mcp:call"), token("globex", "mcp:call"));
+    // The ops endpoint needs its own scope: 403 insufficient_scope naming it.
+    let refused = reqwest::Client::new()
+        .post(format!("{resource}/ops"))
+        .bearer_auth(&acme)
+        .header("content-type", "application/json")
+        .body(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(refused.status(), 403);
+    let challenge = refused.headers().get("www-authenticate").and_then(|v| v.to_str().ok()).unwrap_or_default();
+    assert!(challenge.contains("insufficient_scope") && challenge.contains("mcp:ops"), "{challenge}");
+    let ops = bearer_client(&format!("{resource}/ops"), &token("acme", "mcp:ops")).await;
+    let names: Vec<String> =
+        ops.list_all_tools().await.unwrap_or_default().into_iter().map(|t| t.name.to_string()).collect();
+    assert_eq!(names, vec!["fx__echo".to_string()], "the ops endpoint exposes only its tools");
+    // acme starts a long call, which becomes a task; globex cannot see it.
+    let a = bearer_client(&resource, &acme).await;
+    let b = bearer_client(&resource, &globex).await;
+    let created = a
+        .call_tool_once(switchyard_tests::mcp::call("fx__slow_compute", serde_json::json!({"seconds": 5})))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let rmcp::model::CallToolResponse::Task(task) = created else { panic!("expected a task, got {created:?}") };
+    let id = task.task.task_id.clone();
+    let mine = a.peer().get_task(rmcp::model::GetTaskParams::new(id.clone())).await;
+    assert!(mine.is_ok(), "{mine:?}");
+    let theirs = b.peer().get_task(rmcp::model::GetTaskParams::new(id.clone())).await.err().map(|e| e.to_string());
+    assert!(theirs.is_some_and(|e| e.contains("unknown task")), "another tenant's task is unknown, not forbidden");
+    assert!(b.peer().cancel_task(rmcp::model::CancelTaskParams::new(id.clone())).await.is_err());
+    let (status, _) = gw.get("globex", &format!("/admin/v1/invocations/{id}")).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(status, 404);
+    assert!(gw.all("globex").await.is_empty(), "globex lists nothing of acme's");
+    assert_eq!(gw.all("acme").await.len(), 1);
+    // acme may cancel its own task.
+    assert!(a.peer().cancel_task(rmcp::model::CancelTaskParams::new(id)).await.is_ok());
+}

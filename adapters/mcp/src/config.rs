@@ -203,6 +203,10 @@ pub struct VirtualServerConfig {
     pub tools: Vec<String>,
     #[serde(default)]
     pub instructions: Option<String>,
+    /// The OAuth scope a caller needs for this endpoint (default `mcp:call`); the operator's
+    /// admin token always passes.
+    #[serde(default)]
+    pub scope: Option<String>,
 }
 
 impl VirtualServerConfig {
@@ -230,6 +234,7 @@ impl McpConfig {
                 upstreams: Vec::new(),
                 tools: Vec::new(),
                 instructions: None,
+                scope: None,
             }]
         } else {
             self.servers.clone()
@@ -350,6 +355,7 @@ mod tests {
             upstreams: vec!["zz".into()],
             tools: vec![],
             instructions: None,
+            scope: None,
         }];
         assert!(cfg.validate(&HashSet::new()).is_err_and(|m| m.contains("mcp.servers[0].upstreams")));
     }
@@ -362,6 +368,7 @@ mod tests {
             upstreams: vec![],
             tools: vec!["fs__read*".into(), "git__log".into()],
             instructions: None,
+            scope: None,
         };
         assert!(s.exposes("fs__read_file"));
         assert!(s.exposes("git__log"));

@@ -110,7 +110,12 @@ impl App {
                 artifacts: self.artifacts.clone(),
                 gate: self.gate.clone(),
             }))
-            .merge(crate::mcp_http::protect(self.mcp_routes.clone(), self.gate.clone(), cfg.mcp.anonymous))
+            .merge(crate::mcp_http::protect(
+                self.mcp_routes.clone(),
+                self.gate.clone(),
+                cfg.mcp.anonymous,
+                &cfg.mcp.effective_servers(),
+            ))
             .merge(crate::mcp_http::upstreams_admin(self.mcp.catalog(), self.bindings.clone(), self.gate.clone()))
             .layer(DefaultBodyLimit::max(cfg.server.body_limit_bytes))
             .layer(TraceLayer::new_for_http())

@@ -1,7 +1,8 @@
 //! The MCP endpoints' authentication, and the admin view of upstream tool bindings.
 //!
 //! Every MCP request names its caller before rmcp sees it: the admin token (operator, tenant
-//! from `X-Switchyard-Tenant`), an OAuth credential holding the `mcp:call` scope, or — only
+//! from `X-Switchyard-Tenant`), an OAuth credential holding the endpoint's scope (its
+//! `scope`, default `mcp:call`), or — only
 //! when `mcp.anonymous` is on, which requires a loopback listener — nobody, as tenant
 //! `default`, subject `anonymous`. The [`Principal`] goes into the request's extensions, where
 //! the MCP face reads it.
@@ -16,7 +17,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde_json::json;
 use switchyard_contract::{BindingStore, Principal, TenantId};
-use switchyard_mcp::Catalog;
+use switchyard_mcp::{Catalog, VirtualServerConfig};
 
 use crate::admin::ApiError;
 use crate::auth::{Gatekeeper, scope};
@@ -25,11 +26,26 @@ use crate::auth::{Gatekeeper, scope};
 struct McpAuth {
     gate: Gatekeeper,
     anonymous: bool,
+    /// Endpoint path → the scope it needs.
+    scopes: Arc<Vec<(String, String)>>,
 }
 
-/// `routes` behind authentication.
-pub fn protect(routes: Router, gate: Gatekeeper, anonymous: bool) -> Router {
-    routes.layer(middleware::from_fn_with_state(McpAuth { gate, anonymous }, authorize))
+impl McpAuth {
+    /// The scope the endpoint serving `path` needs.
+    fn scope_for(&self, path: &str) -> &str {
+        self.scopes
+            .iter()
+            .filter(|(p, _)| path == p || path.starts_with(&format!("{p}/")))
+            .max_by_key(|(p, _)| p.len())
+            .map_or(scope::MCP, |(_, s)| s.as_str())
+    }
+}
+
+/// `routes` (the endpoints of `servers`) behind authentication.
+pub fn protect(routes: Router, gate: Gatekeeper, anonymous: bool, servers: &[VirtualServerConfig]) -> Router {
+    let scopes =
+        servers.iter().map(|s| (s.path.clone(), s.scope.clone().unwrap_or_else(|| scope::MCP.to_string()))).collect();
+    routes.layer(middleware::from_fn_with_state(McpAuth { gate, anonymous, scopes: Arc::new(scopes) }, authorize))
 }
 
 async fn authorize(State(auth): State<McpAuth>, mut req: Request, next: Next) -> Response {
@@ -43,7 +59,8 @@ async fn authorize(State(auth): State<McpAuth>, mut req: Request, next: Next) ->
             Ok(who) => who,
             Err(refusal) => return refusal.into_response(),
         };
-        if let Err(refusal) = auth.gate.require(&who, &[scope::MCP]) {
+        let needed = auth.scope_for(req.uri().path()).to_string();
+        if let Err(refusal) = auth.gate.require(&who, &[needed.as_str()]) {
             return refusal.into_response();
         }
         who.principal
