@@ -104,11 +104,13 @@ async fn attempt_call(
     let (worker, fence, ttl) = (inner.cfg.worker, inv.lease.fence, inner.cfg.ttl_ms());
     let mut dispatch = pin!(upstream.dispatch(call));
     let mut deadline = pin!(tokio::time::sleep(inner.cfg.attempt_timeout));
-    let mut renew = tokio::time::interval(inner.cfg.lease_ttl / 3);
-    renew.tick().await;
+    // First renewal one period from now. (Not `interval` + an initial `tick().await`: that
+    // tick goes through the timer wheel and costs up to a millisecond on every attempt.)
+    let period = inner.cfg.lease_ttl / 3;
+    let mut renew = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
     // An unconfirmed cancellation is re-sent every 200 ms for a while (the upstream may not
     // know the call yet), then on every renewal.
-    let mut resend = tokio::time::interval(CANCEL_RESEND);
+    let mut resend = tokio::time::interval_at(tokio::time::Instant::now() + CANCEL_RESEND, CANCEL_RESEND);
     let mut resends_left = 0u32;
     loop {
         tokio::select! {
