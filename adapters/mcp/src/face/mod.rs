@@ -22,15 +22,15 @@ use rmcp::model::{
     SubscribeRequestParams, UnsubscribeRequestParams,
 };
 use rmcp::model::{
-    CancelTaskParams, ClientCapabilities, CreateTaskResult, DetailedTask, GetTaskParams, GetTaskResult, LoggingLevel,
-    RequestStateCodec, SealOptions, TASKS_EXTENSION_ID, Task, TaskPayload, TaskStatus, UpdateTaskParams,
+    CancelTaskParams, ClientCapabilities, CreateTaskResult, GetTaskParams, GetTaskResult, LoggingLevel,
+    RequestStateCodec, SealOptions, TASKS_EXTENSION_ID, UpdateTaskParams,
 };
 use rmcp::service::{PeerRequestOptions, RequestContext};
 use rmcp::{RoleServer, ServerHandler};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use switchyard_contract::{
-    CallContext, Engine, IngressKey, Invocation, InvocationId, InvocationState, Invocations as _, Principal, Submission,
+    CallContext, Engine, IngressKey, InvocationId, InvocationState, Invocations as _, Principal, Submission,
 };
 use tracing::{info, warn};
 
@@ -38,6 +38,9 @@ use crate::catalog::Catalog;
 use crate::client::{Pool, Relay, service_error};
 use crate::config::{TaskSupport, VirtualServerConfig};
 use crate::upstream::{RPC_ERROR_CODE, ToolRequest};
+
+mod tasks;
+use tasks::{asks_input, declares_tasks};
 
 /// The `_meta` key a client sets to make a tools/call idempotent: a retry with the same key
 /// (and the same arguments) attaches to the original invocation instead of calling again.
@@ -150,38 +153,6 @@ impl Face {
             capabilities: ctx.client_capabilities(),
             log_level,
         })
-    }
-
-    fn task_support(&self, upstream: &str, tool: &str) -> TaskSupport {
-        self.shared.pools.get(upstream).and_then(|p| p.spec.tasks.get(tool).copied()).unwrap_or_default()
-    }
-
-    fn task_of(&self, inv: &Invocation) -> Task {
-        let status = match &inv.state {
-            InvocationState::Succeeded { .. } if asks_input(inv) => TaskStatus::InputRequired,
-            InvocationState::Succeeded { .. } | InvocationState::Unknown { .. } => TaskStatus::Completed,
-            InvocationState::Failed { .. } => TaskStatus::Failed,
-            InvocationState::Canceled { .. } => TaskStatus::Cancelled,
-            _ => TaskStatus::Working,
-        };
-        let mut task = Task::new(inv.id.to_string(), status, iso8601(inv.created_at_ms), iso8601(inv.updated_at_ms))
-            .with_poll_interval_ms(self.shared.task_poll_ms);
-        if matches!(inv.state, InvocationState::Unknown { .. }) {
-            task = task.with_status_message("the outcome is unknown: see the result");
-        }
-        task
-    }
-
-    /// The caller's task: an MCP tools/call invocation of this tenant, else `-32602`.
-    async fn task_invocation(&self, task_id: &str, ctx: &RequestContext<RoleServer>) -> Result<Invocation, ErrorData> {
-        let who = principal(ctx)?;
-        let unknown = || ErrorData::invalid_params(format!("unknown task `{task_id}`"), None);
-        let id: InvocationId = task_id.parse().map_err(|_| unknown())?;
-        let inv = self.shared.engine.get(&who.tenant, id).await.map_err(|_| unknown())?;
-        if !self.shared.pools.contains_key(&inv.target.upstream) || !self.server.includes(&inv.target.upstream) {
-            return Err(unknown());
-        }
-        Ok(inv)
     }
 
     fn includes(&self) -> impl Fn(&str) -> bool + '_ {
@@ -379,17 +350,7 @@ impl Face {
                     )));
                 }
                 InvocationState::Unknown { reason, .. } => {
-                    let mut r = error_result(
-                        inv.id,
-                        &format!(
-                            "the outcome of this call is UNKNOWN: {reason}. The tool may or may not have taken \
-                             effect; the gateway did not retry it. Invocation {}: an operator can resolve it with \
-                             `switchyard reconcile {} applied|not-applied`.",
-                            inv.id, inv.id
-                        ),
-                    );
-                    r.structured_content = Some(json!({ "invocation": inv.id.to_string(), "state": "unknown" }));
-                    return Ok(CallToolResponse::Complete(r));
+                    return Ok(CallToolResponse::Complete(unknown_result(inv.id, &reason)));
                 }
                 InvocationState::Canceled { .. } => {
                     return Ok(CallToolResponse::Complete(error_result(inv.id, "the call was canceled")));
@@ -479,39 +440,26 @@ impl Face {
     }
 }
 
-/// Whether the request's client declared the Tasks extension.
-fn declares_tasks(ctx: &RequestContext<RoleServer>) -> bool {
-    ctx.client_capabilities().and_then(|c| c.extensions).is_some_and(|e| e.contains_key(TASKS_EXTENSION_ID))
-}
-
-/// Whether the invocation's upstream answer was another MRTR round.
-fn asks_input(inv: &Invocation) -> bool {
-    matches!(&inv.state, InvocationState::Succeeded { result, .. }
-        if result.get("resultType").and_then(Value::as_str) == Some("input_required"))
-}
-
-/// Milliseconds since the epoch as ISO 8601 UTC (`2026-11-30T07:00:00.000Z`).
-fn iso8601(ms: i64) -> String {
-    let (days, rem) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
-    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    let (h, m, s, milli) = (rem / 3_600_000, rem / 60_000 % 60, rem / 1000 % 60, rem % 1000);
-    format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}.{milli:03}Z")
-}
-
 fn error_result(id: InvocationId, text: &str) -> CallToolResult {
     let mut r = CallToolResult::error(vec![ContentBlock::text(text.to_string())]);
     let mut meta = MetaObject::new();
     meta.0.insert(INVOCATION_META.into(), json!(id.to_string()));
     r.meta = Some(meta);
+    r
+}
+
+/// The answer for a call whose outcome is unknown: an error result that says so and names the
+/// invocation, never a success.
+pub(super) fn unknown_result(id: InvocationId, reason: &str) -> CallToolResult {
+    let mut r = error_result(
+        id,
+        &format!(
+            "the outcome of this call is UNKNOWN: {reason}. The tool may or may not have taken effect; the gateway \
+             did not retry it. Invocation {id}: an operator can resolve it with `switchyard reconcile {id} \
+             applied|not-applied`."
+        ),
+    );
+    r.structured_content = Some(json!({ "invocation": id.to_string(), "state": "unknown" }));
     r
 }
 
@@ -766,69 +714,23 @@ impl ServerHandler for Face {
         Ok(())
     }
 
-    /// `tasks/get`: the invocation behind the task, as a DetailedTask (the result inlined once
-    /// terminal; a lost `write` outcome is `completed` with an `isError` result saying so).
+    /// `tasks/get`: the invocation behind the task, as a DetailedTask.
     async fn get_task(
         &self,
         request: GetTaskParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        let inv = self.task_invocation(&request.task_id, &ctx).await?;
-        let task = self.task_of(&inv);
-        let object = |v: Value| v.as_object().cloned().unwrap_or_default();
-        let payload = match &inv.state {
-            InvocationState::Succeeded { result, .. } if asks_input(&inv) => {
-                let asked: InputRequiredResult =
-                    serde_json::from_value(result.clone()).map_err(|e| internal(e.to_string()))?;
-                TaskPayload::InputRequired { input_requests: asked.input_requests.unwrap_or_default() }
-            }
-            InvocationState::Succeeded { result, .. } => TaskPayload::Completed { result: object(result.clone()) },
-            InvocationState::Unknown { reason, .. } => {
-                let text = format!(
-                    "the outcome of this call is UNKNOWN: {reason}. The tool may or may not have taken effect; the \
-                     gateway did not retry it. Invocation {}.",
-                    inv.id
-                );
-                let mut r = error_result(inv.id, &text);
-                r.structured_content = Some(json!({ "invocation": inv.id.to_string(), "state": "unknown" }));
-                TaskPayload::Completed { result: object(serde_json::to_value(r).map_err(|e| internal(e.to_string()))?) }
-            }
-            InvocationState::Failed { error, .. } => {
-                let code = error.details.as_ref().and_then(|d| d.get("code")).and_then(Value::as_i64).unwrap_or(-32603);
-                let data = error.details.as_ref().and_then(|d| d.get("data")).cloned().filter(|v| !v.is_null());
-                let mut e = json!({ "code": code, "message": error.message });
-                if let Some(d) = data {
-                    e["data"] = d;
-                }
-                TaskPayload::Failed { error: object(e) }
-            }
-            InvocationState::Canceled { .. } => TaskPayload::Cancelled,
-            _ => TaskPayload::Working,
-        };
-        Ok(GetTaskResult::new(DetailedTask::new(task, payload)))
+        self.task_detail(&request.task_id, &ctx).await
     }
 
     /// `tasks/cancel`: cancels the invocation; acknowledged even when it already ended.
     async fn cancel_task(&self, request: CancelTaskParams, ctx: RequestContext<RoleServer>) -> Result<(), ErrorData> {
-        let inv = self.task_invocation(&request.task_id, &ctx).await?;
-        let who = principal(&ctx)?;
-        if let Err(e) = self.shared.engine.cancel(&who, inv.id).await {
-            info!(invocation.id = %inv.id, error = %e, "tasks/cancel on a task that cannot be canceled now");
-        }
-        Ok(())
+        self.cancel_task_of(&request.task_id, &ctx).await
     }
 
-    /// `tasks/update`: the gateway's tasks never wait for input inside the task (an upstream
-    /// asking for input is answered through MRTR rounds before a task exists).
+    /// `tasks/update`: refused (the gateway's tasks never wait for input).
     async fn update_task(&self, request: UpdateTaskParams, ctx: RequestContext<RoleServer>) -> Result<(), ErrorData> {
-        self.task_invocation(&request.task_id, &ctx).await?;
-        Err(ErrorData::invalid_params(
-            format!(
-                "task `{}` is not waiting for input: this gateway does not take input inside a task",
-                request.task_id
-            ),
-            None,
-        ))
+        self.update_task_of(&request.task_id, &ctx).await
     }
 
     async fn on_cancelled(&self, _: CancelledNotificationParam, _: rmcp::service::NotificationContext<RoleServer>) {
@@ -839,13 +741,6 @@ impl ServerHandler for Face {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn iso_timestamps() {
-        assert_eq!(iso8601(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(iso8601(1_796_021_220_817), "2026-11-30T06:47:00.817Z");
-        assert_eq!(iso8601(951_782_400_000), "2000-02-29T00:00:00.000Z");
-    }
 
     #[test]
     fn pages_are_bounded_and_cursors_checked() {

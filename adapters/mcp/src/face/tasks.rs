@@ -1,0 +1,151 @@
+//! The Tasks extension (`io.modelcontextprotocol/tasks`, SEP-2663) on the gateway: a task is
+//! the durable invocation behind a long tools/call (task id = invocation id), read from the
+//! store on every `tasks/get`, so any replica answers and a restart loses nothing.
+
+use rmcp::model::{DetailedTask, GetTaskResult, InputRequiredResult, Task, TaskPayload, TaskStatus};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer};
+use serde_json::{Value, json};
+use switchyard_contract::{Invocation, InvocationId, InvocationState, Invocations as _};
+use tracing::info;
+
+use super::{Face, TASKS_EXTENSION_ID, internal, principal, unknown_result};
+use crate::config::TaskSupport;
+
+/// Whether the request's client declared the Tasks extension.
+pub(super) fn declares_tasks(ctx: &RequestContext<RoleServer>) -> bool {
+    ctx.client_capabilities().and_then(|c| c.extensions).is_some_and(|e| e.contains_key(TASKS_EXTENSION_ID))
+}
+
+/// Whether the invocation's upstream answer was another MRTR round.
+pub(super) fn asks_input(inv: &Invocation) -> bool {
+    matches!(&inv.state, InvocationState::Succeeded { result, .. }
+        if result.get("resultType").and_then(Value::as_str) == Some("input_required"))
+}
+
+/// Milliseconds since the epoch as ISO 8601 UTC (`2026-11-30T07:00:00.000Z`).
+fn iso8601(ms: i64) -> String {
+    let (days, rem) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
+    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (h, m, s, milli) = (rem / 3_600_000, rem / 60_000 % 60, rem / 1000 % 60, rem % 1000);
+    format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}.{milli:03}Z")
+}
+
+impl Face {
+    pub(super) fn task_support(&self, upstream: &str, tool: &str) -> TaskSupport {
+        self.shared.pools.get(upstream).and_then(|p| p.spec.tasks.get(tool).copied()).unwrap_or_default()
+    }
+
+    pub(super) fn task_of(&self, inv: &Invocation) -> Task {
+        let status = match &inv.state {
+            InvocationState::Succeeded { .. } if asks_input(inv) => TaskStatus::InputRequired,
+            InvocationState::Succeeded { .. } | InvocationState::Unknown { .. } => TaskStatus::Completed,
+            InvocationState::Failed { .. } => TaskStatus::Failed,
+            InvocationState::Canceled { .. } => TaskStatus::Cancelled,
+            _ => TaskStatus::Working,
+        };
+        let mut task = Task::new(inv.id.to_string(), status, iso8601(inv.created_at_ms), iso8601(inv.updated_at_ms))
+            .with_poll_interval_ms(self.shared.task_poll_ms);
+        if matches!(inv.state, InvocationState::Unknown { .. }) {
+            task = task.with_status_message("the outcome is unknown: see the result");
+        }
+        task
+    }
+
+    /// The caller's task: an MCP tools/call invocation of this tenant, else `-32602`.
+    async fn task_invocation(&self, task_id: &str, ctx: &RequestContext<RoleServer>) -> Result<Invocation, ErrorData> {
+        let who = principal(ctx)?;
+        let unknown = || ErrorData::invalid_params(format!("unknown task `{task_id}`"), None);
+        let id: InvocationId = task_id.parse().map_err(|_| unknown())?;
+        let inv = self.shared.engine.get(&who.tenant, id).await.map_err(|_| unknown())?;
+        if !self.shared.pools.contains_key(&inv.target.upstream) || !self.server.includes(&inv.target.upstream) {
+            return Err(unknown());
+        }
+        Ok(inv)
+    }
+
+    /// `tasks/get`: the invocation behind the task, as a DetailedTask (the result inlined once
+    /// terminal; a lost `write` outcome is `completed` with an `isError` result saying so).
+    pub(super) async fn task_detail(
+        &self,
+        task_id: &str,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let inv = self.task_invocation(task_id, ctx).await?;
+        let task = self.task_of(&inv);
+        let object = |v: Value| v.as_object().cloned().unwrap_or_default();
+        let payload = match &inv.state {
+            InvocationState::Succeeded { result, .. } if asks_input(&inv) => {
+                let asked: InputRequiredResult =
+                    serde_json::from_value(result.clone()).map_err(|e| internal(e.to_string()))?;
+                TaskPayload::InputRequired { input_requests: asked.input_requests.unwrap_or_default() }
+            }
+            InvocationState::Succeeded { result, .. } => TaskPayload::Completed { result: object(result.clone()) },
+            InvocationState::Unknown { reason, .. } => {
+                let r = unknown_result(inv.id, reason);
+                TaskPayload::Completed { result: object(serde_json::to_value(r).map_err(|e| internal(e.to_string()))?) }
+            }
+            InvocationState::Failed { error, .. } => {
+                let code = error.details.as_ref().and_then(|d| d.get("code")).and_then(Value::as_i64).unwrap_or(-32603);
+                let data = error.details.as_ref().and_then(|d| d.get("data")).cloned().filter(|v| !v.is_null());
+                let mut e = json!({ "code": code, "message": error.message });
+                if let Some(d) = data {
+                    e["data"] = d;
+                }
+                TaskPayload::Failed { error: object(e) }
+            }
+            InvocationState::Canceled { .. } => TaskPayload::Cancelled,
+            _ => TaskPayload::Working,
+        };
+        Ok(GetTaskResult::new(DetailedTask::new(task, payload)))
+    }
+
+    /// `tasks/cancel`: cancels the invocation; acknowledged even when it already ended.
+    pub(super) async fn cancel_task_of(
+        &self,
+        task_id: &str,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let inv = self.task_invocation(task_id, ctx).await?;
+        let who = principal(ctx)?;
+        if let Err(e) = self.shared.engine.cancel(&who, inv.id).await {
+            info!(invocation.id = %inv.id, error = %e, "tasks/cancel on a task that cannot be canceled now");
+        }
+        Ok(())
+    }
+
+    /// `tasks/update`: the gateway's tasks never wait for input inside the task (an upstream
+    /// asking for input is answered through MRTR rounds before a task exists).
+    pub(super) async fn update_task_of(
+        &self,
+        task_id: &str,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.task_invocation(task_id, ctx).await?;
+        Err(ErrorData::invalid_params(
+            format!("task `{task_id}` is not waiting for input: this gateway does not take input inside a task"),
+            None,
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iso_timestamps() {
+        assert_eq!(iso8601(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(iso8601(1_796_021_220_817), "2026-11-30T06:47:00.817Z");
+        assert_eq!(iso8601(951_782_400_000), "2000-02-29T00:00:00.000Z");
+    }
+}
