@@ -90,10 +90,6 @@ impl Catalog {
         }
     }
 
-    pub fn order(&self) -> &[String] {
-        &self.order
-    }
-
     /// Lists everything the upstream offers on one session and pins its tools.
     pub async fn discover(&self, pool: &Arc<Pool>) -> Result<(), String> {
         let name = pool.spec.name.clone();

@@ -223,14 +223,6 @@ impl Lease {
         }
     }
 
-    /// Whether the upstream speaks 2026-07-28 on this session (else it negotiated a legacy one).
-    pub fn modern(&self) -> bool {
-        self.session
-            .as_ref()
-            .and_then(|s| s.service.peer().peer_info())
-            .is_none_or(|info| info.protocol_version >= ProtocolVersion::V_2026_07_28)
-    }
-
     /// Drops the session instead of returning it (its transport failed mid-call).
     pub fn discard(mut self) {
         self.session = None;
