@@ -338,3 +338,61 @@ async fn a_client_cancel_cancels_the_invocation_and_bad_requests_change_nothing(
     assert!(resp.status().is_client_error(), "{}", resp.status());
     assert_eq!(gw.all("default").await.len(), before);
 }
+
+/// A legacy client that reports every `resources/updated` it receives.
+#[derive(Debug, Clone)]
+struct Watcher(tokio::sync::mpsc::UnboundedSender<String>);
+
+impl rmcp::ClientHandler for Watcher {
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        let _ = self.0.send(params.uri);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_subscription_relays_the_upstreams_resource_updates() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let web = Fixture::start(&[]);
+    let gw = start(dir.path(), &[UpstreamSpec::http("web", &web.url)], vec![]);
+    let url = format!("{}/mcp", gw.base);
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url.as_str());
+    let watcher = rmcp::service::serve_client_with_lifecycle(
+        Watcher(tx),
+        transport,
+        rmcp::service::ClientLifecycleMode::Initialize,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    #[allow(deprecated)]
+    watcher
+        .peer()
+        .subscribe(rmcp::model::SubscribeRequestParams::new("test://watched-resource"))
+        .await
+        .unwrap_or_else(|e| panic!("subscribe: {e}"));
+    // Another client makes the upstream change the resource; the update reaches the watcher.
+    let other = connect(&url, true).await;
+    let mut got = None;
+    for _ in 0..20 {
+        other.call_tool(call("web__test_trigger_resource_update", json!({}))).await.unwrap_or_else(|e| panic!("{e}"));
+        if let Ok(Some(uri)) = tokio::time::timeout(Duration::from_millis(250), rx.recv()).await {
+            got = Some(uri);
+            break;
+        }
+    }
+    assert_eq!(got.as_deref(), Some("test://watched-resource"), "the update was relayed");
+    #[allow(deprecated)]
+    watcher
+        .peer()
+        .unsubscribe(rmcp::model::UnsubscribeRequestParams::new("test://watched-resource"))
+        .await
+        .unwrap_or_else(|e| panic!("unsubscribe: {e}"));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    while rx.try_recv().is_ok() {}
+    other.call_tool(call("web__test_trigger_resource_update", json!({}))).await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(tokio::time::timeout(Duration::from_millis(500), rx.recv()).await.is_err(), "no update after unsubscribe");
+}

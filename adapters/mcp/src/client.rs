@@ -4,6 +4,7 @@
 //! and is relayed to the client that made it (see [`Relay`]). A dead session is dropped and a
 //! new one started on demand; start-up failures back off exponentially (100 ms … 30 s).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -11,7 +12,8 @@ use rmcp::model::{
     ClientCapabilities, ClientInfo, ClientResult, CreateMessageRequest, CreateMessageRequestParams,
     CreateMessageResult, ElicitRequest, ElicitRequestParams, ElicitResult, ErrorCode, ErrorData, Implementation,
     ListRootsRequest, ListRootsResult, LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam,
-    ProgressToken, ProtocolVersion, ServerRequest,
+    ProgressToken, ProtocolVersion, ResourceUpdatedNotificationParam, ServerNotification, ServerRequest,
+    SubscribeRequestParams, SubscriptionFilter,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RunningService};
 use rmcp::transport::TokioChildProcess;
@@ -67,6 +69,8 @@ pub(crate) fn service_error(e: rmcp::ServiceError) -> ErrorData {
 pub(crate) struct RelayHandler {
     current: Arc<Mutex<Option<Arc<Relay>>>>,
     list_changed: Arc<Notify>,
+    /// The pool's tool-list generation, raised when the upstream says its tools changed.
+    generation: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for RelayHandler {
@@ -158,7 +162,18 @@ impl ClientHandler for RelayHandler {
         }
     }
 
+    async fn on_resource_updated(&self, params: ResourceUpdatedNotificationParam, _: NotificationContext<RoleClient>) {
+        if let Some(relay) = self.relay()
+            && let Err(e) = relay.peer.notify_resource_updated(params).await
+        {
+            debug!(error = %e, "resource update not relayed");
+        }
+    }
+
     async fn on_tool_list_changed(&self, _: NotificationContext<RoleClient>) {
+        // Sessions started before this hold a stale tool list (rmcp mirrors `x-mcp-header`
+        // parameters from it): retire them.
+        self.generation.fetch_add(1, Ordering::SeqCst);
         self.list_changed.notify_waiters();
     }
 
@@ -170,6 +185,8 @@ impl ClientHandler for RelayHandler {
 struct Session {
     service: RunningService<RoleClient, RelayHandler>,
     handler: RelayHandler,
+    /// The pool's generation when this session listed the upstream's tools.
+    generation: u64,
 }
 
 /// Why a session could not be had.
@@ -191,6 +208,7 @@ pub struct Pool {
     credentials: Option<(Arc<dyn SecretVault>, Sealer)>,
     /// Woken when the upstream says its tool or prompt list changed.
     pub list_changed: Arc<Notify>,
+    generation: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for Pool {
@@ -258,6 +276,7 @@ impl Pool {
             auth: Mutex::new(None),
             credentials,
             list_changed: Arc::new(Notify::new()),
+            generation: Arc::new(AtomicU64::new(0)),
         })
     }
 
@@ -272,7 +291,7 @@ impl Pool {
         loop {
             let next = self.idle.lock().ok().and_then(|mut idle| idle.pop());
             match next {
-                Some(s) if s.service.is_closed() => continue,
+                Some(s) if s.service.is_closed() || s.generation < self.generation.load(Ordering::SeqCst) => continue,
                 Some(s) => return Ok(Lease { pool: self.clone(), session: Some(s), _permit: permit }),
                 None => break,
             }
@@ -298,7 +317,12 @@ impl Pool {
 
     async fn start(&self) -> Result<Session, SessionError> {
         self.backoff()?;
-        let handler = RelayHandler { current: Arc::new(Mutex::new(None)), list_changed: self.list_changed.clone() };
+        let handler = RelayHandler {
+            current: Arc::new(Mutex::new(None)),
+            list_changed: self.list_changed.clone(),
+            generation: self.generation.clone(),
+        };
+        let generation = self.generation.load(Ordering::SeqCst);
         let started = tokio::time::timeout(self.connect_timeout, self.connect(handler.clone())).await;
         let result = match started {
             Ok(r) => r,
@@ -325,7 +349,7 @@ impl Pool {
                 }
                 let version = service.peer().peer_info().map(|i| i.protocol_version.to_string());
                 info!(upstream = %self.spec.name, version = version.as_deref().unwrap_or("2026-07-28"), "upstream session started");
-                Ok(Session { service, handler })
+                Ok(Session { service, handler, generation })
             }
             Err(e) => {
                 warn!(upstream = %self.spec.name, error = %e, "upstream session failed to start");
@@ -389,6 +413,35 @@ impl Pool {
         }
         info!(upstream = %self.spec.name, flow = ?o.flow, "OAuth authorization for the upstream ready");
         Ok(client)
+    }
+
+    /// Relays `resources/updated` for `uri` to `relay`'s client until the returned future is
+    /// dropped, on a session of its own (outside the pool: it lives as long as the
+    /// subscription). A 2026-07-28 upstream is asked through `subscriptions/listen`, a legacy
+    /// one through `resources/subscribe`.
+    pub async fn relay_resource_updates(&self, uri: String, relay: Arc<Relay>) -> Result<(), SessionError> {
+        let Session { service, handler, .. } = self.start().await?;
+        handler.set(Some(relay.clone()));
+        let peer = service.peer().clone();
+        let modern = peer.peer_info().is_none_or(|i| i.protocol_version >= ProtocolVersion::V_2026_07_28);
+        let fail = |e: rmcp::ServiceError| SessionError(format!("upstream `{}`: subscribe {uri}: {e}", self.spec.name));
+        if !modern {
+            peer.subscribe(SubscribeRequestParams::new(uri.clone())).await.map_err(fail)?;
+            // Updates arrive through the handler; keep the session until dropped.
+            std::future::pending::<()>().await;
+        }
+        let filter = SubscriptionFilter::builder().resource_subscription(uri.clone()).build();
+        let mut subscription = peer.listen(filter).await.map_err(fail)?;
+        while let Ok(Some(n)) = subscription.next().await {
+            if let ServerNotification::ResourceUpdatedNotification(u) = n
+                && let Err(e) = relay.peer.notify_resource_updated(u.params).await
+            {
+                debug!(error = %e, "resource update not relayed");
+                break;
+            }
+        }
+        drop(service);
+        Ok(())
     }
 
     /// Closes idle sessions (stdio children exit).

@@ -78,6 +78,39 @@ pub struct Face {
     server: Arc<VirtualServerConfig>,
     /// A legacy session's `logging/setLevel`; upstream log messages are asked for at this level.
     level: Arc<std::sync::Mutex<LoggingLevel>>,
+    /// A legacy session's resource subscriptions; they end with the session.
+    subscriptions: Arc<Subscriptions>,
+}
+
+/// Tasks relaying resource updates (URI → task), aborted when the session (the last clone of
+/// its face) goes away.
+#[derive(Debug, Default)]
+struct Subscriptions(std::sync::Mutex<std::collections::HashMap<String, tokio::task::AbortHandle>>);
+
+impl Subscriptions {
+    fn insert(&self, uri: String, task: tokio::task::AbortHandle) {
+        if let Ok(mut m) = self.0.lock()
+            && let Some(old) = m.insert(uri, task)
+        {
+            old.abort();
+        }
+    }
+
+    fn remove(&self, uri: &str) {
+        if let Some(task) = self.0.lock().ok().and_then(|mut m| m.remove(uri)) {
+            task.abort();
+        }
+    }
+}
+
+impl Drop for Subscriptions {
+    fn drop(&mut self) {
+        if let Ok(m) = self.0.lock() {
+            for task in m.values() {
+                task.abort();
+            }
+        }
+    }
 }
 
 /// What the gateway seals into the `requestState` it gives a client.
@@ -133,12 +166,21 @@ fn page<T: Clone>(items: &[T], cursor: Option<&str>, size: usize) -> Result<(Vec
 
 impl Face {
     pub fn new(shared: Arc<Shared>, server: VirtualServerConfig) -> Self {
-        Self { shared, server: Arc::new(server), level: Arc::new(std::sync::Mutex::new(LoggingLevel::Info)) }
+        Self {
+            shared,
+            server: Arc::new(server),
+            level: Arc::new(std::sync::Mutex::new(LoggingLevel::Info)),
+            subscriptions: Arc::default(),
+        }
     }
 
     /// A copy with its own session state (rmcp makes one per legacy session).
     pub fn for_session(&self) -> Self {
-        Self { level: Arc::new(std::sync::Mutex::new(LoggingLevel::Info)), ..self.clone() }
+        Self {
+            level: Arc::new(std::sync::Mutex::new(LoggingLevel::Info)),
+            subscriptions: Arc::default(),
+            ..self.clone()
+        }
     }
 
     fn relay(&self, ctx: &RequestContext<RoleServer>) -> Arc<Relay> {
@@ -693,24 +735,38 @@ impl ServerHandler for Face {
         Ok(())
     }
 
+    /// Legacy `resources/subscribe`: the gateway subscribes at the upstream serving the URI, on
+    /// a session of its own, and relays `resources/updated` to this client until it
+    /// unsubscribes or its session ends.
     #[allow(deprecated)]
     async fn subscribe(
         &self,
         request: SubscribeRequestParams,
         ctx: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        let upstream = self
-            .shared
-            .catalog
-            .resource_upstream(&request.uri, self.includes())
-            .ok_or_else(|| invalid(format!("unknown resource `{}`", request.uri)))?;
-        let _ = ctx;
-        info!(%upstream, uri = %request.uri, "resource subscription accepted (updates are not relayed yet)");
+        let uri = request.uri;
+        let upstream = self.shared.catalog.resource_upstream(&uri, self.includes()).ok_or_else(|| {
+            ErrorData::invalid_params(format!("resource not found: {uri}"), Some(json!({ "uri": uri })))
+        })?;
+        let pool = self.pool(&upstream)?.clone();
+        let relay = self.relay(&ctx);
+        let (task_uri, log_uri) = (uri.clone(), uri.clone());
+        let task = tokio::spawn(async move {
+            if let Err(e) = pool.relay_resource_updates(task_uri, relay).await {
+                warn!(uri = %log_uri, error = %e, "resource subscription ended");
+            }
+        });
+        self.subscriptions.insert(uri, task.abort_handle());
         Ok(())
     }
 
     #[allow(deprecated)]
-    async fn unsubscribe(&self, _: UnsubscribeRequestParams, _: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.subscriptions.remove(&request.uri);
         Ok(())
     }
 
