@@ -131,7 +131,7 @@ pub struct LogConfig {
 
 impl Default for LogConfig {
     fn default() -> Self {
-        Self { format: "text".into(), filter: "info".into() }
+        Self { format: "text".into(), filter: "info,rmcp=warn".into() }
     }
 }
 
