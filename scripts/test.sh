@@ -66,7 +66,13 @@ step "Python venv with the official MCP SDK (mcp==2.3.0) in $TOOLS/py"
 command -v python3 >/dev/null || die "python3 not found: apt-get install python3 python3-venv"
 if ! "$TOOLS/py/bin/python" -c 'import importlib.metadata as m; assert m.version("mcp") == "2.3.0"' 2>/dev/null; then
   mkdir -p "$TOOLS"
-  python3 -m venv "$TOOLS/py" || die "cannot create a venv: apt-get install python3-venv"
+  if ! python3 -m venv "$TOOLS/py" 2>/dev/null; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+      echo "installing python3-venv from Debian packages"
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+    fi
+    python3 -m venv "$TOOLS/py" || die "cannot create a venv: apt-get install python3-venv"
+  fi
   "$TOOLS/py/bin/pip" install -q mcp==2.3.0 || die "cannot install mcp==2.3.0 from PyPI"
 fi
 export SWITCHYARD_PY=$TOOLS/py/bin/python
