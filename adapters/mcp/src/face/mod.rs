@@ -14,20 +14,19 @@ use std::time::Duration;
 
 use rmcp::model::{
     CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CancelledNotificationParam, ClientRequest,
-    ClientResult, CompleteRequest, CompleteRequestParams, CompleteResult, ContentBlock, ErrorCode, ErrorData,
-    GetPromptRequest, GetPromptRequestParams, GetPromptResponse, Implementation, InputRequest, InputRequiredResult,
-    InputResponses, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, MetaObject,
-    PaginatedRequestParams, ProtocolVersion, ReadResourceRequest, ReadResourceRequestParams, ReadResourceResponse,
-    Reference, RequestMetaObject, ServerCapabilities, ServerInfo, ServerRequest, ServerResult, SetLevelRequestParams,
-    SubscribeRequestParams, UnsubscribeRequestParams,
+    CompleteRequest, CompleteRequestParams, CompleteResult, ContentBlock, ErrorCode, ErrorData, GetPromptRequest,
+    GetPromptRequestParams, GetPromptResponse, Implementation, InputRequiredResult, InputResponses, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, MetaObject, PaginatedRequestParams,
+    ProtocolVersion, ReadResourceRequest, ReadResourceRequestParams, ReadResourceResponse, Reference,
+    RequestMetaObject, ServerCapabilities, ServerInfo, ServerResult, SetLevelRequestParams, SubscribeRequestParams,
+    UnsubscribeRequestParams,
 };
 use rmcp::model::{
     CancelTaskParams, ClientCapabilities, CreateTaskResult, GetTaskParams, GetTaskResult, LoggingLevel,
-    RequestStateCodec, SealOptions, TASKS_EXTENSION_ID, UpdateTaskParams,
+    RequestStateCodec, TASKS_EXTENSION_ID, UpdateTaskParams,
 };
 use rmcp::service::{PeerRequestOptions, RequestContext};
 use rmcp::{RoleServer, ServerHandler};
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use switchyard_contract::{
     CallContext, Engine, IngressKey, InvocationId, InvocationState, Invocations as _, Principal, Submission,
@@ -35,11 +34,13 @@ use switchyard_contract::{
 use tracing::{info, warn};
 
 use crate::catalog::Catalog;
-use crate::client::{Pool, Relay, service_error};
+use crate::client::{Pool, Relay};
 use crate::config::{TaskSupport, VirtualServerConfig};
 use crate::upstream::{RPC_ERROR_CODE, ToolRequest};
 
+mod mrtr;
 mod tasks;
+use mrtr::Sealed;
 use tasks::{asks_input, declares_tasks};
 
 /// The `_meta` key a client sets to make a tools/call idempotent: a retry with the same key
@@ -111,21 +112,6 @@ impl Drop for Subscriptions {
             }
         }
     }
-}
-
-/// What the gateway seals into the `requestState` it gives a client.
-#[derive(Debug, Serialize, Deserialize)]
-struct Sealed {
-    /// The invocation whose `input_required` answer this continues (tools only).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    prev: Option<String>,
-    /// The upstream's own `requestState`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    up: Option<String>,
-    /// The client's idempotency key, carried across rounds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    key: Option<String>,
-    round: u32,
 }
 
 fn invalid(message: impl Into<String>) -> ErrorData {
@@ -205,24 +191,6 @@ impl Face {
         self.shared.pools.get(upstream).ok_or_else(|| internal(format!("upstream `{upstream}` is not running")))
     }
 
-    fn seal_data(who: &Principal, kind: &str, name: &str) -> Vec<u8> {
-        format!("{}\n{}\n{kind}\n{name}", who.tenant, who.subject).into_bytes()
-    }
-
-    fn seal(&self, who: &Principal, kind: &str, name: &str, s: &Sealed) -> Result<String, ErrorData> {
-        let ad = Self::seal_data(who, kind, name);
-        self.shared
-            .codec
-            .seal_json_with(s, &SealOptions::new().associated_data(&ad).ttl(self.shared.state_ttl))
-            .map_err(|e| internal(format!("cannot seal requestState: {e}")))
-    }
-
-    fn open(&self, who: &Principal, kind: &str, name: &str, state: &str) -> Result<Sealed, ErrorData> {
-        self.shared.codec.open_json_with(state, &Self::seal_data(who, kind, name)).map_err(|_| {
-            invalid("requestState is invalid: it was altered, has expired, or belongs to another call or caller")
-        })
-    }
-
     /// Sends one non-journaled request to an upstream on a pooled session, relaying to `ctx`.
     async fn forward(
         &self,
@@ -254,33 +222,6 @@ impl Face {
                 Err(ErrorData::internal_error(format!("upstream `{upstream}` failed: {e}"), None))
             }
         }
-    }
-
-    /// Answers an upstream's input requests by asking a legacy client directly.
-    async fn ask_legacy(
-        &self,
-        requests: &std::collections::BTreeMap<String, InputRequest>,
-        ctx: &RequestContext<RoleServer>,
-    ) -> Result<InputResponses, ErrorData> {
-        let mut answers = InputResponses::new();
-        for (key, request) in requests {
-            let request = match request.clone() {
-                InputRequest::CreateMessage(r) => ServerRequest::CreateMessageRequest(r),
-                InputRequest::Elicitation(r) => ServerRequest::ElicitRequest(r),
-                InputRequest::ListRoots(r) => ServerRequest::ListRootsRequest(r),
-                _ => return Err(internal("the upstream asked for an input kind this gateway does not know")),
-            };
-            let answer = ctx.peer.send_request(request).await.map_err(service_error)?;
-            let value = match answer {
-                ClientResult::CreateMessageResult(r) => serde_json::to_value(*r),
-                ClientResult::ElicitResult(r) => serde_json::to_value(r),
-                ClientResult::ListRootsResult(r) => serde_json::to_value(r),
-                other => serde_json::to_value(other),
-            }
-            .map_err(|e| internal(e.to_string()))?;
-            answers.insert(key.clone(), value);
-        }
-        Ok(answers)
     }
 
     async fn call(
@@ -438,45 +379,6 @@ impl Face {
             let requests = asked.input_requests.unwrap_or_default();
             responses = Some(self.ask_legacy(&requests, &ctx).await?);
             up_state = asked.request_state;
-            round += 1;
-        }
-    }
-
-    /// prompts/get and resources/read: forwarded; an `input_required` answer is sealed (modern
-    /// clients) or answered by asking the client (legacy).
-    async fn forward_mrtr(
-        &self,
-        upstream: &str,
-        kind: &str,
-        name: &str,
-        make: impl Fn(Option<InputResponses>, Option<String>) -> ClientRequest,
-        resume: (Option<&str>, Option<InputResponses>),
-        ctx: &RequestContext<RoleServer>,
-    ) -> Result<Result<ServerResult, InputRequiredResult>, ErrorData> {
-        let who = principal(ctx)?;
-        let (client_state, mut responses) = resume;
-        let (mut up, mut round) = (None, 1u32);
-        if let Some(state) = client_state {
-            let sealed = self.open(&who, kind, name, state)?;
-            (up, round) = (sealed.up, sealed.round + 1);
-        }
-        loop {
-            let answer = self.forward(upstream, make(responses.take(), up.take()), ctx).await?;
-            let ServerResult::InputRequiredResult(asked) = answer else { return Ok(Ok(answer)) };
-            if modern(ctx) {
-                let state = self.seal(
-                    &who,
-                    kind,
-                    name,
-                    &Sealed { prev: None, up: asked.request_state.clone(), key: None, round },
-                )?;
-                return Ok(Err(InputRequiredResult::new(asked.input_requests, Some(state))));
-            }
-            if round >= MAX_ROUNDS {
-                return Err(internal("the upstream asked for input too many times"));
-            }
-            responses = Some(self.ask_legacy(&asked.input_requests.clone().unwrap_or_default(), ctx).await?);
-            up = asked.request_state;
             round += 1;
         }
     }
