@@ -12,8 +12,8 @@ use rmcp::model::{
     ClientCapabilities, ClientInfo, ClientResult, CreateMessageRequest, CreateMessageRequestParams,
     CreateMessageResult, ElicitRequest, ElicitRequestParams, ElicitResult, ErrorCode, ErrorData, Implementation,
     ListRootsRequest, ListRootsResult, LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam,
-    ProgressToken, ProtocolVersion, ResourceUpdatedNotificationParam, ServerNotification, ServerRequest,
-    SubscribeRequestParams, SubscriptionFilter,
+    ProgressToken, ProtocolVersion, RequestMetaObject, ResourceUpdatedNotificationParam, ServerNotification,
+    ServerRequest, SubscribeRequestParams, SubscriptionFilter,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RunningService};
 use rmcp::transport::TokioChildProcess;
@@ -43,6 +43,19 @@ pub struct Relay {
 }
 
 impl Relay {
+    /// `_meta` for the upstream request made on this client's behalf: its declared
+    /// capabilities (so the upstream asks only for what it can answer) and log level.
+    pub fn request_meta(&self) -> RequestMetaObject {
+        let mut meta = RequestMetaObject::default();
+        if let Some(caps) = self.capabilities.clone() {
+            meta.set_client_capabilities(caps);
+        }
+        if let Some(level) = self.log_level {
+            meta.set_log_level(level);
+        }
+        meta
+    }
+
     /// Sends a server→client request to the downstream client (legacy sessions only).
     pub async fn ask(&self, request: ServerRequest) -> Result<ClientResult, ErrorData> {
         if !self.legacy {

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam, ClientRequest,
-    InputResponses, JsonObject, RequestMetaObject, ServerResult,
+    InputResponses, JsonObject, ServerResult,
 };
 use rmcp::service::PeerRequestOptions;
 use serde::{Deserialize, Serialize};
@@ -87,15 +87,7 @@ impl McpUpstream {
         params.arguments = req.arguments;
         params.input_responses = req.input_responses;
         params.request_state = req.request_state;
-        let mut meta = RequestMetaObject::default();
-        if let Some(r) = &relay {
-            if let Some(caps) = r.capabilities.clone() {
-                meta.set_client_capabilities(caps);
-            }
-            if let Some(level) = r.log_level {
-                meta.set_log_level(level);
-            }
-        }
+        let meta = relay.as_deref().map(Relay::request_meta).unwrap_or_default();
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         // Not queued: nothing reached the upstream, so trying again is safe.
         let handle = match peer.send_request_with_option(request, PeerRequestOptions::default().with_meta(meta)).await {

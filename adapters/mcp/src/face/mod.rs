@@ -18,7 +18,7 @@ use rmcp::model::{
     GetPromptRequestParams, GetPromptResponse, Implementation, InputRequiredResult, InputResponses, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, MetaObject, PaginatedRequestParams,
     ProtocolVersion, ReadResourceRequest, ReadResourceRequestParams, ReadResourceResponse, Reference,
-    RequestMetaObject, ServerCapabilities, ServerInfo, ServerResult, SetLevelRequestParams, SubscribeRequestParams,
+    ServerCapabilities, ServerInfo, ServerResult, SetLevelRequestParams, SubscribeRequestParams,
     UnsubscribeRequestParams,
 };
 use rmcp::model::{
@@ -202,13 +202,7 @@ impl Face {
         let lease = pool.acquire().await.map_err(|e| ErrorData::internal_error(e.0, None))?;
         let peer = lease.peer().cloned().ok_or_else(|| internal("no upstream session"))?;
         let relay = self.relay(ctx);
-        let mut meta = RequestMetaObject::default();
-        if let Some(caps) = relay.capabilities.clone() {
-            meta.set_client_capabilities(caps);
-        }
-        if let Some(level) = relay.log_level {
-            meta.set_log_level(level);
-        }
+        let meta = relay.request_meta();
         lease.attach(Some(relay));
         let handle = peer
             .send_request_with_option(request, PeerRequestOptions::default().with_meta(meta))
