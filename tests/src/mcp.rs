@@ -166,3 +166,22 @@ pub fn call(name: &str, args: Value) -> CallToolRequestParams {
 pub fn text_of(result: &Value) -> String {
     result["content"][0]["text"].as_str().unwrap_or_default().to_string()
 }
+
+/// The Python with the official MCP SDK (`mcp==2.3.0`): `$SWITCHYARD_PY`, else the venv the test
+/// command makes.
+pub fn python() -> PathBuf {
+    if let Some(p) = std::env::var_os("SWITCHYARD_PY").filter(|p| !p.is_empty()) {
+        return PathBuf::from(p);
+    }
+    let cached = PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/switchyard-tools/py/bin/python");
+    assert!(
+        cached.exists(),
+        "no Python with mcp==2.3.0: run `bash scripts/test.sh` (it creates the venv) or set SWITCHYARD_PY"
+    );
+    cached
+}
+
+/// The official Python SDK client script (`tests/python/mcp_client_e2e.py`).
+pub fn python_client_script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("python/mcp_client_e2e.py")
+}

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use switchyard_tests::gateway::{Gateway, Options, free_port};
 use switchyard_tests::issuer::{SERVICE_CLIENT, TestIssuer};
-use switchyard_tests::mcp::Fixture;
+use switchyard_tests::mcp::{Fixture, python, python_client_script};
 
 fn auth_section(resource: &str, issuer: &str) -> String {
     format!(
@@ -17,13 +17,33 @@ fn auth_section(resource: &str, issuer: &str) -> String {
     )
 }
 
-fn python() -> std::path::PathBuf {
-    match std::env::var_os("SWITCHYARD_PY").filter(|p| !p.is_empty()) {
-        Some(p) => p.into(),
-        None => std::path::PathBuf::from(std::env::var("HOME").unwrap_or_default())
-            .join(".cache/switchyard-tools/py/bin/python"),
-    }
+/// Gateway B: an OAuth-protected MCP server (resource `http://127.0.0.1:<port>/mcp`) fronting
+/// the fixture, with `operations` for its tools. Returns it and its resource URI.
+fn protected_upstream(
+    dir: &std::path::Path,
+    issuer: &TestIssuer,
+    fixture: &Fixture,
+    operations: &str,
+) -> (Gateway, String) {
+    let port = free_port();
+    let resource = format!("http://127.0.0.1:{port}/mcp");
+    let config = format!(
+        "{}\n[mcp]\nrequest_state_key = \"gateway-b-request-state-key-0123456789ab\"\n\n\
+         [[mcp.upstreams]]\nname = \"fixture\"\nurl = \"{}\"\nprefix = \"\"\noperations = {{ {operations} }}\n",
+        auth_section(&resource, &issuer.issuer),
+        fixture.url
+    );
+    std::fs::write(dir.join("b.toml"), config).unwrap_or_else(|e| panic!("{e}"));
+    let gw = Gateway::start(Options {
+        data_dir: dir.join("b"),
+        config: Some(dir.join("b.toml")),
+        listen: Some(format!("127.0.0.1:{port}")),
+        ..Options::default()
+    });
+    (gw, resource)
 }
+
+const READS: &str = "echo = \"read_only\", slow = \"read_only\", ask_name = \"read_only\"";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bearer_client_reaches_an_oauth_protected_upstream_with_the_gateways_own_token() {
@@ -31,22 +51,7 @@ async fn a_bearer_client_reaches_an_oauth_protected_upstream_with_the_gateways_o
     let fixture = Fixture::start(&[]);
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     // B: the protected upstream.
-    let port_b = free_port();
-    let resource_b = format!("http://127.0.0.1:{port_b}/mcp");
-    let config_b = format!(
-        "{}\n[mcp]\nrequest_state_key = \"gateway-b-request-state-key-0123456789ab\"\n\n\
-         [[mcp.upstreams]]\nname = \"fixture\"\nurl = \"{}\"\nprefix = \"\"\n\
-         operations = {{ echo = \"read_only\", slow = \"read_only\", ask_name = \"read_only\" }}\n",
-        auth_section(&resource_b, &issuer.issuer),
-        fixture.url
-    );
-    std::fs::write(dir.path().join("b.toml"), config_b).unwrap_or_else(|e| panic!("{e}"));
-    let b = Gateway::start(Options {
-        data_dir: dir.path().join("b"),
-        config: Some(dir.path().join("b.toml")),
-        listen: Some(format!("127.0.0.1:{port_b}")),
-        ..Options::default()
-    });
+    let (b, resource_b) = protected_upstream(dir.path(), &issuer, &fixture, READS);
     // A: the gateway the client talks to, an OAuth client of B.
     let port_a = free_port();
     let resource_a = format!("http://127.0.0.1:{port_a}/mcp");
@@ -82,7 +87,7 @@ async fn a_bearer_client_reaches_an_oauth_protected_upstream_with_the_gateways_o
     let client_token = issuer.sign(&issuer.claims(&resource_a, "acme", "alice", "mcp:call", 300));
     for mode in ["2026-07-28", "legacy"] {
         let out = tokio::process::Command::new(python())
-            .arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("python/mcp_client_e2e.py"))
+            .arg(python_client_script())
             .args([&resource_a, mode, "partner__"])
             .env("MCP_BEARER", &client_token)
             .output()
@@ -123,21 +128,7 @@ async fn a_user_delegated_upstream_is_authorized_once_and_its_tokens_stay_sealed
     let issuer = TestIssuer::start().await;
     let fixture = Fixture::start(&[]);
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let port_b = free_port();
-    let resource_b = format!("http://127.0.0.1:{port_b}/mcp");
-    let config_b = format!(
-        "{}\n[mcp]\nrequest_state_key = \"gateway-b-request-state-key-0123456789ab\"\n\n\
-         [[mcp.upstreams]]\nname = \"fixture\"\nurl = \"{}\"\nprefix = \"\"\n",
-        auth_section(&resource_b, &issuer.issuer),
-        fixture.url
-    );
-    std::fs::write(dir.path().join("b.toml"), config_b).unwrap_or_else(|e| panic!("{e}"));
-    let b = Gateway::start(Options {
-        data_dir: dir.path().join("b"),
-        config: Some(dir.path().join("b.toml")),
-        listen: Some(format!("127.0.0.1:{port_b}")),
-        ..Options::default()
-    });
+    let (b, resource_b) = protected_upstream(dir.path(), &issuer, &fixture, "");
     let redirect_port = free_port();
     let config_a = format!(
         "[mcp]\nanonymous = true\nrequest_state_key = \"gateway-a-request-state-key-0123456789ab\"\n\n\

@@ -3,23 +3,10 @@
 //! tools, call a tool, an elicitation round, progress, and a cancellation that reaches the
 //! invocation. The interpreter is `$SWITCHYARD_PY` (the test command makes a venv with the SDK).
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use switchyard_tests::gateway::{Gateway, Options};
-use switchyard_tests::mcp::{Fixture, UpstreamSpec, write_config};
-
-fn python() -> PathBuf {
-    if let Some(p) = std::env::var_os("SWITCHYARD_PY").filter(|p| !p.is_empty()) {
-        return PathBuf::from(p);
-    }
-    let cached = PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/switchyard-tools/py/bin/python");
-    assert!(
-        cached.exists(),
-        "no Python with mcp==2.3.0: run `bash scripts/test.sh` (it creates the venv) or set SWITCHYARD_PY"
-    );
-    cached
-}
+use switchyard_tests::mcp::{Fixture, UpstreamSpec, python, python_client_script, write_config};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_python_sdk_works_through_the_gateway_in_both_eras() {
@@ -28,7 +15,7 @@ async fn the_python_sdk_works_through_the_gateway_in_both_eras() {
     let config =
         write_config(dir.path(), &[UpstreamSpec::stdio("local", &[]), UpstreamSpec::http("web", &web.url)], "");
     let gw = Gateway::start(Options { data_dir: dir.path().to_path_buf(), config: Some(config), ..Options::default() });
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("python/mcp_client_e2e.py");
+    let script = python_client_script();
     for mode in ["2026-07-28", "legacy"] {
         let out = tokio::process::Command::new(python())
             .arg(&script)
