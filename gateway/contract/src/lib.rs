@@ -16,6 +16,7 @@ pub mod ports;
 pub mod principal;
 pub mod secret;
 pub mod state;
+pub mod tasks;
 
 pub use artifact::{
     ArtifactError, ArtifactIndex, ArtifactMeta, ArtifactPage, ArtifactStore, BlobRef, ByteRange, ByteStream, ChunkSums,
@@ -33,6 +34,7 @@ pub use ports::{
 pub use principal::{EffectClass, IngressKey, Principal, Target, TenantId};
 pub use secret::Secret;
 pub use state::{Decision, Fence, Invocation, InvocationState, Lease, NewInvocation, Resolution, StateName};
+pub use tasks::{Delivery, NewDelivery, TaskQuery, TaskRecord, TaskStore};
 
 /// Milliseconds since the Unix epoch, as read from the store's clock.
 pub type Millis = i64;

@@ -42,6 +42,9 @@ pub struct App {
     mcp_routes: Router,
     /// Pinned upstream definitions (MCP tool schemas).
     pub bindings: Arc<dyn BindingStore>,
+    /// The A2A agents and their face.
+    pub a2a: Arc<switchyard_a2a::A2aAgents>,
+    a2a_face: switchyard_a2a::core::Face,
 }
 
 impl std::fmt::Debug for App {
@@ -68,6 +71,12 @@ impl App {
         for u in mcp.upstreams() {
             registry.add(u.name, u.upstream, u.operations);
         }
+        let a2a = Arc::new(
+            switchyard_a2a::A2aAgents::new(cfg.a2a.clone(), stores.tasks.clone()).map_err(anyhow::Error::msg)?,
+        );
+        for (name, upstream, operations) in a2a.upstreams() {
+            registry.add(name, upstream, operations);
+        }
         let registry = Arc::new(registry);
         let faults: Arc<dyn FaultHook> = match PauseAt::from_env().map_err(anyhow::Error::msg)? {
             Some(p) => {
@@ -82,7 +91,9 @@ impl App {
             Some(a) => Some(Arc::new(Authenticator::new(a.clone()).map_err(anyhow::Error::msg)?)),
             None => None,
         };
+        let security = oauth.as_ref().map(|o| a2a_security(o.config()));
         let gate = Gatekeeper::new(admin_token, oauth);
+        let a2a_face = a2a.face(engine.clone(), security);
         let artifacts =
             crate::artifacts_http::open(cfg, stores.artifacts).await.context("cannot open the artifact store")?;
         let state_key = match &cfg.mcp.request_state_key {
@@ -90,7 +101,18 @@ impl App {
             _ => generated_secret(&cfg.server.data_dir.join("mcp-request-state-key"))?,
         };
         let mcp_routes = mcp.router(engine.clone(), state_key.0.as_bytes()).map_err(anyhow::Error::msg)?;
-        Ok(Self { engine, store, token_source, gate, artifacts, mcp, mcp_routes, bindings: stores.bindings })
+        Ok(Self {
+            engine,
+            store,
+            token_source,
+            gate,
+            artifacts,
+            mcp,
+            mcp_routes,
+            bindings: stores.bindings,
+            a2a,
+            a2a_face,
+        })
     }
 
     /// All HTTP routes.
@@ -117,12 +139,36 @@ impl App {
                 &cfg.mcp.effective_servers(),
             ))
             .merge(crate::mcp_http::upstreams_admin(self.mcp.catalog(), self.bindings.clone(), self.gate.clone()))
+            .merge(self.a2a_routes(cfg))
             .layer(DefaultBodyLimit::max(cfg.server.body_limit_bytes))
             .layer(TraceLayer::new_for_http())
     }
 }
 
 impl App {
+    /// The A2A cards (public) and the JSON-RPC, HTTP+JSON and gRPC endpoints (authenticated;
+    /// each agent's `scope`, default `a2a:call`).
+    fn a2a_routes(&self, cfg: &Config) -> Router {
+        if cfg.a2a.agents.is_empty() {
+            return Router::new();
+        }
+        let face = self.a2a_face.clone();
+        let scopes = cfg
+            .a2a
+            .agents
+            .iter()
+            .map(|a| (a.base_path(), a.scope.clone().unwrap_or_else(|| crate::auth::scope::A2A.to_string())))
+            .collect();
+        let api = switchyard_a2a::http::api(face.clone()).merge(switchyard_a2a::grpc::router(face.clone()));
+        switchyard_a2a::http::cards(face).merge(crate::auth::protect(
+            api,
+            self.gate.clone(),
+            cfg.a2a.anonymous,
+            scopes,
+            crate::auth::scope::A2A,
+        ))
+    }
+
     /// RFC 9728 metadata for the gateway as a whole, the admin API and artifacts, when OAuth is on.
     fn protected_resource_metadata(&self) -> Router {
         let Some(oauth) = self.gate.oauth() else { return Router::new() };
@@ -203,6 +249,7 @@ pub async fn serve(cfg: Config, shutdown: impl Future<Output = ()> + Send + 'sta
         .with_context(|| format!("cannot listen on {}", cfg.server.listen))?;
     let addr: SocketAddr = listener.local_addr()?;
     let recovery = app.engine.start();
+    let push = (!cfg.a2a.agents.is_empty()).then(|| app.a2a.spawn_push());
     let undiscovered = app.mcp.discover().await;
     let collector = (cfg.artifacts.gc_interval_ms > 0)
         .then(|| app.artifacts.spawn_collector(Duration::from_millis(cfg.artifacts.gc_interval_ms)));
@@ -226,6 +273,13 @@ pub async fn serve(cfg: Config, shutdown: impl Future<Output = ()> + Send + 'sta
     for server in cfg.mcp.effective_servers() {
         println!("  mcp:         http://{addr}{}", server.path);
     }
+    for agent in &cfg.a2a.agents {
+        println!(
+            "  a2a:         http://{addr}{} (card: http://{addr}{}/.well-known/agent-card.json)",
+            agent.base_path(),
+            agent.base_path()
+        );
+    }
     if !undiscovered.is_empty() {
         println!("  mcp upstreams not reachable yet (retrying): {}", undiscovered.join(", "));
     }
@@ -240,6 +294,9 @@ pub async fn serve(cfg: Config, shutdown: impl Future<Output = ()> + Send + 'sta
     recovery.abort();
     if let Some(c) = collector {
         c.abort();
+    }
+    if let Some(p) = push {
+        p.abort();
     }
     app.mcp.close().await;
     engine?;
@@ -260,4 +317,22 @@ pub async fn signal() {
         _ = tokio::signal::ctrl_c() => {}
         _ = term => {}
     }
+}
+
+/// The A2A cards' security declaration when OAuth is on: a bearer JWT from the configured
+/// issuers (each declared by its OpenID Connect discovery URL), holding the agent's scope.
+fn a2a_security(oauth: &switchyard_oauth::AuthConfig) -> (serde_json::Value, serde_json::Value) {
+    use serde_json::json;
+    let mut schemes = json!({
+        "bearer": {"httpAuthSecurityScheme": {"scheme": "Bearer", "bearerFormat": "JWT",
+            "description": format!("An access token for resource {}", oauth.resource)}},
+    });
+    let mut requirements = vec![json!({"schemes": {"bearer": {"list": []}}})];
+    for (i, issuer) in oauth.issuers.iter().enumerate() {
+        let name = format!("oidc{}", i + 1);
+        let url = format!("{}/.well-known/openid-configuration", issuer.issuer.trim_end_matches('/'));
+        schemes[&name] = json!({"openIdConnectSecurityScheme": {"openIdConnectUrl": url}});
+        requirements.push(json!({"schemes": {name: {"list": [crate::auth::scope::A2A]}}}));
+    }
+    (schemes, json!(requirements))
 }

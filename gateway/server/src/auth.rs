@@ -20,6 +20,8 @@ pub mod scope {
     pub const ARTIFACTS_READ: &str = "artifacts:read";
     /// Use the MCP endpoints (list and call tools, read resources, get prompts).
     pub const MCP: &str = "mcp:call";
+    /// Use the A2A endpoints (send messages, read and cancel tasks, push configurations).
+    pub const A2A: &str = "a2a:call";
 }
 
 /// What a caller may do.
@@ -139,4 +141,63 @@ fn operator_principal(headers: &HeaderMap) -> Result<Principal, ApiError> {
         return Err(ApiError::invalid("X-Switchyard-Subject must be 1-200 characters"));
     }
     Ok(Principal::new(tenant, subject))
+}
+
+#[derive(Clone, Debug)]
+struct ScopedAuth {
+    gate: Gatekeeper,
+    anonymous: bool,
+    /// Endpoint path prefix → the scope it needs; the longest matching prefix wins.
+    scopes: Arc<Vec<(String, String)>>,
+    default_scope: &'static str,
+}
+
+impl ScopedAuth {
+    fn scope_for(&self, path: &str) -> &str {
+        self.scopes
+            .iter()
+            .filter(|(p, _)| path == p || path.starts_with(&format!("{p}/")))
+            .max_by_key(|(p, _)| p.len())
+            .map_or(self.default_scope, |(_, s)| s.as_str())
+    }
+}
+
+/// `routes` behind authentication: every request names its caller before the face sees it —
+/// the admin token (operator), an OAuth credential holding the endpoint's scope, or (only
+/// when `anonymous` is on, which configuration allows on loopback only) nobody, as tenant
+/// `default`, subject `anonymous`. The [`Principal`] goes into the request's extensions.
+pub fn protect(
+    routes: axum::Router,
+    gate: Gatekeeper,
+    anonymous: bool,
+    scopes: Vec<(String, String)>,
+    default_scope: &'static str,
+) -> axum::Router {
+    let auth = ScopedAuth { gate, anonymous, scopes: Arc::new(scopes), default_scope };
+    routes.layer(axum::middleware::from_fn_with_state(auth, authorize))
+}
+
+async fn authorize(
+    axum::extract::State(auth): axum::extract::State<ScopedAuth>,
+    mut req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let principal = if auth.anonymous && !req.headers().contains_key(axum::http::header::AUTHORIZATION) {
+        match switchyard_contract::TenantId::new("default") {
+            Ok(t) => Principal::new(t, "anonymous"),
+            Err(e) => return ApiError::from(e).into_response(),
+        }
+    } else {
+        let who = match auth.gate.identify(req.headers()).await {
+            Ok(who) => who,
+            Err(refusal) => return refusal.into_response(),
+        };
+        let needed = auth.scope_for(req.uri().path()).to_string();
+        if let Err(refusal) = auth.gate.require(&who, &[needed.as_str()]) {
+            return refusal.into_response();
+        }
+        who.principal
+    };
+    req.extensions_mut().insert(principal);
+    next.run(req).await
 }

@@ -26,6 +26,8 @@ pub struct Config {
     pub artifacts: switchyard_artifacts::ArtifactsConfig,
     /// MCP: upstream MCP servers and the endpoints exposing them.
     pub mcp: switchyard_mcp::McpConfig,
+    /// A2A: the agents exposed over JSON-RPC, HTTP+JSON and gRPC.
+    pub a2a: switchyard_a2a::A2aConfig,
 }
 
 impl Default for Config {
@@ -40,6 +42,7 @@ impl Default for Config {
             auth: None,
             artifacts: switchyard_artifacts::ArtifactsConfig::default(),
             mcp: switchyard_mcp::McpConfig::default(),
+            a2a: switchyard_a2a::A2aConfig::default(),
         }
     }
 }
@@ -231,6 +234,9 @@ impl Config {
         self.mcp.validate(&taken).map_err(ConfigError::Invalid)?;
         if self.mcp.anonymous && !self.server.listen.ip().is_loopback() {
             return bad("mcp.anonymous is only allowed while server.listen is a loopback address".into());
+        }
+        if self.a2a.anonymous && !self.server.listen.ip().is_loopback() {
+            return bad("a2a.anonymous is only allowed while server.listen is a loopback address".into());
         }
         if let Some(auth) = &self.auth {
             auth.validate(self.server.listen.ip().is_loopback()).map_err(ConfigError::Invalid)?;

@@ -11,62 +11,20 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{Request, State};
-use axum::http::header::AUTHORIZATION;
-use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde_json::json;
-use switchyard_contract::{BindingStore, Principal, TenantId};
+use switchyard_contract::BindingStore;
 use switchyard_mcp::{Catalog, VirtualServerConfig};
 
 use crate::admin::ApiError;
 use crate::auth::{Gatekeeper, scope};
 
-#[derive(Clone, Debug)]
-struct McpAuth {
-    gate: Gatekeeper,
-    anonymous: bool,
-    /// Endpoint path → the scope it needs.
-    scopes: Arc<Vec<(String, String)>>,
-}
-
-impl McpAuth {
-    /// The scope the endpoint serving `path` needs.
-    fn scope_for(&self, path: &str) -> &str {
-        self.scopes
-            .iter()
-            .filter(|(p, _)| path == p || path.starts_with(&format!("{p}/")))
-            .max_by_key(|(p, _)| p.len())
-            .map_or(scope::MCP, |(_, s)| s.as_str())
-    }
-}
-
 /// `routes` (the endpoints of `servers`) behind authentication.
 pub fn protect(routes: Router, gate: Gatekeeper, anonymous: bool, servers: &[VirtualServerConfig]) -> Router {
     let scopes =
         servers.iter().map(|s| (s.path.clone(), s.scope.clone().unwrap_or_else(|| scope::MCP.to_string()))).collect();
-    routes.layer(middleware::from_fn_with_state(McpAuth { gate, anonymous, scopes: Arc::new(scopes) }, authorize))
-}
-
-async fn authorize(State(auth): State<McpAuth>, mut req: Request, next: Next) -> Response {
-    let principal = if auth.anonymous && !req.headers().contains_key(AUTHORIZATION) {
-        match TenantId::new("default") {
-            Ok(t) => Principal::new(t, "anonymous"),
-            Err(e) => return ApiError::from(e).into_response(),
-        }
-    } else {
-        let who = match auth.gate.identify(req.headers()).await {
-            Ok(who) => who,
-            Err(refusal) => return refusal.into_response(),
-        };
-        let needed = auth.scope_for(req.uri().path()).to_string();
-        if let Err(refusal) = auth.gate.require(&who, &[needed.as_str()]) {
-            return refusal.into_response();
-        }
-        who.principal
-    };
-    req.extensions_mut().insert(principal);
-    next.run(req).await
+    crate::auth::protect(routes, gate, anonymous, scopes, scope::MCP)
 }
 
 #[derive(Clone)]

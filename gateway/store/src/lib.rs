@@ -15,10 +15,11 @@ mod migrate;
 pub mod postgres;
 mod row;
 pub mod sqlite;
+pub mod tasks;
 
 use std::sync::Arc;
 
-use switchyard_contract::{ArtifactIndex, BindingStore, InvocationStore, SecretVault};
+use switchyard_contract::{ArtifactIndex, BindingStore, InvocationStore, SecretVault, TaskStore};
 
 pub use artifacts_pg::PgArtifactIndex;
 pub use artifacts_sqlite::SqliteArtifactIndex;
@@ -26,6 +27,7 @@ pub use bindings::{PgBindings, SqliteBindings};
 pub use error::StoreError;
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
+pub use tasks::{PgTasks, SqliteTasks};
 
 /// Pool sizing and start-up behaviour.
 #[derive(Debug, Clone)]
@@ -51,6 +53,8 @@ pub struct Stores {
     pub bindings: Arc<dyn BindingStore>,
     /// Sealed secrets (upstream OAuth tokens, encrypted by the gateway).
     pub vault: Arc<dyn SecretVault>,
+    /// Agent tasks (A2A), their events, push configurations and push outbox.
+    pub tasks: Arc<dyn TaskStore>,
 }
 
 impl std::fmt::Debug for Stores {
@@ -66,12 +70,15 @@ pub async fn connect(url: &str, opts: &StoreOptions) -> Result<Stores, StoreErro
         let store = PgStore::connect(url, opts).await?;
         let artifacts = Arc::new(PgArtifactIndex::from_pool(store.pool().clone()));
         let bindings = Arc::new(PgBindings::from_pool(store.pool().clone()));
-        Ok(Stores { invocations: Arc::new(store), artifacts, vault: bindings.clone(), bindings })
+        let tasks = Arc::new(PgTasks::from_pool(store.pool().clone()));
+        Ok(Stores { invocations: Arc::new(store), artifacts, vault: bindings.clone(), bindings, tasks })
     } else if url.starts_with("sqlite:") {
         let (writer, readers) = sqlite::open_pools(url, opts).await?;
         let artifacts = Arc::new(SqliteArtifactIndex::from_pools(writer.clone(), readers.clone()));
         let bindings = Arc::new(SqliteBindings::from_pools(writer.clone(), readers.clone()));
+        let tasks = Arc::new(SqliteTasks::from_pools(writer.clone(), readers.clone()));
         Ok(Stores {
+            tasks,
             invocations: Arc::new(SqliteStore::from_pools(writer, readers)),
             artifacts,
             vault: bindings.clone(),

@@ -24,6 +24,7 @@ pub(crate) const POSTGRES: Files = &[
         include_str!("../../../migrations/postgres/20261130000004_upstream_bindings.sql"),
     ),
     (20261130000005, "sealed_secrets", include_str!("../../../migrations/postgres/20261130000005_sealed_secrets.sql")),
+    (20261130000006, "a2a_tasks", include_str!("../../../migrations/postgres/20261130000006_a2a_tasks.sql")),
 ];
 
 pub(crate) const SQLITE: Files = &[
@@ -36,6 +37,7 @@ pub(crate) const SQLITE: Files = &[
         include_str!("../../../migrations/sqlite/20261130000004_upstream_bindings.sql"),
     ),
     (20261130000005, "sealed_secrets", include_str!("../../../migrations/sqlite/20261130000005_sealed_secrets.sql")),
+    (20261130000006, "a2a_tasks", include_str!("../../../migrations/sqlite/20261130000006_a2a_tasks.sql")),
 ];
 
 #[derive(Debug, Clone, Copy)]

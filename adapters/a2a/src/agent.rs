@@ -1,0 +1,307 @@
+//! Agents behind the A2A face, as upstreams of the engine: each message to an agent is one
+//! invocation whose dispatch runs the agent and writes the task's changes through the hub. A
+//! run is a list of steps; the task records the last step applied per run, so a run the engine
+//! drives again (after a crash) continues where it stopped instead of repeating its events.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use a2a::{Artifact, Message, Part, Role, Task, TaskPushNotificationConfig, TaskState, TaskStatus};
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use switchyard_contract::{CancelAck, DispatchCall, Upstream, UpstreamError};
+use tokio_util::sync::CancellationToken;
+
+use crate::hub::{Change, Hub, Step};
+
+/// What the A2A face submits as the invocation request of one message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunRequest {
+    pub scope: String,
+    pub agent: String,
+    pub task_id: String,
+    pub context_id: String,
+    pub new_task: bool,
+    pub message: Message,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub push: Option<TaskPushNotificationConfig>,
+}
+
+/// One step of a run.
+#[derive(Debug, Clone)]
+pub enum Item {
+    Change(Change),
+    Sleep(Duration),
+}
+
+/// What an agent does with a message.
+#[derive(Debug, Clone)]
+pub enum Plan {
+    /// Answer with a message; no task.
+    Message(Vec<Part>),
+    /// Run a task through these steps.
+    Task(Vec<Item>),
+}
+
+/// The kinds of built-in agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AgentKind {
+    /// Behaves by `messageId` prefix as the A2A 1.0 TCK requires.
+    Tck,
+    /// Completes every task with an echo of the message text.
+    Echo,
+}
+
+/// The TCK's required-extension test URI: declared on the tck agent's card.
+pub const TCK_REQUIRED_EXTENSION: &str = "urn:a2a:tck:required-extension";
+
+fn status(state: TaskState, text: Option<&str>, ctx: &str, task: &str) -> Change {
+    Change::Status(TaskStatus {
+        state,
+        message: text.map(|t| agent_message(vec![Part::text(t)], ctx, Some(task))),
+        timestamp: None,
+    })
+}
+
+pub fn agent_message(parts: Vec<Part>, ctx: &str, task: Option<&str>) -> Message {
+    let mut m = Message::new(Role::Agent, parts);
+    m.context_id = Some(ctx.to_string());
+    m.task_id = task.map(str::to_string);
+    m
+}
+
+fn artifact(parts: Vec<Part>, append: bool, last_chunk: bool, id: &str) -> Change {
+    Change::Artifact {
+        artifact: Artifact {
+            artifact_id: id.to_string(),
+            name: None,
+            description: None,
+            parts,
+            metadata: None,
+            extensions: None,
+        },
+        append,
+        last_chunk,
+    }
+}
+
+fn file_part() -> Part {
+    let mut p = Part::raw(b"tck".to_vec());
+    p.filename = Some("output.txt".into());
+    p.media_type = Some("text/plain".into());
+    p
+}
+
+impl AgentKind {
+    /// The plan for `message` on task `task` in context `ctx`.
+    pub fn plan(self, message: &Message, ctx: &str, task: &str) -> Plan {
+        use Item::{Change as C, Sleep};
+        use TaskState::{Completed, InputRequired, Rejected, Working};
+        let done = |text: Option<&str>| C(status(Completed, text, ctx, task));
+        let working = || C(status(Working, None, ctx, task));
+        let art = |parts: Vec<Part>| C(artifact(parts, false, true, "artifact-1"));
+        let text = message.text().unwrap_or_default().to_string();
+        if self == Self::Echo {
+            return Plan::Task(vec![working(), done(Some(&format!("echo: {text}")))]);
+        }
+        let id = message.message_id.as_str();
+        // Longer prefixes first: `tck-artifact-file-url` before `tck-artifact-file`.
+        let p = |prefix: &str| id.starts_with(prefix);
+        let items = if p("tck-stream-artifact-chunked") {
+            vec![
+                working(),
+                C(artifact(vec![Part::text("chunk-1 ")], false, false, "artifact-1")),
+                C(artifact(vec![Part::text("chunk-2")], true, true, "artifact-1")),
+                done(None),
+            ]
+        } else if p("test-resubscribe-message-id") {
+            vec![working(), Sleep(Duration::from_secs(4)), done(None)]
+        } else if p("tck-stream-artifact-text") {
+            vec![working(), art(vec![Part::text("Streamed text content")]), done(None)]
+        } else if p("tck-stream-artifact-file") {
+            vec![working(), art(vec![file_part()]), done(None)]
+        } else if p("tck-stream-ordering-001") {
+            vec![working(), art(vec![Part::text("Ordered output")]), done(None)]
+        } else if p("tck-artifact-file-url") {
+            let mut part = Part::url("https://example.com/output.txt");
+            part.filename = Some("output.txt".into());
+            part.media_type = Some("text/plain".into());
+            vec![art(vec![part]), done(None)]
+        } else if p("tck-message-response") {
+            return Plan::Message(vec![Part::text("Direct message response")]);
+        } else if p("tck-input-required") {
+            vec![C(status(InputRequired, Some("Input required"), ctx, task))]
+        } else if p("tck-complete-task") {
+            vec![done(Some("Hello from TCK"))]
+        } else if p("tck-artifact-text") {
+            vec![art(vec![Part::text("Generated text content")]), done(None)]
+        } else if p("tck-artifact-file") {
+            vec![art(vec![file_part()]), done(None)]
+        } else if p("tck-artifact-data") {
+            vec![art(vec![Part::data(json!({"key": "value", "count": 42}))]), done(None)]
+        } else if p("tck-reject-task") {
+            vec![C(status(Rejected, Some("rejected"), ctx, task))]
+        } else if p("tck-stream-001") {
+            vec![working(), art(vec![Part::text("Stream hello from TCK")]), done(None)]
+        } else if p("tck-stream-002") {
+            vec![done(None)]
+        } else if p("tck-stream-003") {
+            vec![working(), art(vec![Part::text("Stream task lifecycle")]), done(None)]
+        } else {
+            vec![done(Some(&format!("Unhandled messageId prefix: {id}")))]
+        };
+        Plan::Task(items)
+    }
+}
+
+/// A built-in agent as an engine upstream.
+#[derive(Debug)]
+pub struct AgentUpstream {
+    kind: AgentKind,
+    hub: Hub,
+    running: Mutex<HashMap<String, CancellationToken>>,
+}
+
+impl AgentUpstream {
+    pub fn new(kind: AgentKind, hub: Hub) -> Arc<Self> {
+        Arc::new(Self { kind, hub, running: Mutex::new(HashMap::new()) })
+    }
+
+    fn track(&self, run: &str) -> CancellationToken {
+        let token = CancellationToken::new();
+        if let Ok(mut m) = self.running.lock() {
+            m.insert(run.to_string(), token.clone());
+        }
+        token
+    }
+
+    fn untrack(&self, run: &str) {
+        if let Ok(mut m) = self.running.lock() {
+            m.remove(run);
+        }
+    }
+
+    async fn run(&self, req: &RunRequest, run: &str, cancel: &CancellationToken) -> Result<Value, UpstreamError> {
+        let fail = |e: crate::error::A2aError| UpstreamError::Unavailable { message: e.message };
+        let plan = self.kind.plan(&req.message, &req.context_id, &req.task_id);
+        let items = match plan {
+            Plan::Message(parts) => {
+                let m = agent_message(parts, &req.context_id, None);
+                return Ok(json!({ "message": m }));
+            }
+            Plan::Task(items) => items,
+        };
+        if req.new_task {
+            let mut first = req.message.clone();
+            first.task_id = Some(req.task_id.clone());
+            first.context_id = Some(req.context_id.clone());
+            let task = Task {
+                id: req.task_id.clone(),
+                context_id: req.context_id.clone(),
+                status: TaskStatus { state: TaskState::Submitted, message: None, timestamp: Some(chrono::Utc::now()) },
+                artifacts: None,
+                history: Some(vec![first]),
+                metadata: None,
+            };
+            self.hub.create(&req.scope, &req.agent, &task, Step { run, n: 0 }).await.map_err(fail)?;
+            if let Some(push) = &req.push {
+                crate::push::store_config(&self.hub, &req.task_id, push.clone()).await.map_err(fail)?;
+            }
+        } else {
+            let mut m = req.message.clone();
+            m.context_id = Some(req.context_id.clone());
+            self.hub
+                .apply(&req.scope, &req.task_id, Some(Step { run, n: 0 }), Change::UserMessage(m))
+                .await
+                .map_err(fail)?;
+        }
+        for (i, item) in items.into_iter().enumerate() {
+            let n = u32::try_from(i).unwrap_or(u32::MAX).saturating_add(1);
+            match item {
+                Item::Sleep(d) => {
+                    tokio::select! {
+                        () = tokio::time::sleep(d) => {}
+                        () = cancel.cancelled() => return Err(UpstreamError::Canceled),
+                    }
+                }
+                Item::Change(change) => {
+                    if cancel.is_cancelled() {
+                        return Err(UpstreamError::Canceled);
+                    }
+                    let applied =
+                        self.hub.apply(&req.scope, &req.task_id, Some(Step { run, n }), change).await.map_err(fail)?;
+                    if applied.is_none() {
+                        break; // canceled (or otherwise ended) meanwhile
+                    }
+                }
+            }
+        }
+        let rec = self.hub.get(&req.scope, &req.task_id).await.map_err(fail)?;
+        let body = rec.map(|r| r.body).unwrap_or(Value::Null);
+        Ok(json!({ "task": body }))
+    }
+}
+
+#[async_trait]
+impl Upstream for AgentUpstream {
+    async fn dispatch(&self, call: &DispatchCall) -> Result<Value, UpstreamError> {
+        let req: RunRequest = serde_json::from_value(call.request.clone()).map_err(|e| UpstreamError::Rejected {
+            code: "invalid_request".into(),
+            message: format!("not an A2A run request: {e}"),
+            details: None,
+        })?;
+        let run = call.invocation.to_string();
+        let token = self.track(&run);
+        let out = self.run(&req, &run, &token).await;
+        self.untrack(&run);
+        out
+    }
+
+    async fn cancel(&self, call: &DispatchCall) -> CancelAck {
+        let run = call.invocation.to_string();
+        let token = self.running.lock().ok().and_then(|m| m.get(&run).cloned());
+        match token {
+            Some(t) => {
+                t.cancel();
+                CancelAck::Confirmed
+            }
+            None => CancelAck::Unsupported,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(id: &str) -> Message {
+        let mut m = Message::new(Role::User, vec![Part::text("hi")]);
+        m.message_id = id.to_string();
+        m
+    }
+
+    #[test]
+    fn tck_prefixes_pick_the_longest_match_first() {
+        let Plan::Task(items) = AgentKind::Tck.plan(&msg("tck-artifact-file-url-0001"), "c", "t") else {
+            panic!("a task plan")
+        };
+        let Item::Change(Change::Artifact { artifact, .. }) = &items[0] else { panic!("an artifact first") };
+        assert_eq!(artifact.parts[0].as_url(), Some("https://example.com/output.txt"));
+        assert!(matches!(AgentKind::Tck.plan(&msg("tck-message-response-1"), "c", "t"), Plan::Message(_)));
+        let Plan::Task(chunks) = AgentKind::Tck.plan(&msg("tck-stream-artifact-chunked-1"), "c", "t") else {
+            panic!("a task plan")
+        };
+        let flags: Vec<_> = chunks
+            .iter()
+            .filter_map(|i| match i {
+                Item::Change(Change::Artifact { append, last_chunk, .. }) => Some((*append, *last_chunk)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(flags, [(false, false), (true, true)]);
+    }
+}

@@ -1,0 +1,94 @@
+//! The `[a2a]` configuration section.
+
+use serde::Deserialize;
+
+use crate::agent::AgentKind;
+use crate::error::Profile;
+use crate::push::PushSettings;
+
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct A2aConfig {
+    /// Error table: `spec` (A2A v1.0.1, default) or `tck` (v1.0.0, as the 1.0 TCK checks).
+    pub error_profile: Profile,
+    /// Base URL written into agent cards (e.g. `https://agents.example.com`). Unset: the
+    /// request's `Host`, over plain HTTP (fine on loopback).
+    pub public_url: Option<String>,
+    /// Serve callers without credentials as tenant `default` (only honoured on loopback).
+    pub anonymous: bool,
+    /// How long a blocking SendMessage waits for a terminal or interrupted state.
+    pub call_wait_ms: u64,
+    /// Largest request body accepted (then 413).
+    pub max_request_body_bytes: usize,
+    /// `Cache-Control: max-age` of agent cards.
+    pub card_max_age_s: u64,
+    pub push: PushSettings,
+    /// Agents exposed. The first is also served at `/.well-known/agent-card.json` and on gRPC.
+    pub agents: Vec<AgentConfig>,
+}
+
+impl Default for A2aConfig {
+    fn default() -> Self {
+        Self {
+            error_profile: Profile::Spec,
+            public_url: None,
+            anonymous: false,
+            call_wait_ms: 60_000,
+            max_request_body_bytes: 1 << 20,
+            card_max_age_s: 300,
+            push: PushSettings::default(),
+            agents: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentConfig {
+    /// URL-safe name: the agent is served under `/a2a/<name>`.
+    pub name: String,
+    pub kind: AgentKind,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default = "default_version")]
+    pub version: String,
+    #[serde(default = "yes")]
+    pub streaming: bool,
+    #[serde(default = "yes")]
+    pub push_notifications: bool,
+    /// Serve an extended card to authenticated callers.
+    #[serde(default)]
+    pub extended_card: bool,
+    /// Extension URIs callers must declare in `A2A-Extensions`.
+    #[serde(default)]
+    pub required_extensions: Vec<String>,
+    /// OAuth scope a caller needs (default `a2a:call`).
+    #[serde(default)]
+    pub scope: Option<String>,
+}
+
+fn default_version() -> String {
+    "1.0.0".into()
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl AgentConfig {
+    /// The engine upstream name of this agent.
+    pub fn upstream(&self) -> String {
+        format!("a2a-agent-{}", self.name)
+    }
+
+    pub fn base_path(&self) -> String {
+        format!("/a2a/{}", self.name)
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        let ok = !self.name.is_empty()
+            && self.name.len() <= 64
+            && self.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        if ok { Ok(()) } else { Err(format!("a2a agent name `{}` must be 1-64 of [A-Za-z0-9_-]", self.name)) }
+    }
+}

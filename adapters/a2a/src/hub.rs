@@ -1,0 +1,313 @@
+//! The task hub: every change to a task goes through [`Hub::apply`], which writes the new task
+//! document, its event and any push deliveries in one compare-and-set on the task's version.
+//! Followers read the event log from a sequence number, so every stream on every replica sees
+//! the same events in the same order; a local bell wakes them early, polling covers replicas.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use a2a::{
+    Artifact, Message, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent,
+};
+use futures::Stream;
+use serde_json::Value;
+use switchyard_contract::{NewDelivery, TaskRecord, TaskStore};
+use tokio::sync::watch;
+
+use crate::error::{A2aError, Kind};
+
+/// How often followers look for events written by other replicas.
+const POLL: Duration = Duration::from_millis(250);
+
+/// One change to a task.
+#[derive(Debug, Clone)]
+pub enum Change {
+    /// A new status; its message (if any) joins the history.
+    Status(TaskStatus),
+    /// An artifact, or a chunk of one.
+    Artifact { artifact: Artifact, append: bool, last_chunk: bool },
+    /// A client message on an existing task.
+    UserMessage(Message),
+}
+
+/// Which run step a change belongs to, so a re-driven run skips the steps already applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Step<'a> {
+    pub run: &'a str,
+    pub n: u32,
+}
+
+#[derive(Clone)]
+pub struct Hub {
+    store: Arc<dyn TaskStore>,
+    bell: watch::Sender<u64>,
+    /// Rung when a push delivery is queued.
+    pub(crate) push_bell: Arc<tokio::sync::Notify>,
+}
+
+impl std::fmt::Debug for Hub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hub").finish_non_exhaustive()
+    }
+}
+
+pub fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+pub fn state_name(state: &TaskState) -> String {
+    serde_json::to_value(state).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+}
+
+pub fn is_interrupted(state: &TaskState) -> bool {
+    matches!(state, TaskState::InputRequired | TaskState::AuthRequired)
+}
+
+pub fn task_of(rec: &TaskRecord) -> Result<Task, A2aError> {
+    serde_json::from_value(rec.body.clone()).map_err(|e| A2aError::internal(format!("stored task is corrupt: {e}")))
+}
+
+fn to_value<T: serde::Serialize>(v: &T) -> Result<Value, A2aError> {
+    serde_json::to_value(v).map_err(|e| A2aError::internal(e.to_string()))
+}
+
+fn parse_cursor(c: &str) -> Option<(&str, u32)> {
+    let (run, n) = c.rsplit_once(':')?;
+    Some((run, n.parse().ok()?))
+}
+
+impl Hub {
+    pub fn new(store: Arc<dyn TaskStore>) -> Self {
+        let (bell, _) = watch::channel(0);
+        Self { store, bell, push_bell: Arc::new(tokio::sync::Notify::new()) }
+    }
+
+    pub fn store(&self) -> &Arc<dyn TaskStore> {
+        &self.store
+    }
+
+    fn ring(&self) {
+        self.bell.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// Creates `task` (state SUBMITTED, first event: the task itself). `Ok(false)` if it exists.
+    pub async fn create(&self, scope: &str, agent: &str, task: &Task, step: Step<'_>) -> Result<bool, A2aError> {
+        let rec = TaskRecord {
+            id: task.id.clone(),
+            scope: scope.to_string(),
+            agent: agent.to_string(),
+            context_id: task.context_id.clone(),
+            state: state_name(&task.status.state),
+            status_ms: now_ms(),
+            version: 1,
+            run_cursor: format!("{}:{}", step.run, step.n),
+            body: to_value(task)?,
+        };
+        let first = to_value(&StreamResponse::Task(task.clone()))?;
+        let created = self.store.create(&rec, &[first]).await?;
+        if created {
+            self.ring();
+        }
+        Ok(created)
+    }
+
+    pub async fn get(&self, scope: &str, id: &str) -> Result<Option<TaskRecord>, A2aError> {
+        Ok(self.store.get(scope, id).await?)
+    }
+
+    /// Applies `change` to task `id`. With a `step`, a step the task already recorded for the
+    /// same run is skipped. A task in a terminal state takes no more changes (`Ok(None)`).
+    pub async fn apply(
+        &self,
+        scope: &str,
+        id: &str,
+        step: Option<Step<'_>>,
+        change: Change,
+    ) -> Result<Option<TaskRecord>, A2aError> {
+        loop {
+            let Some(rec) = self.store.get(scope, id).await? else {
+                return Err(A2aError::task_not_found(id));
+            };
+            if let Some(s) = &step
+                && let Some((run, n)) = parse_cursor(&rec.run_cursor)
+                && run == s.run
+                && n >= s.n
+            {
+                return Ok(Some(rec));
+            }
+            let mut task = task_of(&rec)?;
+            if task.status.state.is_terminal() {
+                return Ok(None);
+            }
+            let event = match &change {
+                Change::Status(status) => {
+                    let mut status = status.clone();
+                    status.timestamp = Some(chrono::Utc::now());
+                    if let Some(m) = &status.message {
+                        task.history.get_or_insert_with(Vec::new).push(m.clone());
+                    }
+                    task.status = status.clone();
+                    StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+                        task_id: task.id.clone(),
+                        context_id: task.context_id.clone(),
+                        status,
+                        metadata: None,
+                    })
+                }
+                Change::Artifact { artifact, append, last_chunk } => {
+                    let list = task.artifacts.get_or_insert_with(Vec::new);
+                    match list.iter_mut().find(|a| a.artifact_id == artifact.artifact_id) {
+                        Some(existing) if *append => existing.parts.extend(artifact.parts.iter().cloned()),
+                        Some(existing) => *existing = artifact.clone(),
+                        None => list.push(artifact.clone()),
+                    }
+                    StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
+                        task_id: task.id.clone(),
+                        context_id: task.context_id.clone(),
+                        artifact: artifact.clone(),
+                        append: Some(*append),
+                        last_chunk: Some(*last_chunk),
+                        metadata: None,
+                    })
+                }
+                Change::UserMessage(m) => {
+                    task.history.get_or_insert_with(Vec::new).push(m.clone());
+                    StreamResponse::Message(m.clone())
+                }
+            };
+            let event = to_value(&event)?;
+            let deliveries = if matches!(change, Change::UserMessage(_)) {
+                Vec::new()
+            } else {
+                self.store
+                    .push_configs(id)
+                    .await?
+                    .into_iter()
+                    .map(|(config_id, config)| NewDelivery { config_id, config, payload: event.clone() })
+                    .collect()
+            };
+            let next = TaskRecord {
+                state: state_name(&task.status.state),
+                status_ms: if matches!(change, Change::Status(_)) { now_ms() } else { rec.status_ms },
+                version: rec.version + 1,
+                run_cursor: step.as_ref().map_or_else(|| rec.run_cursor.clone(), |s| format!("{}:{}", s.run, s.n)),
+                body: to_value(&task)?,
+                ..rec.clone()
+            };
+            if self.store.update(&next, rec.version, &[event], &deliveries).await? {
+                self.ring();
+                if !deliveries.is_empty() {
+                    self.push_bell.notify_one();
+                }
+                return Ok(Some(next));
+            }
+        }
+    }
+
+    /// The stream events of task `id` after sequence `after`, ending after a terminal status
+    /// (or an interrupted one when `stop_on_interrupt`). Message events (history only) and the
+    /// creation event are not stream events and are skipped.
+    pub fn follow(
+        &self,
+        id: String,
+        after: i64,
+        stop_on_interrupt: bool,
+    ) -> impl Stream<Item = Result<StreamResponse, A2aError>> + Send + 'static {
+        let hub = self.clone();
+        let mut bell = self.bell.subscribe();
+        async_stream(move |tx| async move {
+            let mut seq = after;
+            loop {
+                let events = match hub.store.events_after(&id, seq, 100).await {
+                    Ok(e) => e,
+                    Err(e) => {
+                        let _ = tx.send(Err(e.into())).await;
+                        return;
+                    }
+                };
+                let idle = events.is_empty();
+                for (n, raw) in events {
+                    seq = n;
+                    let event: StreamResponse = match serde_json::from_value(raw) {
+                        Ok(e) => e,
+                        Err(e) => {
+                            let _ = tx.send(Err(A2aError::internal(format!("stored event is corrupt: {e}")))).await;
+                            return;
+                        }
+                    };
+                    let end = match &event {
+                        StreamResponse::StatusUpdate(s) => {
+                            s.status.state.is_terminal() || stop_on_interrupt && is_interrupted(&s.status.state)
+                        }
+                        StreamResponse::ArtifactUpdate(_) => false,
+                        StreamResponse::Task(_) | StreamResponse::Message(_) => continue,
+                    };
+                    if tx.send(Ok(event)).await.is_err() {
+                        return;
+                    }
+                    if end {
+                        return;
+                    }
+                }
+                if idle {
+                    let _ = tokio::time::timeout(POLL, bell.changed()).await;
+                }
+            }
+        })
+    }
+
+    /// Waits until task `id` exists (or `limit` passes).
+    pub async fn wait_for(&self, scope: &str, id: &str, limit: Duration) -> Result<Option<TaskRecord>, A2aError> {
+        let mut bell = self.bell.subscribe();
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            if let Some(rec) = self.store.get(scope, id).await? {
+                return Ok(Some(rec));
+            }
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if left.is_zero() {
+                return Ok(None);
+            }
+            let _ = tokio::time::timeout(left.min(POLL), bell.changed()).await;
+        }
+    }
+}
+
+/// A stream fed by a task writing into a bounded channel; dropping the stream stops the task
+/// at its next send.
+pub fn async_stream<T, F, Fut>(body: F) -> impl Stream<Item = T> + Send + 'static
+where
+    T: Send + 'static,
+    F: FnOnce(tokio::sync::mpsc::Sender<T>) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let (tx, rx) = tokio::sync::mpsc::channel(16);
+    tokio::spawn(body(tx));
+    tokio_stream::wrappers::ReceiverStream::new(rx)
+}
+
+/// `task` with at most the `n` newest history messages (`0`: none); `None` keeps all.
+pub fn slice_history(mut task: Task, n: Option<i32>) -> Task {
+    if let Some(n) = n {
+        let n = usize::try_from(n.max(0)).unwrap_or(0);
+        if n == 0 {
+            task.history = None;
+        } else if let Some(h) = task.history.as_mut()
+            && h.len() > n
+        {
+            h.drain(..h.len() - n);
+        }
+    }
+    task
+}
+
+/// Kind check shared by the operations: a terminal task takes no new messages.
+pub fn ensure_open(task: &Task) -> Result<(), A2aError> {
+    if task.status.state.is_terminal() {
+        return Err(A2aError::new(
+            Kind::UnsupportedOperation,
+            format!("task `{}` is {} and takes no more messages", task.id, state_name(&task.status.state)),
+        ));
+    }
+    Ok(())
+}

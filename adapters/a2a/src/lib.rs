@@ -1,0 +1,85 @@
+//! `switchyard-a2a`: the A2A 1.0 face of the gateway. One operation core ([`core`]) behind
+//! three bindings: JSON-RPC and HTTP+JSON with SSE ([`http`]) and gRPC ([`grpc`]). Tasks are
+//! durable rows of the contract's task store, changed only through the [`hub`]; every message
+//! to an agent is an invocation of the engine, so it is recorded before the agent runs and
+//! deduplicated by `messageId`.
+
+pub mod agent;
+pub mod card;
+pub mod config;
+pub mod core;
+pub mod error;
+pub mod grpc;
+pub mod http;
+pub mod hub;
+pub mod push;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+use switchyard_contract::{EffectClass, Engine, TaskStore, Upstream};
+
+pub use config::{A2aConfig, AgentConfig};
+pub use error::{A2aError, Profile};
+
+/// The configured agents, before the engine exists: their engine upstreams come first.
+#[derive(Debug)]
+pub struct A2aAgents {
+    config: Arc<A2aConfig>,
+    hub: hub::Hub,
+}
+
+impl A2aAgents {
+    pub fn new(config: A2aConfig, tasks: Arc<dyn TaskStore>) -> Result<Self, String> {
+        let mut seen = std::collections::HashSet::new();
+        for a in &config.agents {
+            a.validate()?;
+            if !seen.insert(a.name.clone()) {
+                return Err(format!("a2a agent `{}` is configured twice", a.name));
+            }
+        }
+        Ok(Self { config: Arc::new(config), hub: hub::Hub::new(tasks) })
+    }
+
+    /// `(upstream name, upstream, operations with their effect class)` for the registry. A
+    /// built-in agent's run is replay-safe (it resumes from its last recorded step), so its
+    /// `SendMessage` is `read_only`: a run lost in a crash is driven again.
+    pub fn upstreams(&self) -> Vec<(String, Arc<dyn Upstream>, Vec<(String, EffectClass)>)> {
+        self.config
+            .agents
+            .iter()
+            .map(|a| {
+                let up: Arc<dyn Upstream> = agent::AgentUpstream::new(a.kind, self.hub.clone());
+                (a.upstream(), up, vec![("SendMessage".to_string(), EffectClass::ReadOnly)])
+            })
+            .collect()
+    }
+
+    /// The face, once the engine runs. `security`: the cards' `securitySchemes` and
+    /// `securityRequirements`.
+    pub fn face(&self, engine: Engine, security: Option<(Value, Value)>) -> core::Face {
+        let agents: HashMap<_, _> = self
+            .config
+            .agents
+            .iter()
+            .map(|a| (a.name.clone(), Arc::new(core::AgentEntry { config: a.clone() })))
+            .collect();
+        core::Face {
+            engine,
+            hub: self.hub.clone(),
+            config: self.config.clone(),
+            agents: Arc::new(agents),
+            security: security.map(Arc::new),
+        }
+    }
+
+    /// Starts push delivery from the outbox.
+    pub fn spawn_push(&self) -> tokio::task::JoinHandle<()> {
+        push::spawn_deliverer(self.hub.clone(), self.config.push.clone())
+    }
+
+    pub fn config(&self) -> &A2aConfig {
+        &self.config
+    }
+}

@@ -1,0 +1,213 @@
+//! Push notifications: configurations per task, and delivery from the durable outbox the hub
+//! fills in the same transaction as each task event. Delivery is at least once: a POST is
+//! retried with backoff until a 2xx or `max_attempts`. Destinations are checked against an
+//! allowlist when configured and at every delivery (after DNS), so a webhook cannot reach
+//! loopback, private or link-local addresses unless the operator allows it.
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use a2a::TaskPushNotificationConfig;
+use serde::Deserialize;
+use tracing::{debug, warn};
+
+use crate::error::{A2aError, Kind};
+use crate::hub::{Hub, now_ms};
+
+/// Where webhooks may go and how hard to try.
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PushSettings {
+    /// Allow loopback destinations (127.0.0.0/8, ::1, `localhost`): tests and the TCK only.
+    pub allow_loopback: bool,
+    /// Allow RFC 1918 / unique-local / link-local destinations.
+    pub allow_private: bool,
+    /// When non-empty, only these host names (exact match) are allowed.
+    pub allowed_hosts: Vec<String>,
+    pub timeout_ms: u64,
+    pub max_attempts: i32,
+}
+
+impl Default for PushSettings {
+    fn default() -> Self {
+        Self {
+            allow_loopback: false,
+            allow_private: false,
+            allowed_hosts: Vec::new(),
+            timeout_ms: 10_000,
+            max_attempts: 8,
+        }
+    }
+}
+
+fn refused(url: &str, why: &str) -> A2aError {
+    A2aError::invalid_params(format!("push notification url `{url}` is not allowed: {why}"))
+}
+
+fn ip_allowed(ip: IpAddr, s: &PushSettings) -> Result<(), &'static str> {
+    let loopback = ip.is_loopback();
+    let private = match ip {
+        IpAddr::V4(v4) => v4.is_private() || v4.is_link_local() || v4.is_unspecified() || v4.is_broadcast(),
+        IpAddr::V6(v6) => {
+            let seg = v6.segments()[0];
+            (seg & 0xfe00) == 0xfc00 || (seg & 0xffc0) == 0xfe80 || v6.is_unspecified()
+        }
+    };
+    if loopback && !s.allow_loopback {
+        return Err("loopback destinations are not allowed (a2a.push.allow_loopback)");
+    }
+    if private && !s.allow_private {
+        return Err("private and link-local destinations are not allowed (a2a.push.allow_private)");
+    }
+    Ok(())
+}
+
+/// Checks a destination's form and literal address (host names are checked again after DNS).
+pub fn check_url(url: &str, s: &PushSettings) -> Result<reqwest::Url, A2aError> {
+    let parsed = reqwest::Url::parse(url).map_err(|e| refused(url, &e.to_string()))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(refused(url, "only http and https are supported"));
+    }
+    let host = parsed.host_str().ok_or_else(|| refused(url, "no host"))?.to_string();
+    if !s.allowed_hosts.is_empty() && !s.allowed_hosts.iter().any(|h| h.eq_ignore_ascii_case(&host)) {
+        return Err(refused(url, "host is not in a2a.push.allowed_hosts"));
+    }
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    if let Ok(ip) = bare.parse::<IpAddr>() {
+        ip_allowed(ip, s).map_err(|why| refused(url, why))?;
+    } else if host.eq_ignore_ascii_case("localhost") && !s.allow_loopback {
+        return Err(refused(url, "loopback destinations are not allowed (a2a.push.allow_loopback)"));
+    }
+    Ok(parsed)
+}
+
+/// Stores `cfg` on its task (minting an id when it has none) and returns it as stored.
+pub async fn store_config(
+    hub: &Hub,
+    task_id: &str,
+    mut cfg: TaskPushNotificationConfig,
+) -> Result<TaskPushNotificationConfig, A2aError> {
+    let id = cfg.id.clone().filter(|i| !i.is_empty()).unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
+    cfg.id = Some(id.clone());
+    cfg.task_id = task_id.to_string();
+    let value = serde_json::to_value(&cfg).map_err(|e| A2aError::internal(e.to_string()))?;
+    hub.store().put_push_config(task_id, &id, &value).await?;
+    Ok(cfg)
+}
+
+/// Delivers queued notifications until the process ends.
+pub fn spawn_deliverer(hub: Hub, settings: PushSettings) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let client = match reqwest::Client::builder()
+            .timeout(Duration::from_millis(settings.timeout_ms))
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+        {
+            Ok(c) => c,
+            Err(e) => {
+                warn!(error = %e, "push delivery disabled: cannot build an HTTP client");
+                return;
+            }
+        };
+        loop {
+            let due = match hub.store().due_deliveries(now_ms(), 32).await {
+                Ok(d) => d,
+                Err(e) => {
+                    warn!(error = %e, "push outbox unreadable; retrying");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    continue;
+                }
+            };
+            if due.is_empty() {
+                let _ = tokio::time::timeout(Duration::from_secs(1), hub.push_bell.notified()).await;
+                continue;
+            }
+            for d in due {
+                let outcome = deliver(&client, &settings, &d.config, &d.payload).await;
+                let attempts = d.attempts + 1;
+                let store = hub.store();
+                let done = match outcome {
+                    Ok(()) => {
+                        debug!(task.id = %d.task_id, config = %d.config_id, "push delivered");
+                        store.finish_delivery(d.id, now_ms(), None).await
+                    }
+                    Err(e) if attempts >= settings.max_attempts => {
+                        warn!(task.id = %d.task_id, config = %d.config_id, error = %e, attempts, "push delivery given up");
+                        store.finish_delivery(d.id, now_ms(), Some(&e)).await
+                    }
+                    Err(e) => {
+                        let backoff = 500_i64.saturating_mul(1 << attempts.clamp(0, 7));
+                        debug!(task.id = %d.task_id, error = %e, attempts, "push delivery failed; will retry");
+                        store.retry_delivery(d.id, now_ms() + backoff, &e).await
+                    }
+                };
+                if let Err(e) = done {
+                    warn!(error = %e, "push outbox update failed");
+                }
+            }
+        }
+    })
+}
+
+async fn deliver(
+    client: &reqwest::Client,
+    s: &PushSettings,
+    config: &serde_json::Value,
+    payload: &serde_json::Value,
+) -> Result<(), String> {
+    let cfg: TaskPushNotificationConfig = serde_json::from_value(config.clone()).map_err(|e| e.to_string())?;
+    let url = check_url(&cfg.url, s).map_err(|e| e.message)?;
+    let host = url.host_str().unwrap_or_default();
+    let port = url.port_or_known_default().unwrap_or(80);
+    if host.parse::<IpAddr>().is_err() {
+        let addrs = tokio::net::lookup_host((host, port)).await.map_err(|e| format!("cannot resolve {host}: {e}"))?;
+        for a in addrs {
+            ip_allowed(a.ip(), s).map_err(|why| format!("{host} resolves to {}: {why}", a.ip()))?;
+        }
+    }
+    let mut req =
+        client.post(url).header(reqwest::header::CONTENT_TYPE, "application/a2a+json").body(payload.to_string());
+    if let Some(auth) = &cfg.authentication {
+        let value = match &auth.credentials {
+            Some(c) => format!("{} {c}", auth.scheme),
+            None => auth.scheme.clone(),
+        };
+        req = req.header(reqwest::header::AUTHORIZATION, value);
+    }
+    if let Some(token) = &cfg.token {
+        req = req.header("X-A2A-Notification-Token", token);
+    }
+    let resp = req.send().await.map_err(|e| e.to_string())?;
+    if resp.status().is_success() { Ok(()) } else { Err(format!("webhook answered {}", resp.status())) }
+}
+
+/// The error for push operations on an agent without push support.
+pub fn not_supported() -> A2aError {
+    A2aError::new(Kind::PushNotificationNotSupported, "this agent does not support push notifications")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn destinations_are_checked() {
+        let strict = PushSettings::default();
+        assert!(check_url("https://hooks.example.com/x", &strict).is_ok());
+        for bad in [
+            "http://127.0.0.1:9/x",
+            "http://localhost/x",
+            "http://10.1.2.3/",
+            "http://[::1]/",
+            "http://169.254.169.254/",
+            "ftp://x/",
+        ] {
+            assert!(check_url(bad, &strict).is_err(), "{bad} must be refused");
+        }
+        let tests = PushSettings { allow_loopback: true, ..PushSettings::default() };
+        assert!(check_url("http://127.0.0.1:9/x", &tests).is_ok());
+        assert!(check_url("http://192.168.0.1/x", &tests).is_err());
+        let listed = PushSettings { allowed_hosts: vec!["a.example".into()], ..PushSettings::default() };
+        assert!(check_url("https://b.example/", &listed).is_err());
+    }
+}

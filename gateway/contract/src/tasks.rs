@@ -1,0 +1,100 @@
+//! The task port: durable, protocol-neutral task rows for agent faces (A2A). A task is a JSON
+//! document (`body`) with the columns every query filters on, an ordered event log, push
+//! configurations and a push delivery outbox. Every write is a compare-and-set on `version`,
+//! and `version` equals the sequence number of the task's newest event, so readers on any
+//! replica can follow a task from any point with [`TaskStore::events_after`].
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use crate::error::Error;
+
+/// One task as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskRecord {
+    pub id: String,
+    /// The tenant key: every read and write is filtered by it.
+    pub scope: String,
+    /// The agent (face) the task belongs to.
+    pub agent: String,
+    pub context_id: String,
+    /// The protocol's state name (e.g. `TASK_STATE_WORKING`).
+    pub state: String,
+    /// When the current status was set (ms since the epoch).
+    pub status_ms: i64,
+    /// Sequence number of the newest event.
+    pub version: i64,
+    /// Opaque progress marker of the run that last wrote the task (`<invocation>:<step>`):
+    /// lets a re-driven run skip the steps it already applied.
+    pub run_cursor: String,
+    pub body: Value,
+}
+
+/// A filter for [`TaskStore::list`], newest status first, keyset-paginated.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TaskQuery {
+    pub scope: String,
+    pub agent: String,
+    pub context_id: Option<String>,
+    pub state: Option<String>,
+    pub status_after_ms: Option<i64>,
+    /// Keyset cursor: rows strictly after `(status_ms, id)` in `(status_ms DESC, id DESC)` order.
+    pub after: Option<(i64, String)>,
+    pub limit: u32,
+}
+
+/// A push delivery to make: the configuration (as JSON) and the payload to POST.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewDelivery {
+    pub config_id: String,
+    pub config: Value,
+    pub payload: Value,
+}
+
+/// A push delivery waiting in the outbox.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Delivery {
+    pub id: i64,
+    pub task_id: String,
+    pub config_id: String,
+    pub config: Value,
+    pub payload: Value,
+    pub attempts: i32,
+}
+
+#[async_trait]
+pub trait TaskStore: Send + Sync {
+    /// Inserts `task` (its `version` must equal `events.len()`) with its first events.
+    /// `Ok(false)`: a task with that id already exists; nothing was written.
+    async fn create(&self, task: &TaskRecord, events: &[Value]) -> Result<bool, Error>;
+    /// The task `id` if it exists in `scope`.
+    async fn get(&self, scope: &str, id: &str) -> Result<Option<TaskRecord>, Error>;
+    /// Replaces the task if its stored version is still `expected_version`, appending `events`
+    /// (numbered from `expected_version + 1`; `task.version` must be the last) and queueing
+    /// `deliveries`, all in one transaction. `Ok(false)`: the version moved; nothing written.
+    async fn update(
+        &self,
+        task: &TaskRecord,
+        expected_version: i64,
+        events: &[Value],
+        deliveries: &[NewDelivery],
+    ) -> Result<bool, Error>;
+    /// Events of task `id` with a sequence number above `after`, in order (at most `limit`).
+    async fn events_after(&self, id: &str, after: i64, limit: u32) -> Result<Vec<(i64, Value)>, Error>;
+    /// One page of tasks and the total number matching the filter (cursor ignored).
+    async fn list(&self, query: &TaskQuery) -> Result<(Vec<TaskRecord>, i64), Error>;
+
+    /// Creates or replaces push configuration `id` of task `task_id`.
+    async fn put_push_config(&self, task_id: &str, id: &str, config: &Value) -> Result<(), Error>;
+    /// Push configurations of a task, oldest first.
+    async fn push_configs(&self, task_id: &str) -> Result<Vec<(String, Value)>, Error>;
+    /// Deletes one; `Ok(false)` if it did not exist.
+    async fn delete_push_config(&self, task_id: &str, id: &str) -> Result<bool, Error>;
+
+    /// Deliveries due at `now_ms`, oldest first, at most `limit`.
+    async fn due_deliveries(&self, now_ms: i64, limit: u32) -> Result<Vec<Delivery>, Error>;
+    /// Marks a delivery done (acknowledged, or given up after the last attempt).
+    async fn finish_delivery(&self, id: i64, now_ms: i64, error: Option<&str>) -> Result<(), Error>;
+    /// Records a failed attempt and when to try again.
+    async fn retry_delivery(&self, id: i64, due_ms: i64, error: &str) -> Result<(), Error>;
+}
