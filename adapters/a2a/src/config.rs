@@ -62,6 +62,11 @@ pub struct AgentConfig {
     /// Extension URIs callers must declare in `A2A-Extensions`.
     #[serde(default)]
     pub required_extensions: Vec<String>,
+    /// A resent message (same `messageId`, same content) answers with the task it already
+    /// started instead of running again. Default: on, except for kind `tck` — the 1.0 TCK
+    /// reuses each messageId within a session and expects a new task every time.
+    #[serde(default)]
+    pub message_dedupe: Option<bool>,
     /// OAuth scope a caller needs (default `a2a:call`).
     #[serde(default)]
     pub scope: Option<String>,
@@ -79,6 +84,10 @@ impl AgentConfig {
     /// The engine upstream name of this agent.
     pub fn upstream(&self) -> String {
         format!("a2a-agent-{}", self.name)
+    }
+
+    pub fn dedupes(&self) -> bool {
+        self.message_dedupe.unwrap_or(self.kind != AgentKind::Tck)
     }
 
     pub fn base_path(&self) -> String {

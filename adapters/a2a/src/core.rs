@@ -50,7 +50,7 @@ impl Operation {
         fn de<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, A2aError> {
             serde_json::from_value(v).map_err(|e| A2aError::invalid_params(format!("invalid params: {e}")))
         }
-        let params = if params.is_null() { Value::Object(Default::default()) } else { params };
+        let params = if params.is_null() { Value::Object(Default::default()) } else { camelize(params) };
         if !params.is_object() {
             return Err(A2aError::invalid_params("params must be an object"));
         }
@@ -72,6 +72,41 @@ impl Operation {
 
     pub fn is_streaming(&self) -> bool {
         matches!(self, Self::SendStreamingMessage(_) | Self::SubscribeToTask(_))
+    }
+}
+
+/// ProtoJSON parsers accept a field's proto name as well as its lowerCamel JSON name: rewrites
+/// `task_id` to `taskId` in message fields, leaving user data (`metadata`, `data`, `params`:
+/// `google.protobuf.Struct`/`Value` contents) untouched.
+fn camelize(v: Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.into_iter()
+                .map(|(k, v)| {
+                    let key = if k.contains('_') {
+                        let mut out = String::with_capacity(k.len());
+                        let mut up = false;
+                        for c in k.chars() {
+                            if c == '_' {
+                                up = true;
+                            } else if up {
+                                out.extend(c.to_uppercase());
+                                up = false;
+                            } else {
+                                out.push(c);
+                            }
+                        }
+                        out
+                    } else {
+                        k
+                    };
+                    let v = if matches!(key.as_str(), "metadata" | "data" | "params") { v } else { camelize(v) };
+                    (key, v)
+                })
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.into_iter().map(camelize).collect()),
+        other => other,
     }
 }
 
@@ -366,6 +401,15 @@ impl Face {
             }
             push::check_url(&p.url, &self.config.push)?;
         }
+        // With dedupe, a resent message (same messageId, same content) is the same invocation
+        // and the same task; without, every send is new.
+        let content = if cfg.dedupes() {
+            let v = serde_json::json!([&message, &conf.task_push_notification_config]);
+            let canonical = serde_json_canonicalizer::to_string(&v).map_err(|e| A2aError::internal(e.to_string()))?;
+            hex::encode(Sha256::digest(canonical.as_bytes()))
+        } else {
+            uuid::Uuid::now_v7().to_string()
+        };
         let (task_id, context_id, new_task) = match message.task_id.as_deref().filter(|t| !t.is_empty()) {
             Some(tid) => {
                 let task = self.load(agent, &scope, tid).await?;
@@ -381,12 +425,10 @@ impl Face {
                 (task.id, task.context_id, false)
             }
             None => {
-                let id = digest_id(&[&scope, &cfg.name, &message.message_id]).to_string();
-                let ctx = message
-                    .context_id
-                    .clone()
-                    .filter(|c| !c.is_empty())
-                    .unwrap_or_else(|| digest_id(&[&scope, &cfg.name, &message.message_id, "context"]).to_string());
+                let id = digest_id(&[&scope, &cfg.name, &message.message_id, &content]).to_string();
+                let ctx = message.context_id.clone().filter(|c| !c.is_empty()).unwrap_or_else(|| {
+                    digest_id(&[&scope, &cfg.name, &message.message_id, &content, "context"]).to_string()
+                });
                 (id, ctx, true)
             }
         };
@@ -399,24 +441,23 @@ impl Face {
             message: message.clone(),
             push: conf.task_push_notification_config.clone(),
         };
-        let key = {
-            let d = Sha256::digest(format!("{scope}\0{}\0{}", cfg.name, message.message_id).as_bytes());
-            IngressKey::new(format!("a2a-{}", &hex::encode(d)[..40])).map_err(A2aError::from)?
+        let key = if cfg.dedupes() {
+            let d = Sha256::digest(format!("{scope}\0{}\0{}\0{content}", cfg.name, message.message_id).as_bytes());
+            Some(IngressKey::new(format!("a2a-{}", &hex::encode(d)[..40])).map_err(A2aError::from)?)
+        } else {
+            None
         };
         let submission = Submission {
             principal: who.principal.clone(),
             upstream: cfg.upstream(),
             operation: "SendMessage".into(),
             request: serde_json::to_value(&run).map_err(|e| A2aError::internal(e.to_string()))?,
-            ingress_key: Some(key),
+            ingress_key: key,
             context: None,
         };
         let resent = |e: switchyard_contract::Error| {
             if e.kind == ErrorKind::Conflict {
-                A2aError::invalid_params(format!(
-                    "messageId `{}` was already used for a different message",
-                    message.message_id
-                ))
+                A2aError::invalid_params(format!("messageId `{}` was already used on another task", message.message_id))
             } else {
                 A2aError::from(e)
             }
@@ -616,6 +657,17 @@ mod tests {
         let t = encode_token(1_700_000_000_123, "abc-def");
         assert_eq!(decode_token(&t), Some((1_700_000_000_123, "abc-def".to_string())));
         assert_eq!(decode_token("!!"), None);
+    }
+
+    #[test]
+    fn proto_field_names_are_accepted_but_user_data_is_not_rewritten() {
+        let v = camelize(
+            serde_json::json!({"task_id": "t", "metadata": {"a_b": 1}, "message": {"message_id": "m", "parts": [{"data": {"x_y": 2}}]}}),
+        );
+        assert_eq!(
+            v,
+            serde_json::json!({"taskId": "t", "metadata": {"a_b": 1}, "message": {"messageId": "m", "parts": [{"data": {"x_y": 2}}]}})
+        );
     }
 
     #[test]

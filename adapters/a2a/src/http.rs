@@ -39,6 +39,7 @@ pub fn api(face: Face) -> Router {
     let state = HttpState { face, loaded: chrono::Utc::now() };
     Router::new()
         .route("/a2a/{agent}", post(jsonrpc))
+        .route("/a2a/{agent}/", post(jsonrpc))
         .route("/a2a/{agent}/rest/{*path}", any(rest))
         .layer(DefaultBodyLimit::max(limit))
         .with_state(state)
