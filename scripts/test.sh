@@ -2,7 +2,8 @@
 # Runs every Switchyard test: format and lint checks, the crypto-provider check, unit tests,
 # the store contract suite on SQLite and on a throw-away PostgreSQL, engine guarantee tests,
 # end-to-end and crash tests of the real binary, the official MCP conformance suite against the
-# gateway and the official Python MCP SDK as a client. Installs what it needs (Debian packages,
+# gateway and the official Python MCP SDK as a client, the official A2A TCK against the gateway's
+# A2A face, and the official Python A2A SDK as a client. Installs what it needs (Debian packages,
 # PyPI, npm) when it can, and says clearly what is missing when it cannot.
 #
 #   bash scripts/test.sh
@@ -84,6 +85,9 @@ if ! command -v npm >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null
 fi
 bash conformance/mcp/run.sh "$CARGO_TARGET_DIR/conformance/mcp"
+
+step "official A2A TCK (1.0-dev @ 357c4a8) against the gateway's tck agent on PostgreSQL, two card profiles"
+bash conformance/a2a/run.sh "$CARGO_TARGET_DIR/conformance/a2a"
 
 step "cargo test --workspace"
 cargo test --workspace
