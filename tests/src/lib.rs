@@ -5,6 +5,7 @@
 //! Start at [`pg::database`] (a fresh PostgreSQL database) and [`gateway::Gateway`] (a running
 //! gateway process with helpers to call its admin API).
 
+pub mod a2a;
 pub mod gateway;
 pub mod issuer;
 pub mod mcp;

@@ -290,7 +290,7 @@ mod tests {
             panic!("a task plan")
         };
         let Item::Change(Change::Artifact { artifact, .. }) = &items[0] else { panic!("an artifact first") };
-        assert_eq!(artifact.parts[0].as_url(), Some("https://example.com/output.txt"));
+        assert_eq!(artifact.parts[0].content, a2a::PartContent::Url("https://example.com/output.txt".into()));
         assert!(matches!(AgentKind::Tck.plan(&msg("tck-message-response-1"), "c", "t"), Plan::Message(_)));
         let Plan::Task(chunks) = AgentKind::Tck.plan(&msg("tck-stream-artifact-chunked-1"), "c", "t") else {
             panic!("a task plan")

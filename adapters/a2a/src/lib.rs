@@ -23,6 +23,19 @@ use switchyard_contract::{EffectClass, Engine, TaskStore, Upstream};
 pub use config::{A2aConfig, AgentConfig};
 pub use error::{A2aError, Profile};
 
+/// An agent as an engine upstream, for the registry.
+pub struct AgentUpstream {
+    pub name: String,
+    pub upstream: Arc<dyn Upstream>,
+    pub operations: Vec<(String, EffectClass)>,
+}
+
+impl std::fmt::Debug for AgentUpstream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentUpstream").field("name", &self.name).finish_non_exhaustive()
+    }
+}
+
 /// The configured agents, before the engine exists: their engine upstreams come first.
 #[derive(Debug)]
 pub struct A2aAgents {
@@ -42,16 +55,20 @@ impl A2aAgents {
         Ok(Self { config: Arc::new(config), hub: hub::Hub::new(tasks) })
     }
 
-    /// `(upstream name, upstream, operations with their effect class)` for the registry. A
+    /// The agents' engine upstreams, for the registry. A
     /// built-in agent's run is replay-safe (it resumes from its last recorded step), so its
     /// `SendMessage` is `read_only`: a run lost in a crash is driven again.
-    pub fn upstreams(&self) -> Vec<(String, Arc<dyn Upstream>, Vec<(String, EffectClass)>)> {
+    pub fn upstreams(&self) -> Vec<AgentUpstream> {
         self.config
             .agents
             .iter()
             .map(|a| {
                 let up: Arc<dyn Upstream> = agent::AgentUpstream::new(a.kind, self.hub.clone());
-                (a.upstream(), up, vec![("SendMessage".to_string(), EffectClass::ReadOnly)])
+                AgentUpstream {
+                    name: a.upstream(),
+                    upstream: up,
+                    operations: vec![("SendMessage".to_string(), EffectClass::ReadOnly)],
+                }
             })
             .collect()
     }

@@ -74,8 +74,8 @@ impl App {
         let a2a = Arc::new(
             switchyard_a2a::A2aAgents::new(cfg.a2a.clone(), stores.tasks.clone()).map_err(anyhow::Error::msg)?,
         );
-        for (name, upstream, operations) in a2a.upstreams() {
-            registry.add(name, upstream, operations);
+        for u in a2a.upstreams() {
+            registry.add(u.name, u.upstream, u.operations);
         }
         let registry = Arc::new(registry);
         let faults: Arc<dyn FaultHook> = match PauseAt::from_env().map_err(anyhow::Error::msg)? {

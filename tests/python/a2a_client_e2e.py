@@ -1,0 +1,193 @@
+"""The official Python A2A SDK (a2a-sdk 1.3.0) as an independent client of the gateway.
+
+Usage:
+  a2a_client_e2e.py full <base-url> <JSONRPC|HTTP+JSON|GRPC>
+      send (blocking, resent: same task), stream, get (historyLength), list, cancel (twice:
+      the second is TaskNotCancelable), subscribe, and push delivery to a local webhook with
+      the configured Authorization header. Prints one JSON line per check.
+  a2a_client_e2e.py start <base-url> <binding>
+      starts a slow task (returnImmediately) and prints {"task": id}.
+  a2a_client_e2e.py resubscribe <base-url> <binding> <task-id>
+      subscribes and prints every event until the stream ends, then the final task.
+"""
+
+import asyncio
+import http.server
+import json
+import sys
+import threading
+import uuid
+
+import grpc
+import httpx
+from a2a.client import ClientConfig, create_client
+from a2a.types import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    ListTasksRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageConfiguration,
+    SendMessageRequest,
+    SubscribeToTaskRequest,
+    TaskPushNotificationConfig,
+    TaskState,
+)
+from a2a.types import AuthenticationInfo
+from google.protobuf.json_format import MessageToDict
+
+
+def check(name, ok, **detail):
+    print(json.dumps({"check": name, "ok": bool(ok), **detail}), flush=True)
+    if not ok:
+        raise SystemExit(f"check failed: {name} {detail}")
+
+
+def msg(prefix, task_id=None, text="hello"):
+    m = Message(role=Role.ROLE_USER, message_id=f"{prefix}-{uuid.uuid4().hex[:8]}", parts=[Part(text=text)])
+    if task_id:
+        m.task_id = task_id
+    return m
+
+
+async def client_for(base, binding, streaming):
+    config = ClientConfig(
+        streaming=streaming,
+        supported_protocol_bindings=[binding],
+        httpx_client=httpx.AsyncClient(timeout=30),
+        grpc_channel_factory=lambda url: grpc.aio.insecure_channel(url),
+    )
+    return await create_client(base, client_config=config)
+
+
+async def collect(it):
+    return [ev async for ev in it]
+
+
+def kind(ev):
+    return ev.WhichOneof("payload")
+
+
+def state_name(s):
+    return TaskState.Name(s)
+
+
+class Hook(http.server.BaseHTTPRequestHandler):
+    received = []
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("content-length", 0)))
+        Hook.received.append({"auth": self.headers.get("authorization"), "body": json.loads(body)})
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+async def full(base, binding):
+    blocking = await client_for(base, binding, streaming=False)
+    first = msg("tck-complete-task")
+    out = await collect(blocking.send_message(SendMessageRequest(message=first)))
+    check("send returns a task", len(out) == 1 and kind(out[0]) == "task", kinds=[kind(e) for e in out])
+    task = out[0].task
+    check("the task completed", state_name(task.status.state) == "TASK_STATE_COMPLETED", state=state_name(task.status.state))
+    again = await collect(blocking.send_message(SendMessageRequest(message=first)))
+    check("a resent message answers with the same task", again[0].task.id == task.id, first=task.id, again=again[0].task.id)
+
+    got = await blocking.get_task(GetTaskRequest(id=task.id, history_length=1))
+    check("get honours historyLength", len(got.history) == 1 and got.id == task.id, history=len(got.history))
+
+    listed = await blocking.list_tasks(ListTasksRequest(context_id=task.context_id))
+    check("list finds the task by context", any(t.id == task.id for t in listed.tasks), total=listed.total_size)
+
+    streaming = await client_for(base, binding, streaming=True)
+    events = await collect(streaming.send_message(SendMessageRequest(message=msg("tck-stream-001"))))
+    kinds = [kind(e) for e in events]
+    states = [state_name(e.status_update.status.state) for e in events if kind(e) == "status_update"]
+    check(
+        "stream: task, working, artifact, completed",
+        kinds == ["task", "status_update", "artifact_update", "status_update"]
+        and states == ["TASK_STATE_WORKING", "TASK_STATE_COMPLETED"],
+        kinds=kinds,
+        states=states,
+    )
+
+    waiting = (await collect(blocking.send_message(SendMessageRequest(message=msg("tck-input-required")))))[0].task
+    check("input-required task", state_name(waiting.status.state) == "TASK_STATE_INPUT_REQUIRED")
+    canceled = await blocking.cancel_task(CancelTaskRequest(id=waiting.id))
+    check("cancel", state_name(canceled.status.state) == "TASK_STATE_CANCELED")
+    try:
+        await blocking.cancel_task(CancelTaskRequest(id=waiting.id))
+        check("second cancel refused", False)
+    except Exception as e:  # the SDK raises TaskNotCancelableError (mapped from the binding's error)
+        check("second cancel refused", "cancel" in f"{type(e).__name__} {e}".lower(), error=f"{type(e).__name__}: {e}")
+    try:
+        await blocking.get_task(GetTaskRequest(id=str(uuid.uuid4())))
+        check("unknown task", False)
+    except Exception as e:
+        check("unknown task is TaskNotFound", "notfound" in type(e).__name__.lower() or "not found" in str(e).lower(), error=f"{type(e).__name__}: {e}")
+
+    # Subscribe to a running task: the first event is the task, the stream ends at COMPLETED.
+    slow = (await collect(blocking.send_message(SendMessageRequest(
+        message=msg("test-resubscribe-message-id"),
+        configuration=SendMessageConfiguration(return_immediately=True),
+    ))))[0].task
+    sub = await collect(streaming.subscribe(SubscribeToTaskRequest(id=slow.id)))
+    sub_states = [state_name(e.status_update.status.state) for e in sub if kind(e) == "status_update"]
+    check("subscribe: task first, ends completed", kind(sub[0]) == "task" and sub_states[-1:] == ["TASK_STATE_COMPLETED"], states=sub_states)
+
+    # Push: a webhook on loopback gets the task's updates with the configured credentials.
+    Hook.received = []
+    server = http.server.HTTPServer(("127.0.0.1", 0), Hook)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    hook_url = f"http://127.0.0.1:{server.server_address[1]}/hook"
+    parked = (await collect(blocking.send_message(SendMessageRequest(message=msg("tck-input-required")))))[0].task
+    cfg = await blocking.create_task_push_notification_config(TaskPushNotificationConfig(
+        task_id=parked.id, url=hook_url, authentication=AuthenticationInfo(scheme="Bearer", credentials="hook-secret"),
+    ))
+    check("push config created", cfg.task_id == parked.id and cfg.id != "")
+    done = (await collect(blocking.send_message(SendMessageRequest(message=msg("tck-complete-task", task_id=parked.id)))))[0].task
+    check("follow-up completes the task in its context", done.id == parked.id and done.context_id == parked.context_id and state_name(done.status.state) == "TASK_STATE_COMPLETED")
+    for _ in range(100):
+        if any(r["body"].get("statusUpdate", {}).get("status", {}).get("state") == "TASK_STATE_COMPLETED" for r in Hook.received):
+            break
+        await asyncio.sleep(0.1)
+    server.shutdown()
+    completed = [r for r in Hook.received if r["body"].get("statusUpdate", {}).get("status", {}).get("state") == "TASK_STATE_COMPLETED"]
+    check("push delivered with the configured Authorization", completed and completed[0]["auth"] == "Bearer hook-secret", received=len(Hook.received))
+
+
+async def start(base, binding):
+    c = await client_for(base, binding, streaming=False)
+    out = await collect(c.send_message(SendMessageRequest(
+        message=msg("test-resubscribe-message-id"),
+        configuration=SendMessageConfiguration(return_immediately=True),
+    )))
+    print(json.dumps({"task": out[0].task.id, "state": state_name(out[0].task.status.state)}), flush=True)
+
+
+async def resubscribe(base, binding, task_id):
+    c = await client_for(base, binding, streaming=True)
+    events = await collect(c.subscribe(SubscribeToTaskRequest(id=task_id)))
+    for e in events:
+        print(json.dumps({"event": MessageToDict(e)}), flush=True)
+    final = await c.get_task(GetTaskRequest(id=task_id))
+    print(json.dumps({"final": state_name(final.status.state)}), flush=True)
+
+
+def main():
+    mode, base, binding = sys.argv[1], sys.argv[2], sys.argv[3]
+    if mode == "full":
+        asyncio.run(full(base, binding))
+    elif mode == "start":
+        asyncio.run(start(base, binding))
+    elif mode == "resubscribe":
+        asyncio.run(resubscribe(base, binding, sys.argv[4]))
+    else:
+        raise SystemExit(f"unknown mode {mode}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,287 @@
+//! The A2A face end to end, against the real binary: the official Python A2A SDK
+//! (`a2a-sdk==1.3.0`) over JSON-RPC, HTTP+JSON and gRPC; a subscriber that resumes after the
+//! gateway is killed mid-task; protocol errors and limits that change nothing; agent-card
+//! caching; and, with OAuth on, authentication, scopes and tenant isolation.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use switchyard_tests::a2a::{message, python_client_script, rpc, write_config};
+use switchyard_tests::gateway::{Gateway, Options};
+use switchyard_tests::issuer::TestIssuer;
+use switchyard_tests::mcp::python;
+
+fn lines(out: &std::process::Output) -> Vec<Value> {
+    String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
+}
+
+async fn py(args: &[&str]) -> std::process::Output {
+    tokio::process::Command::new(python())
+        .arg(python_client_script())
+        .args(args)
+        .output()
+        .await
+        .unwrap_or_else(|e| panic!("python: {e}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_sdk_works_over_jsonrpc_http_json_and_grpc() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let config = write_config(dir.path(), "message_dedupe = true", "anonymous = true");
+    let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(config), ..Options::default() });
+    for binding in ["JSONRPC", "HTTP+JSON", "GRPC"] {
+        let out = py(&["full", &gw.base, binding]).await;
+        let checks = lines(&out);
+        assert!(
+            out.status.success(),
+            "{binding}:\n{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(checks.iter().filter(|c| c["ok"] == true).count(), 14, "{binding}: {checks:#?}");
+    }
+    // Every message was an invocation of the engine, recorded before the agent ran; the resent
+    // messages did not make new ones.
+    let runs = gw.all("default").await;
+    let sends: Vec<_> = runs.iter().filter(|i| i["target"]["upstream"] == "a2a-agent-tck").collect();
+    assert_eq!(sends.len(), 3 * 6, "six distinct messages per binding (the resend deduplicated)");
+    assert!(sends.iter().all(|i| i["state"]["state"] == "succeeded"), "{sends:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscriber_resumes_after_a_restart_and_sees_every_event_once() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let config = write_config(dir.path(), "", "anonymous = true");
+    let store = switchyard_tests::pg::database().await;
+    let opts =
+        Options { data_dir: dir.path().join("d"), config: Some(config), store_url: Some(store), ..Options::default() };
+    let mut gw = Gateway::start(opts.clone());
+    // A task that works for 4 s; the gateway dies 0.5 s in.
+    let started = lines(&py(&["start", &gw.base, "JSONRPC"]).await);
+    let task = started.first().and_then(|l| l["task"].as_str()).unwrap_or_else(|| panic!("{started:?}")).to_string();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    gw.kill9();
+    let gw = Gateway::start(opts);
+    let out = py(&["resubscribe", &gw.base, "HTTP+JSON", &task]).await;
+    let events = lines(&out);
+    assert!(out.status.success(), "{events:#?}\n{}", String::from_utf8_lossy(&out.stderr));
+    let kinds: Vec<String> = events
+        .iter()
+        .filter_map(|e| e.get("event"))
+        .map(|e| match (e.get("task"), e.get("statusUpdate")) {
+            (Some(t), _) => format!("task:{}", t["status"]["state"].as_str().unwrap_or_default()),
+            (_, Some(s)) => format!("status:{}", s["status"]["state"].as_str().unwrap_or_default()),
+            _ => "other".into(),
+        })
+        .collect();
+    assert_eq!(kinds, ["task:TASK_STATE_WORKING", "status:TASK_STATE_COMPLETED"], "{events:#?}");
+    assert_eq!(events.last().map(|e| e["final"].clone()), Some(json!("TASK_STATE_COMPLETED")));
+    // The run was driven again after the restart (its lease expired) and resumed after its
+    // last recorded step: one user message in the history, one WORKING, one COMPLETED.
+    let (_, got) = rpc(&gw.http, &format!("{}/a2a/tck", gw.base), None, "GetTask", json!({"id": task})).await;
+    assert_eq!(got["result"]["history"].as_array().map(Vec::len), Some(1), "{got}");
+    let runs = gw.all("default").await;
+    let run = runs.iter().find(|i| i["request"]["taskId"] == task.as_str()).unwrap_or_else(|| panic!("{runs:#?}"));
+    assert_eq!(run["attempts"], 2, "the lost attempt was re-driven once: {run}");
+    assert_eq!(run["state"]["state"], "succeeded");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_requests_get_protocol_errors_and_change_nothing() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let config = write_config(dir.path(), "", "anonymous = true\nmax_request_body_bytes = 4096");
+    let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(config), ..Options::default() });
+    let http = &gw.http;
+    let url = format!("{}/a2a/tck", gw.base);
+    let post = |body: String, ct: &'static str, version: Option<&'static str>| {
+        let mut r = http.post(&url).header("content-type", ct).body(body);
+        if let Some(v) = version {
+            r = r.header("a2a-version", v);
+        }
+        r.send()
+    };
+    let send =
+        |m: Value| json!({"jsonrpc": "2.0", "id": 7, "method": "SendMessage", "params": {"message": m}}).to_string();
+    let code = |v: &Value| v["error"]["code"].as_i64();
+    let cases: Vec<(&str, reqwest::Response, i64)> = vec![
+        (
+            "no A2A-Version (= 0.3)",
+            post(send(message("x")), "application/json", None).await.unwrap_or_else(|e| panic!("{e}")),
+            -32009,
+        ),
+        (
+            "A2A-Version 99.0",
+            post(send(message("x")), "application/json", Some("99.0")).await.unwrap_or_else(|e| panic!("{e}")),
+            -32009,
+        ),
+        (
+            "text/plain",
+            post(send(message("x")), "text/plain", Some("1.0")).await.unwrap_or_else(|e| panic!("{e}")),
+            -32005,
+        ),
+        ("not JSON", post("{".into(), "application/json", Some("1.0")).await.unwrap_or_else(|e| panic!("{e}")), -32700),
+        (
+            "0.3 method name",
+            post(
+                json!({"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {}}).to_string(),
+                "application/json",
+                Some("1.0"),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{e}")),
+            -32601,
+        ),
+        (
+            "no message parts",
+            post(send(json!({"messageId": "m1", "role": "ROLE_USER", "parts": []})), "application/json", Some("1.0"))
+                .await
+                .unwrap_or_else(|e| panic!("{e}")),
+            -32602,
+        ),
+    ];
+    for (name, resp, want) in cases {
+        assert_eq!(resp.status().as_u16(), 200, "{name}");
+        let body: Value = resp.json().await.unwrap_or(Value::Null);
+        assert_eq!(code(&body), Some(want), "{name}: {body}");
+        assert!(body["error"]["data"][0]["reason"].is_string(), "{name}: ErrorInfo in data[]: {body}");
+    }
+    let big = post(
+        send(json!({"messageId": "big", "role": "ROLE_USER", "parts": [{"text": "x".repeat(8000)}]})),
+        "application/json",
+        Some("1.0"),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(big.status().as_u16(), 413, "bodies above a2a.max_request_body_bytes");
+    let (_, list) = rpc(http, &url, None, "ListTasks", json!({"pageSize": 500})).await;
+    assert_eq!(code(&list), Some(-32602), "{list}");
+    let (_, hook) = rpc(
+        http,
+        &url,
+        None,
+        "SendMessage",
+        json!({"message": message("tck-complete-task"), "configuration": {"taskPushNotificationConfig": {"url": "http://10.1.2.3/hook"}}}),
+    )
+    .await;
+    assert_eq!(code(&hook), Some(-32602), "private webhook destinations are refused: {hook}");
+    // HTTP+JSON: AIP-193 errors with the spec profile's statuses and content type.
+    let rest = |path: &str| http.get(format!("{url}/rest{path}")).header("a2a-version", "1.0").send();
+    let missing = rest("/tasks/no-such-task").await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(missing.status().as_u16(), 404);
+    assert_eq!(missing.headers()["content-type"], "application/a2a+json");
+    let body: Value = missing.json().await.unwrap_or(Value::Null);
+    assert_eq!(body["error"]["status"], "NOT_FOUND");
+    assert_eq!(body["error"]["details"][0]["reason"], "TASK_NOT_FOUND");
+    let page = rest("/tasks?pageSize=abc").await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(page.status().as_u16(), 400);
+    // None of that reached the engine.
+    assert!(gw.all("default").await.is_empty(), "refused requests recorded nothing");
+
+    // The card: cacheable, with a validator.
+    let card =
+        http.get(format!("{}/.well-known/agent-card.json", gw.base)).send().await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(card.status().as_u16(), 200);
+    let etag = card.headers()["etag"].clone();
+    assert!(card.headers()["cache-control"].to_str().unwrap_or_default().contains("max-age="));
+    assert!(card.headers().contains_key("last-modified"));
+    let body: Value = card.json().await.unwrap_or(Value::Null);
+    assert_eq!(body["supportedInterfaces"].as_array().map(Vec::len), Some(3), "{body}");
+    let again = http
+        .get(format!("{}/.well-known/agent-card.json", gw.base))
+        .header("if-none-match", etag)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(again.status().as_u16(), 304);
+}
+
+const RESOURCE: &str = "https://gateway.test";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oauth_scopes_and_tenant_isolation_on_the_a2a_face() {
+    let issuer = TestIssuer::start().await;
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let auth = format!(
+        "\n[auth]\nresource = \"{RESOURCE}\"\nscopes_supported = [\"a2a:call\"]\n\n[[auth.issuers]]\nissuer = \"{}\"\n",
+        issuer.issuer
+    );
+    let path = write_config(dir.path(), "", "");
+    let text = std::fs::read_to_string(&path).unwrap_or_default() + &auth;
+    std::fs::write(&path, text).unwrap_or_else(|e| panic!("{e}"));
+    let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(path), ..Options::default() });
+    let url = format!("{}/a2a/tck", gw.base);
+    let http = &gw.http;
+
+    let anon = http
+        .post(&url)
+        .header("a2a-version", "1.0")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}}))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(anon.status().as_u16(), 401);
+    let challenge = anon.headers().get("www-authenticate").and_then(|v| v.to_str().ok()).unwrap_or_default();
+    assert!(challenge.contains("resource_metadata="), "{challenge}");
+    let grpc_anon = http
+        .post(format!("{}/lf.a2a.v1.A2AService/ListTasks", gw.base))
+        .header("content-type", "application/grpc")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(grpc_anon.status().as_u16(), 401, "gRPC is behind the same gate");
+
+    let token = |tenant: &str, scopes: &str| issuer.sign(&issuer.claims(RESOURCE, tenant, "someone", scopes, 300));
+    let wrong_scope = token("red", "invocations:read");
+    let (status, _) = rpc(http, &url, Some(&wrong_scope), "ListTasks", json!({})).await;
+    assert_eq!(status, 403, "a token without a2a:call is refused");
+
+    let red = token("red", "a2a:call");
+    let blue = token("blue", "a2a:call");
+    let (_, sent) = rpc(http, &url, Some(&red), "SendMessage", json!({"message": message("tck-input-required")})).await;
+    let task = sent["result"]["task"]["id"].as_str().unwrap_or_else(|| panic!("{sent}")).to_string();
+    assert_eq!(sent["result"]["task"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED");
+
+    // Blue sees nothing of red's task: not found, never forbidden.
+    for (method, params) in [
+        ("GetTask", json!({"id": task})),
+        ("CancelTask", json!({"id": task})),
+        ("SubscribeToTask", json!({"id": task})),
+        ("CreateTaskPushNotificationConfig", json!({"taskId": task, "url": "http://127.0.0.1:9/hook"})),
+        (
+            "SendMessage",
+            json!({"message": {"messageId": "follow-up", "taskId": task, "role": "ROLE_USER", "parts": [{"text": "hi"}]}}),
+        ),
+    ] {
+        let (_, body) = rpc(http, &url, Some(&blue), method, params).await;
+        assert_eq!(body["error"]["code"], -32001, "{method}: {body}");
+    }
+    let (_, listed) = rpc(http, &url, Some(&blue), "ListTasks", json!({})).await;
+    assert_eq!(listed["result"]["tasks"], json!([]), "{listed}");
+    assert_eq!(listed["result"]["totalSize"], 0);
+    let rest = http
+        .get(format!("{url}/rest/tasks/{task}"))
+        .header("a2a-version", "1.0")
+        .bearer_auth(&blue)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(rest.status().as_u16(), 404);
+    // Red still has it, untouched.
+    let (_, mine) = rpc(http, &url, Some(&red), "GetTask", json!({"id": task})).await;
+    assert_eq!(mine["result"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{mine}");
+    let (_, red_list) = rpc(http, &url, Some(&red), "ListTasks", json!({})).await;
+    assert_eq!(red_list["result"]["totalSize"], 1);
+
+    // The card declares how to authenticate.
+    let card: Value = http
+        .get(format!("{}/.well-known/agent-card.json", gw.base))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .json()
+        .await
+        .unwrap_or(Value::Null);
+    assert_eq!(card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"], "Bearer", "{card}");
+    assert!(card["securitySchemes"]["oidc1"]["openIdConnectSecurityScheme"]["openIdConnectUrl"].is_string());
+    assert_eq!(card["securityRequirements"][1]["schemes"]["oidc1"]["list"], json!(["a2a:call"]));
+}
