@@ -1,0 +1,192 @@
+//! The task store contract (`TaskStore`, the A2A face's durable tasks): every test runs against
+//! SQLite and against a throw-away PostgreSQL database, through the port only.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use switchyard_contract::{NewDelivery, TaskQuery, TaskRecord, TaskStore};
+use switchyard_store::StoreOptions;
+
+async fn sqlite() -> (Arc<dyn TaskStore>, Option<tempfile::TempDir>) {
+    let (dir, url) = switchyard_tests::sqlite_url();
+    let s = switchyard_store::connect(&url, &StoreOptions::default()).await.unwrap_or_else(|e| panic!("{e}"));
+    (s.tasks, Some(dir))
+}
+
+async fn postgres() -> (Arc<dyn TaskStore>, Option<tempfile::TempDir>) {
+    let url = switchyard_tests::pg::database().await;
+    let s = switchyard_store::connect(&url, &StoreOptions::default()).await.unwrap_or_else(|e| panic!("{e}"));
+    (s.tasks, None)
+}
+
+macro_rules! contract {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                let (s, _d) = super::sqlite().await;
+                super::$name(s).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                let (s, _d) = super::postgres().await;
+                super::$name(s).await;
+            }
+        }
+    )*};
+}
+
+contract!(
+    create_is_once_and_reads_are_scoped,
+    updates_are_compare_and_set_with_gapless_events,
+    list_is_newest_first_keyset_paginated_and_filtered,
+    push_configs_and_the_outbox,
+);
+
+fn task(id: &str, scope: &str, ctx: &str, state: &str, status_ms: i64) -> TaskRecord {
+    TaskRecord {
+        id: id.into(),
+        scope: scope.into(),
+        agent: "tck".into(),
+        context_id: ctx.into(),
+        state: state.into(),
+        status_ms,
+        version: 1,
+        run_cursor: String::new(),
+        body: json!({"id": id, "state": state}),
+    }
+}
+
+async fn create_is_once_and_reads_are_scoped(s: Arc<dyn TaskStore>) {
+    let t = task("t1", "red/", "c1", "TASK_STATE_SUBMITTED", 10);
+    assert!(s.create(&t, &[json!({"task": "created"})]).await.unwrap_or_else(|e| panic!("{e}")));
+    let again = task("t1", "red/", "other", "TASK_STATE_WORKING", 11);
+    assert!(!s.create(&again, &[json!({"x": 1})]).await.unwrap_or_else(|e| panic!("{e}")), "an existing id is kept");
+    assert_eq!(s.get("red/", "t1").await.unwrap_or_else(|e| panic!("{e}")), Some(t));
+    assert_eq!(s.get("blue/", "t1").await.unwrap_or_else(|e| panic!("{e}")), None, "another scope sees nothing");
+    let events = s.events_after("t1", 0, 10).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(events, vec![(1, json!({"task": "created"}))]);
+}
+
+async fn updates_are_compare_and_set_with_gapless_events(s: Arc<dyn TaskStore>) {
+    let t = task("t2", "red/", "c", "TASK_STATE_SUBMITTED", 10);
+    assert!(s.create(&t, &[json!(1)]).await.unwrap_or_else(|e| panic!("{e}")));
+    let next = TaskRecord { state: "TASK_STATE_WORKING".into(), version: 3, run_cursor: "inv:1".into(), ..t.clone() };
+    assert!(s.update(&next, 1, &[json!(2), json!(3)], &[]).await.unwrap_or_else(|e| panic!("{e}")));
+    let stale = TaskRecord { state: "TASK_STATE_FAILED".into(), version: 2, ..t.clone() };
+    assert!(
+        !s.update(&stale, 1, &[json!("lost")], &[]).await.unwrap_or_else(|e| panic!("{e}")),
+        "a stale version writes nothing"
+    );
+    assert_eq!(s.get("red/", "t2").await.unwrap_or_else(|e| panic!("{e}")), Some(next));
+    let all: Vec<Value> =
+        s.events_after("t2", 0, 10).await.unwrap_or_else(|e| panic!("{e}")).into_iter().map(|(_, v)| v).collect();
+    assert_eq!(all, vec![json!(1), json!(2), json!(3)]);
+    assert_eq!(s.events_after("t2", 2, 10).await.unwrap_or_else(|e| panic!("{e}")), vec![(3, json!(3))]);
+    // Concurrent writers at one version: exactly one wins.
+    let cur = s.get("red/", "t2").await.unwrap_or_else(|e| panic!("{e}")).unwrap_or_else(|| panic!("gone"));
+    let mut joins = Vec::new();
+    for i in 0..8 {
+        let (s, cur) = (s.clone(), cur.clone());
+        joins.push(tokio::spawn(async move {
+            let mine = TaskRecord { version: cur.version + 1, body: json!({"writer": i}), ..cur.clone() };
+            s.update(&mine, cur.version, &[json!({"writer": i})], &[]).await.unwrap_or_else(|e| panic!("{e}"))
+        }));
+    }
+    let mut wins = 0;
+    for j in joins {
+        wins += usize::from(j.await.unwrap_or_else(|e| panic!("{e}")));
+    }
+    assert_eq!(wins, 1);
+    assert_eq!(s.events_after("t2", 3, 10).await.unwrap_or_else(|e| panic!("{e}")).len(), 1);
+}
+
+async fn list_is_newest_first_keyset_paginated_and_filtered(s: Arc<dyn TaskStore>) {
+    for (i, (ctx, state)) in [
+        ("a", "TASK_STATE_COMPLETED"),
+        ("b", "TASK_STATE_WORKING"),
+        ("a", "TASK_STATE_WORKING"),
+        ("a", "TASK_STATE_COMPLETED"),
+        ("b", "TASK_STATE_COMPLETED"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let ms = 100 + i64::try_from(i).unwrap_or(0) * 10;
+        assert!(
+            s.create(&task(&format!("l{i}"), "red/", ctx, state, ms), &[json!(0)])
+                .await
+                .unwrap_or_else(|e| panic!("{e}"))
+        );
+    }
+    assert!(
+        s.create(&task("other", "blue/", "a", "TASK_STATE_COMPLETED", 500), &[json!(0)])
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+    );
+    let base = TaskQuery { scope: "red/".into(), agent: "tck".into(), limit: 2, ..TaskQuery::default() };
+    let mut seen = Vec::new();
+    let mut q = base.clone();
+    loop {
+        let (page, total) = s.list(&q).await.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(total, 5, "total ignores the cursor");
+        if page.is_empty() {
+            break;
+        }
+        q.after = page.last().map(|t| (t.status_ms, t.id.clone()));
+        seen.extend(page.into_iter().map(|t| t.id));
+    }
+    assert_eq!(seen, ["l4", "l3", "l2", "l1", "l0"], "newest status first, each once");
+    let (ctx_a, n) = s
+        .list(&TaskQuery { context_id: Some("a".into()), limit: 10, ..base.clone() })
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((ctx_a.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(), n), (vec!["l3", "l2", "l0"], 3));
+    let (working, _) = s
+        .list(&TaskQuery {
+            state: Some("TASK_STATE_WORKING".into()),
+            status_after_ms: Some(115),
+            limit: 10,
+            ..base.clone()
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(working.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(), ["l2"]);
+}
+
+async fn push_configs_and_the_outbox(s: Arc<dyn TaskStore>) {
+    let t = task("p1", "red/", "c", "TASK_STATE_WORKING", 10);
+    assert!(s.create(&t, &[json!(0)]).await.unwrap_or_else(|e| panic!("{e}")));
+    s.put_push_config("p1", "cfg-1", &json!({"url": "https://a"})).await.unwrap_or_else(|e| panic!("{e}"));
+    s.put_push_config("p1", "cfg-1", &json!({"url": "https://b"})).await.unwrap_or_else(|e| panic!("{e}"));
+    s.put_push_config("p1", "cfg-2", &json!({"url": "https://c"})).await.unwrap_or_else(|e| panic!("{e}"));
+    let configs = s.push_configs("p1").await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        configs,
+        vec![("cfg-1".into(), json!({"url": "https://b"})), ("cfg-2".into(), json!({"url": "https://c"}))]
+    );
+    assert!(s.delete_push_config("p1", "cfg-2").await.unwrap_or_else(|e| panic!("{e}")));
+    assert!(!s.delete_push_config("p1", "cfg-2").await.unwrap_or_else(|e| panic!("{e}")), "deleting twice is a no-op");
+
+    // Deliveries are queued with the event, in the same transaction.
+    let d = NewDelivery {
+        config_id: "cfg-1".into(),
+        config: json!({"url": "https://b"}),
+        payload: json!({"statusUpdate": 1}),
+    };
+    let next = TaskRecord { version: 2, ..t.clone() };
+    assert!(s.update(&next, 1, &[json!({"statusUpdate": 1})], &[d]).await.unwrap_or_else(|e| panic!("{e}")));
+    let now = i64::MAX / 2;
+    let due = s.due_deliveries(now, 10).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(due.len(), 1);
+    assert_eq!((due[0].task_id.as_str(), due[0].attempts, &due[0].payload), ("p1", 0, &json!({"statusUpdate": 1})));
+    s.retry_delivery(due[0].id, now + 1000, "503").await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        s.due_deliveries(now, 10).await.unwrap_or_else(|e| panic!("{e}")).is_empty(),
+        "not due before its retry time"
+    );
+    let retry = s.due_deliveries(now + 1000, 10).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(retry[0].attempts, 1);
+    s.finish_delivery(retry[0].id, now, None).await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(s.due_deliveries(i64::MAX, 10).await.unwrap_or_else(|e| panic!("{e}")).is_empty(), "delivered is done");
+}
