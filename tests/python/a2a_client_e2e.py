@@ -5,8 +5,8 @@ Usage:
       send (blocking, resent: same task), stream, get (historyLength), list, cancel (twice:
       the second is TaskNotCancelable), subscribe, and push delivery to a local webhook with
       the configured Authorization header. Prints one JSON line per check.
-  a2a_client_e2e.py start <base-url> <binding>
-      starts a slow task (returnImmediately) and prints {"task": id}.
+  a2a_client_e2e.py start <base-url> <binding> [text]
+      starts a task (returnImmediately; default: the tck agent's slow one) and prints {"task": id}.
   a2a_client_e2e.py resubscribe <base-url> <binding> <task-id>
       subscribes and prints every event until the stream ends, then the final task.
 """
@@ -159,10 +159,10 @@ async def full(base, binding):
     check("push delivered with the configured Authorization", completed and completed[0]["auth"] == "Bearer hook-secret", received=len(Hook.received))
 
 
-async def start(base, binding):
+async def start(base, binding, text):
     c = await client_for(base, binding, streaming=False)
     out = await collect(c.send_message(SendMessageRequest(
-        message=msg("test-resubscribe-message-id"),
+        message=msg("test-resubscribe-message-id", text=text),
         configuration=SendMessageConfiguration(return_immediately=True),
     )))
     print(json.dumps({"task": out[0].task.id, "state": state_name(out[0].task.status.state)}), flush=True)
@@ -182,7 +182,7 @@ def main():
     if mode == "full":
         asyncio.run(full(base, binding))
     elif mode == "start":
-        asyncio.run(start(base, binding))
+        asyncio.run(start(base, binding, sys.argv[4] if len(sys.argv) > 4 else "hello"))
     elif mode == "resubscribe":
         asyncio.run(resubscribe(base, binding, sys.argv[4]))
     else:

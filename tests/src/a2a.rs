@@ -53,3 +53,53 @@ pub async fn rpc(http: &reqwest::Client, url: &str, bearer: Option<&str>, method
     let status = resp.status().as_u16();
     (status, resp.json().await.unwrap_or(Value::Null))
 }
+
+/// An internal agent served by the official Python SDK (`tests/python/a2a_internal_agent.py`),
+/// logging every message it receives. Killed on drop.
+#[derive(Debug)]
+pub struct InternalAgent {
+    child: std::process::Child,
+    pub url: String,
+    pub log: PathBuf,
+}
+
+impl InternalAgent {
+    pub fn start(dir: &Path) -> InternalAgent {
+        use std::io::BufRead;
+        let log = dir.join("internal-received.jsonl");
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("python/a2a_internal_agent.py");
+        let mut child = std::process::Command::new(crate::mcp::python())
+            .arg(script)
+            .arg(&log)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .unwrap_or_else(|e| panic!("python: {e}"));
+        let stdout = child.stdout.take().unwrap_or_else(|| panic!("no stdout"));
+        let mut line = String::new();
+        std::io::BufReader::new(stdout).read_line(&mut line).unwrap_or_else(|e| panic!("{e}"));
+        let url = line
+            .trim()
+            .strip_prefix("listening ")
+            .unwrap_or_else(|| panic!("internal agent said {line:?}"))
+            .to_string();
+        InternalAgent { child, url, log }
+    }
+
+    /// The message ids it received, in order.
+    pub fn received(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter_map(|v| v["messageId"].as_str().map(str::to_string))
+            .collect()
+    }
+}
+
+impl Drop for InternalAgent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

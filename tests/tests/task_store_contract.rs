@@ -152,6 +152,12 @@ async fn list_is_newest_first_keyset_paginated_and_filtered(s: Arc<dyn TaskStore
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(working.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(), ["l2"]);
+    let active = s.in_states("tck", &["TASK_STATE_WORKING"], 10).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        active.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(),
+        ["l1", "l2"],
+        "any scope, oldest status first"
+    );
 }
 
 async fn push_configs_and_the_outbox(s: Arc<dyn TaskStore>) {

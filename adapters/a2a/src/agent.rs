@@ -54,6 +54,8 @@ pub enum AgentKind {
     Tck,
     /// Completes every task with an echo of the message text.
     Echo,
+    /// An upstream A2A agent (`card_url`), exposed through the gateway.
+    Upstream,
 }
 
 /// The TCK's required-extension test URI: declared on the tck agent's card.
@@ -105,7 +107,7 @@ impl AgentKind {
         let working = || C(status(Working, None, ctx, task));
         let art = |parts: Vec<Part>| C(artifact(parts, false, true, "artifact-1"));
         let text = message.text().unwrap_or_default().to_string();
-        if self == Self::Echo {
+        if self != Self::Tck {
             return Plan::Task(vec![working(), done(Some(&format!("echo: {text}")))]);
         }
         let id = message.message_id.as_str();
@@ -163,12 +165,14 @@ impl AgentKind {
 pub struct AgentUpstream {
     kind: AgentKind,
     hub: Hub,
+    /// For kind `upstream`: the agent behind the gateway.
+    proxy: Option<Arc<crate::proxy::Proxy>>,
     running: Mutex<HashMap<String, CancellationToken>>,
 }
 
 impl AgentUpstream {
-    pub fn new(kind: AgentKind, hub: Hub) -> Arc<Self> {
-        Arc::new(Self { kind, hub, running: Mutex::new(HashMap::new()) })
+    pub fn new(kind: AgentKind, hub: Hub, proxy: Option<Arc<crate::proxy::Proxy>>) -> Arc<Self> {
+        Arc::new(Self { kind, hub, proxy, running: Mutex::new(HashMap::new()) })
     }
 
     fn track(&self, run: &str) -> CancellationToken {
@@ -256,7 +260,10 @@ impl Upstream for AgentUpstream {
         })?;
         let run = call.invocation.to_string();
         let token = self.track(&run);
-        let out = self.run(&req, &run, &token).await;
+        let out = match &self.proxy {
+            Some(p) => p.run(&self.hub, &req, &run, &token).await,
+            None => self.run(&req, &run, &token).await,
+        };
         self.untrack(&run);
         out
     }

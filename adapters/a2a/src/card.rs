@@ -47,6 +47,7 @@ pub fn card_with(
     let (skill, description) = match agent.kind {
         AgentKind::Tck => ("tck", "The A2A 1.0 TCK test agent: behaves by messageId prefix"),
         AgentKind::Echo => ("echo", "Echoes the text of each message"),
+        AgentKind::Upstream => ("proxy", "An internal agent exposed through the gateway; every message is recorded"),
     };
     let mut skills = vec![json!({
         "id": skill,

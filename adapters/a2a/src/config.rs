@@ -67,6 +67,12 @@ pub struct AgentConfig {
     /// reuses each messageId within a session and expects a new task every time.
     #[serde(default)]
     pub message_dedupe: Option<bool>,
+    /// Kind `upstream`: the agent card URL of the agent to expose.
+    #[serde(default)]
+    pub card_url: Option<String>,
+    /// Kind `upstream`: how long one upstream read may take (default 60 s).
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
     /// OAuth scope a caller needs (default `a2a:call`).
     #[serde(default)]
     pub scope: Option<String>,
@@ -98,6 +104,15 @@ impl AgentConfig {
         let ok = !self.name.is_empty()
             && self.name.len() <= 64
             && self.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-        if ok { Ok(()) } else { Err(format!("a2a agent name `{}` must be 1-64 of [A-Za-z0-9_-]", self.name)) }
+        if !ok {
+            return Err(format!("a2a agent name `{}` must be 1-64 of [A-Za-z0-9_-]", self.name));
+        }
+        match (self.kind, &self.card_url) {
+            (AgentKind::Upstream, None) => Err(format!("a2a agent `{}`: kind upstream needs card_url", self.name)),
+            (AgentKind::Tck | AgentKind::Echo, Some(_)) => {
+                Err(format!("a2a agent `{}`: card_url is only for kind upstream", self.name))
+            }
+            _ => Ok(()),
+        }
     }
 }

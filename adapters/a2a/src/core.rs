@@ -186,6 +186,8 @@ pub struct Face {
     pub(crate) hub: Hub,
     pub(crate) config: Arc<A2aConfig>,
     pub(crate) agents: Arc<HashMap<String, Arc<AgentEntry>>>,
+    /// Upstream agents by agent name (cancel reaches them too).
+    pub(crate) proxies: Arc<HashMap<String, Arc<crate::proxy::Proxy>>>,
     /// The card's `securitySchemes` and `securityRequirements`, when callers must authenticate.
     pub(crate) security: Option<Arc<(Value, Value)>>,
 }
@@ -606,6 +608,9 @@ impl Face {
         };
         if task.status.state.is_terminal() {
             return Err(not_cancelable(&task));
+        }
+        if let Some(p) = self.proxies.get(&agent.config.name) {
+            p.cancel_upstream(&self.hub, &scope, &req.id).await?;
         }
         if let Some((run, _)) = rec.run_cursor.rsplit_once(':')
             && let Ok(inv) = run.parse::<InvocationId>()

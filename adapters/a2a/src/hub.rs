@@ -28,6 +28,9 @@ pub enum Change {
     Artifact { artifact: Artifact, append: bool, last_chunk: bool },
     /// A client message on an existing task.
     UserMessage(Message),
+    /// Sets `metadata[key]` (gateway bookkeeping such as the upstream task's ids). Its event is
+    /// a task snapshot, which followers skip.
+    Annotate { key: String, value: Value },
 }
 
 /// Which run step a change belongs to, so a re-driven run skips the steps already applied.
@@ -174,9 +177,13 @@ impl Hub {
                     task.history.get_or_insert_with(Vec::new).push(m.clone());
                     StreamResponse::Message(m.clone())
                 }
+                Change::Annotate { key, value } => {
+                    task.metadata.get_or_insert_with(Default::default).insert(key.clone(), value.clone());
+                    StreamResponse::Task(task.clone())
+                }
             };
             let event = to_value(&event)?;
-            let deliveries = if matches!(change, Change::UserMessage(_)) {
+            let deliveries = if matches!(change, Change::UserMessage(_) | Change::Annotate { .. }) {
                 Vec::new()
             } else {
                 self.store

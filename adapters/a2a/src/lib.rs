@@ -6,12 +6,14 @@
 
 pub mod agent;
 pub mod card;
+pub mod client;
 pub mod config;
 pub mod core;
 pub mod error;
 pub mod grpc;
 pub mod http;
 pub mod hub;
+pub mod proxy;
 pub mod push;
 
 use std::collections::HashMap;
@@ -41,6 +43,8 @@ impl std::fmt::Debug for AgentUpstream {
 pub struct A2aAgents {
     config: Arc<A2aConfig>,
     hub: hub::Hub,
+    /// The upstream agents, by agent name.
+    proxies: Arc<HashMap<String, Arc<proxy::Proxy>>>,
 }
 
 impl A2aAgents {
@@ -52,22 +56,33 @@ impl A2aAgents {
                 return Err(format!("a2a agent `{}` is configured twice", a.name));
             }
         }
-        Ok(Self { config: Arc::new(config), hub: hub::Hub::new(tasks) })
+        let proxies = config
+            .agents
+            .iter()
+            .filter_map(|a| {
+                let url = a.card_url.clone()?;
+                let timeout = std::time::Duration::from_millis(a.timeout_ms.unwrap_or(60_000));
+                Some((a.name.clone(), proxy::Proxy::new(url, timeout)))
+            })
+            .collect();
+        Ok(Self { config: Arc::new(config), hub: hub::Hub::new(tasks), proxies: Arc::new(proxies) })
     }
 
-    /// The agents' engine upstreams, for the registry. A
-    /// built-in agent's run is replay-safe (it resumes from its last recorded step), so its
-    /// `SendMessage` is `read_only`: a run lost in a crash is driven again.
+    /// The agents' engine upstreams, for the registry. A built-in agent's run is replay-safe
+    /// (it resumes from its last recorded step), so its `SendMessage` is `read_only`: a run lost
+    /// in a crash is driven again. An upstream agent's is a `write`: never resent blindly.
     pub fn upstreams(&self) -> Vec<AgentUpstream> {
         self.config
             .agents
             .iter()
             .map(|a| {
-                let up: Arc<dyn Upstream> = agent::AgentUpstream::new(a.kind, self.hub.clone());
+                let proxy = self.proxies.get(&a.name).cloned();
+                let effect = if proxy.is_some() { EffectClass::Write } else { EffectClass::ReadOnly };
+                let up: Arc<dyn Upstream> = agent::AgentUpstream::new(a.kind, self.hub.clone(), proxy);
                 AgentUpstream {
                     name: a.upstream(),
                     upstream: up,
-                    operations: vec![("SendMessage".to_string(), EffectClass::ReadOnly)],
+                    operations: vec![("SendMessage".to_string(), effect)],
                 }
             })
             .collect()
@@ -87,8 +102,17 @@ impl A2aAgents {
             hub: self.hub.clone(),
             config: self.config.clone(),
             agents: Arc::new(agents),
+            proxies: self.proxies.clone(),
             security: security.map(Arc::new),
         }
+    }
+
+    /// Starts the supervisors that resume upstream agents' tasks after a restart.
+    pub fn spawn_supervisors(&self, engine: &Engine) -> Vec<tokio::task::JoinHandle<()>> {
+        self.proxies
+            .iter()
+            .map(|(name, p)| proxy::supervise(self.hub.clone(), engine.clone(), name.clone(), p.clone()))
+            .collect()
     }
 
     /// Starts push delivery from the outbox.

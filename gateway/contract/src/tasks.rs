@@ -81,6 +81,9 @@ pub trait TaskStore: Send + Sync {
     ) -> Result<bool, Error>;
     /// Events of task `id` with a sequence number above `after`, in order (at most `limit`).
     async fn events_after(&self, id: &str, after: i64, limit: u32) -> Result<Vec<(i64, Value)>, Error>;
+    /// Tasks of `agent` in any scope whose state is one of `states`, oldest status first (for
+    /// supervisors that resume work after a restart).
+    async fn in_states(&self, agent: &str, states: &[&str], limit: u32) -> Result<Vec<TaskRecord>, Error>;
     /// One page of tasks and the total number matching the filter (cursor ignored).
     async fn list(&self, query: &TaskQuery) -> Result<(Vec<TaskRecord>, i64), Error>;
 

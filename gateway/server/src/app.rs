@@ -250,6 +250,7 @@ pub async fn serve(cfg: Config, shutdown: impl Future<Output = ()> + Send + 'sta
     let addr: SocketAddr = listener.local_addr()?;
     let recovery = app.engine.start();
     let push = (!cfg.a2a.agents.is_empty()).then(|| app.a2a.spawn_push());
+    let supervisors = app.a2a.spawn_supervisors(&app.engine);
     let undiscovered = app.mcp.discover().await;
     let collector = (cfg.artifacts.gc_interval_ms > 0)
         .then(|| app.artifacts.spawn_collector(Duration::from_millis(cfg.artifacts.gc_interval_ms)));
@@ -297,6 +298,9 @@ pub async fn serve(cfg: Config, shutdown: impl Future<Output = ()> + Send + 'sta
     }
     if let Some(p) = push {
         p.abort();
+    }
+    for s in supervisors {
+        s.abort();
     }
     app.mcp.close().await;
     engine?;

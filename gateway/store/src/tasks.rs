@@ -125,9 +125,9 @@ enum ListArg {
     Int(i64),
 }
 
-/// Runs the same statements on either database; `$crate`-free so both impls share the bodies.
+/// Implements the port on one backend: `$sql` adapts the placeholders, `$writer`/`$reader` name the pools.
 macro_rules! task_store_impl {
-    ($ty:ty, $db:ty, $sql:expr, $writer:ident, $reader:ident) => {
+    ($ty:ty, $sql:expr, $writer:ident, $reader:ident) => {
         #[async_trait]
         impl TaskStore for $ty {
             async fn create(&self, task: &TaskRecord, events: &[Value]) -> Result<bool, Error> {
@@ -241,6 +241,21 @@ macro_rules! task_store_impl {
                         Ok((seq, json(&event)?))
                     })
                     .collect()
+            }
+
+            async fn in_states(&self, agent: &str, states: &[&str], limit: u32) -> Result<Vec<TaskRecord>, Error> {
+                let marks: Vec<String> = (0..states.len()).map(|i| format!("${}", i + 2)).collect();
+                let sql = format!(
+                    "SELECT {COLUMNS} FROM a2a_tasks WHERE agent = $1 AND state IN ({}) ORDER BY status_ms LIMIT ${}",
+                    if marks.is_empty() { "NULL".to_string() } else { marks.join(", ") },
+                    states.len() + 2
+                );
+                let mut q = sqlx::query(sqlx::AssertSqlSafe($sql(&sql))).bind(agent);
+                for s in states {
+                    q = q.bind(*s);
+                }
+                let rows = q.bind(i64::from(limit)).fetch_all(&self.$reader).await.map_err(db)?;
+                rows.iter().map(decode_task).collect()
             }
 
             async fn list(&self, query: &TaskQuery) -> Result<(Vec<TaskRecord>, i64), Error> {
@@ -372,5 +387,5 @@ fn sqlite(sql: &str) -> String {
     sql.replace('$', "?")
 }
 
-task_store_impl!(PgTasks, sqlx::Postgres, pg, pool, pool);
-task_store_impl!(SqliteTasks, sqlx::Sqlite, sqlite, writer, readers);
+task_store_impl!(PgTasks, pg, pool, pool);
+task_store_impl!(SqliteTasks, sqlite, writer, readers);

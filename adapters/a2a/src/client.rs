@@ -1,0 +1,274 @@
+//! The gateway's A2A client for upstream (internal) agents: reads the agent card, picks the
+//! first interface it speaks (JSON-RPC or HTTP+JSON, protocol 1.0), and calls the operations
+//! with `A2A-Version: 1.0`. Failures are classified for the engine: nothing sent (safe to
+//! retry), sent but no answer (outcome lost), or an A2A error from the agent.
+
+use std::time::Duration;
+
+use a2a::{
+    AgentCard, ListTasksRequest, ListTasksResponse, SendMessageRequest, SendMessageResponse, StreamResponse, Task,
+};
+use futures::stream::BoxStream;
+use futures::{Stream, StreamExt};
+use serde_json::{Value, json};
+
+/// How a call to an upstream agent failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ClientError {
+    /// The request certainly did not reach the agent (no connection).
+    #[error("upstream agent unreachable: {0}")]
+    NotSent(String),
+    /// The request may have reached the agent; no (complete) answer came back.
+    #[error("upstream agent answer lost: {0}")]
+    Lost(String),
+    /// The agent answered with an A2A error.
+    #[error("upstream agent error {reason}: {message}")]
+    Remote { reason: String, message: String, details: Value },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Binding {
+    JsonRpc(String),
+    Rest(String),
+}
+
+/// A client bound to one upstream agent.
+#[derive(Debug, Clone)]
+pub struct A2aClient {
+    http: reqwest::Client,
+    binding: Binding,
+    /// The agent declares `capabilities.streaming`.
+    pub streaming: bool,
+}
+
+fn transport(e: &reqwest::Error) -> ClientError {
+    if e.is_connect() || e.is_builder() {
+        ClientError::NotSent(e.to_string())
+    } else {
+        ClientError::Lost(e.to_string())
+    }
+}
+
+/// The A2A error in a JSON-RPC `error` member or an AIP-193 body.
+fn remote(err: &Value) -> ClientError {
+    let details = err.get("details").or_else(|| err.get("data")).cloned().unwrap_or(Value::Null);
+    let reason = details
+        .as_array()
+        .and_then(|d| d.iter().find_map(|i| i.get("reason").and_then(Value::as_str)))
+        .map(str::to_string)
+        .or_else(|| err.get("status").and_then(Value::as_str).map(str::to_string))
+        .unwrap_or_else(|| format!("code {}", err.get("code").cloned().unwrap_or(Value::Null)));
+    let message = err.get("message").and_then(Value::as_str).unwrap_or_default().to_string();
+    ClientError::Remote { reason, message, details }
+}
+
+fn decode<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, ClientError> {
+    serde_json::from_value(v).map_err(|e| ClientError::Lost(format!("malformed answer from the agent: {e}")))
+}
+
+impl A2aClient {
+    /// Reads the card at `card_url` and binds to the first JSON-RPC or HTTP+JSON interface.
+    pub async fn discover(card_url: &str, timeout: Duration) -> Result<Self, ClientError> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(5))
+            .read_timeout(timeout)
+            .build()
+            .map_err(|e| ClientError::NotSent(e.to_string()))?;
+        let resp = http.get(card_url).send().await.map_err(|e| ClientError::NotSent(e.to_string()))?;
+        if !resp.status().is_success() {
+            return Err(ClientError::NotSent(format!("agent card {card_url}: HTTP {}", resp.status())));
+        }
+        let card: AgentCard =
+            resp.json().await.map_err(|e| ClientError::NotSent(format!("agent card {card_url}: {e}")))?;
+        let binding = card
+            .supported_interfaces
+            .iter()
+            .filter(|i| i.protocol_version == "1.0")
+            .find_map(|i| match i.protocol_binding.as_str() {
+                "JSONRPC" => Some(Binding::JsonRpc(i.url.clone())),
+                "HTTP+JSON" => Some(Binding::Rest(i.url.trim_end_matches('/').to_string())),
+                _ => None,
+            })
+            .ok_or_else(|| {
+                ClientError::NotSent(format!("agent card {card_url}: no JSON-RPC or HTTP+JSON 1.0 interface"))
+            })?;
+        Ok(Self { http, binding, streaming: card.capabilities.streaming == Some(true) })
+    }
+
+    fn post(&self, url: &str, body: &Value) -> reqwest::RequestBuilder {
+        self.http
+            .post(url)
+            .header("a2a-version", "1.0")
+            .header("content-type", "application/json")
+            .body(body.to_string())
+    }
+
+    /// One non-streaming operation: JSON-RPC `method`, or REST `verb path` with `body`.
+    async fn call(&self, method: &str, params: Value, verb: reqwest::Method, path: &str) -> Result<Value, ClientError> {
+        match &self.binding {
+            Binding::JsonRpc(url) => {
+                let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+                let resp = self.post(url, &body).send().await.map_err(|e| transport(&e))?;
+                let v: Value = resp.json().await.map_err(|e| ClientError::Lost(e.to_string()))?;
+                match (v.get("result"), v.get("error")) {
+                    (Some(r), _) => Ok(r.clone()),
+                    (_, Some(e)) => Err(remote(e)),
+                    _ => Err(ClientError::Lost("a JSON-RPC answer without result or error".into())),
+                }
+            }
+            Binding::Rest(base) => {
+                let mut req = self.http.request(verb.clone(), format!("{base}{path}")).header("a2a-version", "1.0");
+                if verb == reqwest::Method::POST {
+                    req = req.header("content-type", "application/json").body(params.to_string());
+                }
+                let resp = req.send().await.map_err(|e| transport(&e))?;
+                let ok = resp.status().is_success();
+                let v: Value = resp.json().await.map_err(|e| ClientError::Lost(e.to_string()))?;
+                if ok { Ok(v) } else { Err(remote(v.get("error").unwrap_or(&v))) }
+            }
+        }
+    }
+
+    pub async fn send(&self, req: &SendMessageRequest) -> Result<SendMessageResponse, ClientError> {
+        let params = serde_json::to_value(req).map_err(|e| ClientError::NotSent(e.to_string()))?;
+        decode(self.call("SendMessage", params, reqwest::Method::POST, "/message:send").await?)
+    }
+
+    pub async fn get_task(&self, id: &str) -> Result<Task, ClientError> {
+        decode(self.call("GetTask", json!({"id": id}), reqwest::Method::GET, &format!("/tasks/{id}")).await?)
+    }
+
+    pub async fn cancel_task(&self, id: &str) -> Result<Task, ClientError> {
+        decode(self.call("CancelTask", json!({"id": id}), reqwest::Method::POST, &format!("/tasks/{id}:cancel")).await?)
+    }
+
+    /// Tasks of `context_id` with up to `history` messages each (one page).
+    pub async fn list_tasks(&self, context_id: &str, history: i32) -> Result<ListTasksResponse, ClientError> {
+        let req = ListTasksRequest {
+            context_id: Some(context_id.to_string()),
+            status: None,
+            page_size: Some(100),
+            page_token: None,
+            history_length: Some(history),
+            status_timestamp_after: None,
+            include_artifacts: None,
+            tenant: None,
+        };
+        let params = serde_json::to_value(&req).map_err(|e| ClientError::NotSent(e.to_string()))?;
+        let path = format!("/tasks?contextId={context_id}&pageSize=100&historyLength={history}");
+        decode(self.call("ListTasks", params, reqwest::Method::GET, &path).await?)
+    }
+
+    /// SendStreamingMessage: the agent's events until it closes the stream.
+    pub async fn stream(
+        &self,
+        req: &SendMessageRequest,
+    ) -> Result<BoxStream<'static, Result<StreamResponse, ClientError>>, ClientError> {
+        let params = serde_json::to_value(req).map_err(|e| ClientError::NotSent(e.to_string()))?;
+        self.open_stream("SendStreamingMessage", params, "/message:stream").await
+    }
+
+    /// SubscribeToTask: the current task, then its events until it ends.
+    pub async fn subscribe(
+        &self,
+        id: &str,
+    ) -> Result<BoxStream<'static, Result<StreamResponse, ClientError>>, ClientError> {
+        self.open_stream("SubscribeToTask", json!({"id": id}), &format!("/tasks/{id}:subscribe")).await
+    }
+
+    async fn open_stream(
+        &self,
+        method: &str,
+        params: Value,
+        path: &str,
+    ) -> Result<BoxStream<'static, Result<StreamResponse, ClientError>>, ClientError> {
+        let (req, jsonrpc) = match &self.binding {
+            Binding::JsonRpc(url) => {
+                (self.post(url, &json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})), true)
+            }
+            Binding::Rest(base) => (self.post(&format!("{base}{path}"), &params), false),
+        };
+        let resp = req.header("accept", "text/event-stream").send().await.map_err(|e| transport(&e))?;
+        let is_sse = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|c| c.starts_with("text/event-stream"));
+        if !is_sse {
+            // An immediate error comes as plain JSON.
+            let v: Value = resp.json().await.map_err(|e| ClientError::Lost(e.to_string()))?;
+            let err = v.get("error").cloned().unwrap_or(v);
+            return Err(remote(&err));
+        }
+        let frames = sse_data(resp.bytes_stream());
+        Ok(frames
+            .map(move |frame| {
+                let v: Value =
+                    serde_json::from_str(&frame?).map_err(|e| ClientError::Lost(format!("bad event: {e}")))?;
+                let payload = if jsonrpc {
+                    match (v.get("result"), v.get("error")) {
+                        (Some(r), _) => r.clone(),
+                        (_, Some(e)) => return Err(remote(e)),
+                        _ => return Err(ClientError::Lost("an event without result or error".into())),
+                    }
+                } else if let Some(e) = v.get("error") {
+                    return Err(remote(e));
+                } else {
+                    v
+                };
+                decode(payload)
+            })
+            .boxed())
+    }
+}
+
+/// The `data` of each server-sent event (multi-line data joined with `\n`).
+fn sse_data<S>(bytes: S) -> impl Stream<Item = Result<String, ClientError>> + Send + 'static
+where
+    S: Stream<Item = reqwest::Result<bytes::Bytes>> + Send + 'static,
+{
+    futures::stream::unfold((Box::pin(bytes), String::new(), false), |(mut bytes, mut buf, done)| async move {
+        if done {
+            return None;
+        }
+        loop {
+            if let Some(end) = buf.find("\n\n") {
+                let block: String = buf.drain(..end + 2).collect();
+                let data: Vec<&str> = block
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("data:").map(|d| d.strip_prefix(' ').unwrap_or(d)))
+                    .collect();
+                if data.is_empty() {
+                    continue; // a comment or keep-alive
+                }
+                return Some((Ok(data.join("\n")), (bytes, buf, false)));
+            }
+            match bytes.next().await {
+                Some(Ok(chunk)) => buf.push_str(&String::from_utf8_lossy(&chunk).replace("\r\n", "\n")),
+                Some(Err(e)) => return Some((Err(ClientError::Lost(e.to_string())), (bytes, buf, true))),
+                None => return None,
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn sse_frames_are_split_and_comments_skipped() {
+        let chunks: Vec<reqwest::Result<bytes::Bytes>> = vec![
+            Ok(bytes::Bytes::from(": keep-alive\n\ndata: {\"a\":")),
+            Ok(bytes::Bytes::from("1}\n\r\ndata: x\ndata: y\n\n")),
+        ];
+        let got: Vec<_> = sse_data(futures::stream::iter(chunks)).collect().await;
+        assert_eq!(got, vec![Ok("{\"a\":1}".to_string()), Ok("x\ny".to_string())]);
+    }
+
+    #[test]
+    fn remote_errors_carry_the_reason() {
+        let e = remote(&json!({"code": -32001, "message": "nope", "data": [{"reason": "TASK_NOT_FOUND"}]}));
+        assert!(matches!(e, ClientError::Remote { ref reason, .. } if reason == "TASK_NOT_FOUND"));
+    }
+}

@@ -1,0 +1,357 @@
+//! Upstream (internal) agents exposed through the gateway. Each message is one `write`
+//! invocation: the gateway's task is created and the message recorded before anything is sent;
+//! the upstream's events are mirrored into the gateway's task under the gateway's own ids, and
+//! the upstream's ids are kept in the task's metadata (`dev.switchyard/upstream`).
+//!
+//! If the gateway dies mid-call, the engine records the send as `unknown` and never resends it.
+//! The [`supervise`] loop then finds the task still working and resumes it from evidence: with
+//! the upstream task id known it resubscribes (or reads the task); without it, it looks the
+//! message up by `messageId` in the upstream's task list. What it finds reconciles the
+//! invocation (`applied`, or `not applied` when the upstream never saw the message).
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use a2a::{Message, SendMessageRequest, StreamResponse, Task, TaskState, TaskStatus};
+use futures::StreamExt;
+use serde_json::{Value, json};
+use switchyard_contract::{
+    Decision, Engine, InvocationId, InvocationState, Invocations, Principal, TenantId, UpstreamError,
+};
+use tokio::sync::Mutex as AsyncMutex;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use crate::agent::RunRequest;
+use crate::client::{A2aClient, ClientError};
+use crate::error::{A2aError, Kind};
+use crate::hub::{Change, Hub, is_interrupted, task_of};
+
+/// Where the upstream's ids live in the gateway task's metadata.
+pub const UPSTREAM_KEY: &str = "dev.switchyard/upstream";
+
+/// One upstream agent, discovered lazily from its card (retried until it answers).
+#[derive(Debug)]
+pub struct Proxy {
+    card_url: String,
+    timeout: Duration,
+    client: AsyncMutex<Option<A2aClient>>,
+    /// Tasks a supervisor is resuming in this process.
+    resuming: Mutex<HashSet<String>>,
+}
+
+/// How mirroring one upstream event ended.
+enum Flow {
+    More,
+    /// Terminal or interrupted: the run is over.
+    Done,
+    /// The agent answered with a message instead of a task.
+    Message(Message),
+}
+
+fn lost(e: ClientError, sent: bool) -> UpstreamError {
+    match e {
+        ClientError::NotSent(m) if !sent => UpstreamError::Unavailable { message: m },
+        ClientError::NotSent(m) | ClientError::Lost(m) => UpstreamError::Lost { message: m },
+        ClientError::Remote { reason, message, details } => {
+            UpstreamError::Rejected { code: reason, message, details: Some(details) }
+        }
+    }
+}
+
+fn hub_err(e: A2aError) -> UpstreamError {
+    UpstreamError::Unavailable { message: format!("task store: {}", e.message) }
+}
+
+/// The upstream ids recorded on a gateway task.
+fn upstream_ids(task: &Task) -> Option<(String, String)> {
+    let v = task.metadata.as_ref()?.get(UPSTREAM_KEY)?;
+    Some((v.get("taskId")?.as_str()?.to_string(), v.get("contextId")?.as_str()?.to_string()))
+}
+
+/// `m` with the gateway's ids in place of the upstream's.
+fn local(mut m: Message, task: &str, ctx: &str) -> Message {
+    m.task_id = Some(task.to_string());
+    m.context_id = Some(ctx.to_string());
+    m
+}
+
+impl Proxy {
+    pub fn new(card_url: String, timeout: Duration) -> Arc<Self> {
+        Arc::new(Self { card_url, timeout, client: AsyncMutex::new(None), resuming: Mutex::new(HashSet::new()) })
+    }
+
+    async fn client(&self) -> Result<A2aClient, ClientError> {
+        let mut slot = self.client.lock().await;
+        if let Some(c) = slot.as_ref() {
+            return Ok(c.clone());
+        }
+        let c = A2aClient::discover(&self.card_url, self.timeout).await?;
+        *slot = Some(c.clone());
+        Ok(c)
+    }
+
+    /// Mirrors one upstream event into the gateway task `(scope, id, ctx)`.
+    async fn mirror(&self, hub: &Hub, scope: &str, id: &str, ctx: &str, ev: StreamResponse) -> Result<Flow, A2aError> {
+        match ev {
+            StreamResponse::Task(t) => {
+                let rec = hub.get(scope, id).await?.ok_or_else(|| A2aError::task_not_found(id))?;
+                let mine = task_of(&rec)?;
+                if upstream_ids(&mine).is_none() {
+                    let value = json!({"taskId": t.id, "contextId": t.context_id});
+                    hub.apply(scope, id, None, Change::Annotate { key: UPSTREAM_KEY.into(), value }).await?;
+                }
+                for a in t.artifacts.unwrap_or_default() {
+                    let same = mine.artifacts.as_ref().is_some_and(|list| list.iter().any(|m| m == &a));
+                    if !same {
+                        hub.apply(scope, id, None, Change::Artifact { artifact: a, append: false, last_chunk: true })
+                            .await?;
+                    }
+                }
+                if t.status.state != mine.status.state && t.status.state != TaskState::Submitted {
+                    return self.status(hub, scope, id, ctx, t.status).await;
+                }
+                Ok(if t.status.state.is_terminal() || is_interrupted(&t.status.state) {
+                    Flow::Done
+                } else {
+                    Flow::More
+                })
+            }
+            StreamResponse::StatusUpdate(s) => self.status(hub, scope, id, ctx, s.status).await,
+            StreamResponse::ArtifactUpdate(a) => {
+                let change = Change::Artifact {
+                    artifact: a.artifact,
+                    append: a.append.unwrap_or(false),
+                    last_chunk: a.last_chunk.unwrap_or(false),
+                };
+                hub.apply(scope, id, None, change).await?;
+                Ok(Flow::More)
+            }
+            StreamResponse::Message(m) => Ok(Flow::Message(local(m, id, ctx))),
+        }
+    }
+
+    async fn status(
+        &self,
+        hub: &Hub,
+        scope: &str,
+        id: &str,
+        ctx: &str,
+        mut status: TaskStatus,
+    ) -> Result<Flow, A2aError> {
+        status.message = status.message.map(|m| local(m, id, ctx));
+        let done = status.state.is_terminal() || is_interrupted(&status.state);
+        hub.apply(scope, id, None, Change::Status(status)).await?;
+        Ok(if done { Flow::Done } else { Flow::More })
+    }
+
+    /// Runs one message through the upstream agent (the engine's dispatch).
+    pub async fn run(
+        &self,
+        hub: &Hub,
+        req: &RunRequest,
+        run: &str,
+        cancel: &CancellationToken,
+    ) -> Result<Value, UpstreamError> {
+        let client = self.client().await.map_err(|e| lost(e, false))?;
+        let (scope, id, ctx) = (req.scope.as_str(), req.task_id.as_str(), req.context_id.as_str());
+        let mut upstream_msg = req.message.clone();
+        if req.new_task {
+            let mut first = req.message.clone();
+            first.task_id = Some(id.to_string());
+            first.context_id = Some(ctx.to_string());
+            let task = Task {
+                id: id.to_string(),
+                context_id: ctx.to_string(),
+                status: TaskStatus { state: TaskState::Submitted, message: None, timestamp: Some(chrono::Utc::now()) },
+                artifacts: None,
+                history: Some(vec![first]),
+                metadata: None,
+            };
+            hub.create(scope, &req.agent, &task, crate::hub::Step { run, n: 0 }).await.map_err(hub_err)?;
+            if let Some(push) = &req.push {
+                crate::push::store_config(hub, id, push.clone()).await.map_err(hub_err)?;
+            }
+            upstream_msg.task_id = None;
+            upstream_msg.context_id = Some(ctx.to_string());
+        } else {
+            let rec =
+                hub.get(scope, id).await.map_err(hub_err)?.ok_or_else(|| hub_err(A2aError::task_not_found(id)))?;
+            let (up_task, up_ctx) =
+                upstream_ids(&task_of(&rec).map_err(hub_err)?).ok_or_else(|| UpstreamError::Rejected {
+                    code: "UPSTREAM_TASK_UNKNOWN".into(),
+                    message: "the upstream task of this task is not known (it was never started upstream)".into(),
+                    details: None,
+                })?;
+            let step = Some(crate::hub::Step { run, n: 0 });
+            hub.apply(scope, id, step, Change::UserMessage(local(req.message.clone(), id, ctx)))
+                .await
+                .map_err(hub_err)?;
+            upstream_msg.task_id = Some(up_task);
+            upstream_msg.context_id = Some(up_ctx);
+        }
+        let send = SendMessageRequest { message: upstream_msg, configuration: None, metadata: None, tenant: None };
+        let outcome = if client.streaming {
+            let mut events = client.stream(&send).await.map_err(|e| lost(e, false))?;
+            let mut flow = Flow::More;
+            while let Some(ev) = tokio::select! {
+                ev = events.next() => ev,
+                () = cancel.cancelled() => return Err(UpstreamError::Canceled),
+            } {
+                flow = self.mirror(hub, scope, id, ctx, ev.map_err(|e| lost(e, true))?).await.map_err(hub_err)?;
+                if !matches!(flow, Flow::More) {
+                    break;
+                }
+            }
+            flow
+        } else {
+            match client.send(&send).await.map_err(|e| lost(e, true))? {
+                a2a::SendMessageResponse::Task(t) => {
+                    self.mirror(hub, scope, id, ctx, StreamResponse::Task(t)).await.map_err(hub_err)?
+                }
+                a2a::SendMessageResponse::Message(m) => Flow::Message(local(m, id, ctx)),
+            }
+        };
+        match outcome {
+            Flow::Message(m) => {
+                let status = TaskStatus { state: TaskState::Completed, message: Some(m.clone()), timestamp: None };
+                hub.apply(scope, id, None, Change::Status(status)).await.map_err(hub_err)?;
+                Ok(json!({ "message": m }))
+            }
+            Flow::Done => {
+                let rec = hub.get(scope, id).await.map_err(hub_err)?;
+                Ok(json!({ "task": rec.map(|r| r.body).unwrap_or(Value::Null) }))
+            }
+            Flow::More => {
+                Err(UpstreamError::Lost { message: "the upstream agent ended its stream before the task ended".into() })
+            }
+        }
+    }
+
+    /// Cancels the upstream task behind gateway task `id` (if it was started upstream).
+    pub async fn cancel_upstream(&self, hub: &Hub, scope: &str, id: &str) -> Result<(), A2aError> {
+        let Some(rec) = hub.get(scope, id).await? else { return Ok(()) };
+        let Some((up_task, _)) = upstream_ids(&task_of(&rec)?) else { return Ok(()) };
+        let client = self.client().await.map_err(|e| A2aError::new(Kind::Unavailable, e.to_string()))?;
+        match client.cancel_task(&up_task).await {
+            Ok(_) => Ok(()),
+            Err(ClientError::Remote { reason, message, .. }) if reason == "TASK_NOT_CANCELABLE" => {
+                Err(A2aError::new(Kind::TaskNotCancelable, format!("the upstream agent refused: {message}")))
+            }
+            Err(e) => Err(A2aError::new(Kind::Unavailable, e.to_string())),
+        }
+    }
+
+    /// Resumes gateway task `rec` whose run was lost; returns the decision for its invocation,
+    /// or `None` when the upstream cannot tell (the invocation stays `unknown`).
+    async fn resume(&self, hub: &Hub, rec: &switchyard_contract::TaskRecord, message_id: &str) -> Option<Decision> {
+        let client = self.client().await.ok()?;
+        let (scope, id, ctx) = (rec.scope.as_str(), rec.id.as_str(), rec.context_id.as_str());
+        let task = task_of(rec).ok()?;
+        let up_task = match upstream_ids(&task) {
+            Some((t, _)) => t,
+            None => {
+                // Never acknowledged: find the message upstream, by its id, in our context.
+                let found = match client.list_tasks(ctx, 100).await {
+                    Ok(list) => list
+                        .tasks
+                        .into_iter()
+                        .find(|t| t.history.as_ref().is_some_and(|h| h.iter().any(|m| m.message_id == message_id))),
+                    Err(e) => {
+                        warn!(task.id = id, error = %e, "cannot look the message up upstream; the outcome stays unknown");
+                        return None;
+                    }
+                };
+                let Some(t) = found else {
+                    let status = TaskStatus {
+                        state: TaskState::Failed,
+                        message: Some(crate::agent::agent_message(
+                            vec![a2a::Part::text(
+                                "the upstream agent never received this message (the gateway restarted before sending it); send it again",
+                            )],
+                            ctx,
+                            Some(id),
+                        )),
+                        timestamp: None,
+                    };
+                    hub.apply(scope, id, None, Change::Status(status)).await.ok()?;
+                    return Some(Decision::NotApplied {
+                        message: "the upstream agent never received the message".into(),
+                    });
+                };
+                let value = json!({"taskId": t.id, "contextId": t.context_id});
+                hub.apply(scope, id, None, Change::Annotate { key: UPSTREAM_KEY.into(), value }).await.ok()?;
+                t.id
+            }
+        };
+        let mut flow = Flow::More;
+        match client.subscribe(&up_task).await {
+            Ok(mut events) => {
+                while let Some(Ok(ev)) = events.next().await {
+                    flow = self.mirror(hub, scope, id, ctx, ev).await.ok()?;
+                    if !matches!(flow, Flow::More) {
+                        break;
+                    }
+                }
+            }
+            Err(e) => info!(task.id = id, error = %e, "cannot resubscribe upstream; reading the task instead"),
+        }
+        if matches!(flow, Flow::More) {
+            // Poll until the upstream task ends.
+            loop {
+                let t = client.get_task(&up_task).await.ok()?;
+                flow = self.mirror(hub, scope, id, ctx, StreamResponse::Task(t)).await.ok()?;
+                if !matches!(flow, Flow::More) {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+        }
+        let body = hub.get(scope, id).await.ok()??.body;
+        Some(Decision::Applied { result: json!({ "task": body }) })
+    }
+}
+
+/// Resumes this agent's tasks whose run was lost (see the module docs), every second.
+pub fn supervise(hub: Hub, engine: Engine, agent: String, proxy: Arc<Proxy>) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            let active = hub.store().in_states(&agent, &["TASK_STATE_SUBMITTED", "TASK_STATE_WORKING"], 50).await;
+            for rec in active.unwrap_or_default() {
+                let Some((tenant, inv)) = run_of(&rec) else { continue };
+                let Ok(invocation) = engine.get(&tenant, inv).await else { continue };
+                if !matches!(invocation.state, InvocationState::Unknown { .. }) {
+                    continue;
+                }
+                let claimed = proxy.resuming.lock().map(|mut s| s.insert(rec.id.clone())).unwrap_or(false);
+                if !claimed {
+                    continue;
+                }
+                let (hub, engine, proxy) = (hub.clone(), engine.clone(), proxy.clone());
+                tokio::spawn(async move {
+                    let message_id =
+                        invocation.request["message"]["messageId"].as_str().unwrap_or_default().to_string();
+                    info!(task.id = %rec.id, invocation.id = %inv, "resuming a task whose upstream call was lost");
+                    if let Some(decision) = proxy.resume(&hub, &rec, &message_id).await {
+                        let by = Principal::new(tenant, "a2a-supervisor");
+                        if let Err(e) = engine.reconcile(&by, inv, decision).await {
+                            warn!(invocation.id = %inv, error = %e, "reconcile failed");
+                        }
+                    }
+                    if let Ok(mut s) = proxy.resuming.lock() {
+                        s.remove(&rec.id);
+                    }
+                });
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    })
+}
+
+/// The tenant and the invocation of the run that last wrote `rec` (`<invocation>:<step>`).
+fn run_of(rec: &switchyard_contract::TaskRecord) -> Option<(TenantId, InvocationId)> {
+    let tenant = TenantId::new(rec.scope.split('/').next()?).ok()?;
+    let (run, _) = rec.run_cursor.rsplit_once(':')?;
+    Some((tenant, run.parse().ok()?))
+}

@@ -1,0 +1,92 @@
+"""An "internal" A2A agent served by the official Python SDK (a2a-sdk 1.3.0) on loopback, for
+the gateway's upstream-agent (proxy) tests and benchmark.
+
+Usage: a2a_internal_agent.py <received-log>
+Prints "listening http://127.0.0.1:<port>" once it serves JSON-RPC at / and HTTP+JSON at /rest.
+Every message it receives is appended to <received-log> as one JSON line {messageId, text}.
+Behaviour by text: "slow:<seconds>" works, emits a first artifact chunk, sleeps, emits the last
+chunk and completes; "ask" asks for input; anything else completes with "echo: <text>".
+"""
+
+import asyncio
+import json
+import socket
+import sys
+
+import uvicorn
+from starlette.applications import Starlette
+
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
+from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+from a2a.helpers.proto_helpers import new_task
+from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Part, TaskState
+
+
+class Internal(AgentExecutor):
+    def __init__(self, log_path):
+        self.log_path = log_path
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        message = context.message
+        text = message.parts[0].text if message and message.parts else ""
+        with open(self.log_path, "a") as log:
+            log.write(json.dumps({"messageId": message.message_id if message else "", "text": text}) + "\n")
+        if context.current_task is None:
+            await event_queue.enqueue_event(
+                new_task(context.task_id, context.context_id, TaskState.TASK_STATE_SUBMITTED, history=[message])
+            )
+        updater = TaskUpdater(event_queue, context.task_id, context.context_id)
+        if text.startswith("slow:"):
+            await updater.start_work()
+            await updater.add_artifact([Part(text="part-1 ")], artifact_id="out", append=False)
+            await asyncio.sleep(float(text.split(":", 1)[1]))
+            await updater.add_artifact([Part(text="part-2")], artifact_id="out", append=True, last_chunk=True)
+            await updater.complete(updater.new_agent_message([Part(text="done")]))
+        elif text == "ask":
+            await updater.requires_input(updater.new_agent_message([Part(text="what else?")]))
+        else:
+            await updater.complete(updater.new_agent_message([Part(text=f"echo: {text}")]))
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
+
+
+def main():
+    log_path = sys.argv[1]
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    base = f"http://127.0.0.1:{port}"
+    card = AgentCard(
+        name="internal",
+        description="An internal agent behind the gateway",
+        version="1.0.0",
+        supported_interfaces=[
+            AgentInterface(url=base, protocol_binding="JSONRPC", protocol_version="1.0"),
+            AgentInterface(url=f"{base}/rest", protocol_binding="HTTP+JSON", protocol_version="1.0"),
+        ],
+        capabilities=AgentCapabilities(streaming=True, push_notifications=False),
+        default_input_modes=["text"],
+        default_output_modes=["text"],
+        skills=[AgentSkill(id="echo", name="echo", description="echoes", tags=["test"])],
+    )
+    handler = DefaultRequestHandler(agent_executor=Internal(log_path), task_store=InMemoryTaskStore(), agent_card=card)
+    routes = create_agent_card_routes(card) + create_jsonrpc_routes(handler, rpc_url="/") + create_rest_routes(handler, path_prefix="/rest")
+    app = Starlette(routes=routes)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+
+    async def run():
+        task = asyncio.create_task(server.serve())
+        while not server.started:
+            await asyncio.sleep(0.05)
+        print(f"listening {base}", flush=True)
+        await task
+
+    asyncio.run(run())
+
+
+if __name__ == "__main__":
+    main()

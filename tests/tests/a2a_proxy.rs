@@ -1,0 +1,123 @@
+//! An internal agent (served by the official Python SDK on loopback) exposed through the
+//! gateway. The gateway is killed (`kill -9`) mid-task and restarted: the client resubscribes
+//! and sees the task finish, every event once and in order; the internal agent received the
+//! message once; the lost call's invocation is reconciled from the upstream's own record.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use switchyard_tests::a2a::{InternalAgent, python_client_script, rpc};
+use switchyard_tests::gateway::{Gateway, Options};
+use switchyard_tests::mcp::python;
+
+fn lines(out: &std::process::Output) -> Vec<Value> {
+    String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
+}
+
+async fn py(args: &[&str]) -> std::process::Output {
+    tokio::process::Command::new(python())
+        .arg(python_client_script())
+        .args(args)
+        .output()
+        .await
+        .unwrap_or_else(|e| panic!("python: {e}"))
+}
+
+fn config(dir: &std::path::Path, card_url: &str) -> std::path::PathBuf {
+    let path = dir.join("switchyard.toml");
+    let text = format!(
+        r#"
+[engine]
+lease_ttl_ms = 2000
+backoff_max_ms = 500
+recovery_interval_ms = 300
+
+[a2a]
+anonymous = true
+
+[[a2a.agents]]
+name = "internal"
+kind = "upstream"
+card_url = "{card_url}/.well-known/agent-card.json"
+"#
+    );
+    std::fs::write(&path, text).unwrap_or_else(|e| panic!("{e}"));
+    path
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proxied_task_survives_a_gateway_kill_without_a_second_send() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let agent = InternalAgent::start(dir.path());
+    let store = switchyard_tests::pg::database().await;
+    let opts = Options {
+        data_dir: dir.path().join("d"),
+        config: Some(config(dir.path(), &agent.url)),
+        store_url: Some(store),
+        ..Options::default()
+    };
+    let mut gw = Gateway::start(opts.clone());
+    let base = |gw: &Gateway| format!("{}/a2a/internal", gw.base);
+
+    // Proxying works: the answer carries the gateway's ids, the upstream's are in metadata.
+    let (_, echo) = rpc(
+        &gw.http,
+        &base(&gw),
+        None,
+        "SendMessage",
+        json!({"message": {"messageId": "echo-1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}),
+    )
+    .await;
+    let task = &echo["result"]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{echo}");
+    assert_eq!(task["status"]["message"]["parts"][0]["text"], "echo: hi");
+    assert_eq!(task["status"]["message"]["taskId"], task["id"], "the agent's message carries the gateway's task id");
+    assert!(task["metadata"]["dev.switchyard/upstream"]["taskId"].is_string(), "{task}");
+    assert_ne!(task["metadata"]["dev.switchyard/upstream"]["taskId"], task["id"]);
+
+    // A slow task; the gateway dies one second in (the agent has sent WORKING and a chunk).
+    let started = lines(&py(&["start", &base(&gw), "JSONRPC", "slow:8"]).await);
+    let id = started.first().and_then(|l| l["task"].as_str()).unwrap_or_else(|| panic!("{started:?}")).to_string();
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    gw.kill9();
+    let gw = Gateway::start(opts);
+    let out = py(&["resubscribe", &base(&gw), "HTTP+JSON", &id]).await;
+    let events = lines(&out);
+    assert!(out.status.success(), "{events:#?}\n{}", String::from_utf8_lossy(&out.stderr));
+    let seen: Vec<String> = events
+        .iter()
+        .filter_map(|e| e.get("event"))
+        .map(|e| {
+            if let Some(t) = e.get("task") {
+                let parts: Vec<&str> = t["artifacts"][0]["parts"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|p| p["text"].as_str())
+                    .collect();
+                format!("task:{}:{}", t["status"]["state"].as_str().unwrap_or_default(), parts.join(""))
+            } else if let Some(s) = e.get("statusUpdate") {
+                format!("status:{}", s["status"]["state"].as_str().unwrap_or_default())
+            } else if let Some(a) = e.get("artifactUpdate") {
+                format!("artifact:{}:{}", a["artifact"]["parts"][0]["text"].as_str().unwrap_or_default(), a["append"])
+            } else {
+                "other".into()
+            }
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        ["task:TASK_STATE_WORKING:part-1 ", "artifact:part-2:true", "status:TASK_STATE_COMPLETED"],
+        "{events:#?}"
+    );
+    assert_eq!(events.last().map(|e| e["final"].clone()), Some(json!("TASK_STATE_COMPLETED")));
+
+    // The internal agent got the message once; the lost send was reconciled, not repeated.
+    let received = agent.received();
+    assert_eq!(received.iter().filter(|m| m.starts_with("test-resubscribe-message-id")).count(), 1, "{received:?}");
+    let runs = gw.all("default").await;
+    let run = runs.iter().find(|i| i["request"]["taskId"] == id.as_str()).unwrap_or_else(|| panic!("{runs:#?}"));
+    assert_eq!(run["attempts"], 1, "{run}");
+    assert_eq!(run["state"]["state"], "succeeded", "{run}");
+    assert_eq!(run["state"]["resolution"]["principal"]["subject"], "a2a-supervisor", "{run}");
+}
