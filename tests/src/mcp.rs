@@ -167,7 +167,7 @@ pub fn text_of(result: &Value) -> String {
     result["content"][0]["text"].as_str().unwrap_or_default().to_string()
 }
 
-/// The Python with the official MCP SDK (`mcp==2.3.0`): `$SWITCHYARD_PY`, else the venv the test
+/// The Python with the official SDKs (`mcp==2.3.0`, `a2a-sdk==1.3.0`): `$SWITCHYARD_PY`, else the venv the test
 /// command makes.
 pub fn python() -> PathBuf {
     if let Some(p) = std::env::var_os("SWITCHYARD_PY").filter(|p| !p.is_empty()) {
@@ -176,7 +176,7 @@ pub fn python() -> PathBuf {
     let cached = PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/switchyard-tools/py/bin/python");
     assert!(
         cached.exists(),
-        "no Python with mcp==2.3.0: run `bash scripts/test.sh` (it creates the venv) or set SWITCHYARD_PY"
+        "no Python with the official SDKs (mcp, a2a-sdk): run `bash scripts/test.sh` (it creates the venv) or set SWITCHYARD_PY"
     );
     cached
 }

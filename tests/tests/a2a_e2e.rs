@@ -285,3 +285,29 @@ async fn oauth_scopes_and_tenant_isolation_on_the_a2a_face() {
     assert!(card["securitySchemes"]["oidc1"]["openIdConnectSecurityScheme"]["openIdConnectUrl"].is_string());
     assert_eq!(card["securityRequirements"][1]["schemes"]["oidc1"]["list"], json!(["a2a:call"]));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_subscriptions_end_at_shutdown_so_the_gateway_drains() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let config = write_config(dir.path(), "", "anonymous = true");
+    let mut gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(config), ..Options::default() });
+    let url = format!("{}/a2a/tck", gw.base);
+    let (_, sent) = rpc(&gw.http, &url, None, "SendMessage", json!({"message": message("tck-input-required")})).await;
+    let task = sent["result"]["task"]["id"].as_str().unwrap_or_else(|| panic!("{sent}")).to_string();
+    // An input-required task never ends by itself: this stream stays open.
+    let resp = gw
+        .http
+        .get(format!("{url}/rest/tasks/{task}:subscribe"))
+        .header("a2a-version", "1.0")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(resp.status().as_u16(), 200);
+    let body = tokio::spawn(async move { resp.text().await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let t0 = std::time::Instant::now();
+    assert!(gw.terminate(), "clean exit");
+    assert!(t0.elapsed() < Duration::from_secs(5), "shutdown did not wait for the grace period: {:?}", t0.elapsed());
+    let text = body.await.unwrap_or_else(|e| panic!("{e}")).unwrap_or_else(|e| panic!("{e}"));
+    assert!(text.starts_with("data: {\"task\""), "the stream began with the task and then ended: {text}");
+}

@@ -93,6 +93,56 @@ pub fn card_with(
     card
 }
 
+/// Signs agent cards (spec §8.4): a JWS with detached payload — the RFC 8785 form of the card
+/// without `signatures` — in ES256 (P-256), key from a PKCS#8 PEM file.
+pub struct CardSigner {
+    key: aws_lc_rs::signature::EcdsaKeyPair,
+    kid: String,
+}
+
+impl std::fmt::Debug for CardSigner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CardSigner").field("kid", &self.kid).finish_non_exhaustive()
+    }
+}
+
+fn b64(bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+impl CardSigner {
+    /// From a PKCS#8 P-256 private key in PEM (`-----BEGIN PRIVATE KEY-----`).
+    pub fn from_pem(pem: &str, kid: String) -> Result<Self, String> {
+        use base64::Engine as _;
+        let body: String = pem.lines().filter(|l| !l.starts_with("-----")).map(str::trim).collect();
+        let der = base64::engine::general_purpose::STANDARD
+            .decode(body)
+            .map_err(|e| format!("card signing key: not PEM: {e}"))?;
+        let key = aws_lc_rs::signature::EcdsaKeyPair::from_pkcs8(
+            &aws_lc_rs::signature::ECDSA_P256_SHA256_FIXED_SIGNING,
+            &der,
+        )
+        .map_err(|e| format!("card signing key: not a PKCS#8 P-256 key: {e}"))?;
+        Ok(Self { key, kid })
+    }
+
+    /// Replaces the card's `signatures` with this key's signature.
+    pub fn sign(&self, card: &mut Value) -> Result<(), String> {
+        let Some(obj) = card.as_object_mut() else { return Err("a card is an object".into()) };
+        obj.remove("signatures");
+        let payload = serde_json_canonicalizer::to_string(&Value::Object(obj.clone())).map_err(|e| e.to_string())?;
+        let protected = b64(json!({"alg": "ES256", "kid": self.kid, "typ": "JOSE"}).to_string().as_bytes());
+        let input = format!("{protected}.{}", b64(payload.as_bytes()));
+        let sig = self
+            .key
+            .sign(&aws_lc_rs::rand::SystemRandom::new(), input.as_bytes())
+            .map_err(|e| format!("signing failed: {e}"))?;
+        obj.insert("signatures".into(), json!([{"protected": protected, "signature": b64(sig.as_ref())}]));
+        Ok(())
+    }
+}
+
 /// The card as an HTTP response with caching headers (`last_modified`: when the
 /// configuration was loaded).
 pub fn respond(card: &Value, max_age: u64, last_modified: chrono::DateTime<chrono::Utc>, req: &HeaderMap) -> Response {
@@ -130,6 +180,45 @@ mod tests {
     fn toml_agent() -> AgentConfig {
         serde_json::from_value(json!({"name": "tck", "kind": "tck", "extended_card": true}))
             .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn signed_cards_verify_over_the_canonical_form() {
+        use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED, ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
+        use base64::Engine as _;
+        let rng = aws_lc_rs::rand::SystemRandom::new();
+        let der =
+            EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap_or_else(|e| panic!("{e}"));
+        let pem = format!(
+            "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
+            base64::engine::general_purpose::STANDARD.encode(der.as_ref())
+        );
+        let signer = CardSigner::from_pem(&pem, "k1".into()).unwrap_or_else(|e| panic!("{e}"));
+        let mut c = card(&A2aConfig::default(), &agent(), Some("h:1"), false);
+        signer.sign(&mut c).unwrap_or_else(|e| panic!("{e}"));
+        let sig = &c["signatures"][0];
+        let protected = sig["protected"].as_str().unwrap_or_default();
+        let mut unsigned = c.clone();
+        unsigned.as_object_mut().map(|o| o.remove("signatures"));
+        let payload = serde_json_canonicalizer::to_string(&unsigned).unwrap_or_default();
+        let input = format!("{protected}.{}", b64(payload.as_bytes()));
+        let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(sig["signature"].as_str().unwrap_or_default())
+            .unwrap_or_default();
+        let public = aws_lc_rs::signature::UnparsedPublicKey::new(
+            &ECDSA_P256_SHA256_FIXED,
+            signer.key.public_key().as_ref().to_vec(),
+        );
+        assert!(public.verify(input.as_bytes(), &raw).is_ok(), "the signature verifies");
+        unsigned["name"] = json!("tampered");
+        let forged = format!(
+            "{protected}.{}",
+            b64(serde_json_canonicalizer::to_string(&unsigned).unwrap_or_default().as_bytes())
+        );
+        assert!(public.verify(forged.as_bytes(), &raw).is_err(), "a changed card does not");
+        assert!(
+            CardSigner::from_pem("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----", "k".into()).is_err()
+        );
     }
 
     #[test]

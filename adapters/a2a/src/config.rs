@@ -23,6 +23,10 @@ pub struct A2aConfig {
     /// `Cache-Control: max-age` of agent cards.
     pub card_max_age_s: u64,
     pub push: PushSettings,
+    /// Sign agent cards (ES256) with this PKCS#8 P-256 private key (PEM file).
+    pub card_signing_key_file: Option<std::path::PathBuf>,
+    /// The `kid` in card signatures (default `switchyard-card-key`).
+    pub card_signing_kid: Option<String>,
     /// Agents exposed. The first is also served at `/.well-known/agent-card.json` and on gRPC.
     pub agents: Vec<AgentConfig>,
 }
@@ -37,6 +41,8 @@ impl Default for A2aConfig {
             max_request_body_bytes: 1 << 20,
             card_max_age_s: 300,
             push: PushSettings::default(),
+            card_signing_key_file: None,
+            card_signing_kid: None,
             agents: Vec::new(),
         }
     }

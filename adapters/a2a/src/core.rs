@@ -188,6 +188,8 @@ pub struct Face {
     pub(crate) agents: Arc<HashMap<String, Arc<AgentEntry>>>,
     /// Upstream agents by agent name (cancel reaches them too).
     pub(crate) proxies: Arc<HashMap<String, Arc<crate::proxy::Proxy>>>,
+    /// Signs cards, when configured.
+    pub(crate) signer: Option<Arc<crate::card::CardSigner>>,
     /// The card's `securitySchemes` and `securityRequirements`, when callers must authenticate.
     pub(crate) security: Option<Arc<(Value, Value)>>,
 }
@@ -328,15 +330,18 @@ impl Face {
                 if !cfg.extended_card {
                     return Err(A2aError::new(Kind::UnsupportedOperation, "this agent has no extended card"));
                 }
-                Ok(Reply::Card(crate::card::card_with(
-                    &self.config,
-                    cfg,
-                    who.host.as_deref(),
-                    true,
-                    self.security.as_deref(),
-                )))
+                Ok(Reply::Card(self.card(cfg, who.host.as_deref(), true)?))
             }
         }
+    }
+
+    /// The card of `agent` as served (with the security declaration, signed when configured).
+    pub fn card(&self, agent: &AgentConfig, host: Option<&str>, extended: bool) -> Result<Value, A2aError> {
+        let mut card = crate::card::card_with(&self.config, agent, host, extended, self.security.as_deref());
+        if let Some(s) = &self.signer {
+            s.sign(&mut card).map_err(A2aError::internal)?;
+        }
+        Ok(card)
     }
 
     async fn push_configs(&self, task_id: &str) -> Result<Vec<TaskPushNotificationConfig>, A2aError> {

@@ -65,9 +65,10 @@ async fn agent_card(State(st): State<HttpState>, Path(name): Path<String>, heade
 
 fn serve_card(st: &HttpState, agent: &AgentEntry, headers: &HeaderMap) -> Response {
     let face = &st.face;
-    let card =
-        crate::card::card_with(&face.config, &agent.config, host(headers).as_deref(), false, face.security.as_deref());
-    crate::card::respond(&card, face.config.card_max_age_s, st.loaded, headers)
+    match face.card(&agent.config, host(headers).as_deref(), false) {
+        Ok(card) => crate::card::respond(&card, face.config.card_max_age_s, st.loaded, headers),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.message).into_response(),
+    }
 }
 
 fn caller(

@@ -44,6 +44,8 @@ pub struct Step<'a> {
 pub struct Hub {
     store: Arc<dyn TaskStore>,
     bell: watch::Sender<u64>,
+    /// Set at shutdown: open streams end so connections can drain.
+    closed: watch::Sender<bool>,
     /// Rung when a push delivery is queued.
     pub(crate) push_bell: Arc<tokio::sync::Notify>,
 }
@@ -82,7 +84,13 @@ fn parse_cursor(c: &str) -> Option<(&str, u32)> {
 impl Hub {
     pub fn new(store: Arc<dyn TaskStore>) -> Self {
         let (bell, _) = watch::channel(0);
-        Self { store, bell, push_bell: Arc::new(tokio::sync::Notify::new()) }
+        let (closed, _) = watch::channel(false);
+        Self { store, bell, closed, push_bell: Arc::new(tokio::sync::Notify::new()) }
+    }
+
+    /// Ends every open stream (at shutdown): clients resubscribe elsewhere or after restart.
+    pub fn close(&self) {
+        self.closed.send_replace(true);
     }
 
     pub fn store(&self) -> &Arc<dyn TaskStore> {
@@ -222,9 +230,13 @@ impl Hub {
     ) -> impl Stream<Item = Result<StreamResponse, A2aError>> + Send + 'static {
         let hub = self.clone();
         let mut bell = self.bell.subscribe();
+        let mut closed = self.closed.subscribe();
         async_stream(move |tx| async move {
             let mut seq = after;
             loop {
+                if *closed.borrow_and_update() {
+                    return;
+                }
                 let events = match hub.store.events_after(&id, seq, 100).await {
                     Ok(e) => e,
                     Err(e) => {
@@ -257,7 +269,10 @@ impl Hub {
                     }
                 }
                 if idle {
-                    let _ = tokio::time::timeout(POLL, bell.changed()).await;
+                    tokio::select! {
+                        _ = tokio::time::timeout(POLL, bell.changed()) => {}
+                        _ = closed.changed() => {}
+                    }
                 }
             }
         })

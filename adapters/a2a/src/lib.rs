@@ -45,6 +45,7 @@ pub struct A2aAgents {
     hub: hub::Hub,
     /// The upstream agents, by agent name.
     proxies: Arc<HashMap<String, Arc<proxy::Proxy>>>,
+    signer: Option<Arc<card::CardSigner>>,
 }
 
 impl A2aAgents {
@@ -65,7 +66,16 @@ impl A2aAgents {
                 Some((a.name.clone(), proxy::Proxy::new(url, timeout)))
             })
             .collect();
-        Ok(Self { config: Arc::new(config), hub: hub::Hub::new(tasks), proxies: Arc::new(proxies) })
+        let signer = match &config.card_signing_key_file {
+            Some(path) => {
+                let pem = std::fs::read_to_string(path)
+                    .map_err(|e| format!("a2a.card_signing_key_file {}: {e}", path.display()))?;
+                let kid = config.card_signing_kid.clone().unwrap_or_else(|| "switchyard-card-key".into());
+                Some(Arc::new(card::CardSigner::from_pem(&pem, kid)?))
+            }
+            None => None,
+        };
+        Ok(Self { config: Arc::new(config), hub: hub::Hub::new(tasks), proxies: Arc::new(proxies), signer })
     }
 
     /// The agents' engine upstreams, for the registry. A built-in agent's run is replay-safe
@@ -103,6 +113,7 @@ impl A2aAgents {
             config: self.config.clone(),
             agents: Arc::new(agents),
             proxies: self.proxies.clone(),
+            signer: self.signer.clone(),
             security: security.map(Arc::new),
         }
     }
@@ -118,6 +129,11 @@ impl A2aAgents {
     /// Starts push delivery from the outbox.
     pub fn spawn_push(&self) -> tokio::task::JoinHandle<()> {
         push::spawn_deliverer(self.hub.clone(), self.config.push.clone())
+    }
+
+    /// Ends open streams so the listener can drain at shutdown.
+    pub fn close(&self) {
+        self.hub.close();
     }
 
     pub fn config(&self) -> &A2aConfig {

@@ -286,6 +286,7 @@ pub async fn serve(cfg: Config, shutdown: impl Future<Output = ()> + Send + 'sta
     }
     shutdown.await;
     info!("shutting down: draining HTTP and in-flight invocations");
+    app.a2a.close();
     stop_tx.send_replace(true);
     let grace = Duration::from_millis(cfg.server.shutdown_grace_ms);
     let (http, engine) = tokio::join!(tokio::time::timeout(grace, server), app.engine.shutdown(grace));

@@ -297,7 +297,7 @@ macro_rules! task_store_impl {
             async fn push_configs(&self, task_id: &str) -> Result<Vec<(String, Value)>, Error> {
                 let rows = sqlx::query(sqlx::AssertSqlSafe($sql(LIST_CONFIGS)))
                     .bind(task_id)
-                    .fetch_all(&self.$writer)
+                    .fetch_all(&self.$reader)
                     .await
                     .map_err(db)?;
                 rows.iter()
