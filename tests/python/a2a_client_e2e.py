@@ -2,7 +2,7 @@
 
 Usage:
   a2a_client_e2e.py full <base-url> <JSONRPC|HTTP+JSON|GRPC>
-      send (blocking, resent: same task), stream, get (historyLength), list, cancel (twice:
+      send (blocking, resent: same task), extended card, stream, get (historyLength), list, cancel (twice:
       the second is TaskNotCancelable), subscribe, and push delivery to a local webhook with
       the configured Authorization header. Prints one JSON line per check.
   a2a_client_e2e.py start <base-url> <binding> [text]
@@ -23,6 +23,7 @@ import httpx
 from a2a.client import ClientConfig, create_client
 from a2a.types import (
     CancelTaskRequest,
+    GetExtendedAgentCardRequest,
     GetTaskRequest,
     ListTasksRequest,
     Message,
@@ -98,6 +99,14 @@ async def full(base, binding):
 
     got = await blocking.get_task(GetTaskRequest(id=task.id, history_length=1))
     check("get honours historyLength", len(got.history) == 1 and got.id == task.id, history=len(got.history))
+
+    ext = await blocking.get_extended_agent_card(GetExtendedAgentCardRequest())
+    host = base.split("://", 1)[1]
+    check(
+        "extended card: the extra skill, interfaces at this gateway",
+        any(s.id == "task-audit" for s in ext.skills) and all(host in i.url for i in ext.supported_interfaces),
+        urls=[i.url for i in ext.supported_interfaces],
+    )
 
     listed = await blocking.list_tasks(ListTasksRequest(context_id=task.context_id))
     check("list finds the task by context", any(t.id == task.id for t in listed.tasks), total=listed.total_size)

@@ -103,3 +103,83 @@ impl Drop for InternalAgent {
         let _ = self.child.wait();
     }
 }
+
+/// One request a [`Webhook`] received.
+#[derive(Debug, Clone)]
+pub struct Hit {
+    pub headers: Vec<(String, String)>,
+    pub body: Value,
+    /// The status it was answered with.
+    pub status: u16,
+}
+
+impl Hit {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+}
+
+/// A webhook receiver on 127.0.0.1 that answers 503 to its first `fail_first` requests, then 200.
+#[derive(Debug)]
+pub struct Webhook {
+    pub url: String,
+    hits: std::sync::Arc<std::sync::Mutex<Vec<Hit>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Webhook {
+    pub async fn start(fail_first: usize) -> Webhook {
+        use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap_or_else(|e| panic!("{e}"));
+        let url = format!("http://{}/hook", listener.local_addr().unwrap_or_else(|e| panic!("{e}")));
+        let hits = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Hit>::new()));
+        let seen = hits.clone();
+        let task = tokio::spawn(async move {
+            while let Ok((sock, _)) = listener.accept().await {
+                let mut reader = BufReader::new(sock);
+                let mut headers = Vec::new();
+                let mut line = String::new();
+                if reader.read_line(&mut line).await.is_err() {
+                    continue;
+                }
+                loop {
+                    line.clear();
+                    if reader.read_line(&mut line).await.unwrap_or(0) == 0 || line.trim().is_empty() {
+                        break;
+                    }
+                    if let Some((k, v)) = line.trim().split_once(':') {
+                        headers.push((k.trim().to_string(), v.trim().to_string()));
+                    }
+                }
+                let len = headers
+                    .iter()
+                    .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+                    .and_then(|(_, v)| v.parse::<usize>().ok())
+                    .unwrap_or(0);
+                let mut body = vec![0u8; len];
+                if reader.read_exact(&mut body).await.is_err() {
+                    continue;
+                }
+                let status = {
+                    let mut h = seen.lock().unwrap_or_else(|e| e.into_inner());
+                    let status = if h.len() < fail_first { 503 } else { 200 };
+                    h.push(Hit { headers, body: serde_json::from_slice(&body).unwrap_or(Value::Null), status });
+                    status
+                };
+                let reply = format!("HTTP/1.1 {status} X\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+                let _ = reader.into_inner().write_all(reply.as_bytes()).await;
+            }
+        });
+        Webhook { url, hits, task }
+    }
+
+    pub fn hits(&self) -> Vec<Hit> {
+        self.hits.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+impl Drop for Webhook {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}

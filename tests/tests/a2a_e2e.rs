@@ -38,7 +38,7 @@ async fn the_python_sdk_works_over_jsonrpc_http_json_and_grpc() {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-        assert_eq!(checks.iter().filter(|c| c["ok"] == true).count(), 14, "{binding}: {checks:#?}");
+        assert_eq!(checks.iter().filter(|c| c["ok"] == true).count(), 15, "{binding}: {checks:#?}");
     }
     // Every message was an invocation of the engine, recorded before the agent ran; the resent
     // messages did not make new ones.
@@ -310,4 +310,91 @@ async fn open_subscriptions_end_at_shutdown_so_the_gateway_drains() {
     assert!(t0.elapsed() < Duration::from_secs(5), "shutdown did not wait for the grace period: {:?}", t0.elapsed());
     let text = body.await.unwrap_or_else(|e| panic!("{e}")).unwrap_or_else(|e| panic!("{e}"));
     assert!(text.starts_with("data: {\"task\""), "the stream began with the task and then ended: {text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn push_is_retried_until_acknowledged_and_arrives_in_order() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let config = write_config(dir.path(), "", "anonymous = true");
+    let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(config), ..Options::default() });
+    let url = format!("{}/a2a/tck", gw.base);
+    let hook = switchyard_tests::a2a::Webhook::start(2).await;
+    // Inline config on the first message: the task's own updates are delivered.
+    let (_, sent) = rpc(
+        &gw.http,
+        &url,
+        None,
+        "SendMessage",
+        json!({"message": message("tck-stream-001"), "configuration": {"taskPushNotificationConfig": {
+            "url": hook.url, "token": "tok-1", "authentication": {"scheme": "Bearer", "credentials": "s3cret"}}}}),
+    )
+    .await;
+    assert_eq!(sent["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{sent}");
+    let mut hits = Vec::new();
+    for _ in 0..150 {
+        hits = hook.hits();
+        if hits.iter().filter(|h| h.status == 200).count() >= 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let statuses: Vec<u16> = hits.iter().map(|h| h.status).collect();
+    assert_eq!(statuses, [503, 503, 200, 200, 200], "retried with backoff until a 2xx, then the rest: {hits:#?}");
+    let delivered: Vec<String> = hits
+        .iter()
+        .filter(|h| h.status == 200)
+        .map(|h| match (h.body.get("statusUpdate"), h.body.get("artifactUpdate")) {
+            (Some(s), _) => s["status"]["state"].as_str().unwrap_or_default().to_string(),
+            (_, Some(_)) => "artifact".into(),
+            _ => "other".into(),
+        })
+        .collect();
+    assert_eq!(delivered, ["TASK_STATE_WORKING", "artifact", "TASK_STATE_COMPLETED"], "in order");
+    let first = &hits[0];
+    assert_eq!(first.header("authorization"), Some("Bearer s3cret"));
+    assert_eq!(first.header("x-a2a-notification-token"), Some("tok-1"));
+    assert_eq!(first.header("content-type"), Some("application/a2a+json"));
+    assert_eq!(hits[0].body, hits[2].body, "the retried delivery is the same event");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subscribers_on_two_replicas_see_the_same_events_in_the_same_order() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let config = write_config(dir.path(), "", "anonymous = true");
+    let store = switchyard_tests::pg::database().await;
+    let replica = |n: &str| Options {
+        data_dir: dir.path().join(n),
+        config: Some(config.clone()),
+        store_url: Some(store.clone()),
+        ..Options::default()
+    };
+    let (a, b) = (Gateway::start(replica("a")), Gateway::start(replica("b")));
+    let (_, sent) = rpc(
+        &a.http,
+        &format!("{}/a2a/tck", a.base),
+        None,
+        "SendMessage",
+        json!({"message": message("test-resubscribe-message-id"), "configuration": {"returnImmediately": true}}),
+    )
+    .await;
+    let task = sent["result"]["task"]["id"].as_str().unwrap_or_else(|| panic!("{sent}")).to_string();
+    let subscribe = |base: String, task: String| async move {
+        let resp = reqwest::Client::new()
+            .post(format!("{base}/a2a/tck/rest/tasks/{task}:subscribe"))
+            .header("a2a-version", "1.0")
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let text = resp.text().await.unwrap_or_default();
+        text.lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .filter_map(|d| serde_json::from_str::<Value>(d).ok())
+            .filter(|v| v.get("task").is_none())
+            .collect::<Vec<_>>()
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (on_a, on_b) = tokio::join!(subscribe(a.base.clone(), task.clone()), subscribe(b.base.clone(), task.clone()));
+    assert!(!on_a.is_empty(), "events after the snapshot");
+    assert_eq!(on_a, on_b, "the same events, in the same order, on both replicas");
+    assert_eq!(on_a.last().map(|e| e["statusUpdate"]["status"]["state"].clone()), Some(json!("TASK_STATE_COMPLETED")));
 }

@@ -182,9 +182,16 @@ async fn push_configs_and_the_outbox(s: Arc<dyn TaskStore>) {
     };
     let next = TaskRecord { version: 2, ..t.clone() };
     assert!(s.update(&next, 1, &[json!({"statusUpdate": 1})], &[d]).await.unwrap_or_else(|e| panic!("{e}")));
+    let later = NewDelivery {
+        config_id: "cfg-1".into(),
+        config: json!({"url": "https://b"}),
+        payload: json!({"statusUpdate": 2}),
+    };
+    let after = TaskRecord { version: 3, ..t.clone() };
+    assert!(s.update(&after, 2, &[json!({"statusUpdate": 2})], &[later]).await.unwrap_or_else(|e| panic!("{e}")));
     let now = i64::MAX / 2;
     let due = s.due_deliveries(now, 10).await.unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(due.len(), 1);
+    assert_eq!(due.len(), 1, "one webhook's deliveries go one at a time, in order");
     assert_eq!((due[0].task_id.as_str(), due[0].attempts, &due[0].payload), ("p1", 0, &json!({"statusUpdate": 1})));
     s.retry_delivery(due[0].id, now + 1000, "503").await.unwrap_or_else(|e| panic!("{e}"));
     assert!(
@@ -194,5 +201,12 @@ async fn push_configs_and_the_outbox(s: Arc<dyn TaskStore>) {
     let retry = s.due_deliveries(now + 1000, 10).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(retry[0].attempts, 1);
     s.finish_delivery(retry[0].id, now, None).await.unwrap_or_else(|e| panic!("{e}"));
+    let next = s.due_deliveries(now + 1000, 10).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        next.iter().map(|d| d.payload.clone()).collect::<Vec<_>>(),
+        vec![json!({"statusUpdate": 2})],
+        "then the next one"
+    );
+    s.finish_delivery(next[0].id, now, None).await.unwrap_or_else(|e| panic!("{e}"));
     assert!(s.due_deliveries(i64::MAX, 10).await.unwrap_or_else(|e| panic!("{e}")).is_empty(), "delivered is done");
 }

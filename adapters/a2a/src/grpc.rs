@@ -16,7 +16,25 @@ use crate::error::{A2aError, Kind};
 
 /// The gRPC service routes, to merge into the HTTP router (h2c on the same listener).
 pub fn router(face: Face) -> axum::Router {
-    tonic::service::Routes::new(A2aServiceServer::new(Grpc { face })).into_axum_router()
+    tonic::service::Routes::new(A2aServiceServer::new(Grpc { face }))
+        .into_axum_router()
+        .layer(axum::middleware::map_request(remember_authority))
+}
+
+/// The authority a gRPC request was sent to (for card URLs), which tonic's metadata lacks.
+#[derive(Debug, Clone)]
+struct Authority(String);
+
+async fn remember_authority(mut req: axum::extract::Request) -> axum::extract::Request {
+    let authority = req
+        .uri()
+        .authority()
+        .map(|a| a.to_string())
+        .or_else(|| req.headers().get(axum::http::header::HOST).and_then(|h| h.to_str().ok()).map(str::to_string));
+    if let Some(a) = authority {
+        req.extensions_mut().insert(Authority(a));
+    }
+    req
 }
 
 #[derive(Debug, Clone)]
@@ -45,7 +63,7 @@ impl Grpc {
             version: meta("a2a-version"),
             extensions: Caller::parse_extensions(meta("a2a-extensions").as_deref()),
             path_tenant: None,
-            host: None,
+            host: req.extensions().get::<Authority>().map(|a| a.0.clone()),
         };
         self.face.handle(&agent, &who, op).await.map_err(err)
     }

@@ -94,7 +94,8 @@ pub trait TaskStore: Send + Sync {
     /// Deletes one; `Ok(false)` if it did not exist.
     async fn delete_push_config(&self, task_id: &str, id: &str) -> Result<bool, Error>;
 
-    /// Deliveries due at `now_ms`, oldest first, at most `limit`.
+    /// Deliveries due at `now_ms`, oldest first, at most `limit`: only the oldest pending
+    /// delivery of each (task, config), so each webhook receives its task's events in order.
     async fn due_deliveries(&self, now_ms: i64, limit: u32) -> Result<Vec<Delivery>, Error>;
     /// Marks a delivery done (acknowledged, or given up after the last attempt).
     async fn finish_delivery(&self, id: i64, now_ms: i64, error: Option<&str>) -> Result<(), Error>;

@@ -26,8 +26,11 @@ const PUT_CONFIG: &str = "INSERT INTO a2a_push_configs (task_id, id, config, cre
     ON CONFLICT (task_id, id) DO UPDATE SET config = excluded.config";
 const LIST_CONFIGS: &str = "SELECT id, config FROM a2a_push_configs WHERE task_id = $1 ORDER BY created_ms, id";
 const DELETE_CONFIG: &str = "DELETE FROM a2a_push_configs WHERE task_id = $1 AND id = $2";
+/// Only the oldest pending delivery of each (task, config) is due: one webhook gets its task's
+/// events in order, a failing one does not hold up others.
 const DUE: &str = "SELECT id, task_id, config_id, config, payload, attempts FROM a2a_push_outbox \
-    WHERE delivered_ms IS NULL AND due_ms <= $1 ORDER BY id LIMIT $2";
+    WHERE id IN (SELECT MIN(id) FROM a2a_push_outbox WHERE delivered_ms IS NULL GROUP BY task_id, config_id) \
+    AND due_ms <= $1 ORDER BY id LIMIT $2";
 const FINISH: &str =
     "UPDATE a2a_push_outbox SET delivered_ms = $2, last_error = $3, attempts = attempts + 1 WHERE id = $1";
 const RETRY: &str = "UPDATE a2a_push_outbox SET due_ms = $2, last_error = $3, attempts = attempts + 1 WHERE id = $1";
