@@ -8,8 +8,8 @@ use std::time::Duration;
 use futures::StreamExt;
 use serde::Serialize;
 use switchyard_contract::{
-    ArtifactError, ArtifactId, ArtifactIndex, ArtifactMeta, ArtifactStore, ByteRange, ByteStream, Commit, Error,
-    ErrorKind, InvocationId, Keep, NewArtifact, StagedBlob, TenantId,
+    ArtifactError, ArtifactId, ArtifactIndex, ArtifactMeta, ArtifactStore, ByteRange, ByteStream, Commit,
+    ContentDigest, Error, ErrorKind, InvocationId, Keep, NewArtifact, TenantId,
 };
 
 use crate::chunks::{Summer, chunk_span, verified_chunks};
@@ -180,7 +180,7 @@ impl Artifacts {
             .finish();
         let (digest, size) = (staged.digest().clone(), staged.size());
         // Known digest: reference the stored bytes, drop ours.
-        if let Some(meta) = self.commit_known(&draft, staged.as_ref()).await? {
+        if let Some(meta) = self.commit_known(&draft, &digest, size).await? {
             if let Err(e) = staged.discard().await {
                 tracing::warn!(error = %e, "cannot discard a deduplicated upload");
             }
@@ -216,9 +216,9 @@ impl Artifacts {
     async fn commit_known(
         &self,
         draft: &NewArtifact,
-        staged: &dyn StagedBlob,
+        digest: &ContentDigest,
+        size: u64,
     ) -> Result<Option<ArtifactMeta>, ArtifactError> {
-        let (digest, size) = (staged.digest(), staged.size());
         match loop_busy(|| self.index.commit(draft, digest, size, None)).await? {
             Commit::Committed { meta, .. } => Ok(Some(*meta)),
             Commit::NeedBytes => Ok(None),
@@ -366,6 +366,40 @@ where
         }
     }
     Ok(Commit::Busy)
+}
+
+#[async_trait::async_trait]
+impl switchyard_contract::ArtifactKeeper for Artifacts {
+    async fn keep(
+        &self,
+        tenant: &TenantId,
+        invocation: InvocationId,
+        name: &str,
+        media_type: &str,
+        chunk_seq: u32,
+        bytes: Vec<u8>,
+    ) -> Result<ArtifactMeta, ArtifactError> {
+        let req = PutRequest {
+            tenant: tenant.clone(),
+            invocation,
+            name: name.to_string(),
+            media_type: media_type.to_string(),
+            chunk_seq,
+            retention_class: None,
+        };
+        let body: ByteStream = Box::pin(futures::stream::once(async move { Ok(bytes::Bytes::from(bytes)) }));
+        self.put(req, body).await
+    }
+
+    async fn read(&self, id: ArtifactId) -> Result<Vec<u8>, ArtifactError> {
+        let download = self.open(None, id, None).await?;
+        let mut out = Vec::with_capacity(usize::try_from(download.meta.size).unwrap_or(0));
+        let mut body = download.body;
+        while let Some(chunk) = body.next().await {
+            out.extend_from_slice(&chunk?);
+        }
+        Ok(out)
+    }
 }
 
 #[cfg(test)]

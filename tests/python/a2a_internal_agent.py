@@ -5,7 +5,7 @@ Usage: a2a_internal_agent.py <received-log>
 Prints "listening http://127.0.0.1:<port>" once it serves JSON-RPC at / and HTTP+JSON at /rest.
 Every message it receives is appended to <received-log> as one JSON line {messageId, text}.
 Behaviour by text: "slow:<seconds>" works, emits a first artifact chunk, sleeps, emits the last
-chunk and completes; "ask" asks for input; anything else completes with "echo: <text>".
+chunk and completes; "big:<n>" answers with an artifact of n raw bytes (i % 251); "ask" asks for input; anything else completes with "echo: <text>".
 """
 
 import asyncio
@@ -45,6 +45,11 @@ class Internal(AgentExecutor):
             await asyncio.sleep(float(text.split(":", 1)[1]))
             await updater.add_artifact([Part(text="part-2")], artifact_id="out", append=True, last_chunk=True)
             await updater.complete(updater.new_agent_message([Part(text="done")]))
+        elif text.startswith("big:"):
+            n = int(text.split(":", 1)[1])
+            data = bytes(i % 251 for i in range(n))
+            await updater.add_artifact([Part(raw=data, media_type="application/octet-stream", filename="big.bin")], artifact_id="big")
+            await updater.complete()
         elif text == "ask":
             await updater.requires_input(updater.new_agent_message([Part(text="what else?")]))
         else:

@@ -121,3 +121,59 @@ async fn a_proxied_task_survives_a_gateway_kill_without_a_second_send() {
     assert_eq!(run["state"]["state"], "succeeded", "{run}");
     assert_eq!(run["state"]["resolution"]["principal"]["subject"], "a2a-supervisor", "{run}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_artifact_bytes_live_in_the_artifact_store_not_the_task_row() {
+    use base64::Engine as _;
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let agent = InternalAgent::start(dir.path());
+    let opts =
+        Options { data_dir: dir.path().join("d"), config: Some(config(dir.path(), &agent.url)), ..Options::default() };
+    let gw = Gateway::start(opts);
+    let url = format!("{}/a2a/internal", gw.base);
+    let n = 300_000usize;
+    let (_, sent) = rpc(
+        &gw.http,
+        &url,
+        None,
+        "SendMessage",
+        json!({"message": {"messageId": "big-1", "role": "ROLE_USER", "parts": [{"text": format!("big:{n}")}]}}),
+    )
+    .await;
+    let task = &sent["result"]["task"];
+    assert_eq!(
+        task["status"]["state"],
+        "TASK_STATE_COMPLETED",
+        "{}",
+        sent.to_string().chars().take(500).collect::<String>()
+    );
+    let part = &task["artifacts"][0]["parts"][0];
+    let expected: Vec<u8> = (0..n).map(|i| (i % 251) as u8).collect();
+    let raw =
+        base64::engine::general_purpose::STANDARD.decode(part["raw"].as_str().unwrap_or_default()).unwrap_or_default();
+    assert!(raw == expected, "the client gets the agent's bytes back ({} bytes)", raw.len());
+    assert_eq!(part["filename"], "big.bin");
+    let kept = &part["metadata"]["dev.switchyard/artifact"];
+    assert_eq!(kept["size"], n);
+    let id = kept["id"].as_str().unwrap_or_else(|| panic!("{kept}"));
+    // The bytes are an artifact of the caller's tenant, served (verified) by /artifacts.
+    let resp = gw
+        .http
+        .get(format!("{}/artifacts/{id}", gw.base))
+        .bearer_auth(switchyard_tests::gateway::TOKEN)
+        .header("x-switchyard-tenant", "default")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(resp.status().as_u16(), 200);
+    assert_eq!(resp.bytes().await.unwrap_or_default().as_ref(), expected.as_slice());
+    // The durable records hold a reference, not the bytes.
+    let runs = gw.all("default").await;
+    let run =
+        runs.iter().find(|i| i["request"]["message"]["messageId"] == "big-1").unwrap_or_else(|| panic!("{runs:#?}"));
+    let stored = run["state"]["result"].to_string();
+    assert!(stored.contains("switchyard-artifact:art_") && stored.len() < 10_000, "{stored}");
+    // GetTask reads it back too.
+    let (_, got) = rpc(&gw.http, &url, None, "GetTask", json!({"id": task["id"]})).await;
+    assert_eq!(got["result"]["artifacts"][0]["parts"][0]["raw"], part["raw"]);
+}

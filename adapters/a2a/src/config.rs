@@ -22,6 +22,9 @@ pub struct A2aConfig {
     pub max_request_body_bytes: usize,
     /// `Cache-Control: max-age` of agent cards.
     pub card_max_age_s: u64,
+    /// Artifact parts with more `raw` bytes than this are kept in the artifact store (S3 or the
+    /// filesystem) instead of the task row, and read back for clients.
+    pub inline_max_bytes: usize,
     pub push: PushSettings,
     /// Sign agent cards (ES256) with this PKCS#8 P-256 private key (PEM file).
     pub card_signing_key_file: Option<std::path::PathBuf>,
@@ -40,6 +43,7 @@ impl Default for A2aConfig {
             call_wait_ms: 60_000,
             max_request_body_bytes: 1 << 20,
             card_max_age_s: 300,
+            inline_max_bytes: 64 * 1024,
             push: PushSettings::default(),
             card_signing_key_file: None,
             card_signing_kid: None,

@@ -237,6 +237,47 @@ impl Face {
 
     /// Handles one operation for `agent`.
     pub async fn handle(&self, agent: &AgentEntry, who: &Caller, op: Operation) -> Result<Reply, A2aError> {
+        let reply = self.operate(agent, who, op).await?;
+        self.hydrate(reply).await
+    }
+
+    /// Puts back the bytes of artifact parts kept in the artifact store.
+    async fn hydrate(&self, reply: Reply) -> Result<Reply, A2aError> {
+        Ok(match reply {
+            Reply::Send(SendMessageResponse::Task(mut t)) => {
+                self.hub.hydrate_task(&mut t).await?;
+                Reply::Send(SendMessageResponse::Task(t))
+            }
+            Reply::Task(mut t) => {
+                self.hub.hydrate_task(&mut t).await?;
+                Reply::Task(t)
+            }
+            Reply::Tasks(mut list) => {
+                for t in &mut list.tasks {
+                    self.hub.hydrate_task(t).await?;
+                }
+                Reply::Tasks(list)
+            }
+            Reply::Stream(events) => {
+                let hub = self.hub.clone();
+                Reply::Stream(
+                    events
+                        .then(move |ev| {
+                            let hub = hub.clone();
+                            async move {
+                                let mut ev = ev?;
+                                hub.hydrate_event(&mut ev).await?;
+                                Ok(ev)
+                            }
+                        })
+                        .boxed(),
+                )
+            }
+            other => other,
+        })
+    }
+
+    async fn operate(&self, agent: &AgentEntry, who: &Caller, op: Operation) -> Result<Reply, A2aError> {
         check_version(who.version.as_deref())?;
         let missing: Vec<&String> =
             agent.config.required_extensions.iter().filter(|e| !who.extensions.contains(e)).collect();

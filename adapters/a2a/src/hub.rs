@@ -7,14 +7,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use a2a::{
-    Artifact, Message, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent,
+    Artifact, Message, Part, PartContent, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus,
+    TaskStatusUpdateEvent,
 };
 use futures::Stream;
 use serde_json::Value;
-use switchyard_contract::{NewDelivery, TaskRecord, TaskStore};
+use switchyard_contract::{ArtifactKeeper, InvocationId, NewDelivery, TaskRecord, TaskStore, TenantId};
 use tokio::sync::watch;
 
 use crate::error::{A2aError, Kind};
+
+/// How a part whose bytes went to the artifact store is written in the task row: a URL part
+/// `switchyard-artifact:<att_…>`, turned back into `raw` bytes for clients.
+pub const KEPT_SCHEME: &str = "switchyard-artifact:";
 
 /// How often followers look for events written by other replicas.
 const POLL: Duration = Duration::from_millis(250);
@@ -48,6 +53,9 @@ pub struct Hub {
     closed: watch::Sender<bool>,
     /// Rung when a push delivery is queued.
     pub(crate) push_bell: Arc<tokio::sync::Notify>,
+    /// Where `raw` artifact parts above `inline_max` bytes go; `None`: always inline.
+    keeper: Option<Arc<dyn ArtifactKeeper>>,
+    inline_max: usize,
 }
 
 impl std::fmt::Debug for Hub {
@@ -82,10 +90,90 @@ fn parse_cursor(c: &str) -> Option<(&str, u32)> {
 }
 
 impl Hub {
-    pub fn new(store: Arc<dyn TaskStore>) -> Self {
+    pub fn new(store: Arc<dyn TaskStore>, keeper: Option<Arc<dyn ArtifactKeeper>>, inline_max: usize) -> Self {
         let (bell, _) = watch::channel(0);
         let (closed, _) = watch::channel(false);
-        Self { store, bell, closed, push_bell: Arc::new(tokio::sync::Notify::new()) }
+        Self { store, bell, closed, push_bell: Arc::new(tokio::sync::Notify::new()), keeper, inline_max }
+    }
+
+    /// Moves `raw` parts larger than the inline limit into the artifact store, leaving a
+    /// reference part (with the artifact's id, size and SHA-256 in its metadata).
+    async fn keep_parts(
+        &self,
+        scope: &str,
+        id: &str,
+        run: Option<&str>,
+        artifact: &mut Artifact,
+    ) -> Result<(), A2aError> {
+        let Some(keeper) = &self.keeper else { return Ok(()) };
+        let big = |p: &Part| matches!(&p.content, PartContent::Raw(b) if b.len() > self.inline_max);
+        if !artifact.parts.iter().any(big) {
+            return Ok(());
+        }
+        let rec = self.store.get(scope, id).await?.ok_or_else(|| A2aError::task_not_found(id))?;
+        let run = run.map_or_else(|| rec.run_cursor.clone(), str::to_string);
+        let invocation: InvocationId = run
+            .split(':')
+            .next()
+            .and_then(|r| r.parse().ok())
+            .ok_or_else(|| A2aError::internal(format!("task `{id}` has no run to file its artifact under")))?;
+        let tenant = TenantId::new(scope.split('/').next().unwrap_or_default()).map_err(A2aError::from)?;
+        let name = format!("{id}/{}", artifact.artifact_id);
+        // Unique per (invocation, name) and increasing: this event's sequence, then the part.
+        let base = u32::try_from(rec.version + 1).unwrap_or(u32::MAX / 1024).saturating_mul(1024);
+        for (i, part) in artifact.parts.iter_mut().enumerate() {
+            if !big(part) {
+                continue;
+            }
+            let PartContent::Raw(bytes) = std::mem::replace(&mut part.content, PartContent::Text(String::new())) else {
+                continue;
+            };
+            let media = part.media_type.clone().unwrap_or_else(|| "application/octet-stream".into());
+            let seq = base.saturating_add(u32::try_from(i).unwrap_or(1023));
+            let meta = keeper
+                .keep(&tenant, invocation, &name, &media, seq, bytes)
+                .await
+                .map_err(|e| A2aError::new(Kind::Unavailable, format!("artifact store: {e}")))?;
+            part.content = PartContent::Url(format!("{KEPT_SCHEME}{}", meta.id));
+            part.metadata.get_or_insert_with(Default::default).insert(
+                "dev.switchyard/artifact".into(),
+                serde_json::json!({"id": meta.id.to_string(), "size": meta.size, "sha256": meta.sha256.to_string()}),
+            );
+        }
+        Ok(())
+    }
+
+    /// Turns reference parts back into their bytes (read from the artifact store, verified).
+    pub async fn hydrate_parts(&self, parts: &mut [Part]) -> Result<(), A2aError> {
+        for part in parts {
+            let PartContent::Url(u) = &part.content else { continue };
+            let Some(id) = u.strip_prefix(KEPT_SCHEME) else { continue };
+            let Some(keeper) = &self.keeper else {
+                return Err(A2aError::internal("a kept artifact part, but no artifact store"));
+            };
+            let id = id.parse().map_err(|_| A2aError::internal(format!("bad kept artifact reference `{u}`")))?;
+            let bytes =
+                keeper.read(id).await.map_err(|e| A2aError::new(Kind::Unavailable, format!("artifact {u}: {e}")))?;
+            part.content = PartContent::Raw(bytes);
+        }
+        Ok(())
+    }
+
+    /// [`Hub::hydrate_parts`] for every artifact of `task`.
+    pub async fn hydrate_task(&self, task: &mut Task) -> Result<(), A2aError> {
+        for a in task.artifacts.iter_mut().flatten() {
+            self.hydrate_parts(&mut a.parts).await?;
+        }
+        Ok(())
+    }
+
+    /// [`Hub::hydrate_parts`] for a stream event.
+    pub async fn hydrate_event(&self, ev: &mut StreamResponse) -> Result<(), A2aError> {
+        match ev {
+            StreamResponse::Task(t) => self.hydrate_task(t).await,
+            StreamResponse::ArtifactUpdate(a) => self.hydrate_parts(&mut a.artifact.parts).await,
+            _ => Ok(()),
+        }
     }
 
     /// Ends every open stream (at shutdown): clients resubscribe elsewhere or after restart.
@@ -135,6 +223,10 @@ impl Hub {
         step: Option<Step<'_>>,
         change: Change,
     ) -> Result<Option<TaskRecord>, A2aError> {
+        let mut change = change;
+        if let Change::Artifact { artifact, .. } = &mut change {
+            self.keep_parts(scope, id, step.as_ref().map(|s| s.run), artifact).await?;
+        }
         loop {
             let Some(rec) = self.store.get(scope, id).await? else {
                 return Err(A2aError::task_not_found(id));
@@ -247,7 +339,7 @@ impl Hub {
                 let idle = events.is_empty();
                 for (n, raw) in events {
                     seq = n;
-                    let event: StreamResponse = match serde_json::from_value(raw) {
+                    let mut event: StreamResponse = match serde_json::from_value(raw) {
                         Ok(e) => e,
                         Err(e) => {
                             let _ = tx.send(Err(A2aError::internal(format!("stored event is corrupt: {e}")))).await;
@@ -261,6 +353,10 @@ impl Hub {
                         StreamResponse::ArtifactUpdate(_) => false,
                         StreamResponse::Task(_) | StreamResponse::Message(_) => continue,
                     };
+                    if let Err(e) = hub.hydrate_event(&mut event).await {
+                        let _ = tx.send(Err(e)).await;
+                        return;
+                    }
                     if tx.send(Ok(event)).await.is_err() {
                         return;
                     }

@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::Value;
-use switchyard_contract::{EffectClass, Engine, TaskStore, Upstream};
+use switchyard_contract::{ArtifactKeeper, EffectClass, Engine, TaskStore, Upstream};
 
 pub use config::{A2aConfig, AgentConfig};
 pub use error::{A2aError, Profile};
@@ -49,7 +49,12 @@ pub struct A2aAgents {
 }
 
 impl A2aAgents {
-    pub fn new(config: A2aConfig, tasks: Arc<dyn TaskStore>) -> Result<Self, String> {
+    /// `keeper`: where large artifact parts go (the gateway's artifact store).
+    pub fn new(
+        config: A2aConfig,
+        tasks: Arc<dyn TaskStore>,
+        keeper: Option<Arc<dyn ArtifactKeeper>>,
+    ) -> Result<Self, String> {
         let mut seen = std::collections::HashSet::new();
         for a in &config.agents {
             a.validate()?;
@@ -75,7 +80,8 @@ impl A2aAgents {
             }
             None => None,
         };
-        Ok(Self { config: Arc::new(config), hub: hub::Hub::new(tasks), proxies: Arc::new(proxies), signer })
+        let hub = hub::Hub::new(tasks, keeper, config.inline_max_bytes);
+        Ok(Self { config: Arc::new(config), hub, proxies: Arc::new(proxies), signer })
     }
 
     /// The agents' engine upstreams, for the registry. A built-in agent's run is replay-safe

@@ -123,7 +123,10 @@ pub fn spawn_deliverer(hub: Hub, settings: PushSettings) -> tokio::task::JoinHan
                 continue;
             }
             for d in due {
-                let outcome = deliver(&client, &settings, &d.config, &d.payload).await;
+                let outcome = match hydrated(&hub, &d.payload).await {
+                    Ok(payload) => deliver(&client, &settings, &d.config, &payload).await,
+                    Err(e) => Err(e.message),
+                };
                 let attempts = d.attempts + 1;
                 let store = hub.store();
                 let done = match outcome {
@@ -147,6 +150,14 @@ pub fn spawn_deliverer(hub: Hub, settings: PushSettings) -> tokio::task::JoinHan
             }
         }
     })
+}
+
+/// The payload with kept artifact parts turned back into bytes.
+async fn hydrated(hub: &Hub, payload: &serde_json::Value) -> Result<serde_json::Value, A2aError> {
+    let mut ev: a2a::StreamResponse =
+        serde_json::from_value(payload.clone()).map_err(|e| A2aError::internal(format!("stored event: {e}")))?;
+    hub.hydrate_event(&mut ev).await?;
+    serde_json::to_value(&ev).map_err(|e| A2aError::internal(e.to_string()))
 }
 
 async fn deliver(

@@ -194,6 +194,26 @@ pub trait ArtifactStore: Send + Sync + fmt::Debug {
     async fn list_finalized(&self, older_than_ms: u64) -> Result<Vec<String>, ArtifactError>;
 }
 
+/// Keeps bytes a protocol face received (A2A artifact parts) as artifacts, and reads them back
+/// verified. The server implements it over its artifact store; faces use it through the
+/// contract only.
+#[async_trait]
+pub trait ArtifactKeeper: Send + Sync + fmt::Debug {
+    /// Stores `bytes` as chunk `chunk_seq` of artifact `name` produced by `invocation`.
+    async fn keep(
+        &self,
+        tenant: &TenantId,
+        invocation: InvocationId,
+        name: &str,
+        media_type: &str,
+        chunk_seq: u32,
+        bytes: Vec<u8>,
+    ) -> Result<ArtifactMeta, ArtifactError>;
+    /// The bytes of artifact `id` (any tenant: the caller has already checked ownership of the
+    /// record that names it), verified against their SHA-256.
+    async fn read(&self, id: ArtifactId) -> Result<Vec<u8>, ArtifactError>;
+}
+
 /// How long artifacts of a retention class are kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

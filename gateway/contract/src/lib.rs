@@ -19,8 +19,8 @@ pub mod state;
 pub mod tasks;
 
 pub use artifact::{
-    ArtifactError, ArtifactIndex, ArtifactMeta, ArtifactPage, ArtifactStore, BlobRef, ByteRange, ByteStream, ChunkSums,
-    Commit, ContentDigest, Keep, NewArtifact, OpenedBlob, StagedBlob,
+    ArtifactError, ArtifactIndex, ArtifactKeeper, ArtifactMeta, ArtifactPage, ArtifactStore, BlobRef, ByteRange,
+    ByteStream, ChunkSums, Commit, ContentDigest, Keep, NewArtifact, OpenedBlob, StagedBlob,
 };
 pub use digest::RequestDigest;
 pub use engine::{Engine, EngineConfig, FaultHook, FaultPoint, NoFaults};

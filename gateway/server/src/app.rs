@@ -71,8 +71,12 @@ impl App {
         for u in mcp.upstreams() {
             registry.add(u.name, u.upstream, u.operations);
         }
+        let artifacts =
+            crate::artifacts_http::open(cfg, stores.artifacts).await.context("cannot open the artifact store")?;
+        let keeper: Arc<dyn switchyard_contract::ArtifactKeeper> = Arc::new(artifacts.clone());
         let a2a = Arc::new(
-            switchyard_a2a::A2aAgents::new(cfg.a2a.clone(), stores.tasks.clone()).map_err(anyhow::Error::msg)?,
+            switchyard_a2a::A2aAgents::new(cfg.a2a.clone(), stores.tasks.clone(), Some(keeper))
+                .map_err(anyhow::Error::msg)?,
         );
         for u in a2a.upstreams() {
             registry.add(u.name, u.upstream, u.operations);
@@ -94,8 +98,6 @@ impl App {
         let security = oauth.as_ref().map(|o| a2a_security(o.config()));
         let gate = Gatekeeper::new(admin_token, oauth);
         let a2a_face = a2a.face(engine.clone(), security);
-        let artifacts =
-            crate::artifacts_http::open(cfg, stores.artifacts).await.context("cannot open the artifact store")?;
         let state_key = match &cfg.mcp.request_state_key {
             k if !k.0.is_empty() => k.clone(),
             _ => generated_secret(&cfg.server.data_dir.join("mcp-request-state-key"))?,
