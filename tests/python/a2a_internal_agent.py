@@ -5,7 +5,7 @@ Usage: a2a_internal_agent.py <received-log>
 Prints "listening http://127.0.0.1:<port>" once it serves JSON-RPC at / and HTTP+JSON at /rest.
 Every message it receives is appended to <received-log> as one JSON line {messageId, text}.
 Behaviour by text: "slow:<seconds>" works, emits a first artifact chunk, sleeps, emits the last
-chunk and completes; "big:<n>" answers with an artifact of n raw bytes (i % 251); "ask" asks for input; anything else completes with "echo: <text>".
+chunk and completes; "big:<n>" answers with an artifact of n raw bytes (i % 251); "refuse" raises UnsupportedOperation; "ask" asks for input; anything else completes with "echo: <text>".
 """
 
 import asyncio
@@ -22,6 +22,7 @@ from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.helpers.proto_helpers import new_task
+from a2a.utils.errors import UnsupportedOperationError
 from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Part, TaskState
 
 
@@ -50,6 +51,8 @@ class Internal(AgentExecutor):
             data = bytes(i % 251 for i in range(n))
             await updater.add_artifact([Part(raw=data, media_type="application/octet-stream", filename="big.bin")], artifact_id="big")
             await updater.complete()
+        elif text == "refuse":
+            raise UnsupportedOperationError("refused by the internal agent's policy")
         elif text == "ask":
             await updater.requires_input(updater.new_agent_message([Part(text="what else?")]))
         else:

@@ -75,6 +75,20 @@ async fn a_proxied_task_survives_a_gateway_kill_without_a_second_send() {
     assert!(task["metadata"]["dev.switchyard/upstream"]["taskId"].is_string(), "{task}");
     assert_ne!(task["metadata"]["dev.switchyard/upstream"]["taskId"], task["id"]);
 
+    // The agent's refusal ends the task (failed, with the agent's reason); nothing is retried.
+    let (_, refused) = rpc(
+        &gw.http,
+        &base(&gw),
+        None,
+        "SendMessage",
+        json!({"message": {"messageId": "refuse-1", "role": "ROLE_USER", "parts": [{"text": "refuse"}]}}),
+    )
+    .await;
+    let task = &refused["result"]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_FAILED", "{refused}");
+    let reason = task["status"]["message"]["parts"][0]["text"].as_str().unwrap_or_default();
+    assert!(reason.contains("refused by the internal agent"), "{reason}");
+
     // A slow task; the gateway dies one second in (the agent has sent WORKING and a chunk).
     let started = lines(&py(&["start", &base(&gw), "JSONRPC", "slow:8"]).await);
     let id = started.first().and_then(|l| l["task"].as_str()).unwrap_or_else(|| panic!("{started:?}")).to_string();

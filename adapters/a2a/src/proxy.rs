@@ -154,6 +154,36 @@ impl Proxy {
         run: &str,
         cancel: &CancellationToken,
     ) -> Result<Value, UpstreamError> {
+        let out = self.forward(hub, req, run, cancel).await;
+        // A refusal (or an agent that could not be reached) ends the task; a lost answer does
+        // not: the supervisor resumes it from the agent's own record.
+        if let Err(e @ (UpstreamError::Rejected { .. } | UpstreamError::Unavailable { .. })) = &out {
+            let failed = TaskStatus {
+                state: TaskState::Failed,
+                message: Some(crate::agent::agent_message(
+                    vec![a2a::Part::text(e.to_string())],
+                    &req.context_id,
+                    Some(&req.task_id),
+                )),
+                timestamp: None,
+            };
+            match hub.apply(&req.scope, &req.task_id, None, Change::Status(failed)).await {
+                Err(err) if err.kind != Kind::TaskNotFound => {
+                    warn!(task.id = %req.task_id, error = %err, "cannot mark the task failed");
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
+    async fn forward(
+        &self,
+        hub: &Hub,
+        req: &RunRequest,
+        run: &str,
+        cancel: &CancellationToken,
+    ) -> Result<Value, UpstreamError> {
         let client = self.client().await.map_err(|e| lost(e, false))?;
         let (scope, id, ctx) = (req.scope.as_str(), req.task_id.as_str(), req.context_id.as_str());
         let mut upstream_msg = req.message.clone();
