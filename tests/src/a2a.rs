@@ -72,7 +72,10 @@ impl InternalAgent {
             .arg(script)
             .arg(&log)
             .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::inherit())
+            .stderr(
+                std::fs::File::create(dir.join("internal-agent.log"))
+                    .map_or_else(|_| std::process::Stdio::null(), Into::into),
+            )
             .spawn()
             .unwrap_or_else(|e| panic!("python: {e}"));
         let stdout = child.stdout.take().unwrap_or_else(|| panic!("no stdout"));

@@ -199,6 +199,22 @@ impl AgentUpstream {
             }
             Plan::Task(items) => items,
         };
+        // Consecutive changes commit together (one transaction, one event each); a pause
+        // separates batches. Batch k is step k + 1 of this run, so a run driven again after a
+        // crash skips the batches already committed.
+        let mut batches: Vec<(Option<std::time::Duration>, Vec<Change>)> = vec![(None, Vec::new())];
+        for item in items {
+            match item {
+                Item::Sleep(d) => batches.push((Some(d), Vec::new())),
+                Item::Change(c) => {
+                    if let Some((_, b)) = batches.last_mut() {
+                        b.push(c);
+                    }
+                }
+            }
+        }
+        let mut batches = batches.into_iter();
+        let (_, mut first_batch) = batches.next().unwrap_or_default();
         if req.new_task {
             let mut first = req.message.clone();
             first.task_id = Some(req.task_id.clone());
@@ -211,37 +227,40 @@ impl AgentUpstream {
                 history: Some(vec![first]),
                 metadata: None,
             };
-            self.hub.create(&req.scope, &req.agent, &task, Step { run, n: 0 }).await.map_err(fail)?;
+            // An inline push configuration must exist before the events it is to receive.
+            let with_first = req.push.is_none();
+            let initial = if with_first { std::mem::take(&mut first_batch) } else { Vec::new() };
+            let step = Step { run, n: u32::from(with_first) };
+            let created = self.hub.create(&req.scope, &req.agent, &task, step, initial.clone()).await.map_err(fail)?;
             if let Some(push) = &req.push {
                 crate::push::store_config(&self.hub, &req.task_id, push.clone()).await.map_err(fail)?;
+            }
+            if !created {
+                first_batch = initial; // driven again: applied below, or skipped as already done
             }
         } else {
             let mut m = req.message.clone();
             m.context_id = Some(req.context_id.clone());
-            self.hub
-                .apply(&req.scope, &req.task_id, Some(Step { run, n: 0 }), Change::UserMessage(m))
-                .await
-                .map_err(fail)?;
+            first_batch.insert(0, Change::UserMessage(m));
         }
-        for (i, item) in items.into_iter().enumerate() {
-            let n = u32::try_from(i).unwrap_or(u32::MAX).saturating_add(1);
-            match item {
-                Item::Sleep(d) => {
-                    tokio::select! {
-                        () = tokio::time::sleep(d) => {}
-                        () = cancel.cancelled() => return Err(UpstreamError::Canceled),
-                    }
+        let all = std::iter::once((None, first_batch)).chain(batches);
+        for (n, (pause, changes)) in (1u32..).zip(all) {
+            if let Some(d) = pause {
+                tokio::select! {
+                    () = tokio::time::sleep(d) => {}
+                    () = cancel.cancelled() => return Err(UpstreamError::Canceled),
                 }
-                Item::Change(change) => {
-                    if cancel.is_cancelled() {
-                        return Err(UpstreamError::Canceled);
-                    }
-                    let applied =
-                        self.hub.apply(&req.scope, &req.task_id, Some(Step { run, n }), change).await.map_err(fail)?;
-                    if applied.is_none() {
-                        break; // canceled (or otherwise ended) meanwhile
-                    }
-                }
+            }
+            if cancel.is_cancelled() {
+                return Err(UpstreamError::Canceled);
+            }
+            if changes.is_empty() {
+                continue;
+            }
+            let applied =
+                self.hub.apply_all(&req.scope, &req.task_id, Some(Step { run, n }), changes).await.map_err(fail)?;
+            if applied.is_none() {
+                break; // canceled (or otherwise ended) meanwhile
             }
         }
         let rec = self.hub.get(&req.scope, &req.task_id).await.map_err(fail)?;

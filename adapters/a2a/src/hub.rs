@@ -97,12 +97,14 @@ impl Hub {
     }
 
     /// Moves `raw` parts larger than the inline limit into the artifact store, leaving a
-    /// reference part (with the artifact's id, size and SHA-256 in its metadata).
+    /// reference part (with the artifact's id, size and SHA-256 in its metadata). `run` is the
+    /// invocation the artifact is filed under, `event_no` the sequence its event will get.
     async fn keep_parts(
         &self,
         scope: &str,
         id: &str,
-        run: Option<&str>,
+        run: &str,
+        event_no: i64,
         artifact: &mut Artifact,
     ) -> Result<(), A2aError> {
         let Some(keeper) = &self.keeper else { return Ok(()) };
@@ -110,8 +112,6 @@ impl Hub {
         if !artifact.parts.iter().any(big) {
             return Ok(());
         }
-        let rec = self.store.get(scope, id).await?.ok_or_else(|| A2aError::task_not_found(id))?;
-        let run = run.map_or_else(|| rec.run_cursor.clone(), str::to_string);
         let invocation: InvocationId = run
             .split(':')
             .next()
@@ -119,8 +119,8 @@ impl Hub {
             .ok_or_else(|| A2aError::internal(format!("task `{id}` has no run to file its artifact under")))?;
         let tenant = TenantId::new(scope.split('/').next().unwrap_or_default()).map_err(A2aError::from)?;
         let name = format!("{id}/{}", artifact.artifact_id);
-        // Unique per (invocation, name) and increasing: this event's sequence, then the part.
-        let base = u32::try_from(rec.version + 1).unwrap_or(u32::MAX / 1024).saturating_mul(1024);
+        // Unique per (invocation, name) and increasing: the event's sequence, then the part.
+        let base = u32::try_from(event_no).unwrap_or(u32::MAX / 1024).saturating_mul(1024);
         for (i, part) in artifact.parts.iter_mut().enumerate() {
             if !big(part) {
                 continue;
@@ -139,6 +139,24 @@ impl Hub {
                 "dev.switchyard/artifact".into(),
                 serde_json::json!({"id": meta.id.to_string(), "size": meta.size, "sha256": meta.sha256.to_string()}),
             );
+        }
+        Ok(())
+    }
+
+    /// [`Hub::keep_parts`] for every artifact change of a batch whose first event is `first_no`.
+    async fn keep_all(
+        &self,
+        scope: &str,
+        id: &str,
+        run: &str,
+        first_no: i64,
+        changes: &mut [Change],
+    ) -> Result<(), A2aError> {
+        for (i, change) in changes.iter_mut().enumerate() {
+            if let Change::Artifact { artifact, .. } = change {
+                let no = first_no + i64::try_from(i).unwrap_or(0);
+                self.keep_parts(scope, id, run, no, artifact).await?;
+            }
         }
         Ok(())
     }
@@ -189,21 +207,37 @@ impl Hub {
         self.bell.send_modify(|n| *n = n.wrapping_add(1));
     }
 
-    /// Creates `task` (state SUBMITTED, first event: the task itself). `Ok(false)` if it exists.
-    pub async fn create(&self, scope: &str, agent: &str, task: &Task, step: Step<'_>) -> Result<bool, A2aError> {
+    /// Creates `task` — first event: the task itself — and applies `changes` in the same
+    /// commit (their events follow in order). `Ok(false)` if it exists: nothing written.
+    pub async fn create(
+        &self,
+        scope: &str,
+        agent: &str,
+        task: &Task,
+        step: Step<'_>,
+        mut changes: Vec<Change>,
+    ) -> Result<bool, A2aError> {
+        self.keep_all(scope, &task.id, step.run, 2, &mut changes).await?;
+        let mut events = vec![to_value(&StreamResponse::Task(task.clone()))?];
+        let mut body = task.clone();
+        for change in &changes {
+            if body.status.state.is_terminal() {
+                break;
+            }
+            events.push(to_value(&change_task(&mut body, change))?);
+        }
         let rec = TaskRecord {
             id: task.id.clone(),
             scope: scope.to_string(),
             agent: agent.to_string(),
             context_id: task.context_id.clone(),
-            state: state_name(&task.status.state),
+            state: state_name(&body.status.state),
             status_ms: now_ms(),
-            version: 1,
+            version: i64::try_from(events.len()).unwrap_or(i64::MAX),
             run_cursor: format!("{}:{}", step.run, step.n),
-            body: to_value(task)?,
+            body: to_value(&body)?,
         };
-        let first = to_value(&StreamResponse::Task(task.clone()))?;
-        let created = self.store.create(&rec, &[first]).await?;
+        let created = self.store.create(&rec, &events).await?;
         if created {
             self.ring();
         }
@@ -214,8 +248,7 @@ impl Hub {
         Ok(self.store.get(scope, id).await?)
     }
 
-    /// Applies `change` to task `id`. With a `step`, a step the task already recorded for the
-    /// same run is skipped. A task in a terminal state takes no more changes (`Ok(None)`).
+    /// Applies `change` to task `id`: [`Hub::apply_all`] of one change.
     pub async fn apply(
         &self,
         scope: &str,
@@ -223,10 +256,26 @@ impl Hub {
         step: Option<Step<'_>>,
         change: Change,
     ) -> Result<Option<TaskRecord>, A2aError> {
-        let mut change = change;
-        if let Change::Artifact { artifact, .. } = &mut change {
-            self.keep_parts(scope, id, step.as_ref().map(|s| s.run), artifact).await?;
+        self.apply_all(scope, id, step, vec![change]).await
+    }
+
+    /// Applies `changes` to task `id` in one commit, one event each, and queues their push
+    /// deliveries. With a `step`, a step the task already recorded for the same run is skipped
+    /// (the whole batch). A task in a terminal state takes no more changes (`Ok(None)`); a batch
+    /// stops at the change that ends the task.
+    pub async fn apply_all(
+        &self,
+        scope: &str,
+        id: &str,
+        step: Option<Step<'_>>,
+        mut changes: Vec<Change>,
+    ) -> Result<Option<TaskRecord>, A2aError> {
+        if changes.iter().any(|c| matches!(c, Change::Artifact { .. })) {
+            let rec = self.store.get(scope, id).await?.ok_or_else(|| A2aError::task_not_found(id))?;
+            let run = step.as_ref().map_or_else(|| rec.run_cursor.clone(), |s| s.run.to_string());
+            self.keep_all(scope, id, &run, rec.version + 1, &mut changes).await?;
         }
+        let deliverable = changes.iter().any(|c| matches!(c, Change::Status(_) | Change::Artifact { .. }));
         loop {
             let Some(rec) = self.store.get(scope, id).await? else {
                 return Err(A2aError::task_not_found(id));
@@ -242,66 +291,34 @@ impl Hub {
             if task.status.state.is_terminal() {
                 return Ok(None);
             }
-            let event = match &change {
-                Change::Status(status) => {
-                    let mut status = status.clone();
-                    status.timestamp = Some(chrono::Utc::now());
-                    if let Some(m) = &status.message {
-                        task.history.get_or_insert_with(Vec::new).push(m.clone());
-                    }
-                    task.status = status.clone();
-                    StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
-                        task_id: task.id.clone(),
-                        context_id: task.context_id.clone(),
-                        status,
-                        metadata: None,
-                    })
+            let configs = if deliverable { self.store.push_configs(id).await? } else { Vec::new() };
+            let (mut events, mut deliveries, mut status_ms) = (Vec::new(), Vec::new(), rec.status_ms);
+            for change in &changes {
+                if task.status.state.is_terminal() {
+                    break;
                 }
-                Change::Artifact { artifact, append, last_chunk } => {
-                    let list = task.artifacts.get_or_insert_with(Vec::new);
-                    match list.iter_mut().find(|a| a.artifact_id == artifact.artifact_id) {
-                        Some(existing) if *append => existing.parts.extend(artifact.parts.iter().cloned()),
-                        Some(existing) => *existing = artifact.clone(),
-                        None => list.push(artifact.clone()),
-                    }
-                    StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
-                        task_id: task.id.clone(),
-                        context_id: task.context_id.clone(),
-                        artifact: artifact.clone(),
-                        append: Some(*append),
-                        last_chunk: Some(*last_chunk),
-                        metadata: None,
-                    })
+                let event = to_value(&change_task(&mut task, change))?;
+                if matches!(change, Change::Status(_)) {
+                    status_ms = now_ms();
                 }
-                Change::UserMessage(m) => {
-                    task.history.get_or_insert_with(Vec::new).push(m.clone());
-                    StreamResponse::Message(m.clone())
+                if matches!(change, Change::Status(_) | Change::Artifact { .. }) {
+                    deliveries.extend(configs.iter().map(|(config_id, config)| NewDelivery {
+                        config_id: config_id.clone(),
+                        config: config.clone(),
+                        payload: event.clone(),
+                    }));
                 }
-                Change::Annotate { key, value } => {
-                    task.metadata.get_or_insert_with(Default::default).insert(key.clone(), value.clone());
-                    StreamResponse::Task(task.clone())
-                }
-            };
-            let event = to_value(&event)?;
-            let deliveries = if matches!(change, Change::UserMessage(_) | Change::Annotate { .. }) {
-                Vec::new()
-            } else {
-                self.store
-                    .push_configs(id)
-                    .await?
-                    .into_iter()
-                    .map(|(config_id, config)| NewDelivery { config_id, config, payload: event.clone() })
-                    .collect()
-            };
+                events.push(event);
+            }
             let next = TaskRecord {
                 state: state_name(&task.status.state),
-                status_ms: if matches!(change, Change::Status(_)) { now_ms() } else { rec.status_ms },
-                version: rec.version + 1,
+                status_ms,
+                version: rec.version + i64::try_from(events.len()).unwrap_or(0),
                 run_cursor: step.as_ref().map_or_else(|| rec.run_cursor.clone(), |s| format!("{}:{}", s.run, s.n)),
                 body: to_value(&task)?,
                 ..rec.clone()
             };
-            if self.store.update(&next, rec.version, &[event], &deliveries).await? {
+            if self.store.update(&next, rec.version, &events, &deliveries).await? {
                 self.ring();
                 if !deliveries.is_empty() {
                     self.push_bell.notify_one();
@@ -387,6 +404,50 @@ impl Hub {
                 return Ok(None);
             }
             let _ = tokio::time::timeout(left.min(POLL), bell.changed()).await;
+        }
+    }
+}
+
+/// Applies `change` to `task` in memory and returns its stream event.
+fn change_task(task: &mut Task, change: &Change) -> StreamResponse {
+    match change {
+        Change::Status(status) => {
+            let mut status = status.clone();
+            status.timestamp = Some(chrono::Utc::now());
+            if let Some(m) = &status.message {
+                task.history.get_or_insert_with(Vec::new).push(m.clone());
+            }
+            task.status = status.clone();
+            StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+                task_id: task.id.clone(),
+                context_id: task.context_id.clone(),
+                status,
+                metadata: None,
+            })
+        }
+        Change::Artifact { artifact, append, last_chunk } => {
+            let list = task.artifacts.get_or_insert_with(Vec::new);
+            match list.iter_mut().find(|a| a.artifact_id == artifact.artifact_id) {
+                Some(existing) if *append => existing.parts.extend(artifact.parts.iter().cloned()),
+                Some(existing) => *existing = artifact.clone(),
+                None => list.push(artifact.clone()),
+            }
+            StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
+                task_id: task.id.clone(),
+                context_id: task.context_id.clone(),
+                artifact: artifact.clone(),
+                append: Some(*append),
+                last_chunk: Some(*last_chunk),
+                metadata: None,
+            })
+        }
+        Change::UserMessage(m) => {
+            task.history.get_or_insert_with(Vec::new).push(m.clone());
+            StreamResponse::Message(m.clone())
+        }
+        Change::Annotate { key, value } => {
+            task.metadata.get_or_insert_with(Default::default).insert(key.clone(), value.clone());
+            StreamResponse::Task(task.clone())
         }
     }
 }

@@ -199,7 +199,7 @@ impl Proxy {
                 history: Some(vec![first]),
                 metadata: None,
             };
-            hub.create(scope, &req.agent, &task, crate::hub::Step { run, n: 0 }).await.map_err(hub_err)?;
+            hub.create(scope, &req.agent, &task, crate::hub::Step { run, n: 0 }, Vec::new()).await.map_err(hub_err)?;
             if let Some(push) = &req.push {
                 crate::push::store_config(hub, id, push.clone()).await.map_err(hub_err)?;
             }
