@@ -96,27 +96,30 @@ impl Proxy {
     async fn mirror(&self, hub: &Hub, scope: &str, id: &str, ctx: &str, ev: StreamResponse) -> Result<Flow, A2aError> {
         match ev {
             StreamResponse::Task(t) => {
+                // The agent's snapshot: record its ids, then whatever differs from ours, in one
+                // commit.
                 let rec = hub.get(scope, id).await?.ok_or_else(|| A2aError::task_not_found(id))?;
                 let mine = task_of(&rec)?;
+                let mut changes = Vec::new();
                 if upstream_ids(&mine).is_none() {
                     let value = json!({"taskId": t.id, "contextId": t.context_id});
-                    hub.apply(scope, id, None, Change::Annotate { key: UPSTREAM_KEY.into(), value }).await?;
+                    changes.push(Change::Annotate { key: UPSTREAM_KEY.into(), value });
                 }
                 for a in t.artifacts.unwrap_or_default() {
-                    let same = mine.artifacts.as_ref().is_some_and(|list| list.iter().any(|m| m == &a));
-                    if !same {
-                        hub.apply(scope, id, None, Change::Artifact { artifact: a, append: false, last_chunk: true })
-                            .await?;
+                    if !mine.artifacts.as_ref().is_some_and(|list| list.iter().any(|m| m == &a)) {
+                        changes.push(Change::Artifact { artifact: a, append: false, last_chunk: true });
                     }
                 }
+                let ends = t.status.state.is_terminal() || is_interrupted(&t.status.state);
                 if t.status.state != mine.status.state && t.status.state != TaskState::Submitted {
-                    return self.status(hub, scope, id, ctx, t.status).await;
+                    let mut status = t.status;
+                    status.message = status.message.map(|m| local(m, id, ctx));
+                    changes.push(Change::Status(status));
                 }
-                Ok(if t.status.state.is_terminal() || is_interrupted(&t.status.state) {
-                    Flow::Done
-                } else {
-                    Flow::More
-                })
+                if !changes.is_empty() {
+                    hub.apply_all(scope, id, None, changes).await?;
+                }
+                Ok(if ends { Flow::Done } else { Flow::More })
             }
             StreamResponse::StatusUpdate(s) => self.status(hub, scope, id, ctx, s.status).await,
             StreamResponse::ArtifactUpdate(a) => {
