@@ -75,7 +75,8 @@ async fn a_proxied_task_survives_a_gateway_kill_without_a_second_send() {
     assert!(task["metadata"]["dev.switchyard/upstream"]["taskId"].is_string(), "{task}");
     assert_ne!(task["metadata"]["dev.switchyard/upstream"]["taskId"], task["id"]);
 
-    // The agent's refusal ends the task (failed, with the agent's reason); nothing is retried.
+    // The agent's refusal reaches the client as the agent's error; the task it would have
+    // started is recorded as failed with the reason; nothing is retried.
     let (_, refused) = rpc(
         &gw.http,
         &base(&gw),
@@ -84,10 +85,12 @@ async fn a_proxied_task_survives_a_gateway_kill_without_a_second_send() {
         json!({"message": {"messageId": "refuse-1", "role": "ROLE_USER", "parts": [{"text": "refuse"}]}}),
     )
     .await;
-    let task = &refused["result"]["task"];
-    assert_eq!(task["status"]["state"], "TASK_STATE_FAILED", "{refused}");
-    let reason = task["status"]["message"]["parts"][0]["text"].as_str().unwrap_or_default();
-    assert!(reason.contains("refused by the internal agent"), "{reason}");
+    assert_eq!(refused["error"]["code"], -32004, "UnsupportedOperation, as the agent said: {refused}");
+    assert!(refused["error"]["message"].as_str().unwrap_or_default().contains("refused by the internal agent"));
+    let (_, listed) = rpc(&gw.http, &base(&gw), None, "ListTasks", json!({"status": "TASK_STATE_FAILED"})).await;
+    let reason = listed["result"]["tasks"][0]["status"]["message"]["parts"][0]["text"].as_str().unwrap_or_default();
+    assert!(reason.contains("refused by the internal agent"), "{listed}");
+    assert_eq!(agent.received().iter().filter(|m| *m == "refuse-1").count(), 1);
 
     // A slow task; the gateway dies one second in (the agent has sent WORKING and a chunk).
     let started = lines(&py(&["start", &base(&gw), "JSONRPC", "slow:8"]).await);

@@ -69,6 +69,26 @@ fn status(state: TaskState, text: Option<&str>, ctx: &str, task: &str) -> Change
     })
 }
 
+/// The task a first message starts: submitted, with the message in its history.
+pub(crate) fn submitted(req: &RunRequest) -> Task {
+    let mut first = req.message.clone();
+    first.task_id = Some(req.task_id.clone());
+    first.context_id = Some(req.context_id.clone());
+    Task {
+        id: req.task_id.clone(),
+        context_id: req.context_id.clone(),
+        status: TaskStatus { state: TaskState::Submitted, message: None, timestamp: Some(chrono::Utc::now()) },
+        artifacts: None,
+        history: Some(vec![first]),
+        metadata: None,
+    }
+}
+
+/// A status change to `state` with an agent message saying `text`.
+pub(crate) fn status_saying(state: TaskState, text: &str, ctx: &str, task: &str) -> Change {
+    status(state, Some(text), ctx, task)
+}
+
 pub fn agent_message(parts: Vec<Part>, ctx: &str, task: Option<&str>) -> Message {
     let mut m = Message::new(Role::Agent, parts);
     m.context_id = Some(ctx.to_string());
@@ -216,17 +236,7 @@ impl AgentUpstream {
         let mut batches = batches.into_iter();
         let (_, mut first_batch) = batches.next().unwrap_or_default();
         if req.new_task {
-            let mut first = req.message.clone();
-            first.task_id = Some(req.task_id.clone());
-            first.context_id = Some(req.context_id.clone());
-            let task = Task {
-                id: req.task_id.clone(),
-                context_id: req.context_id.clone(),
-                status: TaskStatus { state: TaskState::Submitted, message: None, timestamp: Some(chrono::Utc::now()) },
-                artifacts: None,
-                history: Some(vec![first]),
-                metadata: None,
-            };
+            let task = submitted(req);
             // An inline push configuration must exist before the events it is to receive.
             let with_first = req.push.is_none();
             let initial = if with_first { std::mem::take(&mut first_batch) } else { Vec::new() };
@@ -239,6 +249,9 @@ impl AgentUpstream {
                 first_batch = initial; // driven again: applied below, or skipped as already done
             }
         } else {
+            if let Some(push) = &req.push {
+                crate::push::store_config(&self.hub, &req.task_id, push.clone()).await.map_err(fail)?;
+            }
             let mut m = req.message.clone();
             m.context_id = Some(req.context_id.clone());
             first_batch.insert(0, Change::UserMessage(m));

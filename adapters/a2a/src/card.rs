@@ -17,12 +17,8 @@ pub fn base_url(cfg: &A2aConfig, host: Option<&str>) -> String {
     }
 }
 
-/// The card of `agent` (`extended`: the authenticated variant, with the operator skills).
-pub fn card(cfg: &A2aConfig, agent: &AgentConfig, host: Option<&str>, extended: bool) -> Value {
-    card_with(cfg, agent, host, extended, None)
-}
-
-/// The card with the gateway's security declaration (`securitySchemes`, `securityRequirements`).
+/// The card of `agent` (`extended`: the authenticated variant, with an extra skill), with the
+/// gateway's security declaration (`securitySchemes`, `securityRequirements`) when given.
 pub fn card_with(
     cfg: &A2aConfig,
     agent: &AgentConfig,
@@ -68,7 +64,6 @@ pub fn card_with(
         "name": agent.name,
         "description": agent.description.clone().unwrap_or_else(|| description.to_string()),
         "version": agent.version,
-        "provider": {"organization": "Switchyard", "url": "https://github.com/switchyard"},
         "supportedInterfaces": [
             {"url": format!("{base}{}", agent.base_path()), "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
             {"url": format!("{base}{}/rest", agent.base_path()), "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
@@ -145,9 +140,20 @@ impl CardSigner {
 
 /// The card as an HTTP response with caching headers (`last_modified`: when the
 /// configuration was loaded).
-pub fn respond(card: &Value, max_age: u64, last_modified: chrono::DateTime<chrono::Utc>, req: &HeaderMap) -> Response {
+pub fn respond(
+    card: &Value,
+    max_age: u64,
+    last_modified: chrono::DateTime<chrono::Utc>,
+    vary_host: bool,
+    req: &HeaderMap,
+) -> Response {
     let body = card.to_string();
-    let etag = format!("\"{}\"", &hex::encode(Sha256::digest(body.as_bytes()))[..32]);
+    // Over the card without its signatures: an ES256 signature differs on every signing.
+    let mut unsigned = card.clone();
+    if let Some(o) = unsigned.as_object_mut() {
+        o.remove("signatures");
+    }
+    let etag = format!("\"{}\"", &hex::encode(Sha256::digest(unsigned.to_string().as_bytes()))[..32]);
     let last_modified = last_modified.format("%a, %d %b %Y %H:%M:%S GMT").to_string();
     let mut headers = HeaderMap::new();
     let mut put = |name: header::HeaderName, value: &str| {
@@ -158,6 +164,10 @@ pub fn respond(card: &Value, max_age: u64, last_modified: chrono::DateTime<chron
     put(header::CACHE_CONTROL, &format!("public, max-age={max_age}"));
     put(header::ETAG, &etag);
     put(header::LAST_MODIFIED, &last_modified);
+    if vary_host {
+        // The card's URLs come from the request's Host.
+        put(header::VARY, "Host");
+    }
     let matches = req
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
@@ -173,11 +183,11 @@ pub fn respond(card: &Value, max_age: u64, last_modified: chrono::DateTime<chron
 mod tests {
     use super::*;
 
-    fn agent() -> AgentConfig {
-        toml_agent()
+    fn card(cfg: &A2aConfig, agent: &AgentConfig, host: Option<&str>, extended: bool) -> Value {
+        card_with(cfg, agent, host, extended, None)
     }
 
-    fn toml_agent() -> AgentConfig {
+    fn agent() -> AgentConfig {
         serde_json::from_value(json!({"name": "tck", "kind": "tck", "extended_card": true}))
             .unwrap_or_else(|e| panic!("{e}"))
     }
@@ -230,7 +240,7 @@ mod tests {
         assert_eq!(bindings, [json!("JSONRPC"), json!("HTTP+JSON"), json!("GRPC")]);
         assert_eq!(c["supportedInterfaces"][2]["url"], "127.0.0.1:9");
         let when = chrono::DateTime::from_timestamp(0, 0).unwrap_or_default();
-        let first = respond(&c, 60, when, &HeaderMap::new());
+        let first = respond(&c, 60, when, false, &HeaderMap::new());
         assert_eq!(first.status(), StatusCode::OK);
         let etag = first.headers().get(header::ETAG).cloned().unwrap_or_else(|| panic!("etag"));
         assert_eq!(
@@ -239,7 +249,7 @@ mod tests {
         );
         let mut again = HeaderMap::new();
         again.insert(header::IF_NONE_MATCH, etag);
-        assert_eq!(respond(&c, 60, when, &again).status(), StatusCode::NOT_MODIFIED);
+        assert_eq!(respond(&c, 60, when, false, &again).status(), StatusCode::NOT_MODIFIED);
         let ext = card(&cfg, &agent(), Some("h"), true);
         assert!(ext["skills"].as_array().map_or(0, Vec::len) > c["skills"].as_array().map_or(0, Vec::len));
     }

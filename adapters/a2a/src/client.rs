@@ -135,28 +135,33 @@ impl A2aClient {
     }
 
     pub async fn get_task(&self, id: &str) -> Result<Task, ClientError> {
-        decode(self.call("GetTask", json!({"id": id}), reqwest::Method::GET, &format!("/tasks/{id}")).await?)
+        decode(self.call("GetTask", json!({"id": id}), reqwest::Method::GET, &format!("/tasks/{}", segment(id))).await?)
     }
 
     pub async fn cancel_task(&self, id: &str) -> Result<Task, ClientError> {
-        decode(self.call("CancelTask", json!({"id": id}), reqwest::Method::POST, &format!("/tasks/{id}:cancel")).await?)
+        let path = format!("/tasks/{}:cancel", segment(id));
+        decode(self.call("CancelTask", json!({"id": id}), reqwest::Method::POST, &path).await?)
     }
 
-    /// Tasks of `context_id` with up to `history` messages each (one page).
-    pub async fn list_tasks(&self, context_id: &str, history: i32) -> Result<ListTasksResponse, ClientError> {
+    /// One page of the tasks of `context_id`, with their whole history.
+    pub async fn list_tasks(&self, context_id: &str, page_token: &str) -> Result<ListTasksResponse, ClientError> {
         let req = ListTasksRequest {
             context_id: Some(context_id.to_string()),
             status: None,
             page_size: Some(100),
-            page_token: None,
-            history_length: Some(history),
+            page_token: Some(page_token.to_string()).filter(|t| !t.is_empty()),
+            history_length: None,
             status_timestamp_after: None,
             include_artifacts: None,
             tenant: None,
         };
         let params = serde_json::to_value(&req).map_err(|e| ClientError::NotSent(e.to_string()))?;
-        let path = format!("/tasks?contextId={context_id}&pageSize=100&historyLength={history}");
-        decode(self.call("ListTasks", params, reqwest::Method::GET, &path).await?)
+        let query = url::form_urlencoded::Serializer::new(String::new())
+            .append_pair("contextId", context_id)
+            .append_pair("pageSize", "100")
+            .append_pair("pageToken", page_token)
+            .finish();
+        decode(self.call("ListTasks", params, reqwest::Method::GET, &format!("/tasks?{query}")).await?)
     }
 
     /// SendStreamingMessage: the agent's events until it closes the stream.
@@ -173,7 +178,7 @@ impl A2aClient {
         &self,
         id: &str,
     ) -> Result<BoxStream<'static, Result<StreamResponse, ClientError>>, ClientError> {
-        self.open_stream("SubscribeToTask", json!({"id": id}), &format!("/tasks/{id}:subscribe")).await
+        self.open_stream("SubscribeToTask", json!({"id": id}), &format!("/tasks/{}:subscribe", segment(id))).await
     }
 
     async fn open_stream(
@@ -222,19 +227,26 @@ impl A2aClient {
     }
 }
 
-/// The `data` of each server-sent event (multi-line data joined with `\n`).
+/// `id` as one URL path segment (an agent's ids are opaque strings).
+fn segment(id: &str) -> String {
+    url::form_urlencoded::byte_serialize(id.as_bytes()).collect::<String>().replace('+', "%20")
+}
+
+/// The `data` of each server-sent event (multi-line data joined with `\n`). Bytes are buffered
+/// and decoded per event, so a character or a line ending split across reads stays whole.
 fn sse_data<S>(bytes: S) -> impl Stream<Item = Result<String, ClientError>> + Send + 'static
 where
     S: Stream<Item = reqwest::Result<bytes::Bytes>> + Send + 'static,
 {
-    futures::stream::unfold((Box::pin(bytes), String::new(), false), |(mut bytes, mut buf, done)| async move {
+    futures::stream::unfold((Box::pin(bytes), Vec::<u8>::new(), false), |(mut bytes, mut buf, done)| async move {
         if done {
             return None;
         }
         loop {
-            if let Some(end) = buf.find("\n\n") {
-                let block: String = buf.drain(..end + 2).collect();
-                let data: Vec<&str> = block
+            if let Some(end) = buf.windows(2).position(|w| w == b"\n\n") {
+                let block: Vec<u8> = buf.drain(..end + 2).collect();
+                let text = String::from_utf8_lossy(&block);
+                let data: Vec<&str> = text
                     .lines()
                     .filter_map(|l| l.strip_prefix("data:").map(|d| d.strip_prefix(' ').unwrap_or(d)))
                     .collect();
@@ -244,7 +256,8 @@ where
                 return Some((Ok(data.join("\n")), (bytes, buf, false)));
             }
             match bytes.next().await {
-                Some(Ok(chunk)) => buf.push_str(&String::from_utf8_lossy(&chunk).replace("\r\n", "\n")),
+                // CR LF and LF end lines alike: dropping CR keeps the framing whole.
+                Some(Ok(chunk)) => buf.extend(chunk.iter().copied().filter(|b| *b != b'\r')),
                 Some(Err(e)) => return Some((Err(ClientError::Lost(e.to_string())), (bytes, buf, true))),
                 None => return None,
             }
@@ -258,12 +271,17 @@ mod tests {
 
     #[tokio::test]
     async fn sse_frames_are_split_and_comments_skipped() {
+        let snowman = "\u{2603}".as_bytes();
         let chunks: Vec<reqwest::Result<bytes::Bytes>> = vec![
             Ok(bytes::Bytes::from(": keep-alive\n\ndata: {\"a\":")),
-            Ok(bytes::Bytes::from("1}\n\r\ndata: x\ndata: y\n\n")),
+            Ok(bytes::Bytes::from("1}\r")),
+            Ok(bytes::Bytes::from("\n\r\ndata: x\ndata: ")),
+            Ok(bytes::Bytes::copy_from_slice(&snowman[..1])),
+            Ok(bytes::Bytes::copy_from_slice(&snowman[1..])),
+            Ok(bytes::Bytes::from("\n\n")),
         ];
         let got: Vec<_> = sse_data(futures::stream::iter(chunks)).collect().await;
-        assert_eq!(got, vec![Ok("{\"a\":1}".to_string()), Ok("x\ny".to_string())]);
+        assert_eq!(got, vec![Ok("{\"a\":1}".to_string()), Ok("x\n\u{2603}".to_string())]);
     }
 
     #[test]

@@ -16,7 +16,8 @@ pub struct A2aConfig {
     pub public_url: Option<String>,
     /// Serve callers without credentials as tenant `default` (only honoured on loopback).
     pub anonymous: bool,
-    /// How long a blocking SendMessage waits for a terminal or interrupted state.
+    /// How long a blocking SendMessage waits for a terminal or interrupted state (and any send
+    /// for its task to start).
     pub call_wait_ms: u64,
     /// Largest request body accepted (then 413).
     pub max_request_body_bytes: usize,

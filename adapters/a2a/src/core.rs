@@ -157,7 +157,7 @@ impl Caller {
     }
 }
 
-/// The versions served.
+/// The protocol version served.
 pub const SUPPORTED_VERSION: &str = "1.0";
 
 /// Refuses requests for any version but 1.0 (a missing header means 0.3, spec §3.2.6).
@@ -505,7 +505,10 @@ impl Face {
         };
         let resent = |e: switchyard_contract::Error| {
             if e.kind == ErrorKind::Conflict {
-                A2aError::invalid_params(format!("messageId `{}` was already used on another task", message.message_id))
+                A2aError::invalid_params(format!(
+                    "message `{}` conflicts with an earlier message with the same id",
+                    message.message_id
+                ))
             } else {
                 A2aError::from(e)
             }
@@ -522,13 +525,26 @@ impl Face {
                     .map_err(|e| A2aError::new(Kind::InvalidAgentResponse, e.to_string()))?;
                 return Ok(Reply::Send(SendMessageResponse::Message(m)));
             }
-            if let InvocationState::Failed { error, .. } = &inv.state
-                && self.hub.get(&scope, &task_id).await?.is_none()
-            {
-                return Err(A2aError::new(Kind::InvalidAgentResponse, error.message.clone()));
+            if let InvocationState::Failed { error, .. } = &inv.state {
+                // The agent's own error (an upstream agent's A2A error keeps its kind).
+                let kind = Kind::from_reason(&error.code).unwrap_or(Kind::InvalidAgentResponse);
+                return Err(A2aError::new(kind, error.message.clone()));
             }
-            let task = self.load(agent, &scope, &task_id).await?;
-            return Ok(Reply::Send(SendMessageResponse::Task(slice_history(task, conf.history_length))));
+            return match self.hub.get(&scope, &task_id).await? {
+                Some(rec) => {
+                    Ok(Reply::Send(SendMessageResponse::Task(slice_history(task_of(&rec)?, conf.history_length))))
+                }
+                None if inv.state.is_settled() => {
+                    Err(A2aError::new(Kind::InvalidAgentResponse, format!("agent run {} started no task", inv.id)))
+                }
+                None => Err(A2aError::new(
+                    Kind::Unavailable,
+                    format!(
+                        "agent run {} has not started its task yet; send the same message again to follow it",
+                        inv.id
+                    ),
+                )),
+            };
         }
         let inv = self.engine.submit(submission).await.map_err(resent)?.invocation;
         let first = self.first_answer(&scope, &task_id, inv.id, &who.principal).await?;
@@ -560,7 +576,8 @@ impl Face {
         }
     }
 
-    /// Waits for the run to create (or touch) its task, or to answer with a message.
+    /// Waits until the run's task exists (a follow-up's does at once), or the run answered
+    /// with a message.
     async fn first_answer(
         &self,
         scope: &str,
@@ -578,7 +595,7 @@ impl Face {
                     .map_err(|e| A2aError::new(Kind::InvalidAgentResponse, e.to_string()))?;
                 return Ok(First::Message(m));
             }
-            if let Some(rec) = self.hub.wait_for(scope, task_id, Duration::from_millis(20)).await? {
+            if let Some(rec) = self.hub.wait_for(scope, task_id, Duration::from_millis(100)).await? {
                 return Ok(First::Task(rec));
             }
             if matches!(
@@ -658,8 +675,7 @@ impl Face {
         if let Some(p) = self.proxies.get(&agent.config.name) {
             p.cancel_upstream(&self.hub, &scope, &req.id).await?;
         }
-        if let Some((run, _)) = rec.run_cursor.rsplit_once(':')
-            && let Ok(inv) = run.parse::<InvocationId>()
+        if let Some(inv) = crate::hub::cursor_invocation(&rec.run_cursor)
             && let Err(e) = self.engine.cancel(&who.principal, inv).await
         {
             tracing::debug!(invocation.id = %inv, error = %e, "run not cancelable (already settled)");

@@ -110,6 +110,34 @@ impl Kind {
         }
     }
 
+    /// The kind an A2A `reason` (or an engine failure code) names, if any.
+    pub fn from_reason(reason: &str) -> Option<Self> {
+        const ALL: [Kind; 18] = [
+            Kind::TaskNotFound,
+            Kind::TaskNotCancelable,
+            Kind::PushNotificationNotSupported,
+            Kind::UnsupportedOperation,
+            Kind::ContentTypeNotSupported,
+            Kind::InvalidAgentResponse,
+            Kind::ExtendedAgentCardNotConfigured,
+            Kind::ExtensionSupportRequired,
+            Kind::VersionNotSupported,
+            Kind::ParseError,
+            Kind::InvalidRequest,
+            Kind::MethodNotFound,
+            Kind::InvalidParams,
+            Kind::Internal,
+            Kind::Unavailable,
+            Kind::Unauthenticated,
+            Kind::PermissionDenied,
+            Kind::PayloadTooLarge,
+        ];
+        match reason {
+            "upstream_unavailable" | "outcome_lost" => Some(Kind::Unavailable),
+            r => ALL.into_iter().find(|k| k.reason() == r),
+        }
+    }
+
     /// JSON-RPC error code (the same in both profiles).
     pub fn jsonrpc_code(self) -> i64 {
         match self {
@@ -127,8 +155,8 @@ impl Kind {
             Self::MethodNotFound => -32601,
             Self::InvalidParams | Self::PayloadTooLarge => -32602,
             Self::Internal | Self::Unavailable => -32603,
-            // No JSON-RPC code is assigned; these are also sent as HTTP 401/403 before any
-            // JSON-RPC processing, so this only shows inside a stream.
+            // A2A assigns no JSON-RPC codes: the authentication layer answers HTTP 401/403
+            // before JSON-RPC processing, so these appear only if a face runs without it.
             Self::Unauthenticated => -32001,
             Self::PermissionDenied => -32001,
         }
@@ -258,7 +286,9 @@ impl From<switchyard_contract::Error> for A2aError {
             K::NotFound => Kind::TaskNotFound,
             K::InvalidInput | K::Conflict => Kind::InvalidParams,
             K::Unavailable => Kind::Unavailable,
-            _ => Kind::Internal,
+            K::Unauthenticated => Kind::Unauthenticated,
+            K::Forbidden => Kind::PermissionDenied,
+            K::Internal => Kind::Internal,
         };
         Self::new(kind, e.message)
     }

@@ -14,6 +14,9 @@ use tonic::{Request, Response, Status};
 use crate::core::{AgentEntry, Caller, Face, Operation, Reply};
 use crate::error::{A2aError, Kind};
 
+/// The path prefix of the service's calls (`/lf.a2a.v1.A2AService/<Method>`).
+pub const SERVICE_PATH: &str = "/lf.a2a.v1.A2AService";
+
 /// The gRPC service routes, to merge into the HTTP router (h2c on the same listener).
 pub fn router(face: Face) -> axum::Router {
     tonic::service::Routes::new(A2aServiceServer::new(Grpc { face }))

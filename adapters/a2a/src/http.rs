@@ -66,7 +66,10 @@ async fn agent_card(State(st): State<HttpState>, Path(name): Path<String>, heade
 fn serve_card(st: &HttpState, agent: &AgentEntry, headers: &HeaderMap) -> Response {
     let face = &st.face;
     match face.card(&agent.config, host(headers).as_deref(), false) {
-        Ok(card) => crate::card::respond(&card, face.config.card_max_age_s, st.loaded, headers),
+        Ok(card) => {
+            let vary_host = face.config.public_url.is_none();
+            crate::card::respond(&card, face.config.card_max_age_s, st.loaded, vary_host, headers)
+        }
         Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.message).into_response(),
     }
 }
@@ -125,15 +128,27 @@ fn rpc_error(id: &Value, e: &A2aError) -> Response {
     axum::Json(json!({"jsonrpc": "2.0", "id": id, "error": e.jsonrpc()})).into_response()
 }
 
+/// The agent `name` names, only if the request path spells it literally: the authentication
+/// layer chose the required scope from the raw path, so an encoded name (`%74ck`) must not
+/// reach an agent under another scope.
+fn agent_at(face: &Face, name: &str, uri: &axum::http::Uri) -> Option<std::sync::Arc<AgentEntry>> {
+    let literal = uri
+        .path()
+        .strip_prefix("/a2a/")
+        .is_some_and(|rest| rest.strip_prefix(name).is_some_and(|after| after.is_empty() || after.starts_with('/')));
+    if literal { face.agent(name) } else { None }
+}
+
 async fn jsonrpc(
     State(st): State<HttpState>,
     Path(agent): Path<String>,
+    uri: axum::http::Uri,
     principal: Option<Extension<Principal>>,
     Query(query): Query<Vec<(String, String)>>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let Some(agent) = st.face.agent(&agent) else {
+    let Some(agent) = agent_at(&st.face, &agent, &uri) else {
         return rpc_error(&Value::Null, &A2aError::new(Kind::MethodNotFound, "no such agent"));
     };
     if !json_content(&headers) {
@@ -301,13 +316,13 @@ async fn rest(
     State(st): State<HttpState>,
     Path((agent, path)): Path<(String, String)>,
     principal: Option<Extension<Principal>>,
-    method: Method,
     Query(query): Query<Vec<(String, String)>>,
-    headers: HeaderMap,
+    request: axum::http::request::Parts,
     body: Bytes,
 ) -> Response {
+    let (method, headers) = (&request.method, &request.headers);
     let profile = st.face.profile();
-    let Some(agent) = st.face.agent(&agent) else {
+    let Some(agent) = agent_at(&st.face, &agent, &request.uri) else {
         return rest_error(profile, &A2aError::new(Kind::MethodNotFound, "no such agent"));
     };
     let all: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
@@ -318,7 +333,7 @@ async fn rest(
     let body = if body.is_empty() {
         json!({})
     } else {
-        if !json_content(&headers) {
+        if !json_content(headers) {
             let e = A2aError::new(Kind::ContentTypeNotSupported, "request bodies must be application/json");
             return rest_error(profile, &e);
         }
@@ -328,11 +343,11 @@ async fn rest(
             Err(e) => return rest_error(profile, &A2aError::new(Kind::ParseError, format!("invalid JSON: {e}"))),
         }
     };
-    let op = match decode_rest(&method, segs, &query, &body) {
+    let op = match decode_rest(method, segs, &query, &body) {
         Ok(op) => op,
         Err(e) => return rest_error(profile, &e),
     };
-    let mut who = match caller(principal, &headers, &query) {
+    let mut who = match caller(principal, headers, &query) {
         Ok(w) => w,
         Err(e) => return rest_error(profile, &e),
     };

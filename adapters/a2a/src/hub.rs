@@ -89,6 +89,11 @@ fn parse_cursor(c: &str) -> Option<(&str, u32)> {
     Some((run, n.parse().ok()?))
 }
 
+/// The invocation of a run cursor (`<invocation>:<step>`) or of a bare run id.
+pub(crate) fn cursor_invocation(c: &str) -> Option<InvocationId> {
+    c.split(':').next()?.parse().ok()
+}
+
 impl Hub {
     pub fn new(store: Arc<dyn TaskStore>, keeper: Option<Arc<dyn ArtifactKeeper>>, inline_max: usize) -> Self {
         let (bell, _) = watch::channel(0);
@@ -112,10 +117,7 @@ impl Hub {
         if !artifact.parts.iter().any(big) {
             return Ok(());
         }
-        let invocation: InvocationId = run
-            .split(':')
-            .next()
-            .and_then(|r| r.parse().ok())
+        let invocation = cursor_invocation(run)
             .ok_or_else(|| A2aError::internal(format!("task `{id}` has no run to file its artifact under")))?;
         let tenant = TenantId::new(scope.split('/').next().unwrap_or_default()).map_err(A2aError::from)?;
         let name = format!("{id}/{}", artifact.artifact_id);
@@ -329,8 +331,9 @@ impl Hub {
     }
 
     /// The stream events of task `id` after sequence `after`, ending after a terminal status
-    /// (or an interrupted one when `stop_on_interrupt`). Message events (history only) and the
-    /// creation event are not stream events and are skipped.
+    /// (or an interrupted one when `stop_on_interrupt`). Message events (history only) and task
+    /// snapshots (creation, bookkeeping) are not stream events and are skipped. Kept artifact
+    /// parts are references here: the face puts their bytes back.
     pub fn follow(
         &self,
         id: String,
@@ -356,7 +359,7 @@ impl Hub {
                 let idle = events.is_empty();
                 for (n, raw) in events {
                     seq = n;
-                    let mut event: StreamResponse = match serde_json::from_value(raw) {
+                    let event: StreamResponse = match serde_json::from_value(raw) {
                         Ok(e) => e,
                         Err(e) => {
                             let _ = tx.send(Err(A2aError::internal(format!("stored event is corrupt: {e}")))).await;
@@ -370,10 +373,6 @@ impl Hub {
                         StreamResponse::ArtifactUpdate(_) => false,
                         StreamResponse::Task(_) | StreamResponse::Message(_) => continue,
                     };
-                    if let Err(e) = hub.hydrate_event(&mut event).await {
-                        let _ = tx.send(Err(e)).await;
-                        return;
-                    }
                     if tx.send(Ok(event)).await.is_err() {
                         return;
                     }
@@ -480,7 +479,7 @@ pub fn slice_history(mut task: Task, n: Option<i32>) -> Task {
     task
 }
 
-/// Kind check shared by the operations: a terminal task takes no new messages.
+/// A terminal task takes no new messages.
 pub fn ensure_open(task: &Task) -> Result<(), A2aError> {
     if task.status.state.is_terminal() {
         return Err(A2aError::new(

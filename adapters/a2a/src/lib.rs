@@ -1,8 +1,9 @@
 //! `switchyard-a2a`: the A2A 1.0 face of the gateway. One operation core ([`core`]) behind
 //! three bindings: JSON-RPC and HTTP+JSON with SSE ([`http`]) and gRPC ([`grpc`]). Tasks are
 //! durable rows of the contract's task store, changed only through the [`hub`]; every message
-//! to an agent is an invocation of the engine, so it is recorded before the agent runs and
-//! deduplicated by `messageId`.
+//! to an agent is an invocation of the engine, so it is recorded before the agent runs, and a
+//! resent message (same `messageId` and content) is the same invocation (`message_dedupe`).
+//! Internal agents behind the gateway are reached with [`client`] and mirrored by [`proxy`].
 
 pub mod agent;
 pub mod card;
@@ -140,9 +141,5 @@ impl A2aAgents {
     /// Ends open streams so the listener can drain at shutdown.
     pub fn close(&self) {
         self.hub.close();
-    }
-
-    pub fn config(&self) -> &A2aConfig {
-        &self.config
     }
 }

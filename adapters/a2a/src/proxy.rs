@@ -13,7 +13,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use a2a::{Message, SendMessageRequest, StreamResponse, Task, TaskState, TaskStatus};
+use a2a::{Artifact, Message, PartContent, SendMessageRequest, StreamResponse, Task, TaskState, TaskStatus};
 use futures::StreamExt;
 use serde_json::{Value, json};
 use switchyard_contract::{
@@ -23,10 +23,10 @@ use tokio::sync::Mutex as AsyncMutex;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use crate::agent::RunRequest;
+use crate::agent::{RunRequest, status_saying};
 use crate::client::{A2aClient, ClientError};
 use crate::error::{A2aError, Kind};
-use crate::hub::{Change, Hub, is_interrupted, task_of};
+use crate::hub::{Change, Hub, KEPT_SCHEME, is_interrupted, task_of};
 
 /// Where the upstream's ids live in the gateway task's metadata.
 pub const UPSTREAM_KEY: &str = "dev.switchyard/upstream";
@@ -70,6 +70,35 @@ fn upstream_ids(task: &Task) -> Option<(String, String)> {
     Some((v.get("taskId")?.as_str()?.to_string(), v.get("contextId")?.as_str()?.to_string()))
 }
 
+/// An agent's artifact, made safe to store: a part claiming to be a reference into the
+/// gateway's artifact store (which only the gateway may write) becomes plain text.
+fn foreign(mut a: Artifact) -> Artifact {
+    for p in &mut a.parts {
+        if let PartContent::Url(u) = &p.content
+            && u.starts_with(KEPT_SCHEME)
+        {
+            p.content = PartContent::Text(u.clone());
+        }
+    }
+    a
+}
+
+/// Whether our stored copy `mine` already holds the agent's artifact `theirs` (large parts are
+/// kept in the artifact store: they match by size and SHA-256).
+fn holds(mine: &Artifact, theirs: &Artifact) -> bool {
+    use sha2::Digest as _;
+    mine.artifact_id == theirs.artifact_id
+        && mine.parts.len() == theirs.parts.len()
+        && mine.parts.iter().zip(&theirs.parts).all(|(m, t)| match (&m.content, &t.content) {
+            (PartContent::Url(u), PartContent::Raw(bytes)) if u.starts_with(KEPT_SCHEME) => {
+                let kept = m.metadata.as_ref().and_then(|md| md.get("dev.switchyard/artifact"));
+                let sha = format!("sha256:{}", hex::encode(sha2::Sha256::digest(bytes)));
+                kept.and_then(|k| k.get("sha256")).and_then(Value::as_str) == Some(sha.as_str())
+            }
+            _ => m == t,
+        })
+}
+
 /// `m` with the gateway's ids in place of the upstream's.
 fn local(mut m: Message, task: &str, ctx: &str) -> Message {
     m.task_id = Some(task.to_string());
@@ -105,8 +134,8 @@ impl Proxy {
                     let value = json!({"taskId": t.id, "contextId": t.context_id});
                     changes.push(Change::Annotate { key: UPSTREAM_KEY.into(), value });
                 }
-                for a in t.artifacts.unwrap_or_default() {
-                    if !mine.artifacts.as_ref().is_some_and(|list| list.iter().any(|m| m == &a)) {
+                for a in t.artifacts.unwrap_or_default().into_iter().map(foreign) {
+                    if !mine.artifacts.as_ref().is_some_and(|list| list.iter().any(|m| holds(m, &a))) {
                         changes.push(Change::Artifact { artifact: a, append: false, last_chunk: true });
                     }
                 }
@@ -124,7 +153,7 @@ impl Proxy {
             StreamResponse::StatusUpdate(s) => self.status(hub, scope, id, ctx, s.status).await,
             StreamResponse::ArtifactUpdate(a) => {
                 let change = Change::Artifact {
-                    artifact: a.artifact,
+                    artifact: foreign(a.artifact),
                     append: a.append.unwrap_or(false),
                     last_chunk: a.last_chunk.unwrap_or(false),
                 };
@@ -158,19 +187,14 @@ impl Proxy {
         cancel: &CancellationToken,
     ) -> Result<Value, UpstreamError> {
         let out = self.forward(hub, req, run, cancel).await;
-        // A refusal (or an agent that could not be reached) ends the task; a lost answer does
-        // not: the supervisor resumes it from the agent's own record.
-        if let Err(e @ (UpstreamError::Rejected { .. } | UpstreamError::Unavailable { .. })) = &out {
-            let failed = TaskStatus {
-                state: TaskState::Failed,
-                message: Some(crate::agent::agent_message(
-                    vec![a2a::Part::text(e.to_string())],
-                    &req.context_id,
-                    Some(&req.task_id),
-                )),
-                timestamp: None,
-            };
-            match hub.apply(&req.scope, &req.task_id, None, Change::Status(failed)).await {
+        // A refusal of a new task's first message (or an agent that could not be reached) ends
+        // the task; a refused follow-up leaves the task as the agent has it, and a lost answer
+        // is resumed by the supervisor from the agent's own record.
+        if let Err(e @ (UpstreamError::Rejected { .. } | UpstreamError::Unavailable { .. })) = &out
+            && req.new_task
+        {
+            let failed = status_saying(TaskState::Failed, &e.to_string(), &req.context_id, &req.task_id);
+            match hub.apply(&req.scope, &req.task_id, None, failed).await {
                 Err(err) if err.kind != Kind::TaskNotFound => {
                     warn!(task.id = %req.task_id, error = %err, "cannot mark the task failed");
                 }
@@ -191,17 +215,7 @@ impl Proxy {
         let (scope, id, ctx) = (req.scope.as_str(), req.task_id.as_str(), req.context_id.as_str());
         let mut upstream_msg = req.message.clone();
         if req.new_task {
-            let mut first = req.message.clone();
-            first.task_id = Some(id.to_string());
-            first.context_id = Some(ctx.to_string());
-            let task = Task {
-                id: id.to_string(),
-                context_id: ctx.to_string(),
-                status: TaskStatus { state: TaskState::Submitted, message: None, timestamp: Some(chrono::Utc::now()) },
-                artifacts: None,
-                history: Some(vec![first]),
-                metadata: None,
-            };
+            let task = crate::agent::submitted(req);
             hub.create(scope, &req.agent, &task, crate::hub::Step { run, n: 0 }, Vec::new()).await.map_err(hub_err)?;
             if let Some(push) = &req.push {
                 crate::push::store_config(hub, id, push.clone()).await.map_err(hub_err)?;
@@ -257,7 +271,7 @@ impl Proxy {
                 Ok(json!({ "task": rec.map(|r| r.body).unwrap_or(Value::Null) }))
             }
             Flow::More => {
-                Err(UpstreamError::Lost { message: "the upstream agent ended its stream before the task ended".into() })
+                Err(UpstreamError::Lost { message: "the upstream agent's answer ended before its task did".into() })
             }
         }
     }
@@ -285,30 +299,34 @@ impl Proxy {
         let up_task = match upstream_ids(&task) {
             Some((t, _)) => t,
             None => {
-                // Never acknowledged: find the message upstream, by its id, in our context.
-                let found = match client.list_tasks(ctx, 100).await {
-                    Ok(list) => list
-                        .tasks
-                        .into_iter()
-                        .find(|t| t.history.as_ref().is_some_and(|h| h.iter().any(|m| m.message_id == message_id))),
-                    Err(e) => {
-                        warn!(task.id = id, error = %e, "cannot look the message up upstream; the outcome stays unknown");
-                        return None;
+                // Never acknowledged: find the message upstream, by its id, in our context
+                // (every page, whole histories). Any doubt leaves the outcome unknown.
+                let mut found = None;
+                let mut token = String::new();
+                for _ in 0..50 {
+                    match client.list_tasks(ctx, &token).await {
+                        Ok(page) => {
+                            found = page.tasks.into_iter().find(|t| {
+                                t.history.as_ref().is_some_and(|h| h.iter().any(|m| m.message_id == message_id))
+                            });
+                            token = page.next_page_token;
+                        }
+                        Err(e) => {
+                            warn!(task.id = id, error = %e, "cannot look the message up upstream; the outcome stays unknown");
+                            return None;
+                        }
                     }
-                };
+                    if found.is_some() || token.is_empty() {
+                        break;
+                    }
+                }
+                if found.is_none() && !token.is_empty() {
+                    warn!(task.id = id, "too many upstream tasks to be sure; the outcome stays unknown");
+                    return None;
+                }
                 let Some(t) = found else {
-                    let status = TaskStatus {
-                        state: TaskState::Failed,
-                        message: Some(crate::agent::agent_message(
-                            vec![a2a::Part::text(
-                                "the upstream agent never received this message (the gateway restarted before sending it); send it again",
-                            )],
-                            ctx,
-                            Some(id),
-                        )),
-                        timestamp: None,
-                    };
-                    hub.apply(scope, id, None, Change::Status(status)).await.ok()?;
+                    let why = "the upstream agent never received this message (the gateway restarted before sending it); send it again";
+                    hub.apply(scope, id, None, status_saying(TaskState::Failed, why, ctx, id)).await.ok()?;
                     return Some(Decision::NotApplied {
                         message: "the upstream agent never received the message".into(),
                     });
@@ -385,6 +403,5 @@ pub fn supervise(hub: Hub, engine: Engine, agent: String, proxy: Arc<Proxy>) -> 
 /// The tenant and the invocation of the run that last wrote `rec` (`<invocation>:<step>`).
 fn run_of(rec: &switchyard_contract::TaskRecord) -> Option<(TenantId, InvocationId)> {
     let tenant = TenantId::new(rec.scope.split('/').next()?).ok()?;
-    let (run, _) = rec.run_cursor.rsplit_once(':')?;
-    Some((tenant, run.parse().ok()?))
+    Some((tenant, crate::hub::cursor_invocation(&rec.run_cursor)?))
 }

@@ -1,8 +1,10 @@
 //! Push notifications: configurations per task, and delivery from the durable outbox the hub
 //! fills in the same transaction as each task event. Delivery is at least once: a POST is
-//! retried with backoff until a 2xx or `max_attempts`. Destinations are checked against an
-//! allowlist when configured and at every delivery (after DNS), so a webhook cannot reach
-//! loopback, private or link-local addresses unless the operator allows it.
+//! retried with backoff until a 2xx or `max_attempts`; each webhook gets its task's events in
+//! order. Destinations are checked when a configuration is stored, and again when connecting:
+//! the delivery client resolves names through a resolver that drops loopback, private,
+//! link-local and other non-public addresses (unless the operator allows them), so a name that
+//! re-resolves to a forbidden address (DNS rebinding) is not reached either.
 
 use std::net::IpAddr;
 use std::time::Duration;
@@ -45,21 +47,55 @@ fn refused(url: &str, why: &str) -> A2aError {
 }
 
 fn ip_allowed(ip: IpAddr, s: &PushSettings) -> Result<(), &'static str> {
+    // An IPv4-mapped IPv6 address is judged as the IPv4 address it carries.
+    let ip = match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    };
     let loopback = ip.is_loopback();
     let private = match ip {
-        IpAddr::V4(v4) => v4.is_private() || v4.is_link_local() || v4.is_unspecified() || v4.is_broadcast(),
+        IpAddr::V4(v4) => {
+            let [a, b, ..] = v4.octets();
+            v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                || v4.is_multicast()
+                || (a == 100 && (64..128).contains(&b)) // shared address space (RFC 6598)
+        }
         IpAddr::V6(v6) => {
             let seg = v6.segments()[0];
-            (seg & 0xfe00) == 0xfc00 || (seg & 0xffc0) == 0xfe80 || v6.is_unspecified()
+            (seg & 0xfe00) == 0xfc00 || (seg & 0xffc0) == 0xfe80 || v6.is_unspecified() || v6.is_multicast()
         }
     };
     if loopback && !s.allow_loopback {
         return Err("loopback destinations are not allowed (a2a.push.allow_loopback)");
     }
     if private && !s.allow_private {
-        return Err("private and link-local destinations are not allowed (a2a.push.allow_private)");
+        return Err("private, link-local and shared destinations are not allowed (a2a.push.allow_private)");
     }
     Ok(())
+}
+
+/// Resolves webhook host names, keeping only the addresses the settings allow: the check and
+/// the connection use the same answer.
+#[derive(Debug)]
+struct GuardedResolver(PushSettings);
+
+impl reqwest::dns::Resolve for GuardedResolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let settings = self.0.clone();
+        let host = name.as_str().to_string();
+        Box::pin(async move {
+            let all: Vec<std::net::SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let allowed: Vec<_> = all.iter().copied().filter(|a| ip_allowed(a.ip(), &settings).is_ok()).collect();
+            if allowed.is_empty() {
+                let why = all.first().map_or("no addresses", |a| ip_allowed(a.ip(), &settings).err().unwrap_or(""));
+                return Err(format!("{host}: {why}").into());
+            }
+            Ok(Box::new(allowed.into_iter()) as reqwest::dns::Addrs)
+        })
+    }
 }
 
 /// Checks a destination's form and literal address (host names are checked again after DNS).
@@ -72,22 +108,32 @@ pub fn check_url(url: &str, s: &PushSettings) -> Result<reqwest::Url, A2aError> 
     if !s.allowed_hosts.is_empty() && !s.allowed_hosts.iter().any(|h| h.eq_ignore_ascii_case(&host)) {
         return Err(refused(url, "host is not in a2a.push.allowed_hosts"));
     }
-    let bare = host.trim_start_matches('[').trim_end_matches(']');
-    if let Ok(ip) = bare.parse::<IpAddr>() {
-        ip_allowed(ip, s).map_err(|why| refused(url, why))?;
-    } else if host.eq_ignore_ascii_case("localhost") && !s.allow_loopback {
-        return Err(refused(url, "loopback destinations are not allowed (a2a.push.allow_loopback)"));
+    match parsed.host() {
+        Some(url::Host::Ipv4(ip)) => ip_allowed(IpAddr::V4(ip), s).map_err(|why| refused(url, why))?,
+        Some(url::Host::Ipv6(ip)) => ip_allowed(IpAddr::V6(ip), s).map_err(|why| refused(url, why))?,
+        _ if host.eq_ignore_ascii_case("localhost") && !s.allow_loopback => {
+            return Err(refused(url, "loopback destinations are not allowed (a2a.push.allow_loopback)"));
+        }
+        _ => {}
     }
     Ok(parsed)
 }
 
-/// Stores `cfg` on its task (minting an id when it has none) and returns it as stored.
+/// Stores `cfg` on task `task_id` and returns it as stored.
 pub async fn store_config(
     hub: &Hub,
     task_id: &str,
     mut cfg: TaskPushNotificationConfig,
 ) -> Result<TaskPushNotificationConfig, A2aError> {
-    let id = cfg.id.clone().filter(|i| !i.is_empty()).unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
+    // Without an id, one derived from the task and the URL: storing the same configuration
+    // again (a run driven twice, a retried create) replaces it instead of adding a twin.
+    let id = cfg.id.clone().filter(|i| !i.is_empty()).unwrap_or_else(|| {
+        use sha2::Digest as _;
+        let d = sha2::Sha256::digest(format!("{task_id}\0{}", cfg.url).as_bytes());
+        let mut b = [0u8; 16];
+        b.copy_from_slice(&d[..16]);
+        uuid::Builder::from_custom_bytes(b).into_uuid().to_string()
+    });
     cfg.id = Some(id.clone());
     cfg.task_id = task_id.to_string();
     let value = serde_json::to_value(&cfg).map_err(|e| A2aError::internal(e.to_string()))?;
@@ -101,6 +147,8 @@ pub fn spawn_deliverer(hub: Hub, settings: PushSettings) -> tokio::task::JoinHan
         let client = match reqwest::Client::builder()
             .timeout(Duration::from_millis(settings.timeout_ms))
             .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .dns_resolver(GuardedResolver(settings.clone()))
             .build()
         {
             Ok(c) => c,
@@ -110,7 +158,10 @@ pub fn spawn_deliverer(hub: Hub, settings: PushSettings) -> tokio::task::JoinHan
             }
         };
         loop {
-            let due = match hub.store().due_deliveries(now_ms(), 32).await {
+            // A claim outlasts one delivery's timeout; if this process dies holding it, another
+            // replica delivers once it lapses (at least once).
+            let lease = i64::try_from(settings.timeout_ms).unwrap_or(i64::MAX).saturating_add(5_000);
+            let due = match hub.store().claim_deliveries(now_ms(), now_ms().saturating_add(lease), 32).await {
                 Ok(d) => d,
                 Err(e) => {
                     warn!(error = %e, "push outbox unreadable; retrying");
@@ -167,15 +218,8 @@ async fn deliver(
     payload: &serde_json::Value,
 ) -> Result<(), String> {
     let cfg: TaskPushNotificationConfig = serde_json::from_value(config.clone()).map_err(|e| e.to_string())?;
+    // Literal addresses are checked here; names by the client's resolver when connecting.
     let url = check_url(&cfg.url, s).map_err(|e| e.message)?;
-    let host = url.host_str().unwrap_or_default();
-    let port = url.port_or_known_default().unwrap_or(80);
-    if host.parse::<IpAddr>().is_err() {
-        let addrs = tokio::net::lookup_host((host, port)).await.map_err(|e| format!("cannot resolve {host}: {e}"))?;
-        for a in addrs {
-            ip_allowed(a.ip(), s).map_err(|why| format!("{host} resolves to {}: {why}", a.ip()))?;
-        }
-    }
     let mut req =
         client.post(url).header(reqwest::header::CONTENT_TYPE, "application/a2a+json").body(payload.to_string());
     if let Some(auth) = &cfg.authentication {
@@ -201,6 +245,16 @@ pub fn not_supported() -> A2aError {
 mod tests {
     use super::*;
 
+    #[tokio::test]
+    async fn the_resolver_drops_forbidden_addresses() {
+        use reqwest::dns::Resolve;
+        let name = || "localhost".parse::<reqwest::dns::Name>().unwrap_or_else(|_| panic!("name"));
+        assert!(GuardedResolver(PushSettings::default()).resolve(name()).await.is_err(), "only loopback there");
+        let open = GuardedResolver(PushSettings { allow_loopback: true, ..PushSettings::default() });
+        let addrs: Vec<_> = open.resolve(name()).await.map(Iterator::collect::<Vec<_>>).unwrap_or_default();
+        assert!(!addrs.is_empty() && addrs.iter().all(|a| a.ip().is_loopback()));
+    }
+
     #[test]
     fn destinations_are_checked() {
         let strict = PushSettings::default();
@@ -210,6 +264,9 @@ mod tests {
             "http://localhost/x",
             "http://10.1.2.3/",
             "http://[::1]/",
+            "http://[::ffff:127.0.0.1]/",
+            "http://[::ffff:10.0.0.1]/",
+            "http://100.64.0.1/",
             "http://169.254.169.254/",
             "ftp://x/",
         ] {
@@ -218,6 +275,7 @@ mod tests {
         let tests = PushSettings { allow_loopback: true, ..PushSettings::default() };
         assert!(check_url("http://127.0.0.1:9/x", &tests).is_ok());
         assert!(check_url("http://192.168.0.1/x", &tests).is_err());
+        assert!(check_url("http://[::1]:8/x", &tests).is_ok(), "IPv6 literals parse");
         let listed = PushSettings { allowed_hosts: vec!["a.example".into()], ..PushSettings::default() };
         assert!(check_url("https://b.example/", &listed).is_err());
     }

@@ -1,8 +1,10 @@
 //! The task port: durable, protocol-neutral task rows for agent faces (A2A). A task is a JSON
-//! document (`body`) with the columns every query filters on, an ordered event log, push
-//! configurations and a push delivery outbox. Every write is a compare-and-set on `version`,
-//! and `version` equals the sequence number of the task's newest event, so readers on any
-//! replica can follow a task from any point with [`TaskStore::events_after`].
+//! document (`body`) with the columns queries filter on, an ordered event log, push
+//! configurations and a push delivery outbox. Every change of a task is a compare-and-set on
+//! `version`, and `version` equals the sequence number of the task's newest event, so readers
+//! on any replica can follow a task from any point with [`TaskStore::events_after`]. Reads by
+//! id are scoped by tenant (`scope`); the event, push and outbox methods take ids the caller
+//! got from a scoped read.
 
 use async_trait::async_trait;
 use serde_json::Value;
@@ -13,7 +15,7 @@ use crate::error::Error;
 #[derive(Debug, Clone, PartialEq)]
 pub struct TaskRecord {
     pub id: String,
-    /// The tenant key: every read and write is filtered by it.
+    /// The tenant key: reads by id and listings are filtered by it.
     pub scope: String,
     /// The agent (face) the task belongs to.
     pub agent: String,
@@ -94,9 +96,11 @@ pub trait TaskStore: Send + Sync {
     /// Deletes one; `Ok(false)` if it did not exist.
     async fn delete_push_config(&self, task_id: &str, id: &str) -> Result<bool, Error>;
 
-    /// Deliveries due at `now_ms`, oldest first, at most `limit`: only the oldest pending
-    /// delivery of each (task, config), so each webhook receives its task's events in order.
-    async fn due_deliveries(&self, now_ms: i64, limit: u32) -> Result<Vec<Delivery>, Error>;
+    /// Claims deliveries due at `now_ms` until `lease_until_ms` (another replica does not take
+    /// them meanwhile; an unfinished claim falls due again after it), oldest first, at most
+    /// `limit`: only the oldest pending delivery of each (task, config), so each webhook receives
+    /// its task's events in order.
+    async fn claim_deliveries(&self, now_ms: i64, lease_until_ms: i64, limit: u32) -> Result<Vec<Delivery>, Error>;
     /// Marks a delivery done (acknowledged, or given up after the last attempt).
     async fn finish_delivery(&self, id: i64, now_ms: i64, error: Option<&str>) -> Result<(), Error>;
     /// Records a failed attempt and when to try again.

@@ -155,12 +155,13 @@ impl App {
             return Router::new();
         }
         let face = self.a2a_face.clone();
-        let scopes = cfg
-            .a2a
-            .agents
-            .iter()
-            .map(|a| (a.base_path(), a.scope.clone().unwrap_or_else(|| crate::auth::scope::A2A.to_string())))
-            .collect();
+        let scope_of =
+            |a: &switchyard_a2a::AgentConfig| a.scope.clone().unwrap_or_else(|| crate::auth::scope::A2A.to_string());
+        let mut scopes: Vec<(String, String)> = cfg.a2a.agents.iter().map(|a| (a.base_path(), scope_of(a))).collect();
+        // gRPC serves the first agent: its calls need that agent's scope.
+        if let Some(first) = cfg.a2a.agents.first() {
+            scopes.push((switchyard_a2a::grpc::SERVICE_PATH.to_string(), scope_of(first)));
+        }
         let api = switchyard_a2a::http::api(face.clone()).merge(switchyard_a2a::grpc::router(face.clone()));
         switchyard_a2a::http::cards(face).merge(crate::auth::protect(
             api,

@@ -26,11 +26,14 @@ const PUT_CONFIG: &str = "INSERT INTO a2a_push_configs (task_id, id, config, cre
     ON CONFLICT (task_id, id) DO UPDATE SET config = excluded.config";
 const LIST_CONFIGS: &str = "SELECT id, config FROM a2a_push_configs WHERE task_id = $1 ORDER BY created_ms, id";
 const DELETE_CONFIG: &str = "DELETE FROM a2a_push_configs WHERE task_id = $1 AND id = $2";
-/// Only the oldest pending delivery of each (task, config) is due: one webhook gets its task's
-/// events in order, a failing one does not hold up others.
-const DUE: &str = "SELECT id, task_id, config_id, config, payload, attempts FROM a2a_push_outbox \
-    WHERE id IN (SELECT MIN(id) FROM a2a_push_outbox WHERE delivered_ms IS NULL GROUP BY task_id, config_id) \
-    AND due_ms <= $1 ORDER BY id LIMIT $2";
+/// Claims the oldest pending delivery of each (task, config) that is due: one webhook gets its
+/// task's events in order, a failing one does not hold up others. Moving `due_ms` to the end
+/// of the lease is the claim; the outer `due_ms <= $1` is re-checked on a row another replica
+/// claimed meanwhile (PostgreSQL re-evaluates it after the row lock), so it is skipped.
+const CLAIM: &str = "UPDATE a2a_push_outbox SET due_ms = $2 WHERE delivered_ms IS NULL AND due_ms <= $1 AND id IN (\
+    SELECT o.id FROM a2a_push_outbox o JOIN (SELECT MIN(id) AS id FROM a2a_push_outbox WHERE delivered_ms IS NULL \
+    GROUP BY task_id, config_id) h ON o.id = h.id WHERE o.due_ms <= $1 ORDER BY o.id LIMIT $3) \
+    RETURNING id, task_id, config_id, config, payload, attempts";
 const FINISH: &str =
     "UPDATE a2a_push_outbox SET delivered_ms = $2, last_error = $3, attempts = attempts + 1 WHERE id = $1";
 const RETRY: &str = "UPDATE a2a_push_outbox SET due_ms = $2, last_error = $3, attempts = attempts + 1 WHERE id = $1";
@@ -322,14 +325,17 @@ macro_rules! task_store_impl {
                 Ok(done.rows_affected() > 0)
             }
 
-            async fn due_deliveries(&self, now: i64, limit: u32) -> Result<Vec<Delivery>, Error> {
-                let rows = sqlx::query(sqlx::AssertSqlSafe($sql(DUE)))
+            async fn claim_deliveries(&self, now: i64, lease_until: i64, limit: u32) -> Result<Vec<Delivery>, Error> {
+                let rows = sqlx::query(sqlx::AssertSqlSafe($sql(CLAIM)))
                     .bind(now)
+                    .bind(lease_until)
                     .bind(i64::from(limit))
                     .fetch_all(&self.$writer)
                     .await
                     .map_err(db)?;
-                rows.iter().map(decode_delivery).collect()
+                let mut claimed = rows.iter().map(decode_delivery).collect::<Result<Vec<_>, _>>()?;
+                claimed.sort_by_key(|d| d.id);
+                Ok(claimed)
             }
 
             async fn finish_delivery(&self, id: i64, now: i64, error: Option<&str>) -> Result<(), Error> {
