@@ -13,6 +13,7 @@ CREATE TABLE a2a_tasks (
     created_ms  BIGINT NOT NULL
 );
 CREATE INDEX a2a_tasks_list ON a2a_tasks (scope, agent, status_ms DESC, id DESC);
+CREATE INDEX a2a_tasks_active ON a2a_tasks (agent, state, status_ms);
 
 CREATE TABLE a2a_task_events (
     task_id     TEXT NOT NULL REFERENCES a2a_tasks (id),

@@ -368,7 +368,7 @@ impl Proxy {
 pub fn supervise(hub: Hub, engine: Engine, agent: String, proxy: Arc<Proxy>) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         loop {
-            let active = hub.store().in_states(&agent, &["TASK_STATE_SUBMITTED", "TASK_STATE_WORKING"], 50).await;
+            let active = hub.store().in_states(&agent, &["TASK_STATE_SUBMITTED", "TASK_STATE_WORKING"], 500).await;
             for rec in active.unwrap_or_default() {
                 let Some((tenant, inv)) = run_of(&rec) else { continue };
                 let Ok(invocation) = engine.get(&tenant, inv).await else { continue };
