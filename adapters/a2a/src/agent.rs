@@ -119,6 +119,22 @@ fn file_part() -> Part {
 }
 
 impl AgentKind {
+    /// Refuses a message before anything is recorded. The TCK agent declares
+    /// [`TCK_REQUIRED_EXTENSION`] as required but enforces it only for the TCK's extension test
+    /// (`tck-cap-ext…` ids): the rest of the TCK does not send the extension.
+    pub fn admit(self, message: &Message, extensions: &[String]) -> Result<(), crate::error::A2aError> {
+        if self == Self::Tck
+            && message.message_id.starts_with("tck-cap-ext")
+            && !extensions.iter().any(|e| e == TCK_REQUIRED_EXTENSION)
+        {
+            return Err(crate::error::A2aError::new(
+                crate::error::Kind::ExtensionSupportRequired,
+                format!("extension {TCK_REQUIRED_EXTENSION} is required: declare it in A2A-Extensions"),
+            ));
+        }
+        Ok(())
+    }
+
     /// The plan for `message` on task `task` in context `ctx`.
     pub fn plan(self, message: &Message, ctx: &str, task: &str) -> Plan {
         use Item::{Change as C, Sleep};

@@ -22,7 +22,7 @@ use switchyard_contract::{
     Engine, ErrorKind, IngressKey, InvocationId, InvocationState, Invocations, Principal, Submission, TaskQuery,
 };
 
-use crate::agent::{AgentKind, RunRequest, TCK_REQUIRED_EXTENSION};
+use crate::agent::RunRequest;
 use crate::config::{A2aConfig, AgentConfig};
 use crate::error::{A2aError, Kind, Profile};
 use crate::hub::{self, Change, Hub, slice_history, state_name, task_of};
@@ -427,15 +427,7 @@ impl Face {
         if message.parts.is_empty() {
             return Err(A2aError::invalid_params("message.parts must not be empty"));
         }
-        if cfg.kind == AgentKind::Tck
-            && message.message_id.starts_with("tck-cap-ext")
-            && !who.extensions.iter().any(|e| e == TCK_REQUIRED_EXTENSION)
-        {
-            return Err(A2aError::new(
-                Kind::ExtensionSupportRequired,
-                format!("extension {TCK_REQUIRED_EXTENSION} is required: declare it in A2A-Extensions"),
-            ));
-        }
+        cfg.kind.admit(&message, &who.extensions)?;
         let conf = req.configuration.unwrap_or(a2a::SendMessageConfiguration {
             accepted_output_modes: None,
             task_push_notification_config: None,
