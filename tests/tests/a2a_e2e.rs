@@ -153,6 +153,22 @@ async fn bad_requests_get_protocol_errors_and_change_nothing() {
     .await
     .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(big.status().as_u16(), 413, "bodies above a2a.max_request_body_bytes");
+    let big: Value = big.json().await.unwrap_or(Value::Null);
+    assert_eq!(big["error"]["data"][0]["reason"], "PAYLOAD_TOO_LARGE", "a JSON-RPC error body: {big}");
+    let big_rest = http
+        .post(format!("{url}/rest/message:send"))
+        .header("a2a-version", "1.0")
+        .header("content-type", "application/json")
+        .body(
+            json!({"message": {"messageId": "big", "role": "ROLE_USER", "parts": [{"text": "x".repeat(8000)}]}})
+                .to_string(),
+        )
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(big_rest.status().as_u16(), 413);
+    let big_rest: Value = big_rest.json().await.unwrap_or(Value::Null);
+    assert_eq!(big_rest["error"]["details"][0]["reason"], "PAYLOAD_TOO_LARGE", "an AIP-193 body: {big_rest}");
     let (_, list) = rpc(http, &url, None, "ListTasks", json!({"pageSize": 500})).await;
     assert_eq!(code(&list), Some(-32602), "{list}");
     let (_, hook) = rpc(

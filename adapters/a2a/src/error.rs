@@ -153,7 +153,8 @@ impl Kind {
             Self::ParseError => -32700,
             Self::InvalidRequest => -32600,
             Self::MethodNotFound => -32601,
-            Self::InvalidParams | Self::PayloadTooLarge => -32602,
+            Self::InvalidParams => -32602,
+            Self::PayloadTooLarge => -32600,
             Self::Internal | Self::Unavailable => -32603,
             // A2A assigns no JSON-RPC codes: the authentication layer answers HTTP 401/403
             // before JSON-RPC processing, so these appear only if a face runs without it.

@@ -6,6 +6,7 @@ use std::convert::Infallible;
 
 use axum::Router;
 use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, Extension, Path, Query, State};
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -91,6 +92,15 @@ fn caller(
     Ok(Caller { principal, version, extensions, path_tenant: None, host: host(headers) })
 }
 
+/// A body that could not be read: over `a2a.max_request_body_bytes` (413), or broken.
+fn body_error(r: &BytesRejection) -> A2aError {
+    if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        A2aError::new(Kind::PayloadTooLarge, "the request body exceeds a2a.max_request_body_bytes")
+    } else {
+        A2aError::new(Kind::InvalidRequest, r.body_text())
+    }
+}
+
 fn json_content(headers: &HeaderMap) -> bool {
     headers
         .get(header::CONTENT_TYPE)
@@ -146,8 +156,15 @@ async fn jsonrpc(
     principal: Option<Extension<Principal>>,
     Query(query): Query<Vec<(String, String)>>,
     headers: HeaderMap,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> Response {
+    let body = match body {
+        Ok(b) => b,
+        Err(r) => {
+            let e = body_error(&r);
+            return (r.status(), rpc_error(&Value::Null, &e)).into_response();
+        }
+    };
     let Some(agent) = agent_at(&st.face, &agent, &uri) else {
         return rpc_error(&Value::Null, &A2aError::new(Kind::MethodNotFound, "no such agent"));
     };
@@ -318,10 +335,14 @@ async fn rest(
     principal: Option<Extension<Principal>>,
     Query(query): Query<Vec<(String, String)>>,
     request: axum::http::request::Parts,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> Response {
     let (method, headers) = (&request.method, &request.headers);
     let profile = st.face.profile();
+    let body = match body {
+        Ok(b) => b,
+        Err(r) => return rest_error(profile, &body_error(&r)),
+    };
     let Some(agent) = agent_at(&st.face, &agent, &request.uri) else {
         return rest_error(profile, &A2aError::new(Kind::MethodNotFound, "no such agent"));
     };
