@@ -35,6 +35,21 @@ pub fn python_client_script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("python/a2a_client_e2e.py")
 }
 
+/// Runs the Python SDK client script with `args`.
+pub async fn py(args: &[&str]) -> std::process::Output {
+    tokio::process::Command::new(crate::mcp::python())
+        .arg(python_client_script())
+        .args(args)
+        .output()
+        .await
+        .unwrap_or_else(|e| panic!("python: {e}"))
+}
+
+/// The JSON lines a script printed.
+pub fn lines(out: &std::process::Output) -> Vec<Value> {
+    String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
+}
+
 /// A user message with a fresh id starting with `prefix`.
 pub fn message(prefix: &str) -> Value {
     json!({"messageId": format!("{prefix}-{}", uuid::Uuid::new_v4().simple()), "role": "ROLE_USER", "parts": [{"text": "hello"}]})

@@ -6,6 +6,7 @@
 //! gateway process with helpers to call its admin API).
 
 pub mod a2a;
+pub mod bench;
 pub mod gateway;
 pub mod issuer;
 pub mod mcp;

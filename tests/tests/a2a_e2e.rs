@@ -6,23 +6,9 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use switchyard_tests::a2a::{message, python_client_script, rpc, write_config};
+use switchyard_tests::a2a::{lines, message, py, rpc, write_config};
 use switchyard_tests::gateway::{Gateway, Options};
 use switchyard_tests::issuer::TestIssuer;
-use switchyard_tests::mcp::python;
-
-fn lines(out: &std::process::Output) -> Vec<Value> {
-    String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
-}
-
-async fn py(args: &[&str]) -> std::process::Output {
-    tokio::process::Command::new(python())
-        .arg(python_client_script())
-        .args(args)
-        .output()
-        .await
-        .unwrap_or_else(|e| panic!("python: {e}"))
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_python_sdk_works_over_jsonrpc_http_json_and_grpc() {

@@ -5,23 +5,9 @@
 
 use std::time::Duration;
 
-use serde_json::{Value, json};
-use switchyard_tests::a2a::{InternalAgent, python_client_script, rpc};
+use serde_json::json;
+use switchyard_tests::a2a::{InternalAgent, lines, py, rpc};
 use switchyard_tests::gateway::{Gateway, Options};
-use switchyard_tests::mcp::python;
-
-fn lines(out: &std::process::Output) -> Vec<Value> {
-    String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
-}
-
-async fn py(args: &[&str]) -> std::process::Output {
-    tokio::process::Command::new(python())
-        .arg(python_client_script())
-        .args(args)
-        .output()
-        .await
-        .unwrap_or_else(|e| panic!("python: {e}"))
-}
 
 fn config(dir: &std::path::Path, card_url: &str) -> std::path::PathBuf {
     let path = dir.join("switchyard.toml");

@@ -110,31 +110,33 @@ impl Kind {
         }
     }
 
+    /// Every kind; the nine A2A-specific ones first, in code order.
+    pub const ALL: [Kind; 18] = [
+        Kind::TaskNotFound,
+        Kind::TaskNotCancelable,
+        Kind::PushNotificationNotSupported,
+        Kind::UnsupportedOperation,
+        Kind::ContentTypeNotSupported,
+        Kind::InvalidAgentResponse,
+        Kind::ExtendedAgentCardNotConfigured,
+        Kind::ExtensionSupportRequired,
+        Kind::VersionNotSupported,
+        Kind::ParseError,
+        Kind::InvalidRequest,
+        Kind::MethodNotFound,
+        Kind::InvalidParams,
+        Kind::Internal,
+        Kind::Unavailable,
+        Kind::Unauthenticated,
+        Kind::PermissionDenied,
+        Kind::PayloadTooLarge,
+    ];
+
     /// The kind an A2A `reason` (or an engine failure code) names, if any.
     pub fn from_reason(reason: &str) -> Option<Self> {
-        const ALL: [Kind; 18] = [
-            Kind::TaskNotFound,
-            Kind::TaskNotCancelable,
-            Kind::PushNotificationNotSupported,
-            Kind::UnsupportedOperation,
-            Kind::ContentTypeNotSupported,
-            Kind::InvalidAgentResponse,
-            Kind::ExtendedAgentCardNotConfigured,
-            Kind::ExtensionSupportRequired,
-            Kind::VersionNotSupported,
-            Kind::ParseError,
-            Kind::InvalidRequest,
-            Kind::MethodNotFound,
-            Kind::InvalidParams,
-            Kind::Internal,
-            Kind::Unavailable,
-            Kind::Unauthenticated,
-            Kind::PermissionDenied,
-            Kind::PayloadTooLarge,
-        ];
         match reason {
             "upstream_unavailable" | "outcome_lost" => Some(Kind::Unavailable),
-            r => ALL.into_iter().find(|k| k.reason() == r),
+            r => Self::ALL.into_iter().find(|k| k.reason() == r),
         }
     }
 
@@ -301,17 +303,7 @@ mod tests {
 
     #[test]
     fn the_two_profiles_differ_exactly_where_the_1_0_1_table_changed() {
-        let all = [
-            Kind::TaskNotFound,
-            Kind::TaskNotCancelable,
-            Kind::PushNotificationNotSupported,
-            Kind::UnsupportedOperation,
-            Kind::ContentTypeNotSupported,
-            Kind::InvalidAgentResponse,
-            Kind::ExtendedAgentCardNotConfigured,
-            Kind::ExtensionSupportRequired,
-            Kind::VersionNotSupported,
-        ];
+        let all = &Kind::ALL[..9];
         let http: Vec<_> =
             all.iter().filter(|k| k.http_status(Profile::Spec) != k.http_status(Profile::Tck)).copied().collect();
         assert_eq!(http, [Kind::TaskNotCancelable, Kind::ContentTypeNotSupported, Kind::InvalidAgentResponse]);
@@ -320,6 +312,7 @@ mod tests {
         assert_eq!(grpc, [Kind::PushNotificationNotSupported, Kind::UnsupportedOperation, Kind::VersionNotSupported]);
         let codes: Vec<i64> = all.iter().map(|k| k.jsonrpc_code()).collect();
         assert_eq!(codes, (1..=9).map(|n| -32000 - n).collect::<Vec<_>>());
+        assert!(Kind::ALL.iter().all(|k| Kind::from_reason(k.reason()) == Some(*k)), "reasons are unique");
     }
 
     #[test]

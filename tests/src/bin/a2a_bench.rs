@@ -15,46 +15,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 use switchyard_tests::a2a::InternalAgent;
+use switchyard_tests::bench::{Args, Run};
 use switchyard_tests::gateway::{Gateway, Options};
-
-struct Args {
-    seconds: u64,
-    concurrency: usize,
-    store_url: Option<String>,
-}
-
-fn parse() -> anyhow::Result<Args> {
-    let mut a = Args { seconds: 5, concurrency: 16, store_url: None };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let value = it.next().with_context(|| format!("{flag} needs a value"))?;
-        match flag.as_str() {
-            "--seconds" => a.seconds = value.parse()?,
-            "--concurrency" => a.concurrency = value.parse()?,
-            "--store-url" => a.store_url = Some(value),
-            other => bail!("unknown flag {other}"),
-        }
-    }
-    if !(1..=120).contains(&a.seconds) || !(1..=256).contains(&a.concurrency) {
-        bail!("--seconds must be 1..=120 and --concurrency 1..=256");
-    }
-    Ok(a)
-}
-
-struct Run {
-    lat_us: Vec<u64>,
-    rate: f64,
-}
-
-impl Run {
-    fn pct(&self, p: f64) -> f64 {
-        if self.lat_us.is_empty() {
-            return f64::NAN;
-        }
-        let i = ((self.lat_us.len() as f64 - 1.0) * p).round() as usize;
-        self.lat_us[i.min(self.lat_us.len() - 1)] as f64 / 1000.0
-    }
-}
 
 async fn send(http: &reqwest::Client, url: &str, id: &str) -> anyhow::Result<()> {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
@@ -92,14 +54,12 @@ async fn drive(url: &str, concurrency: usize, seconds: u64, tag: &str) -> anyhow
     for t in tasks {
         lat_us.extend(t.await??);
     }
-    let rate = lat_us.len() as f64 / t0.elapsed().as_secs_f64();
-    lat_us.sort_unstable();
-    Ok(Run { lat_us, rate })
+    Ok(Run::new(lat_us, t0.elapsed()))
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let args = parse()?;
+    let args = Args::parse()?;
     let dir = tempfile::tempdir()?;
     let agent = InternalAgent::start(dir.path());
     let config = dir.path().join("switchyard.toml");

@@ -1,0 +1,56 @@
+//! What the loopback benchmark binaries share: their flags and latency summaries.
+
+use anyhow::{Context, bail};
+
+/// `--seconds N --concurrency N [--store-url URL]`.
+#[derive(Debug, Clone)]
+pub struct Args {
+    pub seconds: u64,
+    pub concurrency: usize,
+    pub store_url: Option<String>,
+}
+
+impl Args {
+    pub fn parse() -> anyhow::Result<Args> {
+        let mut a = Args { seconds: 5, concurrency: 16, store_url: None };
+        let mut it = std::env::args().skip(1);
+        while let Some(flag) = it.next() {
+            let value = it.next().with_context(|| format!("{flag} needs a value"))?;
+            match flag.as_str() {
+                "--seconds" => a.seconds = value.parse()?,
+                "--concurrency" => a.concurrency = value.parse()?,
+                "--store-url" => a.store_url = Some(value),
+                other => bail!("unknown flag {other}"),
+            }
+        }
+        if !(1..=120).contains(&a.seconds) || !(1..=256).contains(&a.concurrency) {
+            bail!("--seconds must be 1..=120 and --concurrency 1..=256");
+        }
+        Ok(a)
+    }
+}
+
+/// Latencies (µs, sorted) and calls per second of one measured cell.
+#[derive(Debug, Clone)]
+pub struct Run {
+    pub lat_us: Vec<u64>,
+    pub rate: f64,
+}
+
+impl Run {
+    /// From unsorted latencies measured over `elapsed`.
+    pub fn new(mut lat_us: Vec<u64>, elapsed: std::time::Duration) -> Run {
+        let rate = lat_us.len() as f64 / elapsed.as_secs_f64();
+        lat_us.sort_unstable();
+        Run { lat_us, rate }
+    }
+
+    /// The `p` quantile (0..=1) in milliseconds.
+    pub fn pct(&self, p: f64) -> f64 {
+        if self.lat_us.is_empty() {
+            return f64::NAN;
+        }
+        let i = ((self.lat_us.len() as f64 - 1.0) * p).round() as usize;
+        self.lat_us[i.min(self.lat_us.len() - 1)] as f64 / 1000.0
+    }
+}
