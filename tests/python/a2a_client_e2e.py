@@ -5,6 +5,9 @@ Usage:
       send (blocking, resent: same task), extended card, stream, get (historyLength), list, cancel (twice:
       the second is TaskNotCancelable), subscribe, and push delivery to a local webhook with
       the configured Authorization header. Prints one JSON line per check.
+  a2a_client_e2e.py isolation <base-url> <binding> <red-token> <blue-token>
+      red starts a task; blue (another tenant) cannot get, cancel or subscribe to it (TaskNotFound)
+      nor see it listed; no token is refused.
   a2a_client_e2e.py start <base-url> <binding> [text]
       starts a task (returnImmediately; default: the tck agent's slow one) and prints {"task": id}.
   a2a_client_e2e.py resubscribe <base-url> <binding> <task-id>
@@ -20,7 +23,7 @@ import uuid
 
 import grpc
 import httpx
-from a2a.client import ClientConfig, create_client
+from a2a.client import ClientCallContext, ClientConfig, create_client
 from a2a.types import (
     CancelTaskRequest,
     GetExtendedAgentCardRequest,
@@ -168,6 +171,40 @@ async def full(base, binding):
     check("push delivered with the configured Authorization", completed and completed[0]["auth"] == "Bearer hook-secret", received=len(Hook.received))
 
 
+async def isolation(base, binding, red, blue):
+    c = await client_for(base, binding, streaming=False)
+    as_ = lambda token: ClientCallContext(service_parameters={"Authorization": f"Bearer {token}"})
+    first = await collect(c.send_message(SendMessageRequest(message=msg("tck-input-required")), context=as_(red)))
+    task = first[0].task
+    check("red starts a task", state_name(task.status.state) == "TASK_STATE_INPUT_REQUIRED")
+    got = await c.get_task(GetTaskRequest(id=task.id), context=as_(red))
+    check("red reads it", got.id == task.id)
+
+    async def refused(name, call):
+        try:
+            await call()
+            check(name, False)
+        except Exception as e:
+            check(name, "notfound" in type(e).__name__.lower() or "not found" in str(e).lower(), error=f"{type(e).__name__}: {e}")
+
+    await refused("blue cannot get it", lambda: c.get_task(GetTaskRequest(id=task.id), context=as_(blue)))
+    await refused("blue cannot cancel it", lambda: c.cancel_task(CancelTaskRequest(id=task.id), context=as_(blue)))
+    streaming = await client_for(base, binding, streaming=True)
+    await refused(
+        "blue cannot subscribe to it",
+        lambda: collect(streaming.subscribe(SubscribeToTaskRequest(id=task.id), context=as_(blue))),
+    )
+    listed = await c.list_tasks(ListTasksRequest(), context=as_(blue))
+    check("blue lists nothing", len(listed.tasks) == 0 and listed.total_size == 0, total=listed.total_size)
+    try:
+        await c.get_task(GetTaskRequest(id=task.id))
+        check("no token is refused", False)
+    except Exception as e:
+        check("no token is refused", True, error=f"{type(e).__name__}")
+    still = await c.get_task(GetTaskRequest(id=task.id), context=as_(red))
+    check("red's task is untouched", state_name(still.status.state) == "TASK_STATE_INPUT_REQUIRED")
+
+
 async def start(base, binding, text):
     c = await client_for(base, binding, streaming=False)
     out = await collect(c.send_message(SendMessageRequest(
@@ -190,6 +227,8 @@ def main():
     mode, base, binding = sys.argv[1], sys.argv[2], sys.argv[3]
     if mode == "full":
         asyncio.run(full(base, binding))
+    elif mode == "isolation":
+        asyncio.run(isolation(base, binding, sys.argv[4], sys.argv[5]))
     elif mode == "start":
         asyncio.run(start(base, binding, sys.argv[4] if len(sys.argv) > 4 else "hello"))
     elif mode == "resubscribe":

@@ -274,6 +274,14 @@ async fn oauth_scopes_and_tenant_isolation_on_the_a2a_face() {
     let (_, red_list) = rpc(http, &url, Some(&red), "ListTasks", json!({})).await;
     assert_eq!(red_list["result"]["totalSize"], 1);
 
+    // The same through the official Python SDK on every binding, gRPC included.
+    for binding in ["JSONRPC", "HTTP+JSON", "GRPC"] {
+        let out = py(&["isolation", &gw.base, binding, &red, &blue]).await;
+        let checks = lines(&out);
+        assert!(out.status.success(), "{binding}: {checks:#?}\n{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(checks.iter().filter(|c| c["ok"] == true).count(), 8, "{binding}: {checks:#?}");
+    }
+
     // The card declares how to authenticate.
     let card: Value = http
         .get(format!("{}/.well-known/agent-card.json", gw.base))
