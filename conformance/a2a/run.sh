@@ -60,14 +60,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-wait_line() {
-  for _ in $(seq 300); do
-    line=$(grep -m1 "^$2" "$1" 2>/dev/null || true)
-    [ -n "$line" ] && { echo "${line#"$2"}"; return 0; }
-    sleep 0.1
-  done
-  echo "run.sh: no '$2' line in $1:" >&2; cat "$1" >&2; return 1
-}
+. "$root/conformance/lib.sh"
 
 failed=0
 for profile in full bare; do

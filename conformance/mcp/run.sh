@@ -26,15 +26,7 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 
-# wait_line <file> <prefix>: prints the rest of the first line starting with prefix (20 s max).
-wait_line() {
-  for _ in $(seq 200); do
-    line=$(grep -m1 "^$2" "$1" 2>/dev/null || true)
-    [ -n "$line" ] && { echo "${line#"$2"}"; return 0; }
-    sleep 0.1
-  done
-  echo "run.sh: no '$2' line in $1:" >&2; cat "$1" >&2; return 1
-}
+. "$root/conformance/lib.sh"
 
 "$bin/switchyard-mcp-fixture" --listen 127.0.0.1:0 >"$work/fixture.out" 2>"$work/fixture.err" &
 pids+=($!)

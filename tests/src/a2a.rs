@@ -5,8 +5,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-/// Writes a gateway configuration with one `tck` agent (and `extra` TOML appended).
-pub fn write_config(dir: &Path, agent: &str, extra: &str) -> PathBuf {
+/// Writes a gateway configuration: short engine leases (so a killed gateway's work is taken
+/// over quickly), `a2a` lines in the `[a2a]` section, then the `agents` blocks.
+pub fn write_gateway_config(dir: &Path, a2a: &str, agents: &str) -> PathBuf {
     let path = dir.join("switchyard.toml");
     let text = format!(
         r#"
@@ -16,18 +17,20 @@ backoff_max_ms = 500
 recovery_interval_ms = 300
 
 [a2a]
-push = {{ allow_loopback = true }}
-{extra}
+{a2a}
 
-[[a2a.agents]]
-name = "tck"
-kind = "tck"
-extended_card = true
-{agent}
+{agents}
 "#
     );
     std::fs::write(&path, text).unwrap_or_else(|e| panic!("{e}"));
     path
+}
+
+/// A configuration with one `tck` agent (`agent`: more keys for it; `extra`: more `[a2a]`
+/// keys), webhooks to loopback allowed.
+pub fn write_config(dir: &Path, agent: &str, extra: &str) -> PathBuf {
+    let agents = format!("[[a2a.agents]]\nname = \"tck\"\nkind = \"tck\"\nextended_card = true\n{agent}");
+    write_gateway_config(dir, &format!("push = {{ allow_loopback = true }}\n{extra}"), &agents)
 }
 
 /// The official Python A2A SDK client script (`tests/python/a2a_client_e2e.py`).

@@ -45,6 +45,18 @@ impl Run {
         Run { lat_us, rate }
     }
 
+    /// Joins the workers of a cell started at `t0`, each returning its latencies (µs).
+    pub async fn join(
+        workers: Vec<tokio::task::JoinHandle<anyhow::Result<Vec<u64>>>>,
+        t0: std::time::Instant,
+    ) -> anyhow::Result<Run> {
+        let mut lat_us = Vec::new();
+        for w in workers {
+            lat_us.extend(w.await??);
+        }
+        Ok(Run::new(lat_us, t0.elapsed()))
+    }
+
     /// The `p` quantile (0..=1) in milliseconds.
     pub fn pct(&self, p: f64) -> f64 {
         if self.lat_us.is_empty() {

@@ -6,29 +6,14 @@
 use std::time::Duration;
 
 use serde_json::json;
-use switchyard_tests::a2a::{InternalAgent, lines, py, rpc};
+use switchyard_tests::a2a::{InternalAgent, lines, py, rpc, write_gateway_config};
 use switchyard_tests::gateway::{Gateway, Options};
 
 fn config(dir: &std::path::Path, card_url: &str) -> std::path::PathBuf {
-    let path = dir.join("switchyard.toml");
-    let text = format!(
-        r#"
-[engine]
-lease_ttl_ms = 2000
-backoff_max_ms = 500
-recovery_interval_ms = 300
-
-[a2a]
-anonymous = true
-
-[[a2a.agents]]
-name = "internal"
-kind = "upstream"
-card_url = "{card_url}/.well-known/agent-card.json"
-"#
+    let agent = format!(
+        "[[a2a.agents]]\nname = \"internal\"\nkind = \"upstream\"\ncard_url = \"{card_url}/.well-known/agent-card.json\"\n"
     );
-    std::fs::write(&path, text).unwrap_or_else(|e| panic!("{e}"));
-    path
+    write_gateway_config(dir, "anonymous = true", &agent)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -265,25 +265,16 @@ macro_rules! task_store_impl {
             }
 
             async fn list(&self, query: &TaskQuery) -> Result<(Vec<TaskRecord>, i64), Error> {
-                let (sql, args) = list_sql(query, false);
-                let mut q = sqlx::query(sqlx::AssertSqlSafe($sql(&sql)));
-                for a in args {
-                    q = match a {
+                let bound = |count: bool| {
+                    let (sql, args) = list_sql(query, count);
+                    args.into_iter().fold(sqlx::query(sqlx::AssertSqlSafe($sql(&sql))), |q, a| match a {
                         ListArg::Text(t) => q.bind(t),
                         ListArg::Int(i) => q.bind(i),
-                    };
-                }
-                let rows = q.fetch_all(&self.$reader).await.map_err(db)?;
+                    })
+                };
+                let rows = bound(false).fetch_all(&self.$reader).await.map_err(db)?;
                 let tasks = rows.iter().map(decode_task).collect::<Result<Vec<_>, _>>()?;
-                let (sql, args) = list_sql(query, true);
-                let mut q = sqlx::query(sqlx::AssertSqlSafe($sql(&sql)));
-                for a in args {
-                    q = match a {
-                        ListArg::Text(t) => q.bind(t),
-                        ListArg::Int(i) => q.bind(i),
-                    };
-                }
-                let row = q.fetch_one(&self.$reader).await.map_err(db)?;
+                let row = bound(true).fetch_one(&self.$reader).await.map_err(db)?;
                 let total: i64 = row.try_get(0).map_err(db)?;
                 Ok((tasks, total))
             }

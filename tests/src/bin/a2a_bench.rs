@@ -50,11 +50,7 @@ async fn drive(url: &str, concurrency: usize, seconds: u64, tag: &str) -> anyhow
             anyhow::Ok(lat)
         }));
     }
-    let mut lat_us = Vec::new();
-    for t in tasks {
-        lat_us.extend(t.await??);
-    }
-    Ok(Run::new(lat_us, t0.elapsed()))
+    Run::join(tasks, t0).await
 }
 
 #[tokio::main]

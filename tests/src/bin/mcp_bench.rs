@@ -49,11 +49,7 @@ async fn drive(url: &str, tool: &str, concurrency: usize, seconds: u64) -> anyho
             Ok(lat)
         }));
     }
-    let mut lat_us = Vec::new();
-    for t in tasks {
-        lat_us.extend(t.await??);
-    }
-    Ok(Run::new(lat_us, t0.elapsed()))
+    Run::join(tasks, t0).await
 }
 
 #[tokio::main]
