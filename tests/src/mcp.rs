@@ -155,6 +155,17 @@ pub async fn connect(url: &str, modern: bool) -> Client {
         .unwrap_or_else(|e| panic!("connect {url} (modern: {modern}): {e}"))
 }
 
+/// Connects to `url` as a 2026-07-28 client sending `token` as its bearer credential.
+pub async fn connect_with_bearer(url: &str, token: &str) -> Client {
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let config = StreamableHttpClientTransportConfig::with_uri(url).auth_header(token.to_string());
+    let transport = StreamableHttpClientTransport::with_client(reqwest::Client::default(), config);
+    let lifecycle = ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] };
+    rmcp::service::serve_client_with_lifecycle(TestClient, transport, lifecycle)
+        .await
+        .unwrap_or_else(|e| panic!("connect {url}: {e}"))
+}
+
 /// `tools/call` parameters.
 pub fn call(name: &str, args: Value) -> CallToolRequestParams {
     let mut p = CallToolRequestParams::new(name.to_string());

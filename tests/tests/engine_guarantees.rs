@@ -69,6 +69,7 @@ on_both!(
     g9_watch_resumes_without_gaps_or_duplicates,
     g10_terminal_results_cannot_change,
     shutdown_releases_leases_for_immediate_recovery,
+    a_store_outage_at_the_outcome_commit_does_not_lose_the_outcome,
 );
 
 fn config(ttl_ms: u64) -> EngineConfig {
@@ -102,6 +103,7 @@ fn call(op: &str, request: Value, key: Option<&str>) -> Submission {
         operation: op.into(),
         request,
         ingress_key: key.map(|k| IngressKey::new(k).unwrap_or_else(|e| panic!("{e}"))),
+        ingress: switchyard_contract::Ingress::Admin,
         context: None,
     }
 }
@@ -337,7 +339,13 @@ async fn g6_a_worker_whose_lease_expired_cannot_commit(db: Db) {
         });
         assert_eq!(late, Some((switchyard_contract::Fence(1), a.worker())), "{op}: {:?}", kinds(&evs));
         let now = b.get(&alice().tenant, inv.id).await.unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(now.state, after.state, "{op}: the late outcome was not applied");
+        if op == "gate" {
+            assert_eq!(now.state, after.state, "{op}: the late outcome was not applied");
+        } else {
+            // The write's only attempt answered after all: that answer resolves the `unknown`.
+            assert_eq!(now.state.name(), StateName::Succeeded, "{op}: {:?}", kinds(&evs));
+            assert_eq!(kinds(&evs[evs.len() - 2..]), ["late_outcome", "succeeded"]);
+        }
         let expected_calls = if op == "gate" { 2 } else { 1 };
         assert_eq!(up.calls().len(), expected_calls, "{op}: a write is never re-dispatched by the new worker");
     }
@@ -446,5 +454,24 @@ async fn shutdown_releases_leases_for_immediate_recovery(db: Db) {
     let b = engine(db.open().await, &up, Arc::new(NoFaults), config(60_000));
     assert_eq!(b.recover_once().await.ok(), Some(1), "taken at once, not after 60 s");
     until(&b, inv.id, StateName::Unknown).await;
+    assert_eq!(up.calls().len(), 1);
+}
+
+/// The database goes away for a moment just as the upstream answers a write: the outcome is
+/// committed once it is back (the lease still holds), not turned into `unknown`.
+async fn a_store_outage_at_the_outcome_commit_does_not_lose_the_outcome(db: Db) {
+    let up = Scripted::new(false);
+    let store = Arc::new(Partition { inner: db.open().await, cut: AtomicBool::new(false) });
+    let e = engine(store.clone(), &up, Arc::new(NoFaults), config(3000));
+    let _recovery = e.start();
+    let inv = submit(&e, "w_gate").await;
+    up.wait_for_calls(1).await;
+    store.cut.store(true, Ordering::SeqCst);
+    up.open_gate();
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    store.cut.store(false, Ordering::SeqCst);
+    let done = until(&e, inv.id, StateName::Succeeded).await;
+    assert_eq!(done.attempts, 1);
+    assert_eq!(kinds(&events(&e, inv.id).await), ["admitted", "dispatch_started", "succeeded"]);
     assert_eq!(up.calls().len(), 1);
 }

@@ -199,6 +199,8 @@ impl AgentKind {
 /// A built-in agent as an engine upstream.
 #[derive(Debug)]
 pub struct AgentUpstream {
+    /// The agent's configured name: a run request for any other agent is refused.
+    name: String,
     kind: AgentKind,
     hub: Hub,
     /// For kind `upstream`: the agent behind the gateway.
@@ -207,8 +209,42 @@ pub struct AgentUpstream {
 }
 
 impl AgentUpstream {
-    pub fn new(kind: AgentKind, hub: Hub, proxy: Option<Arc<crate::proxy::Proxy>>) -> Arc<Self> {
-        Arc::new(Self { kind, hub, proxy, running: Mutex::new(HashMap::new()) })
+    pub fn new(name: String, kind: AgentKind, hub: Hub, proxy: Option<Arc<crate::proxy::Proxy>>) -> Arc<Self> {
+        Arc::new(Self { name, kind, hub, proxy, running: Mutex::new(HashMap::new()) })
+    }
+
+    /// Checks a run request against the principal that submitted it, before anything is
+    /// written: the scope must be the principal's tenant's, the agent this one, and a follow-up's
+    /// task must exist in that scope for this agent. The face builds requests that pass; this
+    /// is the check wherever else a request comes from.
+    async fn check(&self, call: &DispatchCall, req: &RunRequest) -> Result<(), UpstreamError> {
+        let refuse = |message: String| UpstreamError::Rejected {
+            code: crate::error::Kind::PermissionDenied.reason().into(),
+            message,
+            details: None,
+        };
+        if req.agent != self.name {
+            return Err(refuse(format!("this upstream runs agent `{}`, not `{}`", self.name, req.agent)));
+        }
+        let own = req.scope.split_once('/').is_some_and(|(tenant, _)| tenant == call.principal.tenant.as_str());
+        if !own {
+            return Err(refuse(format!("task scope `{}` is not tenant `{}`'s", req.scope, call.principal.tenant)));
+        }
+        if !req.new_task {
+            let rec = self
+                .hub
+                .get(&req.scope, &req.task_id)
+                .await
+                .map_err(|e| UpstreamError::Unavailable { message: e.message })?;
+            if !rec.is_some_and(|r| r.agent == self.name) {
+                return Err(UpstreamError::Rejected {
+                    code: crate::error::Kind::TaskNotFound.reason().into(),
+                    message: format!("task `{}` not found", req.task_id),
+                    details: None,
+                });
+            }
+        }
+        Ok(())
     }
 
     fn track(&self, run: &str) -> CancellationToken {
@@ -261,7 +297,7 @@ impl AgentUpstream {
             if let Some(push) = &req.push {
                 crate::push::store_config(&self.hub, &req.task_id, push.clone()).await.map_err(fail)?;
             }
-            if !created {
+            if !created && with_first {
                 first_batch = initial; // driven again: applied below, or skipped as already done
             }
         } else {
@@ -306,6 +342,7 @@ impl Upstream for AgentUpstream {
             message: format!("not an A2A run request: {e}"),
             details: None,
         })?;
+        self.check(call, &req).await?;
         let run = call.invocation.to_string();
         let token = self.track(&run);
         let out = match &self.proxy {

@@ -62,6 +62,20 @@ fn remote(err: &Value) -> ClientError {
     ClientError::Remote { reason, message, details }
 }
 
+/// A non-success answer: the agent's refusal only when it carries an A2A error (a JSON-RPC
+/// `error` member or an AIP-193 body, each with a numeric `code` and a `message`). Anything else
+/// — a proxy's 502 page, a bare 504 or 429 — says nothing about whether the agent got the
+/// request, so the outcome is lost.
+fn refusal(status: reqwest::StatusCode, body: &[u8]) -> ClientError {
+    let v: Option<Value> = serde_json::from_slice(body).ok();
+    match v.as_ref().and_then(|v| v.get("error")) {
+        Some(e) if e.get("code").is_some_and(Value::is_i64) && e.get("message").is_some_and(Value::is_string) => {
+            remote(e)
+        }
+        _ => ClientError::Lost(format!("the agent's side answered HTTP {status} without an A2A error")),
+    }
+}
+
 fn decode<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, ClientError> {
     serde_json::from_value(v).map_err(|e| ClientError::Lost(format!("malformed answer from the agent: {e}")))
 }
@@ -122,9 +136,12 @@ impl A2aClient {
                     req = req.header("content-type", "application/json").body(params.to_string());
                 }
                 let resp = req.send().await.map_err(|e| transport(&e))?;
-                let ok = resp.status().is_success();
-                let v: Value = resp.json().await.map_err(|e| ClientError::Lost(e.to_string()))?;
-                if ok { Ok(v) } else { Err(remote(v.get("error").unwrap_or(&v))) }
+                let status = resp.status();
+                let body = resp.bytes().await.map_err(|e| ClientError::Lost(e.to_string()))?;
+                if !status.is_success() {
+                    return Err(refusal(status, &body));
+                }
+                serde_json::from_slice(&body).map_err(|e| ClientError::Lost(format!("malformed answer: {e}")))
             }
         }
     }
@@ -201,9 +218,9 @@ impl A2aClient {
             .is_some_and(|c| c.starts_with("text/event-stream"));
         if !is_sse {
             // An immediate error comes as plain JSON.
-            let v: Value = resp.json().await.map_err(|e| ClientError::Lost(e.to_string()))?;
-            let err = v.get("error").cloned().unwrap_or(v);
-            return Err(remote(&err));
+            let status = resp.status();
+            let body = resp.bytes().await.map_err(|e| ClientError::Lost(e.to_string()))?;
+            return Err(refusal(status, &body));
         }
         let frames = sse_data(resp.bytes_stream());
         Ok(frames
@@ -232,8 +249,12 @@ fn segment(id: &str) -> String {
     url::form_urlencoded::byte_serialize(id.as_bytes()).collect::<String>().replace('+', "%20")
 }
 
+/// The largest server-sent event taken from an agent; a longer one ends the stream as lost.
+const MAX_EVENT_BYTES: usize = 16 << 20;
+
 /// The `data` of each server-sent event (multi-line data joined with `\n`). Bytes are buffered
-/// and decoded per event, so a character or a line ending split across reads stays whole.
+/// and decoded per event, so a character or a line ending split across reads stays whole; at
+/// most [`MAX_EVENT_BYTES`] are buffered.
 fn sse_data<S>(bytes: S) -> impl Stream<Item = Result<String, ClientError>> + Send + 'static
 where
     S: Stream<Item = reqwest::Result<bytes::Bytes>> + Send + 'static,
@@ -257,7 +278,13 @@ where
             }
             match bytes.next().await {
                 // CR LF and LF end lines alike: dropping CR keeps the framing whole.
-                Some(Ok(chunk)) => buf.extend(chunk.iter().copied().filter(|b| *b != b'\r')),
+                Some(Ok(chunk)) => {
+                    buf.extend(chunk.iter().copied().filter(|b| *b != b'\r'));
+                    if buf.len() > MAX_EVENT_BYTES {
+                        let e = ClientError::Lost(format!("an event from the agent exceeds {MAX_EVENT_BYTES} bytes"));
+                        return Some((Err(e), (bytes, Vec::new(), true)));
+                    }
+                }
                 Some(Err(e)) => return Some((Err(ClientError::Lost(e.to_string())), (bytes, buf, true))),
                 None => return None,
             }
@@ -282,6 +309,45 @@ mod tests {
         ];
         let got: Vec<_> = sse_data(futures::stream::iter(chunks)).collect().await;
         assert_eq!(got, vec![Ok("{\"a\":1}".to_string()), Ok("x\n\u{2603}".to_string())]);
+    }
+
+    #[tokio::test]
+    async fn an_oversized_event_ends_the_stream_as_lost() {
+        let big = vec![b'x'; MAX_EVENT_BYTES + 1];
+        let chunks: Vec<reqwest::Result<bytes::Bytes>> =
+            vec![Ok(bytes::Bytes::from("data: ")), Ok(bytes::Bytes::from(big)), Ok(bytes::Bytes::from("\n\n"))];
+        let got: Vec<_> = sse_data(futures::stream::iter(chunks)).collect().await;
+        assert!(matches!(got.as_slice(), [Err(ClientError::Lost(_))]), "{got:?}");
+    }
+
+    /// An agent address behind which a proxy answers `status` with `body` to everything.
+    async fn proxy_answering(status: u16, body: &'static str) -> A2aClient {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap_or_else(|e| panic!("{e}"));
+        let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
+        let code = axum::http::StatusCode::from_u16(status).unwrap_or_else(|e| panic!("{e}"));
+        let app = axum::Router::new().fallback(move || async move { (code, body) });
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        A2aClient { http: reqwest::Client::new(), binding: Binding::Rest(format!("http://{addr}")), streaming: false }
+    }
+
+    #[tokio::test]
+    async fn only_a_structured_a2a_error_is_a_refusal() {
+        let send = SendMessageRequest {
+            message: a2a::Message::new(a2a::Role::User, vec![a2a::Part::text("hi")]),
+            configuration: None,
+            metadata: None,
+            tenant: None,
+        };
+        for (status, body) in [(502, "<html>Bad Gateway</html>"), (504, ""), (429, "slow down"), (503, "{}")] {
+            let client = proxy_answering(status, body).await;
+            let got = client.send(&send).await;
+            assert!(matches!(got, Err(ClientError::Lost(_))), "HTTP {status} {body:?}: {got:?}");
+            let streamed = client.stream(&send).await.map(|_| ());
+            assert!(matches!(streamed, Err(ClientError::Lost(_))), "stream, HTTP {status}: {streamed:?}");
+        }
+        let aip193 = r#"{"error":{"code":400,"status":"INVALID_ARGUMENT","message":"bad part","details":[{"reason":"INVALID_PARAMS"}]}}"#;
+        let got = proxy_answering(400, aip193).await.send(&send).await;
+        assert!(matches!(got, Err(ClientError::Remote { ref reason, .. }) if reason == "INVALID_PARAMS"), "{got:?}");
     }
 
     #[test]

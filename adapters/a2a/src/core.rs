@@ -493,6 +493,7 @@ impl Face {
             operation: "SendMessage".into(),
             request: serde_json::to_value(&run).map_err(|e| A2aError::internal(e.to_string()))?,
             ingress_key: key,
+            ingress: switchyard_contract::Ingress::A2a,
             context: None,
         };
         let resent = |e: switchyard_contract::Error| {

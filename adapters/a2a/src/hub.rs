@@ -210,7 +210,9 @@ impl Hub {
     }
 
     /// Creates `task` — first event: the task itself — and applies `changes` in the same
-    /// commit (their events follow in order). `Ok(false)` if it exists: nothing written.
+    /// commit (their events follow in order). `Ok(false)` if it exists in `scope` for `agent`:
+    /// nothing written. A task id held by another scope or agent is `TaskNotFound` (its
+    /// existence does not leak).
     pub async fn create(
         &self,
         scope: &str,
@@ -242,6 +244,8 @@ impl Hub {
         let created = self.store.create(&rec, &events).await?;
         if created {
             self.ring();
+        } else if !self.store.get(scope, &task.id).await?.is_some_and(|r| r.agent == agent) {
+            return Err(A2aError::task_not_found(&task.id));
         }
         Ok(created)
     }

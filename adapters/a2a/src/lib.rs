@@ -95,7 +95,7 @@ impl A2aAgents {
             .map(|a| {
                 let proxy = self.proxies.get(&a.name).cloned();
                 let effect = if proxy.is_some() { EffectClass::Write } else { EffectClass::ReadOnly };
-                let up: Arc<dyn Upstream> = agent::AgentUpstream::new(a.kind, self.hub.clone(), proxy);
+                let up: Arc<dyn Upstream> = agent::AgentUpstream::new(a.name.clone(), a.kind, self.hub.clone(), proxy);
                 AgentUpstream {
                     name: a.upstream(),
                     upstream: up,

@@ -395,7 +395,7 @@ impl Pool {
             return Err(fail("no url and no command configured".into()));
         };
         let mut cmd = tokio::process::Command::new(program);
-        cmd.args(args).envs(&self.spec.env).kill_on_drop(true);
+        cmd.args(args).env_clear().envs(self.spec.child_env()).kill_on_drop(true);
         let (transport, _) = TokioChildProcess::builder(cmd)
             .stderr(std::process::Stdio::inherit())
             .spawn()

@@ -68,6 +68,10 @@ impl Default for McpConfig {
     }
 }
 
+/// The variables every stdio upstream inherits from the gateway (what a program needs to find
+/// its tools and locale; the same set the official MCP SDKs pass by default).
+pub const BASE_ENV: &[&str] = &["PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LC_ALL", "TZ", "TMPDIR"];
+
 /// One upstream MCP server: Streamable HTTP (`url`) or stdio (`command`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -79,9 +83,15 @@ pub struct McpUpstreamConfig {
     /// stdio: the program and its arguments; the gateway spawns, supervises and restarts it.
     #[serde(default)]
     pub command: Vec<String>,
-    /// Extra environment for a stdio upstream.
+    /// Environment for a stdio upstream. The child does not inherit the gateway's environment
+    /// (which holds its admin token, database URL and cloud credentials): it gets only
+    /// [`BASE_ENV`], the variables named in `inherit_env`, and these.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// Names of the gateway's environment variables a stdio upstream may inherit, besides
+    /// [`BASE_ENV`].
+    #[serde(default)]
+    pub inherit_env: Vec<String>,
     /// Prepended to the upstream's tool and prompt names. Default `<name>__`; `""` for none.
     #[serde(default)]
     pub prefix: Option<String>,
@@ -105,6 +115,16 @@ pub struct McpUpstreamConfig {
 impl McpUpstreamConfig {
     pub fn prefix(&self) -> String {
         self.prefix.clone().unwrap_or_else(|| format!("{}__", self.name))
+    }
+
+    /// The whole environment of a stdio child: [`BASE_ENV`] and `inherit_env` where the gateway
+    /// has them, then `env`.
+    pub fn child_env(&self) -> Vec<(String, String)> {
+        let inherited = BASE_ENV.iter().copied().chain(self.inherit_env.iter().map(String::as_str));
+        let mut vars: Vec<(String, String)> =
+            inherited.filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v))).collect();
+        vars.extend(self.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+        vars
     }
 
     pub fn max_sessions(&self) -> usize {
@@ -331,6 +351,7 @@ mod tests {
             url: Some("http://127.0.0.1:1/mcp".into()),
             command: Vec::new(),
             env: BTreeMap::new(),
+            inherit_env: Vec::new(),
             prefix: None,
             operations: BTreeMap::new(),
             tasks: BTreeMap::new(),

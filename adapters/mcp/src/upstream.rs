@@ -77,6 +77,17 @@ impl McpUpstream {
             message: format!("stored request is not an MCP tools/call: {e}"),
             details: None,
         })?;
+        // The effect class is the operation's: the tool called must be that operation.
+        if req.tool != call.target.operation {
+            return Err(UpstreamError::Rejected {
+                code: "invalid_request".into(),
+                message: format!(
+                    "the request names tool `{}` but the invocation's operation is `{}`",
+                    req.tool, call.target.operation
+                ),
+                details: None,
+            });
+        }
         let relay = call.context.as_ref().and_then(|c| c.get::<Arc<Relay>>()).cloned();
         let lease = self.pool.acquire().await.map_err(|e| UpstreamError::Unavailable { message: e.0 })?;
         let Some(peer) = lease.peer().cloned() else {
@@ -148,6 +159,9 @@ impl McpUpstream {
                 message: e.message.to_string(),
                 details: Some(json!({ "code": e.code.0, "data": e.data })),
             }),
+            Err(e) if never_sent(&e) => {
+                Err(UpstreamError::Unavailable { message: format!("cannot connect to the upstream: {e}") })
+            }
             Err(e) => Err(UpstreamError::Lost { message: format!("the upstream's reply was lost: {e}") }),
         }
     }
@@ -155,6 +169,30 @@ impl McpUpstream {
     fn in_flight_token(&self, attempt: AttemptId) -> Option<CancellationToken> {
         self.in_flight.lock().ok().and_then(|m| m.get(&attempt).cloned())
     }
+}
+
+/// Whether a send error proves the request never left: its cause is a refused or failed TCP
+/// connect (HTTP upstreams open a connection per request, so a dead upstream shows here). Any
+/// other transport failure may have happened after bytes left, so it is a lost outcome.
+fn never_sent(e: &rmcp::ServiceError) -> bool {
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    let rmcp::ServiceError::TransportSend(inner) = e else { return false };
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(inner.error.as_ref());
+    while let Some(c) = cause {
+        let connect = match c.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+            Some(StreamableHttpError::Client(r)) => r.is_connect(),
+            _ => {
+                c.downcast_ref::<reqwest::Error>().is_some_and(reqwest::Error::is_connect)
+                    || c.downcast_ref::<std::io::Error>()
+                        .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused)
+            }
+        };
+        if connect {
+            return true;
+        }
+        cause = c.source();
+    }
+    false
 }
 
 /// Cancels the upstream call when the dispatch future is dropped before it finished.

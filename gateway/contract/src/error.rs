@@ -57,6 +57,10 @@ impl Error {
     pub fn invalid_input(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::InvalidInput, ErrorSource::Client, false, message)
     }
+    /// The caller may not do this; nothing was changed.
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Forbidden, ErrorSource::Client, false, message)
+    }
     /// The gateway could not do its part (e.g. the database is down); nothing was admitted.
     pub fn unavailable(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Unavailable, ErrorSource::Gateway, true, message)

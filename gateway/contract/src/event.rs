@@ -67,12 +67,16 @@ pub enum EventKind {
         decision: Decision,
         by: Principal,
     },
-    /// A worker tried to commit after losing its lease; recorded, not applied.
+    /// A worker tried to commit after losing its lease; recorded, not applied (unless it
+    /// resolves an `unknown`: then the resolving event follows).
     LateOutcome {
         attempt: AttemptId,
         fence: Fence,
         worker: WorkerId,
         outcome: String,
+        /// The late result (or failure), kept as evidence for reconciliation.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<serde_json::Value>,
     },
 }
 

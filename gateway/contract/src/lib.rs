@@ -28,8 +28,8 @@ pub use error::{Error, ErrorKind, ErrorSource, FailureRecord};
 pub use event::{Event, EventKind};
 pub use id::{ArtifactId, AttemptId, EventId, InvocationId, WorkerId};
 pub use ports::{
-    Admission, Binding, BindingStore, CallContext, CancelAck, DispatchCall, InvocationStore, Invocations, ListQuery,
-    Page, SecretVault, Submission, Submitted, Transition, Upstream, UpstreamError, UpstreamRegistry,
+    Admission, Binding, BindingStore, CallContext, CancelAck, DispatchCall, Ingress, InvocationStore, Invocations,
+    ListQuery, Page, SecretVault, Submission, Submitted, Transition, Upstream, UpstreamError, UpstreamRegistry,
 };
 pub use principal::{EffectClass, IngressKey, Principal, Target, TenantId};
 pub use secret::Secret;

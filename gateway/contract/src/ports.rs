@@ -25,10 +25,37 @@ pub struct Submission {
     pub operation: String,
     pub request: Value,
     pub ingress_key: Option<IngressKey>,
+    /// The entry point the call came through; see [`Ingress`].
+    pub ingress: Ingress,
     /// In-process companions of this call (e.g. where to relay progress notifications). Never
     /// stored: an attempt driven after a restart or by another replica has none, and upstreams
     /// must work without it.
     pub context: Option<CallContext>,
+}
+
+/// The entry point a call came through. An upstream that a protocol face serves (its
+/// [`UpstreamRegistry::owner`]) is reachable only through that face, which applies its own checks
+/// before it submits (exposure patterns, pinned schemas, endpoint scopes, sealed input rounds,
+/// task scopes); the engine refuses the same upstream from any other entry point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ingress {
+    /// The admin API (`POST /admin/v1/invocations`) and in-process callers.
+    Admin,
+    /// The MCP face.
+    Mcp,
+    /// The A2A face.
+    A2a,
+}
+
+impl Ingress {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Admin => "the admin API",
+            Self::Mcp => "the MCP face",
+            Self::A2a => "the A2A face",
+        }
+    }
 }
 
 /// Opaque, in-memory state an adapter hands to its own upstream through the engine; the
@@ -236,6 +263,12 @@ pub trait UpstreamRegistry: Send + Sync {
     fn target(&self, upstream: &str, operation: &str) -> Result<Target, Error>;
     /// The upstream named `name`.
     fn upstream(&self, name: &str) -> Option<Arc<dyn Upstream>>;
+    /// The face that owns `upstream`, if one does: calls to it from any other [`Ingress`] are
+    /// refused at admission.
+    fn owner(&self, upstream: &str) -> Option<Ingress> {
+        let _ = upstream;
+        None
+    }
 }
 
 /// One pinned upstream definition (for MCP: a tool, keyed by its upstream name). Discovery

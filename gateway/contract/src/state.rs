@@ -215,6 +215,15 @@ impl AttemptOutcome {
             Self::Canceled => "canceled".into(),
         }
     }
+
+    /// What a late outcome keeps for reconciliation: the result, or the failure.
+    fn detail(&self) -> Option<Value> {
+        match self {
+            Self::Succeeded(result) => Some(result.clone()),
+            Self::Failed(e) | Self::Retry { error: e, .. } => serde_json::to_value(e).ok(),
+            Self::Unknown { .. } | Self::Canceled => None,
+        }
+    }
 }
 
 /// The data a store needs to admit a new invocation.
@@ -327,7 +336,9 @@ impl Invocation {
     ) -> Vec<EventKind> {
         let current = matches!(self.state, InvocationState::Dispatching { attempt: a, .. } if a == attempt);
         if !current || !self.holds_lease(worker, fence, now) {
-            return vec![EventKind::LateOutcome { attempt, fence, worker, outcome: outcome.summary() }];
+            let late =
+                EventKind::LateOutcome { attempt, fence, worker, outcome: outcome.summary(), detail: outcome.detail() };
+            return self.resolve_from_late(attempt, outcome, late);
         }
         match outcome {
             AttemptOutcome::Succeeded(result) => {
@@ -350,6 +361,27 @@ impl Invocation {
                 vec![EventKind::Canceled { by }]
             }
         }
+    }
+
+    /// A late outcome is recorded, not applied (G6) — except the upstream's own answer for the
+    /// very attempt whose outcome was declared lost: that answer is the truth about the effect,
+    /// so it resolves the `unknown` (a success, or a failure the upstream reported). Any other
+    /// state, or a late "lost" or "retry", stays as it is.
+    fn resolve_from_late(&mut self, attempt: AttemptId, outcome: AttemptOutcome, late: EventKind) -> Vec<EventKind> {
+        if !matches!(self.state, InvocationState::Unknown { attempt: a, .. } if a == attempt) {
+            return vec![late];
+        }
+        let mut events = vec![late];
+        match outcome {
+            AttemptOutcome::Succeeded(result) => {
+                self.park();
+                self.state = InvocationState::Succeeded { result: result.clone(), resolution: Resolution::Upstream };
+                events.push(EventKind::Succeeded { result, resolution: Resolution::Upstream });
+            }
+            AttemptOutcome::Failed(error) => events.extend(self.fail(error)),
+            AttemptOutcome::Retry { .. } | AttemptOutcome::Unknown { .. } | AttemptOutcome::Canceled => {}
+        }
+        events
     }
 
     fn fail(&mut self, error: FailureRecord) -> Vec<EventKind> {

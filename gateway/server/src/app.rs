@@ -13,7 +13,7 @@ use axum::extract::{DefaultBodyLimit, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::get;
-use switchyard_contract::{BindingStore, Engine, FaultHook, InvocationStore, NoFaults, WorkerId};
+use switchyard_contract::{BindingStore, Engine, FaultHook, Ingress, InvocationStore, NoFaults, WorkerId};
 use switchyard_mcp::{McpGateway, Sealer};
 use switchyard_store::{StoreOptions, redact_url};
 use tower_http::trace::TraceLayer;
@@ -59,7 +59,11 @@ impl App {
         std::fs::create_dir_all(&cfg.server.data_dir)
             .with_context(|| format!("cannot create data dir {}", cfg.server.data_dir.display()))?;
         let url = cfg.store_url();
-        let opts = StoreOptions { max_connections: cfg.store.max_connections, migrate: true };
+        let opts = StoreOptions {
+            max_connections: cfg.store.max_connections,
+            migrate: true,
+            acquire_timeout: Duration::from_millis(cfg.store.acquire_timeout_ms),
+        };
         let stores = switchyard_store::connect(&url, &opts)
             .await
             .with_context(|| format!("cannot open store {}", redact_url(&url)))?;
@@ -69,7 +73,7 @@ impl App {
             Arc::new(McpGateway::new(cfg.mcp.clone(), stores.bindings.clone(), Some((stores.vault.clone(), sealer))));
         let mut registry = Registry::from_config(&cfg.upstreams, &cfg.server.data_dir);
         for u in mcp.upstreams() {
-            registry.add(u.name, u.upstream, u.operations);
+            registry.add(u.name, Ingress::Mcp, u.upstream, u.operations);
         }
         let artifacts =
             crate::artifacts_http::open(cfg, stores.artifacts).await.context("cannot open the artifact store")?;
@@ -79,7 +83,7 @@ impl App {
                 .map_err(anyhow::Error::msg)?,
         );
         for u in a2a.upstreams() {
-            registry.add(u.name, u.upstream, u.operations);
+            registry.add(u.name, Ingress::A2a, u.upstream, u.operations);
         }
         let registry = Arc::new(registry);
         let faults: Arc<dyn FaultHook> = match PauseAt::from_env().map_err(anyhow::Error::msg)? {

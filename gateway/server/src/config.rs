@@ -80,11 +80,14 @@ pub struct StoreConfig {
     /// `postgres://…` or `sqlite://…`; empty means `sqlite://<data_dir>/switchyard.db`.
     pub url: Secret,
     pub max_connections: u32,
+    /// How long a call waits for a database connection before it is refused as "store
+    /// unavailable, nothing changed".
+    pub acquire_timeout_ms: u64,
 }
 
 impl Default for StoreConfig {
     fn default() -> Self {
-        Self { url: Secret::default(), max_connections: 16 }
+        Self { url: Secret::default(), max_connections: 16, acquire_timeout_ms: 2000 }
     }
 }
 
@@ -213,6 +216,9 @@ impl Config {
         }
         if !(1..=1000).contains(&self.store.max_connections) {
             return bad("store.max_connections must be within 1..=1000".into());
+        }
+        if !(100..=60_000).contains(&self.store.acquire_timeout_ms) {
+            return bad("store.acquire_timeout_ms must be within 100..=60000".into());
         }
         if !["text", "json"].contains(&self.log.format.as_str()) {
             return bad(format!("log.format must be `text` or `json` (got `{}`)", self.log.format));

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use switchyard_contract::{EffectClass, Error, Target, Upstream, UpstreamRegistry};
+use switchyard_contract::{EffectClass, Error, Ingress, Target, Upstream, UpstreamRegistry};
 
 use crate::config::UpstreamConfig;
 use crate::demo::Demo;
@@ -13,6 +13,8 @@ use crate::demo::Demo;
 struct Entry {
     upstream: Arc<dyn Upstream>,
     operations: HashMap<String, EffectClass>,
+    /// The face that serves this upstream, when one does (then only that face may call it).
+    owner: Option<Ingress>,
 }
 
 /// Upstreams by name.
@@ -35,6 +37,7 @@ impl Registry {
                 let entry = Entry {
                     upstream: Arc::new(Demo::new(log)),
                     operations: u.operations.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+                    owner: None,
                 };
                 (u.name.clone(), entry)
             })
@@ -42,14 +45,17 @@ impl Registry {
         Self { entries }
     }
 
-    /// Adds an upstream served by an adapter (e.g. MCP).
+    /// Adds an upstream that the face `owner` serves (MCP servers, A2A agents): only calls that
+    /// come through that face reach it.
     pub fn add(
         &mut self,
         name: String,
+        owner: Ingress,
         upstream: Arc<dyn Upstream>,
         operations: impl IntoIterator<Item = (String, EffectClass)>,
     ) {
-        self.entries.insert(name, Entry { upstream, operations: operations.into_iter().collect() });
+        let operations = operations.into_iter().collect();
+        self.entries.insert(name, Entry { upstream, operations, owner: Some(owner) });
     }
 }
 
@@ -66,5 +72,9 @@ impl UpstreamRegistry for Registry {
 
     fn upstream(&self, name: &str) -> Option<Arc<dyn Upstream>> {
         self.entries.get(name).map(|e| e.upstream.clone())
+    }
+
+    fn owner(&self, upstream: &str) -> Option<Ingress> {
+        self.entries.get(upstream).and_then(|e| e.owner)
     }
 }

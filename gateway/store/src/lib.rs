@@ -36,11 +36,15 @@ pub struct StoreOptions {
     pub max_connections: u32,
     /// Apply pending migrations on connect.
     pub migrate: bool,
+    /// PostgreSQL: how long a caller waits for a pooled connection before it gets `Unavailable`
+    /// ("nothing changed"), so a database outage fails calls fast instead of stalling them.
+    /// (SQLite is in-process: its single writer queues callers as long as sqlx allows.)
+    pub acquire_timeout: std::time::Duration,
 }
 
 impl Default for StoreOptions {
     fn default() -> Self {
-        Self { max_connections: 16, migrate: true }
+        Self { max_connections: 16, migrate: true, acquire_timeout: std::time::Duration::from_secs(2) }
     }
 }
 

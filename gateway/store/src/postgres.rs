@@ -42,7 +42,11 @@ fn local_ms() -> i64 {
 impl PgStore {
     pub async fn connect(url: &str, opts: &StoreOptions) -> Result<Self, StoreError> {
         let connect: PgConnectOptions = url.parse()?;
-        let pool = PgPoolOptions::new().max_connections(opts.max_connections).connect_with(connect).await?;
+        let pool = PgPoolOptions::new()
+            .max_connections(opts.max_connections)
+            .acquire_timeout(opts.acquire_timeout)
+            .connect_with(connect)
+            .await?;
         let store = Self { pool, clock_offset_ms: Arc::new(AtomicI64::new(0)) };
         if opts.migrate {
             store.migrate().await?;

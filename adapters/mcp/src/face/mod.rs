@@ -287,6 +287,7 @@ impl Face {
                 operation: entry.tool.name.to_string(),
                 request: serde_json::to_value(&request).map_err(|e| internal(e.to_string()))?,
                 ingress_key: ingress,
+                ingress: switchyard_contract::Ingress::Mcp,
                 context: Some(CallContext::new(relay.clone())),
             };
             let ct = ctx.ct.clone();

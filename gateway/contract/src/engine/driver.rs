@@ -15,7 +15,7 @@ use tracing::{Instrument, debug, info_span, warn};
 
 use super::{FaultPoint, Inner};
 use crate::Millis;
-use crate::error::Error;
+use crate::error::{Error, ErrorKind};
 use crate::event::EventKind;
 use crate::ports::{CallContext, CancelAck, DispatchCall, UpstreamError};
 use crate::state::{Invocation, InvocationState};
@@ -162,16 +162,28 @@ async fn commit(
     let backoff = policy.backoff(call.attempt_no);
     let (effect, attempt_no, attempt, fence) = (call.target.effect, call.attempt_no, call.attempt, current.lease.fence);
     let (worker, ttl) = (inner.cfg.worker, inner.cfg.ttl_ms());
-    let (inv, events) = inner
-        .store
-        .transition_held(
-            current,
-            Box::new(move |i, now| {
-                let outcome = policy.classify(result.clone(), effect, attempt_no, backoff, now);
-                Ok(i.record_outcome(worker, fence, attempt, outcome, now, ttl))
-            }),
-        )
-        .await?;
+    let record = move || -> crate::ports::Transition {
+        let result = result.clone();
+        Box::new(move |i, now| {
+            let outcome = policy.classify(result.clone(), effect, attempt_no, backoff, now);
+            Ok(i.record_outcome(worker, fence, attempt, outcome, now, ttl))
+        })
+    };
+    // The outcome is the one thing that must not be lost: while the store is away, try again
+    // with backoff for as long as the lease may still hold. (A retry after a commit whose reply
+    // was lost finds the outcome applied and only appends a late event.)
+    let give_up = tokio::time::Instant::now() + inner.cfg.lease_ttl;
+    let mut pause = Duration::from_millis(50);
+    let (inv, events) = loop {
+        match inner.store.transition_held(current, record()).await {
+            Err(e) if e.kind == ErrorKind::Unavailable && tokio::time::Instant::now() + pause < give_up => {
+                warn!(error = %e, retry_in_ms = pause.as_millis(), "cannot commit the outcome yet; retrying");
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(1));
+            }
+            r => break r?,
+        }
+    };
     inner.notify_changed(&inv);
     if events.first().is_some_and(|e| matches!(e.kind, EventKind::LateOutcome { .. })) {
         warn!(attempt = %attempt, "lease lost before the outcome was committed; recorded as a late outcome");

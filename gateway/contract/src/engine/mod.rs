@@ -325,6 +325,16 @@ impl Invocations for Engine {
             return Err(Error::unavailable("the gateway is shutting down; nothing was admitted"));
         }
         let target = inner.upstreams.target(&s.upstream, &s.operation)?;
+        if let Some(owner) = inner.upstreams.owner(&s.upstream)
+            && owner != s.ingress
+        {
+            return Err(Error::forbidden(format!(
+                "upstream `{}` is served through {}, which checks each call first; {} cannot call it",
+                s.upstream,
+                owner.as_str(),
+                s.ingress.as_str()
+            )));
+        }
         let digest = RequestDigest::compute(&target.upstream, &target.operation, &s.request)?;
         let draft = NewInvocation {
             id: InvocationId::new(),

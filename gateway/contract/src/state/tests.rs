@@ -88,6 +88,37 @@ fn g6_a_stale_fence_or_expired_lease_only_appends_a_late_event() {
 }
 
 #[test]
+fn a_late_answer_for_the_lost_attempt_of_a_write_resolves_its_unknown() {
+    let (mut inv, w, attempt) = dispatching(EffectClass::Write);
+    inv.lease = Lease { owner: Some(w), fence: Fence(2), expires_at_ms: Some(5_000) };
+    inv.recover_lost_attempt(w, Fence(2), 1_000, 3).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(inv.state.name(), StateName::Unknown);
+    // The first worker's answer arrives under its old fence: kept as evidence, and the truth.
+    let ev = inv.record_outcome(w, Fence(1), attempt, AttemptOutcome::Succeeded(json!({"ok": 1})), 1_100, TTL);
+    match ev.as_slice() {
+        [EventKind::LateOutcome { detail, .. }, EventKind::Succeeded { .. }] => {
+            assert_eq!(detail, &Some(json!({"ok": 1})))
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(inv.state, InvocationState::Succeeded { result: json!({"ok": 1}), resolution: Resolution::Upstream });
+    // A late "lost" or an answer for another attempt changes nothing.
+    let (mut other, w, _) = dispatching(EffectClass::Write);
+    other.record_outcome(w, Fence(1), other_attempt(&other), AttemptOutcome::Unknown { reason: "x".into() }, 300, TTL);
+    let before = other.clone();
+    let ev = other.record_outcome(w, Fence(1), AttemptId::new(), AttemptOutcome::Succeeded(json!(2)), 400, TTL);
+    assert!(matches!(ev.as_slice(), [EventKind::LateOutcome { .. }]));
+    assert_eq!(other, before);
+}
+
+fn other_attempt(inv: &Invocation) -> AttemptId {
+    match inv.state {
+        InvocationState::Dispatching { attempt, .. } => attempt,
+        _ => AttemptId::new(),
+    }
+}
+
+#[test]
 fn g8_cancel_before_dispatch_is_final_and_in_flight_is_only_recorded() {
     let w = WorkerId::new();
     let mut inv = admitted(EffectClass::Write, w);

@@ -72,6 +72,7 @@ pub(super) async fn submit(
         operation: b.operation,
         request: b.request,
         ingress_key: key,
+        ingress: switchyard_contract::Ingress::Admin,
         context: None,
     };
     let submitted = if wait > 0 {

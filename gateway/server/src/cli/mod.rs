@@ -92,6 +92,6 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
 /// Opens the configured stores (migrating them) for the inspection commands.
 async fn open_store(cfg: &Config) -> anyhow::Result<switchyard_store::Stores> {
     std::fs::create_dir_all(&cfg.server.data_dir)?;
-    let opts = switchyard_store::StoreOptions { max_connections: 2, migrate: true };
+    let opts = switchyard_store::StoreOptions { max_connections: 2, ..Default::default() };
     Ok(switchyard_store::connect(&cfg.store_url(), &opts).await?)
 }

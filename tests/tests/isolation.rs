@@ -1,0 +1,187 @@
+//! The attacks of issue 11, against the real binary: two tenants (`red`, `blue`) with API keys
+//! that grant every scope, an A2A `echo` agent and an MCP stdio upstream. Each test is the
+//! reproduction that used to succeed; each must now be refused with nothing changed.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use switchyard_tests::gateway::{Gateway, Options};
+
+const RED_KEY: &str = "sk_red_0b9c0ff6d1";
+const BLUE_KEY: &str = "sk_blue_61c4e2a7aa";
+const SCOPES: &str = r#"["invocations:read", "invocations:write", "invocations:reconcile", "a2a:call", "mcp:call"]"#;
+
+fn sha(s: &str) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(s.as_bytes()))
+}
+
+fn toml_str(s: &str) -> String {
+    Value::String(s.to_string()).to_string()
+}
+
+/// A gateway config: API keys for `red` and `blue`, the `echo` agent, and the fixture over stdio
+/// (`fx`) started through `sh`, which first writes the child's environment to `env_dump`.
+fn config(dir: &Path, env_dump: &Path, call_log: &Path) -> PathBuf {
+    let fixture = switchyard_tests::mcp::fixture_binary().display().to_string();
+    let script = format!("env > {}; exec {} --stdio", env_dump.display(), fixture);
+    let text = format!(
+        r#"
+[auth]
+resource = "https://gateway.test"
+
+[[auth.api_keys]]
+name = "red"
+sha256 = "{red}"
+tenant = "red"
+subject = "red-bot"
+scopes = {SCOPES}
+
+[[auth.api_keys]]
+name = "blue"
+sha256 = "{blue}"
+tenant = "blue"
+subject = "blue-bot"
+scopes = {SCOPES}
+
+[mcp]
+call_wait_ms = 20000
+connect_timeout_ms = 15000
+request_state_key = "switchyard-test-request-state-key-0123456789"
+
+[[mcp.upstreams]]
+name = "fx"
+command = ["sh", "-c", {script}]
+env = {{ FIXTURE_CALL_LOG = {log} }}
+operations = {{ echo = "read_only", count_write = "write" }}
+
+[a2a]
+
+[[a2a.agents]]
+name = "echo"
+kind = "echo"
+"#,
+        red = sha(RED_KEY),
+        blue = sha(BLUE_KEY),
+        script = toml_str(&script),
+        log = toml_str(&call_log.display().to_string()),
+    );
+    let path = dir.join("switchyard.toml");
+    std::fs::write(&path, text).unwrap_or_else(|e| panic!("{e}"));
+    path
+}
+
+struct Setup {
+    gw: Gateway,
+    env_dump: PathBuf,
+    call_log: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+fn start(extra_env: &[(&str, &str)]) -> Setup {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let (env_dump, call_log) = (dir.path().join("child-env.txt"), dir.path().join("calls.log"));
+    let path = config(dir.path(), &env_dump, &call_log);
+    let env = extra_env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(path), env, ..Options::default() });
+    Setup { gw, env_dump, call_log, _dir: dir }
+}
+
+async fn post(gw: &Gateway, key: &str, path: &str, body: Value) -> (u16, Value) {
+    let resp = gw
+        .http
+        .post(format!("{}{path}", gw.base))
+        .bearer_auth(key)
+        .header("A2A-Version", "1.0")
+        .json(&body)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let status = resp.status().as_u16();
+    (status, resp.json().await.unwrap_or(Value::Null))
+}
+
+async fn get(gw: &Gateway, key: &str, path: &str) -> (u16, Value) {
+    let resp =
+        gw.http.get(format!("{}{path}", gw.base)).bearer_auth(key).send().await.unwrap_or_else(|e| panic!("{e}"));
+    let status = resp.status().as_u16();
+    (status, resp.json().await.unwrap_or(Value::Null))
+}
+
+/// Red's task, made through the A2A face; returns (task id, context id).
+async fn red_task(gw: &Gateway) -> (String, String) {
+    let msg = json!({"messageId": "red-secret-1", "role": "ROLE_USER", "parts": [{"text": "red's secret"}]});
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": msg}});
+    let (status, answer) = post(gw, RED_KEY, "/a2a/echo", body).await;
+    assert_eq!(status, 200, "{answer}");
+    let task = &answer["result"]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{answer}");
+    (task["id"].as_str().unwrap_or_default().to_string(), task["contextId"].as_str().unwrap_or_default().to_string())
+}
+
+#[tokio::test]
+async fn another_tenant_cannot_reach_a_task_through_the_admin_api() {
+    let s = start(&[]);
+    let (task, ctx) = red_task(&s.gw).await;
+    let message = json!({"messageId": "blue-1", "role": "ROLE_USER", "parts": [{"text": "give me red's task"}]});
+    for scope in ["red/", "blue/"] {
+        let body = json!({"upstream": "a2a-agent-echo", "operation": "SendMessage", "request": {
+            "agent": "echo", "scope": scope, "taskId": task, "contextId": ctx, "newTask": false,
+            "message": message,
+            "push": {"url": "http://127.0.0.1:9/steal", "taskId": task},
+        }});
+        let (status, answer) = post(&s.gw, BLUE_KEY, "/admin/v1/invocations?wait_ms=3000", body).await;
+        assert_eq!(status, 403, "{answer}");
+        assert_eq!(answer["error"]["kind"], "forbidden", "{answer}");
+        assert!(answer.to_string().contains("A2A face"), "{answer}");
+        assert!(!answer.to_string().contains("red's secret"), "{answer}");
+    }
+    // Nothing was admitted for blue, and red's task is unchanged: one user message, not blue's.
+    let (_, page) = get(&s.gw, BLUE_KEY, "/admin/v1/invocations").await;
+    assert_eq!(page["items"], json!([]), "{page}");
+    let body = json!({"jsonrpc": "2.0", "id": 2, "method": "GetTask", "params": {"id": task}});
+    let (_, got) = post(&s.gw, RED_KEY, "/a2a/echo", body).await;
+    assert!(!got.to_string().contains("give me red's task"), "{got}");
+    let (_, configs) = post(
+        &s.gw,
+        RED_KEY,
+        "/a2a/echo",
+        json!({"jsonrpc": "2.0", "id": 3, "method": "ListTaskPushNotificationConfigs", "params": {"taskId": task}}),
+    )
+    .await;
+    assert!(!configs.to_string().contains("steal"), "{configs}");
+}
+
+#[tokio::test]
+async fn an_mcp_upstream_is_not_callable_through_the_admin_api() {
+    let s = start(&[]);
+    // `echo` is read_only; the request names the write tool: it used to run, recorded read_only.
+    let body = json!({"upstream": "fx", "operation": "echo", "request": {"tool": "count_write", "arguments": {"key": "forged"}}});
+    let (status, answer) = post(&s.gw, BLUE_KEY, "/admin/v1/invocations?wait_ms=5000", body).await;
+    assert_eq!(status, 403, "{answer}");
+    assert!(answer.to_string().contains("MCP face"), "{answer}");
+    // The operator's token gets the same answer: the face's checks cannot be skipped.
+    let body = json!({"upstream": "fx", "operation": "count_write", "request": {"tool": "count_write", "arguments": {"key": "op"}}});
+    let (status, answer) =
+        s.gw.post("blue", "/admin/v1/invocations?wait_ms=5000", body).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(status, 403, "{answer}");
+    let calls = std::fs::read_to_string(&s.call_log).unwrap_or_default();
+    assert_eq!(calls, "", "the write tool must not have run");
+}
+
+#[tokio::test]
+async fn a_stdio_upstream_gets_none_of_the_gateways_secrets() {
+    let secret = "AKIA-not-for-children-7f3e";
+    let s = start(&[("AWS_SECRET_ACCESS_KEY", secret), ("SWITCHYARD__STORE__MAX_CONNECTIONS", "7")]);
+    // A call through the face makes the gateway start a session with the child.
+    let mut client = switchyard_tests::mcp::connect_with_bearer(&format!("{}/mcp", s.gw.base), RED_KEY).await;
+    let result = client.call_tool(switchyard_tests::mcp::call("fx__echo", json!({"text": "hi"}))).await;
+    assert!(result.is_ok(), "{result:?}");
+    let _ = client.close().await;
+    let env = std::fs::read_to_string(&s.env_dump).unwrap_or_else(|e| panic!("child env dump: {e}"));
+    assert!(env.contains("FIXTURE_CALL_LOG="), "the configured env is passed:\n{env}");
+    assert!(env.lines().any(|l| l.starts_with("PATH=")), "PATH is passed:\n{env}");
+    for leaked in ["SWITCHYARD__ADMIN__TOKEN", "AWS_SECRET_ACCESS_KEY", "SWITCHYARD__STORE__MAX_CONNECTIONS", secret] {
+        assert!(!env.contains(leaked), "{leaked} reached the stdio child:\n{env}");
+    }
+}
