@@ -185,3 +185,44 @@ async fn a_stdio_upstream_gets_none_of_the_gateways_secrets() {
         assert!(!env.contains(leaked), "{leaked} reached the stdio child:\n{env}");
     }
 }
+
+#[tokio::test]
+async fn a_web_page_cannot_post_to_the_a2a_face() {
+    let s = start(&[]);
+    let msg = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message":
+        {"messageId": "csrf-1", "role": "ROLE_USER", "parts": [{"text": "from a web page"}]}}});
+    let url = format!("{}/a2a/echo", s.gw.base);
+    let send = |headers: Vec<(&'static str, &'static str)>, path: &str| {
+        let mut req = s.gw.http.post(format!("{url}{path}")).bearer_auth(RED_KEY).header("A2A-Version", "1.0");
+        for (k, v) in headers {
+            req = req.header(k, v);
+        }
+        req.body(msg.to_string()).send()
+    };
+    // DNS rebinding: a foreign Host. A cross-site page: a foreign Origin. Both bindings.
+    for path in ["", "/rest/message:send"] {
+        for headers in [
+            vec![("host", "attacker.example"), ("content-type", "application/json")],
+            vec![("origin", "https://attacker.example"), ("content-type", "application/json")],
+        ] {
+            let resp = send(headers.clone(), path).await.unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(resp.status().as_u16(), 403, "{path} {headers:?}");
+            let body = resp.text().await.unwrap_or_default();
+            assert!(body.contains("PERMISSION_DENIED") || body.contains("-32001"), "{body}");
+        }
+    }
+    // A "simple" cross-site content type that only mentions JSON is not JSON.
+    let resp =
+        send(vec![("content-type", "text/plain; x=application/json")], "").await.unwrap_or_else(|e| panic!("{e}"));
+    let body: Value = resp.json().await.unwrap_or(Value::Null);
+    assert_eq!(body["error"]["code"], -32005, "{body}");
+    // Nothing was recorded.
+    let (_, page) = get(&s.gw, RED_KEY, "/admin/v1/invocations").await;
+    assert_eq!(page["items"], json!([]), "{page}");
+    // The same request from the gateway's own origin goes through.
+    let resp = send(vec![("origin", "http://127.0.0.1:1"), ("content-type", "application/json")], "")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let body: Value = resp.json().await.unwrap_or(Value::Null);
+    assert_eq!(body["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{body}");
+}

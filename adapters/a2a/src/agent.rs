@@ -236,7 +236,7 @@ impl AgentUpstream {
                 .get(&req.scope, &req.task_id)
                 .await
                 .map_err(|e| UpstreamError::Unavailable { message: e.message })?;
-            if !rec.is_some_and(|r| r.agent == self.name) {
+            if rec.is_none_or(|r| r.agent != self.name) {
                 return Err(UpstreamError::Rejected {
                     code: crate::error::Kind::TaskNotFound.reason().into(),
                     message: format!("task `{}` not found", req.task_id),

@@ -16,6 +16,12 @@ pub struct A2aConfig {
     pub public_url: Option<String>,
     /// Serve callers without credentials as tenant `default` (only honoured on loopback).
     pub anonymous: bool,
+    /// `Host` names accepted besides loopback names and the host of `public_url`
+    /// (DNS-rebinding protection, as for `/mcp`).
+    pub allowed_hosts: Vec<String>,
+    /// Browser origins accepted besides loopback origins and `public_url`'s (`scheme://host`,
+    /// `scheme://host:port` or `scheme://host:*`).
+    pub allowed_origins: Vec<String>,
     /// How long a blocking SendMessage waits for a terminal or interrupted state (and any send
     /// for its task to start).
     pub call_wait_ms: u64,
@@ -41,6 +47,8 @@ impl Default for A2aConfig {
             error_profile: Profile::Spec,
             public_url: None,
             anonymous: false,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
             call_wait_ms: 60_000,
             max_request_body_bytes: 1 << 20,
             card_max_age_s: 300,

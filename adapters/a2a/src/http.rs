@@ -18,16 +18,25 @@ use switchyard_contract::Principal;
 
 use crate::core::{AgentEntry, Caller, Face, Operation, Reply};
 use crate::error::{A2aError, Kind, Profile};
+use crate::origin::{Allowlist, json_content};
 
 #[derive(Clone)]
 struct HttpState {
     face: Face,
     loaded: chrono::DateTime<chrono::Utc>,
+    allow: std::sync::Arc<Allowlist>,
+}
+
+impl HttpState {
+    fn new(face: Face) -> Self {
+        let allow = std::sync::Arc::new(Allowlist::new(&face.config));
+        Self { face, loaded: chrono::Utc::now(), allow }
+    }
 }
 
 /// The agent cards (public: no authentication).
 pub fn cards(face: Face) -> Router {
-    let state = HttpState { face, loaded: chrono::Utc::now() };
+    let state = HttpState::new(face);
     Router::new()
         .route("/.well-known/agent-card.json", get(root_card))
         .route("/a2a/{agent}/.well-known/agent-card.json", get(agent_card))
@@ -37,7 +46,7 @@ pub fn cards(face: Face) -> Router {
 /// The JSON-RPC and HTTP+JSON endpoints of every agent (to be put behind authentication).
 pub fn api(face: Face) -> Router {
     let limit = face.config.max_request_body_bytes;
-    let state = HttpState { face, loaded: chrono::Utc::now() };
+    let state = HttpState::new(face);
     Router::new()
         .route("/a2a/{agent}", post(jsonrpc))
         .route("/a2a/{agent}/", post(jsonrpc))
@@ -101,13 +110,6 @@ fn body_error(r: &BytesRejection) -> A2aError {
     }
 }
 
-fn json_content(headers: &HeaderMap) -> bool {
-    headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|ct| ct.contains("application/json") || ct.contains("application/a2a+json"))
-}
-
 /// The JSON of a non-streaming reply.
 fn reply_json(reply: Reply) -> Result<Value, A2aError> {
     let v = match reply {
@@ -165,6 +167,9 @@ async fn jsonrpc(
             return (r.status(), rpc_error(&Value::Null, &e)).into_response();
         }
     };
+    if let Err(e) = st.allow.check(&headers, &uri) {
+        return (StatusCode::FORBIDDEN, rpc_error(&Value::Null, &e)).into_response();
+    }
     let Some(agent) = agent_at(&st.face, &agent, &uri) else {
         return rpc_error(&Value::Null, &A2aError::new(Kind::MethodNotFound, "no such agent"));
     };
@@ -343,6 +348,9 @@ async fn rest(
         Ok(b) => b,
         Err(r) => return rest_error(profile, &body_error(&r)),
     };
+    if let Err(e) = st.allow.check(headers, &request.uri) {
+        return rest_error(profile, &e);
+    }
     let Some(agent) = agent_at(&st.face, &agent, &request.uri) else {
         return rest_error(profile, &A2aError::new(Kind::MethodNotFound, "no such agent"));
     };

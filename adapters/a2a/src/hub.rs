@@ -244,7 +244,7 @@ impl Hub {
         let created = self.store.create(&rec, &events).await?;
         if created {
             self.ring();
-        } else if !self.store.get(scope, &task.id).await?.is_some_and(|r| r.agent == agent) {
+        } else if self.store.get(scope, &task.id).await?.is_none_or(|r| r.agent != agent) {
             return Err(A2aError::task_not_found(&task.id));
         }
         Ok(created)

@@ -14,6 +14,7 @@ pub mod error;
 pub mod grpc;
 pub mod http;
 pub mod hub;
+pub mod origin;
 pub mod proxy;
 pub mod push;
 
@@ -73,6 +74,12 @@ impl A2aAgents {
             })
             .collect();
         let signer = match &config.card_signing_key_file {
+            // A signed card must not carry whatever Host a request named: it needs a fixed URL.
+            Some(_) if config.public_url.is_none() => {
+                return Err("a2a.card_signing_key_file needs a2a.public_url: a signed card names a fixed URL, \
+                            never the request's Host"
+                    .into());
+            }
             Some(path) => {
                 let pem = std::fs::read_to_string(path)
                     .map_err(|e| format!("a2a.card_signing_key_file {}: {e}", path.display()))?;

@@ -10,11 +10,18 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use a2a::TaskPushNotificationConfig;
+use futures::StreamExt;
 use serde::Deserialize;
+use switchyard_contract::Delivery;
 use tracing::{debug, warn};
 
 use crate::error::{A2aError, Kind};
-use crate::hub::{Hub, now_ms};
+use crate::hub::Hub;
+
+/// Push configurations one task may hold; one more is refused (`InvalidParams`).
+pub const MAX_CONFIGS_PER_TASK: usize = 16;
+/// Webhook destinations delivered to at once; within one destination, one at a time.
+const PARALLEL_DESTINATIONS: usize = 16;
 
 /// Where webhooks may go and how hard to try.
 #[derive(Debug, Clone, Deserialize, serde::Serialize)]
@@ -46,33 +53,59 @@ fn refused(url: &str, why: &str) -> A2aError {
     A2aError::invalid_params(format!("push notification url `{url}` is not allowed: {why}"))
 }
 
+/// The IPv4 address an IPv6 address carries, for the forms that reach an IPv4 host: mapped
+/// (`::ffff:a.b.c.d`), NAT64 (`64:ff9b::/96` and the local-use `64:ff9b:1::/48`) and 6to4
+/// (`2002:aabb:ccdd::/16`).
+fn embedded_v4(v6: std::net::Ipv6Addr) -> Option<std::net::Ipv4Addr> {
+    let s = v6.segments();
+    let v4 = |hi: u16, lo: u16| std::net::Ipv4Addr::from((u32::from(hi) << 16) | u32::from(lo));
+    if let Some(mapped) = v6.to_ipv4_mapped() {
+        Some(mapped)
+    } else if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] || s[..3] == [0x64, 0xff9b, 1] {
+        Some(v4(s[6], s[7]))
+    } else if s[0] == 0x2002 {
+        Some(v4(s[1], s[2]))
+    } else {
+        None
+    }
+}
+
+fn v4_private(v4: std::net::Ipv4Addr) -> bool {
+    let [a, b, c, _] = v4.octets();
+    v4.is_private()
+        || v4.is_link_local()
+        || v4.is_broadcast()
+        || v4.is_multicast()
+        || a == 0 // "this network" (0.0.0.0/8), the unspecified address among them
+        || (a == 100 && (64..128).contains(&b)) // shared address space (RFC 6598)
+        || (a == 192 && b == 0 && c == 0) // IETF protocol assignments
+        || (a == 198 && (b == 18 || b == 19)) // benchmarking (RFC 2544)
+        || a >= 240 // reserved (240.0.0.0/4)
+}
+
 fn ip_allowed(ip: IpAddr, s: &PushSettings) -> Result<(), &'static str> {
-    // An IPv4-mapped IPv6 address is judged as the IPv4 address it carries.
+    // An IPv6 address that carries an IPv4 one is judged as that IPv4 address.
     let ip = match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        IpAddr::V6(v6) => embedded_v4(v6).map_or(ip, IpAddr::V4),
         v4 => v4,
     };
     let loopback = ip.is_loopback();
     let private = match ip {
-        IpAddr::V4(v4) => {
-            let [a, b, ..] = v4.octets();
-            v4.is_private()
-                || v4.is_link_local()
-                || v4.is_unspecified()
-                || v4.is_broadcast()
-                || v4.is_multicast()
-                || (a == 100 && (64..128).contains(&b)) // shared address space (RFC 6598)
-        }
+        IpAddr::V4(v4) => v4_private(v4),
         IpAddr::V6(v6) => {
             let seg = v6.segments()[0];
-            (seg & 0xfe00) == 0xfc00 || (seg & 0xffc0) == 0xfe80 || v6.is_unspecified() || v6.is_multicast()
+            (seg & 0xfe00) == 0xfc00 // unique local
+                || (seg & 0xffc0) == 0xfe80 // link local
+                || (seg == 0x2001 && v6.segments()[1] == 0) // Teredo (carries an obfuscated IPv4)
+                || v6.is_unspecified()
+                || v6.is_multicast()
         }
     };
     if loopback && !s.allow_loopback {
         return Err("loopback destinations are not allowed (a2a.push.allow_loopback)");
     }
     if private && !s.allow_private {
-        return Err("private, link-local and shared destinations are not allowed (a2a.push.allow_private)");
+        return Err("private, link-local, shared and reserved destinations are not allowed (a2a.push.allow_private)");
     }
     Ok(())
 }
@@ -134,6 +167,12 @@ pub async fn store_config(
         b.copy_from_slice(&d[..16]);
         uuid::Builder::from_custom_bytes(b).into_uuid().to_string()
     });
+    let existing = hub.store().push_configs(task_id).await?;
+    if existing.len() >= MAX_CONFIGS_PER_TASK && !existing.iter().any(|(i, _)| *i == id) {
+        return Err(A2aError::invalid_params(format!(
+            "task `{task_id}` already has {MAX_CONFIGS_PER_TASK} push notification configs (the limit); delete one first"
+        )));
+    }
     cfg.id = Some(id.clone());
     cfg.task_id = task_id.to_string();
     let value = serde_json::to_value(&cfg).map_err(|e| A2aError::internal(e.to_string()))?;
@@ -159,9 +198,9 @@ pub fn spawn_deliverer(hub: Hub, settings: PushSettings) -> tokio::task::JoinHan
         };
         loop {
             // A claim outlasts one delivery's timeout; if this process dies holding it, another
-            // replica delivers once it lapses (at least once).
+            // replica delivers once it lapses (at least once). Times are the database's.
             let lease = i64::try_from(settings.timeout_ms).unwrap_or(i64::MAX).saturating_add(5_000);
-            let due = match hub.store().claim_deliveries(now_ms(), now_ms().saturating_add(lease), 32).await {
+            let due = match hub.store().claim_deliveries(lease, 64).await {
                 Ok(d) => d,
                 Err(e) => {
                     warn!(error = %e, "push outbox unreadable; retrying");
@@ -173,34 +212,61 @@ pub fn spawn_deliverer(hub: Hub, settings: PushSettings) -> tokio::task::JoinHan
                 let _ = tokio::time::timeout(Duration::from_secs(1), hub.push_bell.notified()).await;
                 continue;
             }
+            // One slow or silent webhook holds up only its own destination.
+            let mut by_destination: Vec<(String, Vec<Delivery>)> = Vec::new();
             for d in due {
-                let outcome = match hydrated(&hub, &d.payload).await {
-                    Ok(payload) => deliver(&client, &settings, &d.config, &payload).await,
-                    Err(e) => Err(e.message),
-                };
-                let attempts = d.attempts + 1;
-                let store = hub.store();
-                let done = match outcome {
-                    Ok(()) => {
-                        debug!(task.id = %d.task_id, config = %d.config_id, "push delivered");
-                        store.finish_delivery(d.id, now_ms(), None).await
-                    }
-                    Err(e) if attempts >= settings.max_attempts => {
-                        warn!(task.id = %d.task_id, config = %d.config_id, error = %e, attempts, "push delivery given up");
-                        store.finish_delivery(d.id, now_ms(), Some(&e)).await
-                    }
-                    Err(e) => {
-                        let backoff = 500_i64.saturating_mul(1 << attempts.clamp(0, 7));
-                        debug!(task.id = %d.task_id, error = %e, attempts, "push delivery failed; will retry");
-                        store.retry_delivery(d.id, now_ms() + backoff, &e).await
-                    }
-                };
-                if let Err(e) = done {
-                    warn!(error = %e, "push outbox update failed");
+                let dest = destination(&d.config);
+                match by_destination.iter_mut().find(|(k, _)| *k == dest) {
+                    Some((_, list)) => list.push(d),
+                    None => by_destination.push((dest, vec![d])),
                 }
             }
+            futures::stream::iter(by_destination)
+                .for_each_concurrent(PARALLEL_DESTINATIONS, |(_, list)| {
+                    let (hub, client, settings) = (&hub, &client, &settings);
+                    async move {
+                        for d in list {
+                            deliver_one(hub, client, settings, d).await;
+                        }
+                    }
+                })
+                .await;
         }
     })
+}
+
+/// The scheme, host and port a delivery goes to.
+fn destination(config: &serde_json::Value) -> String {
+    let url = config.get("url").and_then(serde_json::Value::as_str).unwrap_or_default();
+    reqwest::Url::parse(url).map_or_else(|_| url.to_string(), |u| u.origin().ascii_serialization())
+}
+
+/// One attempt at one delivery, and its bookkeeping in the outbox.
+async fn deliver_one(hub: &Hub, client: &reqwest::Client, settings: &PushSettings, d: Delivery) {
+    let outcome = match hydrated(hub, &d.payload).await {
+        Ok(payload) => deliver(client, settings, &d.config, &payload).await,
+        Err(e) => Err(e.message),
+    };
+    let attempts = d.attempts + 1;
+    let store = hub.store();
+    let done = match outcome {
+        Ok(()) => {
+            debug!(task.id = %d.task_id, config = %d.config_id, "push delivered");
+            store.finish_delivery(d.id, None).await
+        }
+        Err(e) if attempts >= settings.max_attempts => {
+            warn!(task.id = %d.task_id, config = %d.config_id, error = %e, attempts, "push delivery given up");
+            store.finish_delivery(d.id, Some(&e)).await
+        }
+        Err(e) => {
+            let backoff = 500_i64.saturating_mul(1 << attempts.clamp(0, 7));
+            debug!(task.id = %d.task_id, error = %e, attempts, "push delivery failed; will retry");
+            store.retry_delivery(d.id, backoff, &e).await
+        }
+    };
+    if let Err(e) = done {
+        warn!(error = %e, "push outbox update failed");
+    }
 }
 
 /// The payload with kept artifact parts turned back into bytes.
@@ -259,6 +325,13 @@ mod tests {
     fn destinations_are_checked() {
         let strict = PushSettings::default();
         assert!(check_url("https://hooks.example.com/x", &strict).is_ok());
+        for public in [
+            "http://93.184.215.14/",
+            "http://[64:ff9b::5db8:d70e]/",
+            "http://[2606:2800:21f:cb07:6820:80da:af6b:8b2c]/",
+        ] {
+            assert!(check_url(public, &strict).is_ok(), "{public} is public");
+        }
         for bad in [
             "http://127.0.0.1:9/x",
             "http://localhost/x",
@@ -268,6 +341,19 @@ mod tests {
             "http://[::ffff:10.0.0.1]/",
             "http://100.64.0.1/",
             "http://169.254.169.254/",
+            "http://0.0.0.0:80/",
+            "http://0.1.2.3/",
+            "http://198.18.0.1/",
+            "http://198.19.255.1/",
+            "http://240.0.0.1/",
+            "http://255.255.255.255/",
+            "http://192.0.0.8/",
+            "http://[64:ff9b::7f00:1]/",
+            "http://[64:ff9b::a00:1]/",
+            "http://[64:ff9b:1::a9fe:a9fe]/",
+            "http://[2002:7f00:1::]/",
+            "http://[2002:c0a8:101::1]/",
+            "http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/",
             "ftp://x/",
         ] {
             assert!(check_url(bad, &strict).is_err(), "{bad} must be refused");

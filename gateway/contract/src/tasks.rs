@@ -96,13 +96,13 @@ pub trait TaskStore: Send + Sync {
     /// Deletes one; `Ok(false)` if it did not exist.
     async fn delete_push_config(&self, task_id: &str, id: &str) -> Result<bool, Error>;
 
-    /// Claims deliveries due at `now_ms` until `lease_until_ms` (another replica does not take
-    /// them meanwhile; an unfinished claim falls due again after it), oldest first, at most
-    /// `limit`: only the oldest pending delivery of each (task, config), so each webhook receives
-    /// its task's events in order.
-    async fn claim_deliveries(&self, now_ms: i64, lease_until_ms: i64, limit: u32) -> Result<Vec<Delivery>, Error>;
+    /// Claims deliveries that are due on the store's clock, for `lease_ms` from now (another
+    /// replica does not take them meanwhile; an unfinished claim falls due again after it),
+    /// oldest first, at most `limit`: only the oldest pending delivery of each (task, config), so
+    /// each webhook receives its task's events in order. Every time in the outbox is the store's.
+    async fn claim_deliveries(&self, lease_ms: i64, limit: u32) -> Result<Vec<Delivery>, Error>;
     /// Marks a delivery done (acknowledged, or given up after the last attempt).
-    async fn finish_delivery(&self, id: i64, now_ms: i64, error: Option<&str>) -> Result<(), Error>;
-    /// Records a failed attempt and when to try again.
-    async fn retry_delivery(&self, id: i64, due_ms: i64, error: &str) -> Result<(), Error>;
+    async fn finish_delivery(&self, id: i64, error: Option<&str>) -> Result<(), Error>;
+    /// Records a failed attempt; it falls due again `backoff_ms` from now.
+    async fn retry_delivery(&self, id: i64, backoff_ms: i64, error: &str) -> Result<(), Error>;
 }

@@ -1,5 +1,7 @@
 //! [`TaskStore`] on both databases. The SQL is shared: written with `$n` placeholders and
-//! rewritten to `?n` for SQLite. JSON documents are stored as text in both.
+//! rewritten to `?n` for SQLite, and `{NOW}` for each database's own clock (the push outbox is
+//! timed by it alone, so replicas with skewed clocks keep each webhook's order). JSON documents
+//! are stored as text in both.
 
 use async_trait::async_trait;
 use serde_json::Value;
@@ -17,7 +19,7 @@ const UPDATE_TASK: &str = "UPDATE a2a_tasks SET context_id = $3, state = $4, sta
     run_cursor = $7, body = $8 WHERE id = $1 AND version = $2";
 const INSERT_EVENT: &str = "INSERT INTO a2a_task_events (task_id, seq, event, created_ms) VALUES ($1, $2, $3, $4)";
 const INSERT_DELIVERY: &str =
-    "INSERT INTO a2a_push_outbox (task_id, config_id, config, payload, due_ms) VALUES ($1, $2, $3, $4, $5)";
+    "INSERT INTO a2a_push_outbox (task_id, config_id, config, payload, due_ms) VALUES ($1, $2, $3, $4, {NOW})";
 const GET_TASK: &str = "SELECT id, scope, agent, context_id, state, status_ms, version, run_cursor, body \
     FROM a2a_tasks WHERE scope = $1 AND id = $2";
 const EVENTS_AFTER: &str =
@@ -26,17 +28,19 @@ const PUT_CONFIG: &str = "INSERT INTO a2a_push_configs (task_id, id, config, cre
     ON CONFLICT (task_id, id) DO UPDATE SET config = excluded.config";
 const LIST_CONFIGS: &str = "SELECT id, config FROM a2a_push_configs WHERE task_id = $1 ORDER BY created_ms, id";
 const DELETE_CONFIG: &str = "DELETE FROM a2a_push_configs WHERE task_id = $1 AND id = $2";
-/// Claims the oldest pending delivery of each (task, config) that is due: one webhook gets its
-/// task's events in order, a failing one does not hold up others. Moving `due_ms` to the end
-/// of the lease is the claim; the outer `due_ms <= $1` is re-checked on a row another replica
-/// claimed meanwhile (PostgreSQL re-evaluates it after the row lock), so it is skipped.
-const CLAIM: &str = "UPDATE a2a_push_outbox SET due_ms = $2 WHERE delivered_ms IS NULL AND due_ms <= $1 AND id IN (\
-    SELECT o.id FROM a2a_push_outbox o JOIN (SELECT MIN(id) AS id FROM a2a_push_outbox WHERE delivered_ms IS NULL \
-    GROUP BY task_id, config_id) h ON o.id = h.id WHERE o.due_ms <= $1 ORDER BY o.id LIMIT $3) \
-    RETURNING id, task_id, config_id, config, payload, attempts";
+/// Claims the oldest pending delivery of each (task, config) that is due on the database's
+/// clock: one webhook gets its task's events in order, a failing one does not hold up others.
+/// Moving `due_ms` to the end of the lease (`$1` ms from now) is the claim; the outer due check
+/// is re-evaluated on a row another replica claimed meanwhile (PostgreSQL re-checks it after the
+/// row lock), so it is skipped.
+const CLAIM: &str = "UPDATE a2a_push_outbox SET due_ms = {NOW} + $1 WHERE delivered_ms IS NULL AND due_ms <= {NOW} \
+    AND id IN (SELECT o.id FROM a2a_push_outbox o JOIN (SELECT MIN(id) AS id FROM a2a_push_outbox \
+    WHERE delivered_ms IS NULL GROUP BY task_id, config_id) h ON o.id = h.id WHERE o.due_ms <= {NOW} \
+    ORDER BY o.id LIMIT $2) RETURNING id, task_id, config_id, config, payload, attempts";
 const FINISH: &str =
-    "UPDATE a2a_push_outbox SET delivered_ms = $2, last_error = $3, attempts = attempts + 1 WHERE id = $1";
-const RETRY: &str = "UPDATE a2a_push_outbox SET due_ms = $2, last_error = $3, attempts = attempts + 1 WHERE id = $1";
+    "UPDATE a2a_push_outbox SET delivered_ms = {NOW}, last_error = $2, attempts = attempts + 1 WHERE id = $1";
+const RETRY: &str =
+    "UPDATE a2a_push_outbox SET due_ms = {NOW} + $2, last_error = $3, attempts = attempts + 1 WHERE id = $1";
 
 fn now_ms() -> i64 {
     std::time::SystemTime::now()
@@ -223,7 +227,6 @@ macro_rules! task_store_impl {
                         .bind(&d.config_id)
                         .bind(text(&d.config))
                         .bind(text(&d.payload))
-                        .bind(now)
                         .execute(&mut *tx)
                         .await
                         .map_err(db)?;
@@ -316,10 +319,9 @@ macro_rules! task_store_impl {
                 Ok(done.rows_affected() > 0)
             }
 
-            async fn claim_deliveries(&self, now: i64, lease_until: i64, limit: u32) -> Result<Vec<Delivery>, Error> {
+            async fn claim_deliveries(&self, lease_ms: i64, limit: u32) -> Result<Vec<Delivery>, Error> {
                 let rows = sqlx::query(sqlx::AssertSqlSafe($sql(CLAIM)))
-                    .bind(now)
-                    .bind(lease_until)
+                    .bind(lease_ms)
                     .bind(i64::from(limit))
                     .fetch_all(&self.$writer)
                     .await
@@ -329,10 +331,9 @@ macro_rules! task_store_impl {
                 Ok(claimed)
             }
 
-            async fn finish_delivery(&self, id: i64, now: i64, error: Option<&str>) -> Result<(), Error> {
+            async fn finish_delivery(&self, id: i64, error: Option<&str>) -> Result<(), Error> {
                 sqlx::query(sqlx::AssertSqlSafe($sql(FINISH)))
                     .bind(id)
-                    .bind(now)
                     .bind(error)
                     .execute(&self.$writer)
                     .await
@@ -340,10 +341,10 @@ macro_rules! task_store_impl {
                 Ok(())
             }
 
-            async fn retry_delivery(&self, id: i64, due: i64, error: &str) -> Result<(), Error> {
+            async fn retry_delivery(&self, id: i64, backoff_ms: i64, error: &str) -> Result<(), Error> {
                 sqlx::query(sqlx::AssertSqlSafe($sql(RETRY)))
                     .bind(id)
-                    .bind(due)
+                    .bind(backoff_ms)
                     .bind(error)
                     .execute(&self.$writer)
                     .await
@@ -367,7 +368,7 @@ impl PgTasks {
 }
 
 fn pg(sql: &str) -> String {
-    sql.to_string()
+    sql.replace("{NOW}", "(extract(epoch from clock_timestamp()) * 1000)::bigint")
 }
 
 /// Tasks on SQLite: writes (and outbox reads) on the single writer, other reads on the readers.
@@ -384,7 +385,7 @@ impl SqliteTasks {
 }
 
 fn sqlite(sql: &str) -> String {
-    sql.replace('$', "?")
+    sql.replace('$', "?").replace("{NOW}", "CAST(unixepoch('subsec') * 1000 AS INTEGER)")
 }
 
 task_store_impl!(PgTasks, pg, pool, pool);
