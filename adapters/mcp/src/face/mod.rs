@@ -28,18 +28,18 @@ use rmcp::model::{
 use rmcp::service::{PeerRequestOptions, RequestContext};
 use rmcp::{RoleServer, ServerHandler};
 use serde_json::{Value, json};
-use switchyard_contract::{
-    CallContext, Engine, IngressKey, InvocationId, InvocationState, Invocations as _, Principal, Submission,
-};
-use tracing::{info, warn};
+use switchyard_contract::{CallContext, Engine, IngressKey, InvocationId, InvocationState, Principal, Submission};
+use tracing::warn;
 
 use crate::catalog::Catalog;
 use crate::client::{Pool, Relay};
 use crate::config::{TaskSupport, VirtualServerConfig};
 use crate::upstream::{RPC_ERROR_CODE, ToolRequest};
 
+mod gone;
 mod mrtr;
 mod tasks;
+use gone::{Cancels, pending_result};
 use mrtr::Sealed;
 use tasks::{asks_input, declares_tasks};
 
@@ -81,6 +81,8 @@ pub struct Face {
     level: Arc<std::sync::Mutex<LoggingLevel>>,
     /// A legacy session's resource subscriptions; they end with the session.
     subscriptions: Arc<Subscriptions>,
+    /// A session's detached calls and explicit cancellations.
+    cancels: Arc<Cancels>,
 }
 
 /// Tasks relaying resource updates (URI → task), aborted when the session (the last clone of
@@ -157,6 +159,7 @@ impl Face {
             server: Arc::new(server),
             level: Arc::new(std::sync::Mutex::new(LoggingLevel::Info)),
             subscriptions: Arc::default(),
+            cancels: Arc::default(),
         }
     }
 
@@ -165,6 +168,7 @@ impl Face {
         Self {
             level: Arc::new(std::sync::Mutex::new(LoggingLevel::Info)),
             subscriptions: Arc::default(),
+            cancels: Arc::default(),
             ..self.clone()
         }
     }
@@ -297,7 +301,7 @@ impl Face {
                 .submit_and_wait_or(submission, wait, async move { ct.cancelled().await })
                 .await
                 .map_err(contract_error)?;
-            let inv = submitted.invocation;
+            let inv = submitted.invocation.clone();
             // A task: the call is still running, or the tool always answers with one (unless
             // this round only asks for input, which stays an MRTR round).
             if tasks
@@ -307,11 +311,12 @@ impl Face {
                 return Ok(CallToolResponse::Task(CreateTaskResult::new(self.task_of(&inv))));
             }
             if interrupted {
-                info!(invocation.id = %inv.id, "client canceled tools/call; canceling the invocation");
-                if let Err(e) = self.shared.engine.cancel(&who, inv.id).await {
-                    warn!(invocation.id = %inv.id, error = %e, "cancel failed");
-                }
-                return Ok(CallToolResponse::Complete(error_result(inv.id, "canceled by the client")));
+                return Ok(CallToolResponse::Complete(self.client_gone(
+                    ctx.id.clone(),
+                    &who,
+                    &submitted,
+                    key.is_some(),
+                )));
             }
             let result = match inv.state {
                 InvocationState::Succeeded { result, .. } => result,
@@ -333,17 +338,7 @@ impl Face {
                 InvocationState::Canceled { .. } => {
                     return Ok(CallToolResponse::Complete(error_result(inv.id, "the call was canceled")));
                 }
-                other => {
-                    return Ok(CallToolResponse::Complete(error_result(
-                        inv.id,
-                        &format!(
-                            "the call is still {} after {} ms; follow invocation {} in the admin API",
-                            other.name().as_str(),
-                            self.shared.call_wait.as_millis(),
-                            inv.id
-                        ),
-                    )));
-                }
+                other => return Ok(CallToolResponse::Complete(pending_result(inv.id, other.name().as_str()))),
             };
             if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
                 // An operator's reconciliation may record any JSON: shown as text if it is not a
@@ -686,8 +681,14 @@ impl ServerHandler for Face {
         self.update_task_of(&request.task_id, &ctx).await
     }
 
-    async fn on_cancelled(&self, _: CancelledNotificationParam, _: rmcp::service::NotificationContext<RoleServer>) {
-        // rmcp cancels the request's token, which the waiting tools/call turns into a cancel.
+    /// rmcp has already canceled the request's token (the waiting tools/call stops waiting);
+    /// this makes a keyed call's cancellation explicit, which a closed stream is not.
+    async fn on_cancelled(&self, n: CancelledNotificationParam, ctx: rmcp::service::NotificationContext<RoleServer>) {
+        let who =
+            ctx.extensions.get::<axum::http::request::Parts>().and_then(|p| p.extensions.get::<Principal>()).cloned();
+        if let Some(id) = n.request_id {
+            self.cancels.explicit(&self.shared.engine, id, who);
+        }
     }
 }
 

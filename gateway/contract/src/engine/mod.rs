@@ -123,6 +123,8 @@ pub(crate) struct Inner {
     changed: tokio::sync::broadcast::Sender<Arc<Invocation>>,
     running: Mutex<HashMap<InvocationId, Running>>,
     stopping: tokio::sync::watch::Sender<bool>,
+    /// Set once shutdown has drained (or stopped) every driver: waits end then, not before.
+    drained: tokio::sync::watch::Sender<bool>,
 }
 
 /// The engine. Cheap to clone.
@@ -154,6 +156,7 @@ impl Engine {
                 changed: tokio::sync::broadcast::channel(4096).0,
                 running: Mutex::new(HashMap::new()),
                 stopping: tokio::sync::watch::channel(false).0,
+                drained: tokio::sync::watch::channel(false).0,
             }),
         })
     }
@@ -231,12 +234,14 @@ impl Engine {
             tokio::time::Instant::now() + self.inner.cfg.watch_poll,
             self.inner.cfg.watch_poll,
         );
-        let mut stopping = self.inner.stopping.subscribe();
+        let mut drained = self.inner.drained.subscribe();
         while !inv.state.is_settled() {
             tokio::select! {
                 _ = tokio::time::sleep_until(deadline) => break,
-                // Shutting down: answer with the state as it is now.
-                _ = stopped(&mut stopping) => break,
+                // Shut down: the drivers are done or stopped; answer with the state as it is.
+                // (While shutdown drains, waits go on: a call that finishes within the grace
+                // period is answered with its outcome.)
+                _ = stopped(&mut drained) => break,
                 r = changes.recv() => match r {
                     // Snapshots only move forward: keep the newest by sequence number.
                     Ok(snapshot) if snapshot.id == id && snapshot.last_seq >= inv.last_seq => inv = (*snapshot).clone(),
@@ -270,6 +275,7 @@ impl Engine {
         for r in &left {
             r.task.abort();
         }
+        self.inner.drained.send_replace(true);
         let released = self.inner.store.release_leases(self.inner.cfg.worker).await?;
         info!(aborted = left.len(), released, "engine stopped");
         Ok(released)
