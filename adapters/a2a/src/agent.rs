@@ -353,8 +353,16 @@ impl Upstream for AgentUpstream {
         out
     }
 
+    /// A built-in run stops at once. A proxied run is confirmed only when the agent confirmed
+    /// it (the face asked the agent first): stopping the gateway's own wait proves nothing about
+    /// the agent, so otherwise the send goes on and ends with whatever the agent answers.
     async fn cancel(&self, call: &DispatchCall) -> CancelAck {
         let run = call.invocation.to_string();
+        if let Some(p) = &self.proxy
+            && !p.take_confirmed(&run)
+        {
+            return CancelAck::Unsupported;
+        }
         let token = self.running.lock().ok().and_then(|m| m.get(&run).cloned());
         match token {
             Some(t) => {

@@ -509,7 +509,7 @@ impl Face {
         let blocking = !streaming && conf.return_immediately != Some(true);
         if blocking {
             let wait = Duration::from_millis(self.config.call_wait_ms);
-            let done = self.engine.submit_and_wait(submission, wait).await.map_err(resent)?;
+            let done = self.submit_run(submission, Some(wait)).await.map_err(resent)?;
             let inv = done.invocation;
             if let InvocationState::Succeeded { result, .. } = &inv.state
                 && let Some(m) = result.get("message")
@@ -527,6 +527,7 @@ impl Face {
                 Some(rec) => {
                     Ok(Reply::Send(SendMessageResponse::Task(slice_history(task_of(&rec)?, conf.history_length))))
                 }
+                None if matches!(inv.state, InvocationState::Unknown { .. }) => Err(lost_send(inv.id)),
                 None if inv.state.is_settled() => {
                     Err(A2aError::new(Kind::InvalidAgentResponse, format!("agent run {} started no task", inv.id)))
                 }
@@ -539,7 +540,7 @@ impl Face {
                 )),
             };
         }
-        let inv = self.engine.submit(submission).await.map_err(resent)?.invocation;
+        let inv = self.submit_run(submission, None).await.map_err(resent)?.invocation;
         let first = self.first_answer(&scope, &task_id, inv.id, &who.principal).await?;
         match first {
             First::Message(m) if streaming => {
@@ -569,6 +570,32 @@ impl Face {
         }
     }
 
+    /// Submits a run (and with `wait`, waits for it). A resent message whose earlier send was
+    /// reconciled `not applied` — it never reached the agent — runs again, under a key derived
+    /// from that invocation: every resend follows the same chain, so it still runs once.
+    async fn submit_run(
+        &self,
+        mut submission: Submission,
+        wait: Option<Duration>,
+    ) -> Result<switchyard_contract::Submitted, switchyard_contract::Error> {
+        for _ in 0..8 {
+            let out = match wait {
+                Some(w) => self.engine.submit_and_wait(submission.clone(), w).await?,
+                None => self.engine.submit(submission.clone()).await?,
+            };
+            let not_applied = matches!(&out.invocation.state, InvocationState::Failed { error, .. }
+                if error.code == switchyard_contract::state::NOT_APPLIED_CODE);
+            match (&submission.ingress_key, not_applied) {
+                (Some(key), true) => {
+                    let d = Sha256::digest(format!("{}\0{}", key.as_str(), out.invocation.id).as_bytes());
+                    submission.ingress_key = Some(IngressKey::new(format!("a2a-{}", &hex::encode(d)[..40]))?);
+                }
+                _ => return Ok(out),
+            }
+        }
+        Err(switchyard_contract::Error::conflict("this message was reconciled `not applied` too many times"))
+    }
+
     /// Waits until the run's task exists (a follow-up's does at once), or the run answered
     /// with a message.
     async fn first_answer(
@@ -591,10 +618,10 @@ impl Face {
             if let Some(rec) = self.hub.wait_for(scope, task_id, Duration::from_millis(100)).await? {
                 return Ok(First::Task(rec));
             }
-            if matches!(
-                state,
-                InvocationState::Failed { .. } | InvocationState::Unknown { .. } | InvocationState::Canceled { .. }
-            ) {
+            if matches!(state, InvocationState::Unknown { .. }) {
+                return Err(lost_send(inv));
+            }
+            if matches!(state, InvocationState::Failed { .. } | InvocationState::Canceled { .. }) {
                 return Err(A2aError::new(Kind::InvalidAgentResponse, format!("agent run {inv} did not start a task")));
             }
             if tokio::time::Instant::now() >= deadline {
@@ -665,8 +692,15 @@ impl Face {
         if task.status.state.is_terminal() {
             return Err(not_cancelable(&task));
         }
-        if let Some(p) = self.proxies.get(&agent.config.name) {
-            p.cancel_upstream(&self.hub, &scope, &req.id).await?;
+        let run = crate::hub::cursor_invocation(&rec.run_cursor).map(|i| i.to_string());
+        if let Some(p) = self.proxies.get(&agent.config.name)
+            && !p.cancel_upstream(&self.hub, &scope, &req.id, run.as_deref()).await?
+        {
+            // Nothing to ask the agent to cancel yet, so nothing it could confirm: change nothing.
+            return Err(A2aError::new(
+                Kind::TaskNotCancelable,
+                format!("task `{}` has not been acknowledged by the agent yet; cancel it again shortly", task.id),
+            ));
         }
         if let Some(inv) = crate::hub::cursor_invocation(&rec.run_cursor)
             && let Err(e) = self.engine.cancel(&who.principal, inv).await
@@ -682,6 +716,18 @@ impl Face {
             }
         }
     }
+}
+
+/// The gateway lost track of a send (it stopped mid-call) before the agent's task appeared:
+/// the gateway's failure, not the agent's, and one it reconciles by itself.
+fn lost_send(inv: InvocationId) -> A2aError {
+    A2aError::new(
+        Kind::Unavailable,
+        format!(
+            "the gateway lost track of this send (run {inv}) and is reconciling it; send the same message \
+             again in a few seconds"
+        ),
+    )
 }
 
 enum First {

@@ -136,7 +136,10 @@ impl A2aAgents {
     pub fn spawn_supervisors(&self, engine: &Engine) -> Vec<tokio::task::JoinHandle<()>> {
         self.proxies
             .iter()
-            .map(|(name, p)| proxy::supervise(self.hub.clone(), engine.clone(), name.clone(), p.clone()))
+            .filter_map(|(name, p)| {
+                let agent = self.config.agents.iter().find(|a| &a.name == name)?;
+                Some(proxy::supervise(self.hub.clone(), engine.clone(), agent.upstream(), p.clone()))
+            })
             .collect()
     }
 

@@ -4,10 +4,17 @@
 //! the upstream's ids are kept in the task's metadata (`dev.switchyard/upstream`).
 //!
 //! If the gateway dies mid-call, the engine records the send as `unknown` and never resends it.
-//! The [`supervise`] loop then finds the task still working and resumes it from evidence: with
-//! the upstream task id known it resubscribes (or reads the task); without it, it looks the
-//! message up by `messageId` in the upstream's task list. What it finds reconciles the
-//! invocation (`applied`, or `not applied` when the upstream never saw the message).
+//! The [`supervise`] loop scans the agent's `unknown` sends, claims each one (a durable claim on
+//! the invocation, so one replica at a time works on it, and the next try waits out the claim)
+//! and reconciles it from evidence:
+//! - no gateway task for a first message: the task row is written before anything is sent, so
+//!   nothing was sent — `not applied`, and a resend runs again;
+//! - the gateway task already ended (or a new task is waiting for input): the agent's answer was
+//!   mirrored before the crash — `applied`, with the task;
+//! - otherwise the agent is asked: with its task id known, resubscribe (or read the task);
+//!   without it, look the message up by `messageId` in the agent's task list. Found: `applied`
+//!   once the task ends. Not found proves nothing (the agent may list partially, or drop
+//!   history): the outcome stays `unknown` for an operator.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -16,9 +23,7 @@ use std::time::Duration;
 use a2a::{Artifact, Message, PartContent, SendMessageRequest, StreamResponse, Task, TaskState, TaskStatus};
 use futures::StreamExt;
 use serde_json::{Value, json};
-use switchyard_contract::{
-    Decision, Engine, InvocationId, InvocationState, Invocations, Principal, TenantId, UpstreamError,
-};
+use switchyard_contract::{Decision, Engine, InvocationId, Invocations, Principal, UpstreamError};
 use tokio::sync::Mutex as AsyncMutex;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
@@ -37,8 +42,8 @@ pub struct Proxy {
     card_url: String,
     timeout: Duration,
     client: AsyncMutex<Option<A2aClient>>,
-    /// Tasks a supervisor is resuming in this process.
-    resuming: Mutex<HashSet<String>>,
+    /// Runs whose cancellation the agent confirmed: only those may end `canceled`.
+    confirmed: Mutex<HashSet<String>>,
 }
 
 /// How mirroring one upstream event ended.
@@ -60,9 +65,19 @@ fn lost(e: ClientError, sent: bool) -> UpstreamError {
     }
 }
 
+/// A task-store failure before anything was sent: nothing reached the agent.
 fn hub_err(e: A2aError) -> UpstreamError {
     UpstreamError::Unavailable { message: format!("task store: {}", e.message) }
 }
+
+/// Any failure once the message may have reached the agent is a lost outcome: the agent may
+/// have acted on it, whatever the gateway could or could not record afterwards.
+fn after_send(e: A2aError) -> UpstreamError {
+    UpstreamError::Lost { message: format!("the message may have reached the agent; then: {}", e.message) }
+}
+
+/// How long a supervisor's claim on an `unknown` send lasts (and so, the pause between tries).
+const CLAIM_TTL: Duration = Duration::from_secs(30);
 
 /// The upstream ids recorded on a gateway task.
 fn upstream_ids(task: &Task) -> Option<(String, String)> {
@@ -108,7 +123,7 @@ fn local(mut m: Message, task: &str, ctx: &str) -> Message {
 
 impl Proxy {
     pub fn new(card_url: String, timeout: Duration) -> Arc<Self> {
-        Arc::new(Self { card_url, timeout, client: AsyncMutex::new(None), resuming: Mutex::new(HashSet::new()) })
+        Arc::new(Self { card_url, timeout, client: AsyncMutex::new(None), confirmed: Mutex::new(HashSet::new()) })
     }
 
     async fn client(&self) -> Result<A2aClient, ClientError> {
@@ -246,7 +261,7 @@ impl Proxy {
                 ev = events.next() => ev,
                 () = cancel.cancelled() => return Err(UpstreamError::Canceled),
             } {
-                flow = self.mirror(hub, scope, id, ctx, ev.map_err(|e| lost(e, true))?).await.map_err(hub_err)?;
+                flow = self.mirror(hub, scope, id, ctx, ev.map_err(|e| lost(e, true))?).await.map_err(after_send)?;
                 if !matches!(flow, Flow::More) {
                     break;
                 }
@@ -255,7 +270,7 @@ impl Proxy {
         } else {
             match client.send(&send).await.map_err(|e| lost(e, true))? {
                 a2a::SendMessageResponse::Task(t) => {
-                    self.mirror(hub, scope, id, ctx, StreamResponse::Task(t)).await.map_err(hub_err)?
+                    self.mirror(hub, scope, id, ctx, StreamResponse::Task(t)).await.map_err(after_send)?
                 }
                 a2a::SendMessageResponse::Message(m) => Flow::Message(local(m, id, ctx)),
             }
@@ -263,11 +278,11 @@ impl Proxy {
         match outcome {
             Flow::Message(m) => {
                 let status = TaskStatus { state: TaskState::Completed, message: Some(m.clone()), timestamp: None };
-                hub.apply(scope, id, None, Change::Status(status)).await.map_err(hub_err)?;
+                hub.apply(scope, id, None, Change::Status(status)).await.map_err(after_send)?;
                 Ok(json!({ "message": m }))
             }
             Flow::Done => {
-                let rec = hub.get(scope, id).await.map_err(hub_err)?;
+                let rec = hub.get(scope, id).await.map_err(after_send)?;
                 Ok(json!({ "task": rec.map(|r| r.body).unwrap_or(Value::Null) }))
             }
             Flow::More => {
@@ -276,18 +291,30 @@ impl Proxy {
         }
     }
 
-    /// Cancels the upstream task behind gateway task `id` (if it was started upstream).
-    pub async fn cancel_upstream(&self, hub: &Hub, scope: &str, id: &str) -> Result<(), A2aError> {
-        let Some(rec) = hub.get(scope, id).await? else { return Ok(()) };
-        let Some((up_task, _)) = upstream_ids(&task_of(&rec)?) else { return Ok(()) };
+    /// Asks the agent to cancel the upstream task behind gateway task `id`. `Ok(true)`: the
+    /// agent canceled it, and the run `run` may end `canceled`; `Ok(false)`: the agent has not
+    /// acknowledged the task yet, so there is nothing it could confirm.
+    pub async fn cancel_upstream(&self, hub: &Hub, scope: &str, id: &str, run: Option<&str>) -> Result<bool, A2aError> {
+        let Some(rec) = hub.get(scope, id).await? else { return Ok(false) };
+        let Some((up_task, _)) = upstream_ids(&task_of(&rec)?) else { return Ok(false) };
         let client = self.client().await.map_err(|e| A2aError::new(Kind::Unavailable, e.to_string()))?;
         match client.cancel_task(&up_task).await {
-            Ok(_) => Ok(()),
+            Ok(_) => {
+                if let (Some(run), Ok(mut c)) = (run, self.confirmed.lock()) {
+                    c.insert(run.to_string());
+                }
+                Ok(true)
+            }
             Err(ClientError::Remote { reason, message, .. }) if reason == "TASK_NOT_CANCELABLE" => {
                 Err(A2aError::new(Kind::TaskNotCancelable, format!("the upstream agent refused: {message}")))
             }
             Err(e) => Err(A2aError::new(Kind::Unavailable, e.to_string())),
         }
+    }
+
+    /// Whether the agent confirmed the cancellation of `run` (and forgets it).
+    pub fn take_confirmed(&self, run: &str) -> bool {
+        self.confirmed.lock().is_ok_and(|mut c| c.remove(run))
     }
 
     /// Resumes gateway task `rec` whose run was lost; returns the decision for its invocation,
@@ -325,11 +352,13 @@ impl Proxy {
                     return None;
                 }
                 let Some(t) = found else {
-                    let why = "the upstream agent never received this message (the gateway restarted before sending it); send it again";
-                    hub.apply(scope, id, None, status_saying(TaskState::Failed, why, ctx, id)).await.ok()?;
-                    return Some(Decision::NotApplied {
-                        message: "the upstream agent never received the message".into(),
-                    });
+                    // Not listed is no proof of not received: the outcome stays unknown.
+                    warn!(
+                        task.id = id,
+                        message.id = message_id,
+                        "the agent does not list this message; the outcome stays unknown for an operator"
+                    );
+                    return None;
                 };
                 let value = json!({"taskId": t.id, "contextId": t.context_id});
                 hub.apply(scope, id, None, Change::Annotate { key: UPSTREAM_KEY.into(), value }).await.ok()?;
@@ -364,44 +393,64 @@ impl Proxy {
     }
 }
 
-/// Resumes this agent's tasks whose run was lost (see the module docs), every second.
-pub fn supervise(hub: Hub, engine: Engine, agent: String, proxy: Arc<Proxy>) -> tokio::task::JoinHandle<()> {
+/// Reconciles this agent's `unknown` sends from evidence (see the module docs): a keyset scan of
+/// the upstream's `unknown` invocations every second, each one claimed before it is worked on.
+pub fn supervise(hub: Hub, engine: Engine, upstream: String, proxy: Arc<Proxy>) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
+        let mut after = None;
         loop {
-            let active = hub.store().in_states(&agent, &["TASK_STATE_SUBMITTED", "TASK_STATE_WORKING"], 500).await;
-            for rec in active.unwrap_or_default() {
-                let Some((tenant, inv)) = run_of(&rec) else { continue };
-                let Ok(invocation) = engine.get(&tenant, inv).await else { continue };
-                if !matches!(invocation.state, InvocationState::Unknown { .. }) {
-                    continue;
-                }
-                let claimed = proxy.resuming.lock().map(|mut s| s.insert(rec.id.clone())).unwrap_or(false);
-                if !claimed {
-                    continue;
-                }
-                let (hub, engine, proxy) = (hub.clone(), engine.clone(), proxy.clone());
-                tokio::spawn(async move {
-                    let message_id =
-                        invocation.request["message"]["messageId"].as_str().unwrap_or_default().to_string();
-                    info!(task.id = %rec.id, invocation.id = %inv, "resuming a task whose upstream call was lost");
-                    if let Some(decision) = proxy.resume(&hub, &rec, &message_id).await {
-                        let by = Principal::new(tenant, "a2a-supervisor");
-                        if let Err(e) = engine.reconcile(&by, inv, decision).await {
-                            warn!(invocation.id = %inv, error = %e, "reconcile failed");
-                        }
+            match engine.unknown_of(&upstream, after, 100).await {
+                Ok(page) => {
+                    after = if page.len() < 100 { None } else { page.last().map(|i| i.id) };
+                    for inv in page {
+                        let (hub, engine, proxy) = (hub.clone(), engine.clone(), proxy.clone());
+                        tokio::spawn(async move { proxy.reconcile(&hub, &engine, inv.id).await });
                     }
-                    if let Ok(mut s) = proxy.resuming.lock() {
-                        s.remove(&rec.id);
-                    }
-                });
+                }
+                Err(e) => warn!(upstream = %upstream, error = %e, "cannot scan unknown sends; retrying"),
             }
-            tokio::time::sleep(Duration::from_secs(1)).await;
+            if after.is_none() {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
         }
     })
 }
 
-/// The tenant and the invocation of the run that last wrote `rec` (`<invocation>:<step>`).
-fn run_of(rec: &switchyard_contract::TaskRecord) -> Option<(TenantId, InvocationId)> {
-    let tenant = TenantId::new(rec.scope.split('/').next()?).ok()?;
-    Some((tenant, crate::hub::cursor_invocation(&rec.run_cursor)?))
+impl Proxy {
+    /// Claims one `unknown` send and reconciles it if the evidence decides it.
+    async fn reconcile(&self, hub: &Hub, engine: &Engine, id: InvocationId) {
+        let Ok(inv) = engine.claim_unknown(id, CLAIM_TTL).await else { return }; // another replica has it
+        let Ok(req) = serde_json::from_value::<RunRequest>(inv.request.clone()) else { return };
+        let work = self.decide(hub, &req);
+        let decision = match tokio::time::timeout(CLAIM_TTL.saturating_sub(Duration::from_secs(5)), work).await {
+            Ok(Some(d)) => d,
+            Ok(None) | Err(_) => return, // undecided: tried again once the claim lapses
+        };
+        info!(invocation.id = %id, task.id = %req.task_id, "reconciling a lost send from evidence");
+        let by = Principal::new(inv.principal.tenant.clone(), "a2a-supervisor");
+        if let Err(e) = engine.reconcile(&by, id, decision).await {
+            warn!(invocation.id = %id, error = %e, "reconcile failed");
+        }
+    }
+
+    /// The decision for a lost send of `req`, or `None` while the evidence does not tell.
+    async fn decide(&self, hub: &Hub, req: &RunRequest) -> Option<Decision> {
+        let rec = hub.get(&req.scope, &req.task_id).await.ok()?;
+        let Some(rec) = rec.filter(|r| r.agent == req.agent) else {
+            // The gateway writes a first message's task before it sends anything.
+            return req.new_task.then(|| Decision::NotApplied {
+                message: "the gateway stopped before it sent the message (its task was never created); \
+                          send the message again"
+                    .into(),
+            });
+        };
+        let task = task_of(&rec).ok()?;
+        let state = &task.status.state;
+        // A task that ended, or a new task the agent put into an interrupted state, shows the
+        // agent's answer: it was mirrored before the outcome could be committed.
+        if state.is_terminal() || (req.new_task && is_interrupted(state)) {
+            return Some(Decision::Applied { result: json!({ "task": rec.body }) });
+        }
+        self.resume(hub, &rec, &req.message.message_id).await
+    }
 }

@@ -201,6 +201,18 @@ pub trait InvocationStore: Send + Sync {
     /// store's clock, raising each one's fence; rows locked by another worker are skipped.
     async fn acquire_expired(&self, worker: WorkerId, ttl_ms: Millis, limit: u32) -> Result<Vec<Invocation>, Error>;
 
+    /// Up to `limit` `unknown` invocations of `upstream`, of every tenant, in id order after
+    /// `after` (keyset), for the recovery participants that reconcile from upstream evidence.
+    async fn unknown_of(
+        &self,
+        upstream: &str,
+        after: Option<InvocationId>,
+        limit: u32,
+    ) -> Result<Vec<Invocation>, Error> {
+        let _ = (upstream, after, limit);
+        Ok(Vec::new())
+    }
+
     /// Ends every lease `worker` holds now, so that recovery can take them at once.
     async fn release_leases(&self, worker: WorkerId) -> Result<u64, Error>;
 

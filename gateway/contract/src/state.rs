@@ -40,6 +40,10 @@ pub enum Resolution {
     Reconciled { principal: Principal },
 }
 
+/// The failure code of an invocation reconciled `not_applied`: the effect did not happen, so
+/// running the same request again is safe.
+pub const NOT_APPLIED_CODE: &str = "reconciled_not_applied";
+
 /// An operator's verdict on an `unknown` invocation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "decision", rename_all = "snake_case")]
@@ -454,6 +458,26 @@ impl Invocation {
         }
     }
 
+    /// Claims an `unknown` invocation for `ttl` so that one worker at a time gathers evidence to
+    /// reconcile it (a recovery participant such as the A2A supervisor): refused while another
+    /// worker's claim is live. The fence rises as with any takeover; no event is appended (the
+    /// claim changes no state). The claim also spaces out attempts: the next is after `ttl`.
+    pub fn claim_unknown(&mut self, worker: WorkerId, now: Millis, ttl: Millis) -> Result<Vec<EventKind>, Error> {
+        if !matches!(self.state, InvocationState::Unknown { .. }) {
+            return Err(self.wrong_state("claim for reconciliation (only `unknown` invocations)"));
+        }
+        if self.lease.expires_at_ms.is_some_and(|t| t > now) {
+            return Err(Error::conflict(format!(
+                "{} is claimed by another worker until {}",
+                self.id,
+                self.lease.expires_at_ms.unwrap_or(0)
+            )));
+        }
+        self.lease =
+            Lease { owner: Some(worker), fence: Fence(self.lease.fence.0 + 1), expires_at_ms: Some(now + ttl) };
+        Ok(Vec::new())
+    }
+
     /// Resolves an `unknown` outcome (G4). Repeating the same decision changes nothing; any
     /// other state, or a different decision after one was taken, is refused.
     pub fn reconcile(&mut self, decision: Decision, by: Principal) -> Result<Vec<EventKind>, Error> {
@@ -474,7 +498,7 @@ impl Invocation {
                 EventKind::Succeeded { result: result.clone(), resolution }
             }
             Decision::NotApplied { message } => {
-                let error = FailureRecord::new("reconciled_not_applied", message.clone(), true, ErrorSource::Upstream);
+                let error = FailureRecord::new(NOT_APPLIED_CODE, message.clone(), true, ErrorSource::Upstream);
                 self.state = InvocationState::Failed { error: error.clone(), resolution: resolution.clone() };
                 EventKind::Failed { error, resolution }
             }

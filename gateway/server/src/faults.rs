@@ -1,5 +1,5 @@
-//! Fault injection for crash tests: with `SWITCHYARD_FAULT_PAUSE=before_dispatch` or
-//! `after_upstream_reply`, every driver stops forever at that point, so a test can `kill -9` the
+//! Fault injection for crash tests: with `SWITCHYARD_FAULT_PAUSE=before_dispatch`,
+//! `attempt_recorded` or `after_upstream_reply`, every driver stops forever at that point, so a test can `kill -9` the
 //! process there. Off unless the variable is set; a warning is logged when it is.
 
 use async_trait::async_trait;
@@ -15,10 +15,11 @@ impl PauseAt {
         match std::env::var("SWITCHYARD_FAULT_PAUSE").ok().as_deref() {
             None | Some("") => Ok(None),
             Some("before_dispatch") => Ok(Some(Self(FaultPoint::BeforeDispatch))),
+            Some("attempt_recorded") => Ok(Some(Self(FaultPoint::AttemptRecorded))),
             Some("after_upstream_reply") => Ok(Some(Self(FaultPoint::AfterUpstreamReply))),
-            Some(other) => {
-                Err(format!("SWITCHYARD_FAULT_PAUSE=`{other}` is not one of before_dispatch, after_upstream_reply"))
-            }
+            Some(other) => Err(format!(
+                "SWITCHYARD_FAULT_PAUSE=`{other}` is not one of before_dispatch, attempt_recorded, after_upstream_reply"
+            )),
         }
     }
 }

@@ -194,6 +194,26 @@ impl InvocationStore for SqliteStore {
         page(rows.iter().map(inv).collect::<Result<_, _>>()?, limit)
     }
 
+    async fn unknown_of(
+        &self,
+        upstream: &str,
+        after: Option<InvocationId>,
+        limit: u32,
+    ) -> Result<Vec<Invocation>, Error> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM invocations WHERE upstream = ?1 AND state = 'unknown' \
+             AND (?2 IS NULL OR id > ?2) ORDER BY id LIMIT ?3"
+        );
+        let rows = q(sql)
+            .bind(upstream.to_string())
+            .bind(after.map(id_text))
+            .bind(i64::from(limit))
+            .fetch_all(&self.readers)
+            .await
+            .map_err(db)?;
+        rows.iter().map(inv).collect()
+    }
+
     async fn events(&self, id: InvocationId, after: u64, limit: u32) -> Result<Vec<Event>, Error> {
         let rows = q("SELECT invocation_id, seq, event_id, data, at_ms FROM invocation_events \
                 WHERE invocation_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3"

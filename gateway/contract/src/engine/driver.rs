@@ -59,6 +59,7 @@ async fn run(
         let InvocationState::Dispatching { attempt, attempt_no, .. } = inv.state else {
             return Ok(());
         };
+        inner.faults.reached(FaultPoint::AttemptRecorded, inv.id).await;
         let call = DispatchCall {
             invocation: inv.id,
             attempt,

@@ -34,6 +34,8 @@ pub use policy::RetryPolicy;
 pub enum FaultPoint {
     /// Admitted and leased, before the attempt is recorded: nothing has gone upstream.
     BeforeDispatch,
+    /// The attempt is recorded (G3), and the upstream has not been called yet.
+    AttemptRecorded,
     /// The upstream replied; its outcome is not committed yet.
     AfterUpstreamReply,
 }
@@ -252,6 +254,25 @@ impl Engine {
             }
         }
         Ok(inv)
+    }
+
+    /// Claims an `unknown` invocation for `ttl` (see [`Invocation::claim_unknown`]); `Conflict`
+    /// while another worker holds it.
+    pub async fn claim_unknown(&self, id: InvocationId, ttl: Duration) -> Result<Invocation, Error> {
+        let (worker, ttl) = (self.inner.cfg.worker, i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX));
+        let (inv, _) =
+            self.inner.store.transition(id, Box::new(move |inv, now| inv.claim_unknown(worker, now, ttl))).await?;
+        Ok(inv)
+    }
+
+    /// A page of `upstream`'s `unknown` invocations, every tenant's, after `after` by id.
+    pub async fn unknown_of(
+        &self,
+        upstream: &str,
+        after: Option<InvocationId>,
+        limit: u32,
+    ) -> Result<Vec<Invocation>, Error> {
+        self.inner.store.unknown_of(upstream, after, limit).await
     }
 
     /// How many invocations this process is driving.
