@@ -87,10 +87,19 @@ async fn mrtr_rounds_are_sealed_invocations_and_tampering_is_refused() {
     elsewhere.request_state = Some(state.clone());
     assert!(client.call_tool_once(elsewhere).await.is_err());
     retry.request_state = Some(state);
-    let done = client.call_tool_once(retry).await.unwrap_or_else(|e| panic!("{e}"));
+    let done = client.call_tool_once(retry.clone()).await.unwrap_or_else(|e| panic!("{e}"));
     let CallToolResponse::Complete(done) = done else { panic!("expected a result, got {done:?}") };
     let done = to_json(&done);
     assert_eq!(text_of(&done), "hello Grace", "{done}");
+    // Replaying the same round (same requestState, same answers) attaches to its invocation.
+    let replay = client.call_tool_once(retry.clone()).await.unwrap_or_else(|e| panic!("{e}"));
+    let CallToolResponse::Complete(replay) = replay else { panic!("expected a result, got {replay:?}") };
+    assert_eq!(to_json(&replay)["_meta"], done["_meta"], "the replay is the same invocation");
+    // The same state with other answers is refused, and calls nothing.
+    let mut other = retry;
+    other.input_responses =
+        Some([(key.clone(), json!({"action": "accept", "content": {"name": "Eve"}}))].into_iter().collect());
+    assert!(client.call_tool_once(other).await.is_err(), "a replay with other answers is refused");
     // Two rounds, two invocations, the second continuing the first.
     let all = gw.all("default").await;
     let ask: Vec<&Value> = all.iter().filter(|i| i["target"]["operation"] == "ask_name").collect();

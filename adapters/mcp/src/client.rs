@@ -2,7 +2,9 @@
 //! connections, or child processes for stdio); a session carries one call at a time, so every
 //! notification or server→client request an upstream sends during a call belongs to that call
 //! and is relayed to the client that made it (see [`Relay`]). A dead session is dropped and a
-//! new one started on demand; start-up failures back off exponentially (100 ms … 30 s).
+//! new one started on demand; start-up failures back off exponentially (100 ms … 30 s), counted
+//! once per failure episode (starts that were already under way when one failed do not add to
+//! it), and after a wait one probe start goes first while the others keep failing fast.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -207,13 +209,60 @@ struct Session {
 #[error("{0}")]
 pub struct SessionError(pub String);
 
+/// Start-up failures: how many episodes in a row, when the last began, and whether a probe
+/// start is under way.
+#[derive(Debug, Default)]
+struct Backoff {
+    n: u32,
+    at: Option<Instant>,
+    probing: bool,
+}
+
+impl Backoff {
+    fn wait(&self) -> Duration {
+        Duration::from_millis(100u64.saturating_mul(1 << self.n.min(9))).min(Duration::from_secs(30))
+    }
+
+    /// Whether a start may go now (and if it is the probe, marks it).
+    fn admit(&mut self) -> Result<(), String> {
+        let Some(at) = self.at else { return Ok(()) };
+        let wait = self.wait();
+        if at.elapsed() < wait {
+            return Err(format!(
+                "failed to start {} time(s); next attempt in {} ms",
+                self.n,
+                (wait - at.elapsed()).as_millis()
+            ));
+        }
+        if self.probing {
+            return Err("failed to start; a probe start is under way".into());
+        }
+        self.probing = true;
+        Ok(())
+    }
+
+    /// Records the result of a start that began at `began`.
+    fn record(&mut self, began: Instant, ok: bool) {
+        if ok {
+            *self = Self::default();
+            return;
+        }
+        // A start that began before the episode's last failure is part of that episode.
+        if self.at.is_none_or(|at| began >= at) {
+            self.n = self.n.saturating_add(1);
+            self.at = Some(Instant::now());
+        }
+        self.probing = false;
+    }
+}
+
 /// The sessions of one upstream.
 pub struct Pool {
     pub spec: McpUpstreamConfig,
     idle: Mutex<Vec<Session>>,
     permits: Arc<Semaphore>,
-    /// Consecutive start-up failures and when the last one happened.
-    failures: Mutex<(u32, Option<Instant>)>,
+    /// Start-up failures of the current episode.
+    failures: Mutex<Backoff>,
     connect_timeout: Duration,
     /// The OAuth-authorized HTTP client, once obtained.
     auth: Mutex<Option<OAuthHttp>>,
@@ -284,7 +333,7 @@ impl Pool {
             spec,
             idle: Mutex::new(Vec::new()),
             permits,
-            failures: Mutex::new((0, None)),
+            failures: Mutex::new(Backoff::default()),
             connect_timeout,
             auth: Mutex::new(None),
             credentials,
@@ -314,22 +363,13 @@ impl Pool {
     }
 
     fn backoff(&self) -> Result<(), SessionError> {
-        let Ok(f) = self.failures.lock() else { return Ok(()) };
-        if let (n, Some(at)) = *f {
-            let wait = Duration::from_millis(100u64.saturating_mul(1 << n.min(9))).min(Duration::from_secs(30));
-            if at.elapsed() < wait {
-                return Err(SessionError(format!(
-                    "upstream `{}` failed to start {n} time(s); next attempt in {} ms",
-                    self.spec.name,
-                    (wait - at.elapsed()).as_millis()
-                )));
-            }
-        }
-        Ok(())
+        let Ok(mut f) = self.failures.lock() else { return Ok(()) };
+        f.admit().map_err(|why| SessionError(format!("upstream `{}` {why}", self.spec.name)))
     }
 
     async fn start(&self) -> Result<Session, SessionError> {
         self.backoff()?;
+        let began = Instant::now();
         let handler = RelayHandler {
             current: Arc::new(Mutex::new(None)),
             list_changed: self.list_changed.clone(),
@@ -346,10 +386,7 @@ impl Pool {
             ))),
         };
         if let Ok(mut f) = self.failures.lock() {
-            *f = match &result {
-                Ok(_) => (0, None),
-                Err(_) => (f.0.saturating_add(1), Some(Instant::now())),
-            };
+            f.record(began, result.is_ok());
         }
         match result {
             Ok(service) => {
@@ -463,5 +500,36 @@ impl Pool {
         for mut s in idle {
             let _ = s.service.close_with_timeout(Duration::from_secs(2)).await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn concurrent_failures_are_one_episode_and_one_probe_goes_first() {
+        let mut b = Backoff::default();
+        let began = Instant::now();
+        for _ in 0..8 {
+            assert!(b.admit().is_ok(), "no failure yet: every start may go");
+        }
+        b.probing = false;
+        for _ in 0..8 {
+            b.record(began, false); // eight starts under way at once, all failing
+        }
+        assert_eq!(b.n, 1, "one episode, not eight");
+        assert_eq!(b.wait(), Duration::from_millis(200));
+        assert!(b.admit().is_err(), "backing off");
+        b.at = Some(Instant::now() - Duration::from_secs(1));
+        assert!(b.admit().is_ok(), "the probe");
+        assert!(b.admit().is_err(), "others wait for the probe");
+        let probe = Instant::now();
+        b.record(probe, false);
+        assert_eq!((b.n, b.probing), (2, false), "a failed probe extends the episode");
+        b.at = Some(Instant::now() - Duration::from_secs(1));
+        assert!(b.admit().is_ok());
+        b.record(Instant::now(), true);
+        assert_eq!((b.n, b.at.is_none(), b.probing), (0, true, false), "a success ends it");
     }
 }

@@ -89,7 +89,16 @@ impl McpUpstream {
             });
         }
         let relay = call.context.as_ref().and_then(|c| c.get::<Arc<Relay>>()).cloned();
-        let lease = self.pool.acquire().await.map_err(|e| UpstreamError::Unavailable { message: e.0 })?;
+        // Waiting for a free session (and its handshake) sends nothing: give up before the
+        // attempt would time out, so that a write that never left is not `unknown`.
+        let lease = match tokio::time::timeout_at(call.send_by, self.pool.acquire()).await {
+            Ok(lease) => lease.map_err(|e| UpstreamError::Unavailable { message: e.0 })?,
+            Err(_) => {
+                return Err(UpstreamError::Unavailable {
+                    message: "no upstream session became free in time; nothing was sent".into(),
+                });
+            }
+        };
         let Some(peer) = lease.peer().cloned() else {
             return Err(UpstreamError::Unavailable { message: "no upstream session".into() });
         };

@@ -231,6 +231,10 @@ pub struct DispatchCall {
     pub request: Value,
     /// The submitter's [`CallContext`], when this process admitted the call and still has it.
     pub context: Option<CallContext>,
+    /// An upstream that has not sent anything by this instant must give up with
+    /// [`UpstreamError::Unavailable`] (nothing sent) rather than wait on: a little before the
+    /// attempt times out, which would make the outcome lost (a `write` becomes `unknown`).
+    pub send_by: tokio::time::Instant,
 }
 
 /// How an attempt failed, as the upstream adapter classifies it.

@@ -275,12 +275,14 @@ impl Face {
                 request_state: up_state.take(),
                 continues: prev.clone(),
             };
-            // Round n > 1 of a keyed call gets a key derived from the invocation it continues,
-            // so a retry of that round attaches too.
+            // Round n > 1 gets a key derived from the invocation it continues (and the client's
+            // key, if any), so a retry — or a replay — of that round's `requestState` attaches to
+            // the round's one invocation instead of calling the upstream again.
             let ingress = match (&key, &prev) {
                 (Some(k), None) => Some(k.clone()),
                 (Some(k), Some(p)) => Some(format!("{k}/{p}")),
-                (None, _) => None,
+                (None, Some(p)) => Some(format!("mrtr/{p}")),
+                (None, None) => None,
             }
             .map(IngressKey::new)
             .transpose()

@@ -68,6 +68,7 @@ async fn run(
             target: inv.target.clone(),
             request: inv.request.clone(),
             context: context.clone(),
+            send_by: tokio::time::Instant::now() + send_window(inner.cfg.attempt_timeout),
         };
         let result = attempt_call(inner, &call, &mut inv, cancel).await;
         inner.faults.reached(FaultPoint::AfterUpstreamReply, inv.id).await;
@@ -147,6 +148,12 @@ async fn attempt_call(
             }
         }
     }
+}
+
+/// The part of an attempt's time an upstream may spend before sending (e.g. waiting for a free
+/// session): the attempt timeout less a tenth of it, at most one second less.
+fn send_window(attempt_timeout: Duration) -> Duration {
+    attempt_timeout.saturating_sub((attempt_timeout / 10).min(Duration::from_secs(1)))
 }
 
 const CANCEL_RESEND: Duration = Duration::from_millis(200);
