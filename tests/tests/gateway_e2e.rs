@@ -207,3 +207,24 @@ async fn shutdown_ends_open_watch_streams() {
         .unwrap_or_else(|_| panic!("the SSE stream did not end"))
         .ok();
 }
+
+/// A restarted gateway is the same worker (its id is kept in the data dir): it takes back the
+/// leases it held before a `kill -9` at once, instead of waiting out the 30 s default lease.
+#[tokio::test]
+async fn a_restart_takes_back_its_own_leases_at_once() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let opts = Options { data_dir: dir.path().join("d"), ..Options::default() };
+    let paused = Options { env: vec![("SWITCHYARD_FAULT_PAUSE".into(), "before_dispatch".into())], ..opts.clone() };
+    let mut gw = Gateway::start(paused);
+    let (status, inv) =
+        gw.submit("t", "echo", json!({"n": 1}), Some("lease-back"), 0).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(status, 201, "{inv}");
+    gw.kill9();
+    let gw = Gateway::start(opts);
+    let t0 = Instant::now();
+    let (_, done) =
+        gw.submit("t", "echo", json!({"n": 1}), Some("lease-back"), 10_000).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(done["state"]["state"], "succeeded", "{done}");
+    assert!(t0.elapsed() < Duration::from_secs(5), "took {:?}: the old lease was waited out", t0.elapsed());
+    assert_eq!(done["lease"]["fence"], 2, "taken over under a new fence: {done}");
+}

@@ -93,7 +93,8 @@ impl App {
             }
             None => Arc::new(NoFaults),
         };
-        let engine = Engine::new(store.clone(), registry, faults, cfg.engine_config(WorkerId::new()))?;
+        let worker = worker_identity(&cfg.server.data_dir)?;
+        let engine = Engine::new(store.clone(), registry, faults, cfg.engine_config(worker))?;
         let (admin_token, token_source) = admin_token(cfg)?;
         let oauth = match &cfg.auth {
             Some(a) => Some(Arc::new(Authenticator::new(a.clone()).map_err(anyhow::Error::msg)?)),
@@ -246,6 +247,22 @@ fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
     f.write_all(text.as_bytes())
 }
 
+/// This replica's worker id, kept in `<data_dir>/worker-id` so that a restart is the same
+/// worker: it ends its predecessor's leases at start-up and recovers them at once (fenced as any
+/// takeover) instead of waiting them out. Each replica needs its own data dir.
+fn worker_identity(data_dir: &std::path::Path) -> anyhow::Result<WorkerId> {
+    let path = data_dir.join("worker-id");
+    match std::fs::read_to_string(&path) {
+        Ok(text) => text.trim().parse().map_err(|e| anyhow::anyhow!("{}: {e}", path.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let id = WorkerId::new();
+            std::fs::write(&path, format!("{id}\n")).with_context(|| format!("cannot write {}", path.display()))?;
+            Ok(id)
+        }
+        Err(e) => Err(anyhow::Error::new(e).context(format!("cannot read {}", path.display()))),
+    }
+}
+
 /// Runs the gateway until `shutdown` resolves, then drains HTTP and the engine for up to the
 /// configured grace period and releases every lease still held.
 pub async fn serve(cfg: Config, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
@@ -255,6 +272,11 @@ pub async fn serve(cfg: Config, shutdown: impl Future<Output = ()> + Send + 'sta
         .await
         .with_context(|| format!("cannot listen on {}", cfg.server.listen))?;
     let addr: SocketAddr = listener.local_addr()?;
+    // Leases this worker held before a restart end now; the first recovery pass takes them.
+    let ended = app.store.release_leases(app.engine.worker()).await.context("cannot release earlier leases")?;
+    if ended > 0 {
+        info!(leases = ended, "taking back this worker's leases from before the restart");
+    }
     let recovery = app.engine.start();
     let push = (!cfg.a2a.agents.is_empty()).then(|| app.a2a.spawn_push());
     let supervisors = app.a2a.spawn_supervisors(&app.engine);
