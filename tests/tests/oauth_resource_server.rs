@@ -30,6 +30,7 @@ scopes_supported = ["invocations:read", "invocations:write", "invocations:reconc
 [[auth.issuers]]
 issuer = "{issuer}"
 jwks_min_refresh_ms = 0
+tenants = ["red", "blue"]
 introspection = {{ endpoint = "{issuer}/introspect", client_id = "{client_id}", client_secret = "{client_secret}", cache_s = 60 }}
 
 [[auth.api_keys]]
@@ -121,6 +122,11 @@ async fn tokens_are_checked_and_tenants_are_isolated() {
             "unknown",
         ),
         ("garbage", "not-a-token".to_string(), "not recognized"),
+        (
+            "a tenant the issuer may not name",
+            s.issuer.sign(&s.issuer.claims(RESOURCE, "green", "alice", RW, 300)),
+            "may not name tenant `green`",
+        ),
     ];
     for (case, token, reason) in refused {
         let (status, challenge, body) = call(gw, "GET", "/admin/v1/invocations", Some(&token), None).await;

@@ -51,6 +51,11 @@ pub struct IssuerConfig {
     pub tenant_claim: String,
     #[serde(default)]
     pub default_tenant: Option<String>,
+    /// The tenants this issuer's tokens may name; a token for any other tenant is refused.
+    /// Empty: any tenant, which is allowed only when this is the one issuer configured (else one
+    /// identity provider could mint tokens for another's tenants).
+    #[serde(default)]
+    pub tenants: Vec<String>,
     /// How often the keys are re-read at most when a token names an unknown `kid`, in ms.
     #[serde(default = "default_min_refresh")]
     pub jwks_min_refresh_ms: u64,
@@ -67,6 +72,11 @@ pub struct IssuerConfig {
 #[serde(deny_unknown_fields)]
 pub struct IntrospectionConfig {
     pub endpoint: String,
+    /// Opaque tokens that start with this go to this endpoint, and only those. Required when
+    /// more than one issuer introspects: an opaque token names no issuer, and must never be shown
+    /// to an issuer that did not mint it.
+    #[serde(default)]
+    pub token_prefix: Option<String>,
     pub client_id: String,
     pub client_secret: Secret,
     /// An active answer is reused for at most this long (and never past the token's `exp`).
@@ -154,11 +164,70 @@ impl AuthConfig {
                 }
             }
         }
+        if self.issuers.len() > 1
+            && let Some(i) = self.issuers.iter().position(|iss| iss.tenants.is_empty())
+        {
+            return Err(format!(
+                "auth.issuers[{i}].tenants is empty: with several issuers, each must list the tenants its tokens may name"
+            ));
+        }
+        let introspecting: Vec<(usize, Option<&str>)> = self
+            .issuers
+            .iter()
+            .enumerate()
+            .filter_map(|(i, iss)| iss.introspection.as_ref().map(|c| (i, c.token_prefix.as_deref())))
+            .collect();
+        if introspecting.len() > 1 {
+            for (i, prefix) in &introspecting {
+                let Some(p) = prefix.filter(|p| !p.is_empty()) else {
+                    return Err(format!(
+                        "auth.issuers[{i}].introspection.token_prefix is required when several issuers introspect"
+                    ));
+                };
+                if introspecting.iter().any(|(j, q)| j != i && q.is_some_and(|q| q.starts_with(p))) {
+                    return Err(format!("auth.issuers[{i}].introspection.token_prefix overlaps another issuer's"));
+                }
+            }
+        }
         for (i, k) in self.api_keys.iter().enumerate() {
             if k.sha256.len() != 64 || !k.sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
                 return Err(format!("auth.api_keys[{i}].sha256 must be 64 hex digits"));
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> AuthConfig {
+        toml::from_str(text).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn several_issuers_are_bound_to_tenants_and_to_token_prefixes() {
+        let two = |a: &str, b: &str| {
+            parse(&format!(
+                "resource = \"https://gw.test\"\n[[issuers]]\nissuer = \"https://a\"\n{a}\n[[issuers]]\nissuer = \"https://b\"\n{b}\n"
+            ))
+        };
+        let e = two("", "tenants = [\"b\"]").validate(true).err().unwrap_or_default();
+        assert!(e.contains("auth.issuers[0].tenants"), "{e}");
+        assert!(two("tenants = [\"a\"]", "tenants = [\"b\"]").validate(true).is_ok());
+        let intro = |prefix: &str| {
+            format!(
+                "tenants = [\"x\"]\nintrospection = {{ endpoint = \"https://i\", client_id = \"c\", client_secret = \"s\"{prefix} }}"
+            )
+        };
+        let e = two(&intro(""), &intro(", token_prefix = \"b_\"")).validate(true).err().unwrap_or_default();
+        assert!(e.contains("auth.issuers[0].introspection.token_prefix is required"), "{e}");
+        let e = two(&intro(", token_prefix = \"b\""), &intro(", token_prefix = \"b_\""))
+            .validate(true)
+            .err()
+            .unwrap_or_default();
+        assert!(e.contains("overlaps"), "{e}");
+        assert!(two(&intro(", token_prefix = \"a_\""), &intro(", token_prefix = \"b_\"")).validate(true).is_ok());
     }
 }

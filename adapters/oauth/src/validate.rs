@@ -47,7 +47,7 @@ impl Caller {
 struct Issuer {
     cfg: IssuerConfig,
     algorithms: Vec<Algorithm>,
-    keys: IssuerKeys,
+    keys: std::sync::Arc<IssuerKeys>,
     introspector: Option<Introspector>,
 }
 
@@ -114,11 +114,21 @@ impl Authenticator {
         self.opaque(token).await
     }
 
-    /// An opaque token: asks each issuer that offers introspection (RFC 7662).
+    /// An opaque token: asked of the one issuer that introspects (RFC 7662), or of the one
+    /// whose `token_prefix` it carries — never shown to an issuer that did not mint it.
     async fn opaque(&self, token: &str) -> Result<Caller, AuthError> {
-        for issuer in self.issuers.values() {
-            let Some(introspector) = &issuer.introspector else { continue };
-            let Some(claims) = introspector.claims(token).await? else { continue };
+        let introspecting: Vec<&Issuer> = self.issuers.values().filter(|i| i.introspector.is_some()).collect();
+        let prefix = |i: &Issuer| i.cfg.introspection.as_ref().and_then(|c| c.token_prefix.clone());
+        let chosen = match introspecting.as_slice() {
+            [only] => prefix(only).is_none_or(|p| token.starts_with(&p)).then_some(*only),
+            many => many.iter().copied().find(|i| prefix(i).is_some_and(|p| token.starts_with(&p))),
+        };
+        if let Some(issuer) = chosen
+            && let Some(introspector) = &issuer.introspector
+        {
+            let Some(claims) = introspector.claims(token).await? else {
+                return Err(AuthError::invalid("the bearer token is not recognized"));
+            };
             if claims.get("iss").and_then(Value::as_str).is_some_and(|i| i != issuer.cfg.issuer) {
                 return Err(AuthError::invalid("the token's issuer is not trusted"));
             }
@@ -197,6 +207,9 @@ fn caller(issuer: &Issuer, claims: &serde_json::Map<String, Value>) -> Result<Ca
             .clone()
             .ok_or_else(|| AuthError::invalid(format!("the token has no `{}` claim", issuer.cfg.tenant_claim)))?,
     };
+    if !issuer.cfg.tenants.is_empty() && !issuer.cfg.tenants.contains(&tenant_name) {
+        return Err(AuthError::invalid(format!("the token's issuer may not name tenant `{tenant_name}`")));
+    }
     let method = Method::Token { issuer: issuer.cfg.issuer.clone() };
     Ok(Caller { principal: Principal::new(tenant(&tenant_name)?, subject), scopes: scopes(claims), method })
 }
@@ -295,6 +308,7 @@ mod tests {
             clock_skew_s: 60,
             tenant_claim: "tenant".into(),
             default_tenant: None,
+            tenants: Vec::new(),
             jwks_min_refresh_ms: 0,
             jwks_ttl_s: 300,
             introspection: None,
