@@ -70,7 +70,7 @@ fn status(state: TaskState, text: Option<&str>, ctx: &str, task: &str) -> Change
 }
 
 /// The task a first message starts: submitted, with the message in its history.
-pub(crate) fn submitted(req: &RunRequest) -> Task {
+pub fn submitted(req: &RunRequest) -> Task {
     let mut first = req.message.clone();
     first.task_id = Some(req.task_id.clone());
     first.context_id = Some(req.context_id.clone());
