@@ -408,3 +408,40 @@ async fn subscribers_on_two_replicas_see_the_same_events_in_the_same_order() {
     assert_eq!(on_a, on_b, "the same events, in the same order, on both replicas");
     assert_eq!(on_a.last().map(|e| e["statusUpdate"]["status"]["state"].clone()), Some(json!("TASK_STATE_COMPLETED")));
 }
+
+/// A streaming follow-up starts from the task as it was before the message, so the run's own
+/// end is always in the stream and the stream ends (it used to start after the run's terminal
+/// event when the run was quick, and hang).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streaming_follow_up_ends_with_its_run() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let config = write_config(dir.path(), "", "anonymous = true");
+    let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(config), ..Options::default() });
+    let url = format!("{}/a2a/tck", gw.base);
+    for round in 0..5 {
+        let (_, asked) =
+            rpc(&gw.http, &url, None, "SendMessage", json!({"message": message("tck-input-required")})).await;
+        let task = &asked["result"]["task"];
+        assert_eq!(task["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{asked}");
+        let mut follow = message("tck-complete-task");
+        follow["taskId"] = task["id"].clone();
+        let body = json!({"jsonrpc": "2.0", "id": 2, "method": "SendStreamingMessage", "params": {"message": follow}});
+        let resp = gw.http.post(&url).header("a2a-version", "1.0").json(&body).send();
+        let text = tokio::time::timeout(Duration::from_secs(10), async { resp.await.ok()?.text().await.ok() })
+            .await
+            .unwrap_or_else(|_| panic!("round {round}: the follow-up's stream never ended"))
+            .unwrap_or_default();
+        let events: Vec<Value> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str(d.trim()).ok())
+            .collect();
+        assert_eq!(
+            events.first().map(|e| e["result"]["task"]["status"]["state"].clone()),
+            Some(json!("TASK_STATE_INPUT_REQUIRED")),
+            "round {round}: {events:#?}"
+        );
+        let last = events.last().map(|e| e["result"]["statusUpdate"]["status"]["state"].clone());
+        assert_eq!(last, Some(json!("TASK_STATE_COMPLETED")), "round {round}: {events:#?}");
+    }
+}

@@ -450,10 +450,15 @@ impl Face {
         } else {
             uuid::Uuid::now_v7().to_string()
         };
+        // A follow-up's task as it was before this message: its stream starts there, so every
+        // event of this run (its end included) follows the first snapshot.
+        let mut before: Option<(Task, i64)> = None;
         let (task_id, context_id, new_task) = match message.task_id.as_deref().filter(|t| !t.is_empty()) {
             Some(tid) => {
-                let task = self.load(agent, &scope, tid).await?;
+                let rec = self.record(agent, &scope, tid).await?;
+                let task = task_of(&rec)?;
                 hub::ensure_open(&task)?;
+                before = Some((task.clone(), rec.version));
                 if let Some(c) = message.context_id.as_deref().filter(|c| !c.is_empty())
                     && c != task.context_id
                 {
@@ -558,7 +563,10 @@ impl Face {
                         None => (task_of(&rec)?, rec.version),
                     }
                 } else {
-                    (task_of(&rec)?, rec.version)
+                    match before {
+                        Some(b) => b,
+                        None => (task_of(&rec)?, rec.version),
+                    }
                 };
                 let first = futures::stream::once(async move { Ok(StreamResponse::Task(task)) });
                 let rest = self.hub.follow(rec.id.clone(), after, true);
