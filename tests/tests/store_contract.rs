@@ -338,3 +338,32 @@ async fn held_transitions_apply_only_to_the_current_record(store: Arc<dyn Invoca
 fn alice() -> Principal {
     Principal::new(tenant("a"), "alice")
 }
+
+/// PostgreSQL's held-lease fast path estimates the database clock locally; a local clock far
+/// ahead must not turn a live lease's outcome into a late one (the database's clock decides).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_skewed_local_clock_does_not_judge_a_lease_on_postgres() {
+    let url = switchyard_tests::pg::database().await;
+    let pg = switchyard_store::PgStore::connect(&url, &StoreOptions::default()).await.unwrap_or_else(|e| panic!("{e}"));
+    let store: Arc<dyn InvocationStore> = Arc::new(pg.clone());
+    let d = draft("a", None, json!({}), 30_000);
+    let worker = d.worker;
+    let admitted = created(&store, d).await;
+    let fence = admitted.lease.fence;
+    let (dispatching, evs) = store
+        .transition_held(&admitted, Box::new(move |i, now| i.begin_attempt(worker, fence, now, 30_000)))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let EventKind::DispatchStarted { attempt, .. } = evs[0].kind else { panic!("{evs:?}") };
+    pg.skew_estimate_for_tests(60_000); // the local clock runs a minute ahead
+    let outcome = switchyard_contract::state::AttemptOutcome::Succeeded(json!({"ok": true}));
+    let (done, evs) = store
+        .transition_held(
+            &dispatching,
+            Box::new(move |i, now| Ok(i.record_outcome(worker, fence, attempt, outcome.clone(), now, 30_000))),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(done.state.name(), StateName::Succeeded, "{evs:?}");
+    assert!(evs.iter().all(|e| !matches!(e.kind, EventKind::LateOutcome { .. })), "{evs:?}");
+}

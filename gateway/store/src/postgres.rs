@@ -24,6 +24,8 @@ const COLUMNS: &str = "id, tenant, subject, upstream, operation, effect, request
     state_data::text, attempts::bigint, cancel_data::text, lease_owner, fence, lease_expires_ms, last_seq, \
     created_ms, updated_ms";
 const NOW: &str = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
+/// The fast path is taken only while the lease has at least this long left on the estimate.
+const FAST_PATH_MARGIN_MS: i64 = 1_000;
 
 /// The PostgreSQL store.
 #[derive(Debug, Clone)]
@@ -72,6 +74,13 @@ impl PgStore {
         local_ms() + self.clock_offset_ms.load(Ordering::Relaxed)
     }
 
+    /// Tests only: shifts this store's estimate of the database clock by `ms` (a local clock
+    /// that runs ahead or behind), to show the estimate never judges a lease.
+    #[doc(hidden)]
+    pub fn skew_estimate_for_tests(&self, ms: i64) {
+        self.clock_offset_ms.fetch_add(ms, Ordering::Relaxed);
+    }
+
     /// The held-lease fast path: one statement that applies the change only if the row is still
     /// exactly `expected` and the lease is live on the database clock. `None`: not applied.
     async fn try_held(&self, expected: &Invocation, f: &Transition) -> Result<Option<(Invocation, Vec<Event>)>, Error> {
@@ -79,8 +88,17 @@ impl PgStore {
             return Ok(None);
         };
         let estimate = self.estimate_now();
+        // The estimate only chooses the path; it never judges a lease. If it says the lease has
+        // run out (or nearly), or the change it computes is a late outcome, the locked path
+        // decides on the database's clock.
+        if !expected.holds_lease(owner, expected.lease.fence, estimate + FAST_PATH_MARGIN_MS) {
+            return Ok(None);
+        }
         let mut current = expected.clone();
         let Ok(kinds) = f(&mut current, estimate) else { return Ok(None) };
+        if kinds.iter().any(|k| matches!(k, switchyard_contract::EventKind::LateOutcome { .. })) {
+            return Ok(None);
+        }
         if kinds.is_empty() && current == *expected {
             return Ok(Some((current, Vec::new())));
         }
@@ -306,7 +324,7 @@ impl InvocationStore for PgStore {
     ) -> Result<Vec<Invocation>, Error> {
         let sql = format!(
             "SELECT {COLUMNS} FROM invocations WHERE upstream = $1 AND state = 'unknown' \
-             AND ($2 IS NULL OR id > $2) ORDER BY id LIMIT $3"
+             AND ($2::text IS NULL OR id > $2) ORDER BY id LIMIT $3"
         );
         let rows = q(sql)
             .bind(upstream.to_string())
