@@ -83,6 +83,9 @@ pub(crate) fn service_error(e: rmcp::ServiceError) -> ErrorData {
 #[derive(Clone)]
 pub(crate) struct RelayHandler {
     current: Arc<Mutex<Option<Arc<Relay>>>>,
+    /// The progress token of the current call's upstream request: progress for any other
+    /// (a late notification of an earlier call on this session) is not the current client's.
+    progress_token: Arc<Mutex<Option<ProgressToken>>>,
     list_changed: Arc<Notify>,
     /// The pool's tool-list generation, raised when the upstream says its tools changed.
     generation: Arc<AtomicU64>,
@@ -103,6 +106,16 @@ impl RelayHandler {
         if let Ok(mut c) = self.current.lock() {
             *c = relay;
         }
+        if let Ok(mut t) = self.progress_token.lock() {
+            *t = None;
+        }
+    }
+
+    /// Whether progress with `token` may belong to the current call: not when the call's own
+    /// token is known and differs. (rmcp picks the token as it queues the request, so for a
+    /// moment after a call starts its token is not known yet.)
+    fn expects(&self, token: &ProgressToken) -> bool {
+        self.progress_token.lock().is_ok_and(|t| t.as_ref().is_none_or(|mine| mine == token))
     }
 
     fn no_client() -> ErrorData {
@@ -157,6 +170,10 @@ impl ClientHandler for RelayHandler {
     }
 
     async fn on_progress(&self, params: ProgressNotificationParam, _: NotificationContext<RoleClient>) {
+        if !self.expects(&params.progress_token) {
+            debug!("progress for another call on this session dropped");
+            return;
+        }
         if let Some(relay) = self.relay()
             && let Some(token) = relay.progress.clone()
         {
@@ -303,6 +320,15 @@ impl Lease {
         }
     }
 
+    /// The upstream request now in flight on this session used `token` for its progress.
+    pub fn expect_progress(&self, token: ProgressToken) {
+        if let Some(s) = &self.session
+            && let Ok(mut t) = s.handler.progress_token.lock()
+        {
+            *t = Some(token);
+        }
+    }
+
     /// Drops the session instead of returning it (its transport failed mid-call).
     pub fn discard(mut self) {
         self.session = None;
@@ -372,6 +398,7 @@ impl Pool {
         let began = Instant::now();
         let handler = RelayHandler {
             current: Arc::new(Mutex::new(None)),
+            progress_token: Arc::new(Mutex::new(None)),
             list_changed: self.list_changed.clone(),
             generation: self.generation.clone(),
         };
@@ -506,6 +533,23 @@ impl Pool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn progress_of_an_earlier_call_on_the_session_is_not_relayed() {
+        let handler = RelayHandler {
+            current: Arc::new(Mutex::new(None)),
+            progress_token: Arc::new(Mutex::new(None)),
+            list_changed: Arc::new(Notify::new()),
+            generation: Arc::new(AtomicU64::new(0)),
+        };
+        let token = |n: i64| ProgressToken(rmcp::model::NumberOrString::Number(n));
+        assert!(handler.expects(&token(1)), "before the call's token is known");
+        *handler.progress_token.lock().unwrap_or_else(|e| e.into_inner()) = Some(token(2));
+        assert!(handler.expects(&token(2)));
+        assert!(!handler.expects(&token(1)), "a late notification of the previous call");
+        handler.set(None);
+        assert!(handler.expects(&token(3)), "a new call starts unknown again");
+    }
 
     #[test]
     fn concurrent_failures_are_one_episode_and_one_probe_goes_first() {
