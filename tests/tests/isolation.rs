@@ -226,3 +226,41 @@ async fn a_web_page_cannot_post_to_the_a2a_face() {
     let body: Value = resp.json().await.unwrap_or(Value::Null);
     assert_eq!(body["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{body}");
 }
+
+#[tokio::test]
+async fn a_legacy_mcp_session_belongs_to_the_principal_that_opened_it() {
+    let s = start(&[]);
+    let url = format!("{}/mcp", s.gw.base);
+    let post = |key: &'static str, session: Option<String>, body: Value| {
+        let mut req =
+            s.gw.http
+                .post(&url)
+                .bearer_auth(key)
+                .header("content-type", "application/json")
+                .header("accept", "application/json, text/event-stream");
+        if let Some(id) = session {
+            req = req.header("mcp-session-id", id).header("mcp-protocol-version", "2025-11-25");
+        }
+        req.body(body.to_string()).send()
+    };
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
+        "capabilities": {}, "clientInfo": {"name": "red", "version": "1"}}});
+    let resp = post(RED_KEY, None, init).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(resp.status().as_u16(), 200);
+    let session = resp.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_string);
+    let session = session.unwrap_or_else(|| panic!("no session id"));
+    let _ = resp.text().await;
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let ok = post(RED_KEY, Some(session.clone()), initialized).await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(ok.status().is_success(), "{}", ok.status());
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}});
+    // Blue, with red's session id: as if there were no such session.
+    let stolen = post(BLUE_KEY, Some(session.clone()), list.clone()).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(stolen.status().as_u16(), 404);
+    // A made-up session id is unknown too; red's own still works.
+    let made_up = post(RED_KEY, Some("not-a-session".into()), list.clone()).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(made_up.status().as_u16(), 404);
+    let own = post(RED_KEY, Some(session), list).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(own.status().as_u16(), 200);
+    assert!(own.text().await.unwrap_or_default().contains("fx__echo"));
+}

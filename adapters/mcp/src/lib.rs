@@ -22,6 +22,7 @@ pub mod client;
 pub mod config;
 pub mod face;
 pub mod oauth;
+pub mod sessions;
 pub mod upstream;
 pub mod vault;
 
@@ -148,6 +149,7 @@ impl McpGateway {
         let origins: Vec<String> =
             LOOPBACK_ORIGINS.iter().map(|s| s.to_string()).chain(self.cfg.allowed_origins.iter().cloned()).collect();
         let mut router = axum::Router::new();
+        let owners = Arc::new(sessions::SessionOwners::default());
         for server in self.cfg.effective_servers() {
             let path = server.path.clone();
             let face = Face::new(shared.clone(), server);
@@ -163,7 +165,7 @@ impl McpGateway {
             );
             router = router.nest_service(&path, service);
         }
-        Ok(router)
+        Ok(router.layer(axum::middleware::from_fn_with_state(owners, sessions::bind)))
     }
 
     /// Ends idle upstream sessions (stdio children exit).
