@@ -391,8 +391,8 @@ impl switchyard_contract::ArtifactKeeper for Artifacts {
         self.put(req, body).await
     }
 
-    async fn read(&self, id: ArtifactId) -> Result<Vec<u8>, ArtifactError> {
-        let download = self.open(None, id, None).await?;
+    async fn read(&self, tenant: Option<&TenantId>, id: ArtifactId) -> Result<Vec<u8>, ArtifactError> {
+        let download = self.open(tenant, id, None).await?;
         let mut out = Vec::with_capacity(usize::try_from(download.meta.size).unwrap_or(0));
         let mut body = download.body;
         while let Some(chunk) = body.next().await {

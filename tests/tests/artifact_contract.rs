@@ -437,6 +437,11 @@ async fn rows_are_unique_and_tenants_are_isolated(b: &Backend) {
     assert_eq!(b.objects().await, 2, "the refused upload left no bytes");
     let r = b.artifacts.get(Some(&tenant("t2")), meta.id).await;
     assert!(matches!(r, Err(ArtifactError::NotFound)), "another tenant sees nothing: {r:?}");
+    // The faces' read-back (A2A kept parts) is scoped the same way.
+    use switchyard_contract::ArtifactKeeper as _;
+    let r = b.artifacts.read(Some(&tenant("t2")), meta.id).await;
+    assert!(matches!(r, Err(ArtifactError::NotFound)), "another tenant's kept part is not read back: {r:?}");
+    assert_eq!(b.artifacts.read(Some(&tenant("t1")), meta.id).await.ok(), Some(x.clone()));
     let page = b.artifacts.list(&tenant("t1"), Some(inv), 1, None).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(page.items.iter().map(|m| m.id).collect::<Vec<_>>(), vec![second.id]);
     let cursor = page.next_cursor.unwrap_or_else(|| panic!("a full page has a cursor"));

@@ -20,6 +20,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use switchyard_contract::{
     Engine, ErrorKind, IngressKey, InvocationId, InvocationState, Invocations, Principal, Submission, TaskQuery,
+    TenantId,
 };
 
 use crate::agent::RunRequest;
@@ -238,35 +239,36 @@ impl Face {
     /// Handles one operation for `agent`.
     pub async fn handle(&self, agent: &AgentEntry, who: &Caller, op: Operation) -> Result<Reply, A2aError> {
         let reply = self.operate(agent, who, op).await?;
-        self.hydrate(reply).await
+        self.hydrate(&who.principal.tenant, reply).await
     }
 
-    /// Puts back the bytes of artifact parts kept in the artifact store.
-    async fn hydrate(&self, reply: Reply) -> Result<Reply, A2aError> {
+    /// Puts back the bytes of artifact parts kept in the artifact store (the caller's only).
+    async fn hydrate(&self, tenant: &TenantId, reply: Reply) -> Result<Reply, A2aError> {
+        let t = Some(tenant);
         Ok(match reply {
-            Reply::Send(SendMessageResponse::Task(mut t)) => {
-                self.hub.hydrate_task(&mut t).await?;
-                Reply::Send(SendMessageResponse::Task(t))
+            Reply::Send(SendMessageResponse::Task(mut task)) => {
+                self.hub.hydrate_task(t, &mut task).await?;
+                Reply::Send(SendMessageResponse::Task(task))
             }
-            Reply::Task(mut t) => {
-                self.hub.hydrate_task(&mut t).await?;
-                Reply::Task(t)
+            Reply::Task(mut task) => {
+                self.hub.hydrate_task(t, &mut task).await?;
+                Reply::Task(task)
             }
             Reply::Tasks(mut list) => {
-                for t in &mut list.tasks {
-                    self.hub.hydrate_task(t).await?;
+                for task in &mut list.tasks {
+                    self.hub.hydrate_task(t, task).await?;
                 }
                 Reply::Tasks(list)
             }
             Reply::Stream(events) => {
-                let hub = self.hub.clone();
+                let (hub, tenant) = (self.hub.clone(), tenant.clone());
                 Reply::Stream(
                     events
                         .then(move |ev| {
-                            let hub = hub.clone();
+                            let (hub, tenant) = (hub.clone(), tenant.clone());
                             async move {
                                 let mut ev = ev?;
-                                hub.hydrate_event(&mut ev).await?;
+                                hub.hydrate_event(Some(&tenant), &mut ev).await?;
                                 Ok(ev)
                             }
                         })

@@ -164,7 +164,8 @@ impl Hub {
     }
 
     /// Turns reference parts back into their bytes (read from the artifact store, verified).
-    pub async fn hydrate_parts(&self, parts: &mut [Part]) -> Result<(), A2aError> {
+    /// Reads back kept parts (only `tenant`'s artifacts, when given).
+    pub async fn hydrate_parts(&self, tenant: Option<&TenantId>, parts: &mut [Part]) -> Result<(), A2aError> {
         for part in parts {
             let PartContent::Url(u) = &part.content else { continue };
             let Some(id) = u.strip_prefix(KEPT_SCHEME) else { continue };
@@ -172,26 +173,28 @@ impl Hub {
                 return Err(A2aError::internal("a kept artifact part, but no artifact store"));
             };
             let id = id.parse().map_err(|_| A2aError::internal(format!("bad kept artifact reference `{u}`")))?;
-            let bytes =
-                keeper.read(id).await.map_err(|e| A2aError::new(Kind::Unavailable, format!("artifact {u}: {e}")))?;
+            let bytes = keeper
+                .read(tenant, id)
+                .await
+                .map_err(|e| A2aError::new(Kind::Unavailable, format!("artifact {u}: {e}")))?;
             part.content = PartContent::Raw(bytes);
         }
         Ok(())
     }
 
     /// [`Hub::hydrate_parts`] for every artifact of `task`.
-    pub async fn hydrate_task(&self, task: &mut Task) -> Result<(), A2aError> {
+    pub async fn hydrate_task(&self, tenant: Option<&TenantId>, task: &mut Task) -> Result<(), A2aError> {
         for a in task.artifacts.iter_mut().flatten() {
-            self.hydrate_parts(&mut a.parts).await?;
+            self.hydrate_parts(tenant, &mut a.parts).await?;
         }
         Ok(())
     }
 
     /// [`Hub::hydrate_parts`] for a stream event.
-    pub async fn hydrate_event(&self, ev: &mut StreamResponse) -> Result<(), A2aError> {
+    pub async fn hydrate_event(&self, tenant: Option<&TenantId>, ev: &mut StreamResponse) -> Result<(), A2aError> {
         match ev {
-            StreamResponse::Task(t) => self.hydrate_task(t).await,
-            StreamResponse::ArtifactUpdate(a) => self.hydrate_parts(&mut a.artifact.parts).await,
+            StreamResponse::Task(t) => self.hydrate_task(tenant, t).await,
+            StreamResponse::ArtifactUpdate(a) => self.hydrate_parts(tenant, &mut a.artifact.parts).await,
             _ => Ok(()),
         }
     }

@@ -273,7 +273,9 @@ async fn deliver_one(hub: &Hub, client: &reqwest::Client, settings: &PushSetting
 async fn hydrated(hub: &Hub, payload: &serde_json::Value) -> Result<serde_json::Value, A2aError> {
     let mut ev: a2a::StreamResponse =
         serde_json::from_value(payload.clone()).map_err(|e| A2aError::internal(format!("stored event: {e}")))?;
-    hub.hydrate_event(&mut ev).await?;
+    // The outbox holds the gateway's own copy of the task's event (an agent's references into
+    // the artifact store are neutralized when mirrored), so no other tenant's artifact is named.
+    hub.hydrate_event(None, &mut ev).await?;
     serde_json::to_value(&ev).map_err(|e| A2aError::internal(e.to_string()))
 }
 

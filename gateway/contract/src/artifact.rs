@@ -209,9 +209,9 @@ pub trait ArtifactKeeper: Send + Sync + fmt::Debug {
         chunk_seq: u32,
         bytes: Vec<u8>,
     ) -> Result<ArtifactMeta, ArtifactError>;
-    /// The bytes of artifact `id` (any tenant: the caller has already checked ownership of the
-    /// record that names it), verified against their SHA-256.
-    async fn read(&self, id: ArtifactId) -> Result<Vec<u8>, ArtifactError>;
+    /// The bytes of artifact `id`, verified against their SHA-256 — only if it is `tenant`'s
+    /// (else not found). `None` is for the gateway's own deliveries of a record it wrote.
+    async fn read(&self, tenant: Option<&TenantId>, id: ArtifactId) -> Result<Vec<u8>, ArtifactError>;
 }
 
 /// How long artifacts of a retention class are kept.
