@@ -104,6 +104,7 @@ impl Upstream for Scripted {
         }
         match op {
             "lost" => Err(UpstreamError::Lost { message: "connection reset after sending".into() }),
+            "panic" => panic!("the scripted upstream panics, as a buggy adapter might"),
             "gate" if call.attempt_no == 1 => {
                 let _ = self.gate.subscribe().wait_for(|open| *open).await;
                 Ok(answer)

@@ -70,6 +70,7 @@ on_both!(
     g10_terminal_results_cannot_change,
     shutdown_releases_leases_for_immediate_recovery,
     a_store_outage_at_the_outcome_commit_does_not_lose_the_outcome,
+    a_panicking_driver_does_not_hold_up_shutdown,
 );
 
 fn config(ttl_ms: u64) -> EngineConfig {
@@ -474,4 +475,23 @@ async fn a_store_outage_at_the_outcome_commit_does_not_lose_the_outcome(db: Db) 
     assert_eq!(done.attempts, 1);
     assert_eq!(kinds(&events(&e, inv.id).await), ["admitted", "dispatch_started", "succeeded"]);
     assert_eq!(up.calls().len(), 1);
+}
+
+/// An upstream adapter that panics ends its driver; the engine forgets it, so shutdown does
+/// not wait out the grace period for it, and the invocation is left to recovery.
+async fn a_panicking_driver_does_not_hold_up_shutdown(db: Db) {
+    let up = Scripted::new(false);
+    let e = engine(db.open().await, &up, Arc::new(NoFaults), config(2000));
+    submit(&e, "w_panic").await;
+    up.wait_for_calls(1).await;
+    for _ in 0..100 {
+        if e.in_flight() == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(e.in_flight(), 0, "the panicked driver is deregistered");
+    let t0 = std::time::Instant::now();
+    e.shutdown(Duration::from_secs(5)).await.unwrap_or_else(|err| panic!("{err}"));
+    assert!(t0.elapsed() < Duration::from_secs(1), "shutdown waited {:?}", t0.elapsed());
 }

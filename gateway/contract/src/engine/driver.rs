@@ -22,11 +22,27 @@ use crate::state::{Invocation, InvocationState};
 
 pub(super) async fn drive(inner: Arc<Inner>, inv: Invocation, cancel: Arc<Notify>, context: Option<CallContext>) {
     let span = info_span!("invocation", invocation.id = %inv.id, target = %inv.target, fence = inv.lease.fence.0);
-    let (id, fence) = (inv.id, inv.lease.fence);
+    // Deregisters even if the driver panics (an adapter bug): shutdown must not wait for it.
+    let _done = Done { inner: inner.clone(), id: inv.id, fence: inv.lease.fence };
     if let Err(e) = run(&inner, inv, &cancel, context).instrument(span.clone()).await {
         span.in_scope(|| debug!(error = %e, "driver stopped"));
     }
-    inner.driver_done(id, fence);
+}
+
+/// Removes a driver from the running set when it ends, however it ends.
+struct Done {
+    inner: Arc<Inner>,
+    id: crate::id::InvocationId,
+    fence: crate::state::Fence,
+}
+
+impl Drop for Done {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            warn!(invocation.id = %self.id, "driver panicked; its lease lapses and recovery takes the invocation");
+        }
+        self.inner.driver_done(self.id, self.fence);
+    }
 }
 
 async fn run(
