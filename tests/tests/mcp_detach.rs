@@ -121,3 +121,32 @@ async fn a_call_still_running_after_the_wait_says_so_and_names_its_invocation() 
     assert_eq!(settle(&gw, "count_write").await, ["succeeded"]);
     assert_eq!(std::fs::read_to_string(&log).unwrap_or_default().lines().count(), 1);
 }
+
+/// A write to an HTTP upstream that refuses the connection never left the gateway: it fails
+/// ("unavailable", safe to retry), and is never reported `unknown`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_whose_connection_is_refused_failed_and_is_not_unknown() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let fixture = switchyard_tests::mcp::Fixture::start(&[]);
+    let config = write_config(dir.path(), &[UpstreamSpec::http("web", &fixture.url)], "");
+    let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(config), ..Options::default() });
+    let ok =
+        answer(request(&gw, "web__echo", json!({"text": "up"}), None).send().await.unwrap_or_else(|e| panic!("{e}")))
+            .await;
+    assert_eq!(ok["result"]["content"][0]["text"], "up", "{ok}");
+    drop(fixture); // the upstream is gone: connections are refused
+    let v = answer(
+        request(&gw, "web__count_write", json!({"key": "refused"}), Some("order-refused"))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}")),
+    )
+    .await;
+    assert_eq!(v["result"]["isError"], true, "{v}");
+    let states = settle(&gw, "count_write").await;
+    assert_eq!(states, ["failed"], "{v}");
+    let all = gw.all("default").await;
+    let failed = all.iter().find(|i| i["target"]["operation"] == "count_write").cloned().unwrap_or_default();
+    assert_eq!(failed["state"]["error"]["code"], "upstream_unavailable", "{failed}");
+    assert_eq!(failed["state"]["error"]["retry_safe"], true, "{failed}");
+}

@@ -367,3 +367,23 @@ async fn a_skewed_local_clock_does_not_judge_a_lease_on_postgres() {
     assert_eq!(done.state.name(), StateName::Succeeded, "{evs:?}");
     assert!(evs.iter().all(|e| !matches!(e.kind, EventKind::LateOutcome { .. })), "{evs:?}");
 }
+
+/// A database that cannot hand out a connection fails a call fast ("unavailable, nothing
+/// changed") after `acquire_timeout`, instead of stalling it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_busy_or_absent_database_fails_calls_fast_on_postgres() {
+    let url = switchyard_tests::pg::database().await;
+    let opts = StoreOptions {
+        max_connections: 1,
+        acquire_timeout: std::time::Duration::from_millis(300),
+        ..StoreOptions::default()
+    };
+    let pg = switchyard_store::PgStore::connect(&url, &opts).await.unwrap_or_else(|e| panic!("{e}"));
+    let held = pg.pool().acquire().await.unwrap_or_else(|e| panic!("{e}"));
+    let t0 = std::time::Instant::now();
+    let r = pg.admit(draft("a", None, json!({}), 30_000)).await;
+    assert_eq!(r.err().map(|e| e.kind()), Some(switchyard_contract::ErrorKind::Unavailable));
+    assert!(t0.elapsed() < std::time::Duration::from_secs(2), "waited {:?}", t0.elapsed());
+    drop(held);
+    assert!(pg.admit(draft("a", None, json!({}), 30_000)).await.is_ok(), "fine once a connection is free");
+}
