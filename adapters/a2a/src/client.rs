@@ -255,7 +255,7 @@ const MAX_EVENT_BYTES: usize = 16 << 20;
 /// The `data` of each server-sent event (multi-line data joined with `\n`). Bytes are buffered
 /// and decoded per event, so a character or a line ending split across reads stays whole; at
 /// most [`MAX_EVENT_BYTES`] are buffered.
-fn sse_data<S>(bytes: S) -> impl Stream<Item = Result<String, ClientError>> + Send + 'static
+pub fn sse_data<S>(bytes: S) -> impl Stream<Item = Result<String, ClientError>> + Send + 'static
 where
     S: Stream<Item = reqwest::Result<bytes::Bytes>> + Send + 'static,
 {

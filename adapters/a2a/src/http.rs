@@ -151,6 +151,24 @@ fn agent_at(face: &Face, name: &str, uri: &axum::http::Uri) -> Option<std::sync:
     if literal { face.agent(name) } else { None }
 }
 
+/// Parses a JSON-RPC request body into its id and operation; an error comes with the id to
+/// answer it under (`null` when the request has none usable).
+pub fn decode_jsonrpc(body: &[u8]) -> Result<(Value, Operation), (Value, A2aError)> {
+    let req: Value = serde_json::from_slice(body)
+        .map_err(|e| (Value::Null, A2aError::new(Kind::ParseError, format!("invalid JSON: {e}"))))?;
+    let id = req.get("id").cloned().unwrap_or(Value::Null);
+    let id = if matches!(id, Value::String(_) | Value::Number(_) | Value::Null) { id } else { Value::Null };
+    let method = req.get("method").and_then(Value::as_str);
+    let (Some(method), Some("2.0")) = (method, req.get("jsonrpc").and_then(Value::as_str)) else {
+        return Err((id, A2aError::new(Kind::InvalidRequest, "not a JSON-RPC 2.0 request")));
+    };
+    match Operation::decode(method, req.get("params").cloned().unwrap_or(Value::Null)) {
+        Ok(Some(op)) => Ok((id, op)),
+        Ok(None) => Err((id, A2aError::new(Kind::MethodNotFound, format!("method `{method}` not found")))),
+        Err(e) => Err((id, e)),
+    }
+}
+
 async fn jsonrpc(
     State(st): State<HttpState>,
     Path(agent): Path<String>,
@@ -177,22 +195,9 @@ async fn jsonrpc(
         let e = A2aError::new(Kind::ContentTypeNotSupported, "JSON-RPC requests must be application/json");
         return rpc_error(&Value::Null, &e);
     }
-    let req: Value = match serde_json::from_slice(&body) {
-        Ok(v) => v,
-        Err(e) => return rpc_error(&Value::Null, &A2aError::new(Kind::ParseError, format!("invalid JSON: {e}"))),
-    };
-    let id = req.get("id").cloned().unwrap_or(Value::Null);
-    let id = if matches!(id, Value::String(_) | Value::Number(_) | Value::Null) { id } else { Value::Null };
-    let method = req.get("method").and_then(Value::as_str);
-    let (Some(method), Some("2.0")) = (method, req.get("jsonrpc").and_then(Value::as_str)) else {
-        return rpc_error(&id, &A2aError::new(Kind::InvalidRequest, "not a JSON-RPC 2.0 request"));
-    };
-    let op = match Operation::decode(method, req.get("params").cloned().unwrap_or(Value::Null)) {
-        Ok(Some(op)) => op,
-        Ok(None) => {
-            return rpc_error(&id, &A2aError::new(Kind::MethodNotFound, format!("method `{method}` not found")));
-        }
-        Err(e) => return rpc_error(&id, &e),
+    let (id, op) = match decode_jsonrpc(&body) {
+        Ok(decoded) => decoded,
+        Err((id, e)) => return rpc_error(&id, &e),
     };
     let who = match caller(principal, &headers, &query) {
         Ok(w) => w,
@@ -272,6 +277,35 @@ fn list_request(query: &[(String, String)]) -> Result<Value, A2aError> {
         m.insert("includeArtifacts".into(), json!(b));
     }
     Ok(Value::Object(m))
+}
+
+/// Parses an HTTP+JSON request (`path` below `/a2a/<agent>/rest/`, the query pairs, the body
+/// and whether its content type is JSON) into the path's tenant, if any, and the operation.
+pub fn decode_rest_request(
+    method: &Method,
+    path: &str,
+    query: &[(String, String)],
+    body: &[u8],
+    json_body: bool,
+) -> Result<(Option<String>, Operation), A2aError> {
+    let all: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    let (tenant, segs) = match all.split_first() {
+        Some((first, rest)) if !TOP.contains(first) => (Some((*first).to_string()), rest),
+        _ => (None, &all[..]),
+    };
+    let body = if body.is_empty() {
+        json!({})
+    } else {
+        if !json_body {
+            return Err(A2aError::new(Kind::ContentTypeNotSupported, "request bodies must be application/json"));
+        }
+        match serde_json::from_slice::<Value>(body) {
+            Ok(v) if v.is_object() => v,
+            Ok(_) => return Err(A2aError::invalid_params("the body must be a JSON object")),
+            Err(e) => return Err(A2aError::new(Kind::ParseError, format!("invalid JSON: {e}"))),
+        }
+    };
+    Ok((tenant, decode_rest(method, segs, query, &body)?))
 }
 
 fn decode_rest(
@@ -354,26 +388,8 @@ async fn rest(
     let Some(agent) = agent_at(&st.face, &agent, &request.uri) else {
         return rest_error(profile, &A2aError::new(Kind::MethodNotFound, "no such agent"));
     };
-    let all: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-    let (tenant, segs) = match all.split_first() {
-        Some((first, rest)) if !TOP.contains(first) => (Some((*first).to_string()), rest),
-        _ => (None, &all[..]),
-    };
-    let body = if body.is_empty() {
-        json!({})
-    } else {
-        if !json_content(headers) {
-            let e = A2aError::new(Kind::ContentTypeNotSupported, "request bodies must be application/json");
-            return rest_error(profile, &e);
-        }
-        match serde_json::from_slice::<Value>(&body) {
-            Ok(v) if v.is_object() => v,
-            Ok(_) => return rest_error(profile, &A2aError::invalid_params("the body must be a JSON object")),
-            Err(e) => return rest_error(profile, &A2aError::new(Kind::ParseError, format!("invalid JSON: {e}"))),
-        }
-    };
-    let op = match decode_rest(method, segs, &query, &body) {
-        Ok(op) => op,
+    let (tenant, op) = match decode_rest_request(method, &path, &query, &body, json_content(headers)) {
+        Ok(decoded) => decoded,
         Err(e) => return rest_error(profile, &e),
     };
     let mut who = match caller(principal, headers, &query) {

@@ -44,7 +44,12 @@ pub fn router(state: ArtifactsHttp) -> Router {
 /// `bytes=a-b`, `bytes=a-`, `bytes=-n`. Anything else (several ranges, other units, garbage)
 /// is ignored and the whole artifact served, as RFC 9110 allows.
 fn parse_range(headers: &HeaderMap) -> Option<RangeSpec> {
-    let spec = headers.get(header::RANGE)?.to_str().ok()?.trim().strip_prefix("bytes=")?;
+    parse_range_value(headers.get(header::RANGE)?.to_str().ok()?)
+}
+
+/// The value of a `Range` header, as [`parse_range`] reads it.
+pub fn parse_range_value(value: &str) -> Option<RangeSpec> {
+    let spec = value.trim().strip_prefix("bytes=")?;
     if spec.contains(',') {
         return None;
     }

@@ -182,17 +182,27 @@ pub enum ConfigError {
 impl Config {
     /// Loads defaults, then `file` (if any), then `SWITCHYARD__…` variables from `env`.
     pub fn load(file: Option<&Path>, env: impl Iterator<Item = (String, String)>) -> Result<Self, ConfigError> {
-        let mut doc = match file {
+        let text = match file {
             Some(path) => {
-                let text =
-                    std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.into(), source })?;
-                text.parse::<toml::Table>()
-                    .map_err(|e| ConfigError::Parse { path: path.display().to_string(), message: e.to_string() })?
+                std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.into(), source })?
             }
-            None => toml::Table::new(),
+            None => String::new(),
         };
-        apply_env(&mut doc, env)?;
         let origin = file.map_or_else(|| "configuration".to_string(), |p| p.display().to_string());
+        Self::from_text(&text, &origin, env)
+    }
+
+    /// Defaults, then the TOML `text` (read from `origin`), then `SWITCHYARD__…` variables.
+    pub fn from_text(
+        text: &str,
+        origin: &str,
+        env: impl Iterator<Item = (String, String)>,
+    ) -> Result<Self, ConfigError> {
+        let mut doc = text
+            .parse::<toml::Table>()
+            .map_err(|e| ConfigError::Parse { path: origin.to_string(), message: e.to_string() })?;
+        apply_env(&mut doc, env)?;
+        let origin = origin.to_string();
         let cfg: Config = toml::Value::Table(doc)
             .try_into()
             .map_err(|e: toml::de::Error| ConfigError::Parse { path: origin, message: e.to_string() })?;
