@@ -12,6 +12,7 @@ pub mod issuer;
 pub mod mcp;
 pub mod pg;
 pub mod s3;
+pub mod tenants;
 pub mod upstream;
 
 /// A fresh SQLite database URL in its own temporary directory (kept alive by the guard).

@@ -365,6 +365,19 @@ async fn push_is_retried_until_acknowledged_and_arrives_in_order() {
     assert_eq!(first.header("x-a2a-notification-token"), Some("tok-1"));
     assert_eq!(first.header("content-type"), Some("application/a2a+json"));
     assert_eq!(hits[0].body, hits[2].body, "the retried delivery is the same event");
+    // The webhook's credentials are sealed at rest: in no database row, no invocation request.
+    let runs = gw.all("default").await;
+    assert!(!serde_json::to_string(&runs).unwrap_or_default().contains("s3cret"), "{runs:#?}");
+    let db = std::fs::read(dir.path().join("d/switchyard.db")).unwrap_or_default();
+    let wal = std::fs::read(dir.path().join("d/switchyard.db-wal")).unwrap_or_default();
+    for bytes in [&db, &wal] {
+        assert!(!bytes.windows(6).any(|w| w == b"s3cret"), "a webhook credential in clear in the database");
+        assert!(!bytes.windows(5).any(|w| w == b"tok-1"), "a notification token in clear in the database");
+    }
+    // The owner reads its config back as it gave it.
+    let task = sent["result"]["task"]["id"].clone();
+    let (_, listed) = rpc(&gw.http, &url, None, "ListTaskPushNotificationConfigs", json!({"taskId": task})).await;
+    assert_eq!(listed["result"]["configs"][0]["authentication"]["credentials"], "s3cret", "{listed}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -444,4 +457,29 @@ async fn a_streaming_follow_up_ends_with_its_run() {
         let last = events.last().map(|e| e["result"]["statusUpdate"]["status"]["state"].clone());
         assert_eq!(last, Some(json!("TASK_STATE_COMPLETED")), "round {round}: {events:#?}");
     }
+}
+
+/// A task holds at most 16 push notification configs; the 17th is refused and changes nothing,
+/// while re-storing one it already holds is allowed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn push_configs_per_task_are_capped() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let config = write_config(dir.path(), "", "anonymous = true");
+    let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(config), ..Options::default() });
+    let url = format!("{}/a2a/tck", gw.base);
+    let (_, sent) = rpc(&gw.http, &url, None, "SendMessage", json!({"message": message("tck-input-required")})).await;
+    let task = sent["result"]["task"]["id"].clone();
+    let create =
+        |n: usize| json!({"taskId": task, "id": format!("cfg-{n}"), "url": format!("http://127.0.0.1:9/hook/{n}")});
+    for n in 0..16 {
+        let (_, made) = rpc(&gw.http, &url, None, "CreateTaskPushNotificationConfig", create(n)).await;
+        assert_eq!(made["result"]["id"], format!("cfg-{n}"), "{made}");
+    }
+    let (_, refused) = rpc(&gw.http, &url, None, "CreateTaskPushNotificationConfig", create(16)).await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap_or_default().contains("16"), "{refused}");
+    let (_, again) = rpc(&gw.http, &url, None, "CreateTaskPushNotificationConfig", create(3)).await;
+    assert_eq!(again["result"]["id"], "cfg-3", "replacing one it holds is fine: {again}");
+    let (_, listed) = rpc(&gw.http, &url, None, "ListTaskPushNotificationConfigs", json!({"taskId": task})).await;
+    assert_eq!(listed["result"]["configs"].as_array().map(Vec::len), Some(16), "{listed}");
 }

@@ -16,7 +16,9 @@ use switchyard_store::StoreOptions;
 async fn hub() -> (tempfile::TempDir, Hub, Arc<dyn TaskStore>) {
     let (dir, url) = switchyard_tests::sqlite_url();
     let stores = switchyard_store::connect(&url, &StoreOptions::default()).await.unwrap_or_else(|e| panic!("{e}"));
-    (dir, Hub::new(stores.tasks.clone(), None, 64 * 1024), stores.tasks)
+    let sealer =
+        switchyard_a2a::sealing::CredentialSealer::from_hex(&"5a".repeat(32)).unwrap_or_else(|e| panic!("{e}"));
+    (dir, Hub::new(stores.tasks.clone(), None, 64 * 1024, sealer), stores.tasks)
 }
 
 fn run(scope: &str, task: &str, new_task: bool, push: Option<Value>) -> RunRequest {

@@ -6,15 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 use switchyard_tests::gateway::{Gateway, Options};
-
-const RED_KEY: &str = "sk_red_0b9c0ff6d1";
-const BLUE_KEY: &str = "sk_blue_61c4e2a7aa";
-const SCOPES: &str = r#"["invocations:read", "invocations:write", "invocations:reconcile", "a2a:call", "mcp:call"]"#;
-
-fn sha(s: &str) -> String {
-    use sha2::Digest;
-    hex::encode(sha2::Sha256::digest(s.as_bytes()))
-}
+use switchyard_tests::tenants::{BLUE as BLUE_KEY, RED as RED_KEY};
 
 fn toml_str(s: &str) -> String {
     Value::String(s.to_string()).to_string()
@@ -27,22 +19,7 @@ fn config(dir: &Path, env_dump: &Path, call_log: &Path) -> PathBuf {
     let script = format!("env > {}; exec {} --stdio", env_dump.display(), fixture);
     let text = format!(
         r#"
-[auth]
-resource = "https://gateway.test"
-
-[[auth.api_keys]]
-name = "red"
-sha256 = "{red}"
-tenant = "red"
-subject = "red-bot"
-scopes = {SCOPES}
-
-[[auth.api_keys]]
-name = "blue"
-sha256 = "{blue}"
-tenant = "blue"
-subject = "blue-bot"
-scopes = {SCOPES}
+{auth}
 
 [mcp]
 call_wait_ms = 20000
@@ -61,8 +38,7 @@ operations = {{ echo = "read_only", count_write = "write" }}
 name = "echo"
 kind = "echo"
 "#,
-        red = sha(RED_KEY),
-        blue = sha(BLUE_KEY),
+        auth = switchyard_tests::tenants::auth_section(),
         script = toml_str(&script),
         log = toml_str(&call_log.display().to_string()),
     );

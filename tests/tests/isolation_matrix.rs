@@ -10,34 +10,13 @@ use serde_json::{Value, json};
 use switchyard_tests::a2a::Webhook;
 use switchyard_tests::gateway::{Gateway, Options};
 
-const RED: &str = "sk_red_matrix_61b2";
-const BLUE: &str = "sk_blue_matrix_9e07";
-const SCOPES: &str =
-    r#"["invocations:read", "invocations:write", "invocations:reconcile", "artifacts:read", "a2a:call", "mcp:call"]"#;
-
-fn sha(s: &str) -> String {
-    use sha2::Digest;
-    hex::encode(sha2::Sha256::digest(s.as_bytes()))
-}
+use switchyard_tests::tenants::{BLUE, RED};
 
 fn start(dir: &std::path::Path) -> Gateway {
     let fixture = switchyard_tests::mcp::fixture_binary().display().to_string();
     let text = format!(
         r#"
-[auth]
-resource = "https://gateway.test"
-[[auth.api_keys]]
-name = "red"
-sha256 = "{red}"
-tenant = "red"
-subject = "red-bot"
-scopes = {SCOPES}
-[[auth.api_keys]]
-name = "blue"
-sha256 = "{blue}"
-tenant = "blue"
-subject = "blue-bot"
-scopes = {SCOPES}
+{auth}
 
 [mcp]
 call_wait_ms = 20000
@@ -53,8 +32,7 @@ push = {{ allow_loopback = true }}
 name = "echo"
 kind = "echo"
 "#,
-        red = sha(RED),
-        blue = sha(BLUE),
+        auth = switchyard_tests::tenants::auth_section(),
     );
     let path = dir.join("switchyard.toml");
     std::fs::write(&path, text).unwrap_or_else(|e| panic!("{e}"));

@@ -387,13 +387,17 @@ impl Face {
         Ok(card)
     }
 
+    /// The task's push configs, credentials opened (for the owning tenant).
     async fn push_configs(&self, task_id: &str) -> Result<Vec<TaskPushNotificationConfig>, A2aError> {
         self.hub
             .store()
             .push_configs(task_id)
             .await?
             .into_iter()
-            .map(|(_, v)| serde_json::from_value(v).map_err(|e| A2aError::internal(e.to_string())))
+            .map(|(_, v)| {
+                let cfg = serde_json::from_value(v).map_err(|e| A2aError::internal(e.to_string()))?;
+                self.hub.sealer().open_config(task_id, cfg)
+            })
             .collect()
     }
 
@@ -486,7 +490,12 @@ impl Face {
             context_id,
             new_task,
             message: message.clone(),
-            push: conf.task_push_notification_config.clone(),
+            // The invocation's stored request carries the credentials sealed, never in clear.
+            push: conf
+                .task_push_notification_config
+                .clone()
+                .map(|p| self.hub.sealer().seal_config(&task_id, p))
+                .transpose()?,
         };
         let key = if cfg.dedupes() {
             let d = Sha256::digest(format!("{scope}\0{}\0{}\0{content}", cfg.name, message.message_id).as_bytes());

@@ -56,6 +56,8 @@ pub struct Hub {
     /// Where `raw` artifact parts above `inline_max` bytes go; `None`: always inline.
     keeper: Option<Arc<dyn ArtifactKeeper>>,
     inline_max: usize,
+    /// Seals webhook credentials before they are stored.
+    sealer: crate::sealing::CredentialSealer,
 }
 
 impl std::fmt::Debug for Hub {
@@ -95,10 +97,20 @@ pub(crate) fn cursor_invocation(c: &str) -> Option<InvocationId> {
 }
 
 impl Hub {
-    pub fn new(store: Arc<dyn TaskStore>, keeper: Option<Arc<dyn ArtifactKeeper>>, inline_max: usize) -> Self {
+    pub fn new(
+        store: Arc<dyn TaskStore>,
+        keeper: Option<Arc<dyn ArtifactKeeper>>,
+        inline_max: usize,
+        sealer: crate::sealing::CredentialSealer,
+    ) -> Self {
         let (bell, _) = watch::channel(0);
         let (closed, _) = watch::channel(false);
-        Self { store, bell, closed, push_bell: Arc::new(tokio::sync::Notify::new()), keeper, inline_max }
+        let push_bell = Arc::new(tokio::sync::Notify::new());
+        Self { store, bell, closed, push_bell, keeper, inline_max, sealer }
+    }
+
+    pub fn sealer(&self) -> &crate::sealing::CredentialSealer {
+        &self.sealer
     }
 
     /// Moves `raw` parts larger than the inline limit into the artifact store, leaving a

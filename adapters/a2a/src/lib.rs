@@ -17,6 +17,7 @@ pub mod hub;
 pub mod origin;
 pub mod proxy;
 pub mod push;
+pub mod sealing;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -51,11 +52,13 @@ pub struct A2aAgents {
 }
 
 impl A2aAgents {
-    /// `keeper`: where large artifact parts go (the gateway's artifact store).
+    /// `keeper`: where large artifact parts go (the gateway's artifact store); `sealer`: the key
+    /// for webhook credentials at rest.
     pub fn new(
         config: A2aConfig,
         tasks: Arc<dyn TaskStore>,
         keeper: Option<Arc<dyn ArtifactKeeper>>,
+        sealer: sealing::CredentialSealer,
     ) -> Result<Self, String> {
         let mut seen = std::collections::HashSet::new();
         for a in &config.agents {
@@ -88,7 +91,7 @@ impl A2aAgents {
             }
             None => None,
         };
-        let hub = hub::Hub::new(tasks, keeper, config.inline_max_bytes);
+        let hub = hub::Hub::new(tasks, keeper, config.inline_max_bytes, sealer);
         Ok(Self { config: Arc::new(config), hub, proxies: Arc::new(proxies), signer })
     }
 

@@ -35,6 +35,9 @@ pub struct PushSettings {
     pub allowed_hosts: Vec<String>,
     pub timeout_ms: u64,
     pub max_attempts: i32,
+    /// 64 hex characters: the key sealing webhook credentials at rest (shared by replicas).
+    /// Empty: `<data_dir>/a2a-push-key`, generated once.
+    pub credentials_key: switchyard_contract::Secret,
 }
 
 impl Default for PushSettings {
@@ -45,6 +48,7 @@ impl Default for PushSettings {
             allowed_hosts: Vec::new(),
             timeout_ms: 10_000,
             max_attempts: 8,
+            credentials_key: switchyard_contract::Secret::default(),
         }
     }
 }
@@ -152,7 +156,7 @@ pub fn check_url(url: &str, s: &PushSettings) -> Result<reqwest::Url, A2aError> 
     Ok(parsed)
 }
 
-/// Stores `cfg` on task `task_id` and returns it as stored.
+/// Stores `cfg` on task `task_id` (its credentials sealed) and returns it as the caller gave it.
 pub async fn store_config(
     hub: &Hub,
     task_id: &str,
@@ -175,9 +179,10 @@ pub async fn store_config(
     }
     cfg.id = Some(id.clone());
     cfg.task_id = task_id.to_string();
-    let value = serde_json::to_value(&cfg).map_err(|e| A2aError::internal(e.to_string()))?;
+    let sealed = hub.sealer().seal_config(task_id, cfg.clone())?;
+    let value = serde_json::to_value(&sealed).map_err(|e| A2aError::internal(e.to_string()))?;
     hub.store().put_push_config(task_id, &id, &value).await?;
-    Ok(cfg)
+    hub.sealer().open_config(task_id, cfg)
 }
 
 /// Delivers queued notifications until the process ends.
@@ -243,9 +248,13 @@ fn destination(config: &serde_json::Value) -> String {
 
 /// One attempt at one delivery, and its bookkeeping in the outbox.
 async fn deliver_one(hub: &Hub, client: &reqwest::Client, settings: &PushSettings, d: Delivery) {
-    let outcome = match hydrated(hub, &d.payload).await {
-        Ok(payload) => deliver(client, settings, &d.config, &payload).await,
-        Err(e) => Err(e.message),
+    let config = serde_json::from_value::<TaskPushNotificationConfig>(d.config.clone())
+        .map_err(|e| e.to_string())
+        .and_then(|c| hub.sealer().open_config(&d.task_id, c).map_err(|e| e.message));
+    let outcome = match (hydrated(hub, &d.payload).await, config) {
+        (Ok(payload), Ok(config)) => deliver(client, settings, &config, &payload).await,
+        (Err(e), _) => Err(e.message),
+        (_, Err(e)) => Err(e),
     };
     let attempts = d.attempts + 1;
     let store = hub.store();
@@ -282,10 +291,9 @@ async fn hydrated(hub: &Hub, payload: &serde_json::Value) -> Result<serde_json::
 async fn deliver(
     client: &reqwest::Client,
     s: &PushSettings,
-    config: &serde_json::Value,
+    cfg: &TaskPushNotificationConfig,
     payload: &serde_json::Value,
 ) -> Result<(), String> {
-    let cfg: TaskPushNotificationConfig = serde_json::from_value(config.clone()).map_err(|e| e.to_string())?;
     // Literal addresses are checked here; names by the client's resolver when connecting.
     let url = check_url(&cfg.url, s).map_err(|e| e.message)?;
     let mut req =

@@ -79,7 +79,7 @@ impl App {
             crate::artifacts_http::open(cfg, stores.artifacts).await.context("cannot open the artifact store")?;
         let keeper: Arc<dyn switchyard_contract::ArtifactKeeper> = Arc::new(artifacts.clone());
         let a2a = Arc::new(
-            switchyard_a2a::A2aAgents::new(cfg.a2a.clone(), stores.tasks.clone(), Some(keeper))
+            switchyard_a2a::A2aAgents::new(cfg.a2a.clone(), stores.tasks.clone(), Some(keeper), a2a_sealer(cfg)?)
                 .map_err(anyhow::Error::msg)?,
         );
         for u in a2a.upstreams() {
@@ -238,6 +238,16 @@ pub fn mcp_sealer(cfg: &Config) -> anyhow::Result<Sealer> {
         }
     };
     Sealer::from_hex(&key.0).map_err(|e| anyhow::anyhow!("mcp.token_key: {e}"))
+}
+
+/// The key sealing webhook credentials: `a2a.push.credentials_key`, else
+/// `<data_dir>/a2a-push-key` (generated once).
+fn a2a_sealer(cfg: &Config) -> anyhow::Result<switchyard_a2a::sealing::CredentialSealer> {
+    let key = match &cfg.a2a.push.credentials_key {
+        k if !k.0.is_empty() => k.clone(),
+        _ => generated_secret(&cfg.server.data_dir.join("a2a-push-key"))?,
+    };
+    switchyard_a2a::sealing::CredentialSealer::from_hex(&key.0).map_err(anyhow::Error::msg)
 }
 
 fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
