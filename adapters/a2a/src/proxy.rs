@@ -402,16 +402,18 @@ pub fn supervise(hub: Hub, engine: Engine, upstream: String, proxy: Arc<Proxy>) 
             match engine.unknown_of(&upstream, after, 100).await {
                 Ok(page) => {
                     after = if page.len() < 100 { None } else { page.last().map(|i| i.id) };
-                    for inv in page {
+                    // A send claimed (by anyone) is left alone until its claim lapses; the claim
+                    // itself decides, on the store's clock, so this only saves round trips.
+                    let now = crate::hub::now_ms();
+                    for inv in page.into_iter().filter(|i| i.lease.expires_at_ms.is_none_or(|t| t <= now)) {
                         let (hub, engine, proxy) = (hub.clone(), engine.clone(), proxy.clone());
                         tokio::spawn(async move { proxy.reconcile(&hub, &engine, inv.id).await });
                     }
                 }
                 Err(e) => warn!(upstream = %upstream, error = %e, "cannot scan unknown sends; retrying"),
             }
-            if after.is_none() {
-                tokio::time::sleep(Duration::from_secs(1)).await;
-            }
+            // One page a second: a long backlog is worked through without flooding the store.
+            tokio::time::sleep(Duration::from_secs(1)).await;
         }
     })
 }
