@@ -14,10 +14,10 @@ use rmcp::model::{
     ClientCapabilities, ClientInfo, ClientResult, CreateMessageRequest, CreateMessageRequestParams,
     CreateMessageResult, ElicitRequest, ElicitRequestParams, ElicitResult, ErrorCode, ErrorData, Implementation,
     ListRootsRequest, ListRootsResult, LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam,
-    ProgressToken, ProtocolVersion, RequestMetaObject, ResourceUpdatedNotificationParam, ServerNotification,
+    ProgressToken, ProtocolVersion, RequestId, RequestMetaObject, ResourceUpdatedNotificationParam, ServerNotification,
     ServerRequest, SubscribeRequestParams, SubscriptionFilter,
 };
-use rmcp::service::{NotificationContext, Peer, RequestContext, RunningService};
+use rmcp::service::{InboundStreamOrigin, NotificationContext, Peer, RequestContext, RunningService};
 use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, RoleClient, RoleServer};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
@@ -83,9 +83,10 @@ pub(crate) fn service_error(e: rmcp::ServiceError) -> ErrorData {
 #[derive(Clone)]
 pub(crate) struct RelayHandler {
     current: Arc<Mutex<Option<Arc<Relay>>>>,
-    /// The progress token of the current call's upstream request: progress for any other
-    /// (a late notification of an earlier call on this session) is not the current client's.
-    progress_token: Arc<Mutex<Option<ProgressToken>>>,
+    /// The current call's upstream request (its id and progress token): progress for another
+    /// token, or an upstream request that arrived on another request's response stream (a late
+    /// one of an earlier call on this session), is not the current client's.
+    in_flight: Arc<Mutex<Option<(RequestId, ProgressToken)>>>,
     list_changed: Arc<Notify>,
     /// The pool's tool-list generation, raised when the upstream says its tools changed.
     generation: Arc<AtomicU64>,
@@ -106,7 +107,7 @@ impl RelayHandler {
         if let Ok(mut c) = self.current.lock() {
             *c = relay;
         }
-        if let Ok(mut t) = self.progress_token.lock() {
+        if let Ok(mut t) = self.in_flight.lock() {
             *t = None;
         }
     }
@@ -115,7 +116,18 @@ impl RelayHandler {
     /// token is known and differs. (rmcp picks the token as it queues the request, so for a
     /// moment after a call starts its token is not known yet.)
     fn expects(&self, token: &ProgressToken) -> bool {
-        self.progress_token.lock().is_ok_and(|t| t.as_ref().is_none_or(|mine| mine == token))
+        self.in_flight.lock().is_ok_and(|t| t.as_ref().is_none_or(|(_, mine)| mine == token))
+    }
+
+    /// The relay for an upstream request (sampling, elicitation, roots), unless it came on the
+    /// response stream of a request that is not the current call's (HTTP upstreams say which).
+    fn relay_for(&self, ctx: &RequestContext<RoleClient>) -> Result<Arc<Relay>, ErrorData> {
+        if let Some(InboundStreamOrigin::OutboundRequest(origin)) = ctx.extensions.get::<InboundStreamOrigin>()
+            && self.in_flight.lock().is_ok_and(|t| t.as_ref().is_some_and(|(mine, _)| mine != origin))
+        {
+            return Err(Self::no_client());
+        }
+        self.relay().ok_or_else(Self::no_client)
     }
 
     fn no_client() -> ErrorData {
@@ -138,9 +150,9 @@ impl ClientHandler for RelayHandler {
     async fn create_message(
         &self,
         params: CreateMessageRequestParams,
-        _: RequestContext<RoleClient>,
+        ctx: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
-        let relay = self.relay().ok_or_else(Self::no_client)?;
+        let relay = self.relay_for(&ctx)?;
         let request = CreateMessageRequest::new(params);
         match relay.ask(ServerRequest::CreateMessageRequest(request)).await? {
             ClientResult::CreateMessageResult(r) => Ok(*r),
@@ -151,9 +163,9 @@ impl ClientHandler for RelayHandler {
     async fn create_elicitation(
         &self,
         params: ElicitRequestParams,
-        _: RequestContext<RoleClient>,
+        ctx: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        let relay = self.relay().ok_or_else(Self::no_client)?;
+        let relay = self.relay_for(&ctx)?;
         let request = ElicitRequest::new(params);
         match relay.ask(ServerRequest::ElicitRequest(request)).await? {
             ClientResult::ElicitResult(r) => Ok(r),
@@ -161,8 +173,8 @@ impl ClientHandler for RelayHandler {
         }
     }
 
-    async fn list_roots(&self, _: RequestContext<RoleClient>) -> Result<ListRootsResult, ErrorData> {
-        let relay = self.relay().ok_or_else(Self::no_client)?;
+    async fn list_roots(&self, ctx: RequestContext<RoleClient>) -> Result<ListRootsResult, ErrorData> {
+        let relay = self.relay_for(&ctx)?;
         match relay.ask(ServerRequest::ListRootsRequest(ListRootsRequest::default())).await? {
             ClientResult::ListRootsResult(r) => Ok(r),
             _ => Err(ErrorData::internal_error("the client answered roots/list with another result", None)),
@@ -320,12 +332,12 @@ impl Lease {
         }
     }
 
-    /// The upstream request now in flight on this session used `token` for its progress.
-    pub fn expect_progress(&self, token: ProgressToken) {
+    /// The upstream request now in flight on this session: its id and progress token.
+    pub fn in_flight(&self, id: RequestId, token: ProgressToken) {
         if let Some(s) = &self.session
-            && let Ok(mut t) = s.handler.progress_token.lock()
+            && let Ok(mut t) = s.handler.in_flight.lock()
         {
-            *t = Some(token);
+            *t = Some((id, token));
         }
     }
 
@@ -398,7 +410,7 @@ impl Pool {
         let began = Instant::now();
         let handler = RelayHandler {
             current: Arc::new(Mutex::new(None)),
-            progress_token: Arc::new(Mutex::new(None)),
+            in_flight: Arc::new(Mutex::new(None)),
             list_changed: self.list_changed.clone(),
             generation: self.generation.clone(),
         };
@@ -538,13 +550,13 @@ mod tests {
     fn progress_of_an_earlier_call_on_the_session_is_not_relayed() {
         let handler = RelayHandler {
             current: Arc::new(Mutex::new(None)),
-            progress_token: Arc::new(Mutex::new(None)),
+            in_flight: Arc::new(Mutex::new(None)),
             list_changed: Arc::new(Notify::new()),
             generation: Arc::new(AtomicU64::new(0)),
         };
         let token = |n: i64| ProgressToken(rmcp::model::NumberOrString::Number(n));
         assert!(handler.expects(&token(1)), "before the call's token is known");
-        *handler.progress_token.lock().unwrap_or_else(|e| e.into_inner()) = Some(token(2));
+        *handler.in_flight.lock().unwrap_or_else(|e| e.into_inner()) = Some((RequestId::Number(7), token(2)));
         assert!(handler.expects(&token(2)));
         assert!(!handler.expects(&token(1)), "a late notification of the previous call");
         handler.set(None);

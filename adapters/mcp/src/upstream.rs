@@ -117,7 +117,7 @@ impl McpUpstream {
                 return Err(UpstreamError::Unavailable { message: format!("upstream session closed: {e}") });
             }
         };
-        lease.expect_progress(handle.progress_token.clone());
+        lease.in_flight(handle.id.clone(), handle.progress_token.clone());
         // The wait runs in its own task, so that a dispatch dropped by the engine (attempt
         // timeout, or a confirmed cancel) still tells the upstream and retires the session.
         let id = handle.id.clone();

@@ -212,7 +212,7 @@ impl Face {
             .send_request_with_option(request, PeerRequestOptions::default().with_meta(meta))
             .await
             .map_err(|e| ErrorData::internal_error(format!("upstream `{upstream}` unavailable: {e}"), None))?;
-        lease.expect_progress(handle.progress_token.clone());
+        lease.in_flight(handle.id.clone(), handle.progress_token.clone());
         match handle.await_response().await {
             Ok(r) => Ok(r),
             Err(rmcp::ServiceError::McpError(e)) => Err(e),
