@@ -537,7 +537,7 @@ impl Face {
             if let InvocationState::Failed { error, .. } = &inv.state {
                 // The agent's own error (an upstream agent's A2A error keeps its kind).
                 let kind = Kind::from_reason(&error.code).unwrap_or(Kind::InvalidAgentResponse);
-                return Err(A2aError::new(kind, error.message.clone()));
+                return Err(A2aError::new(kind, error.message.clone()).about(inv.id, error.retry_safe));
             }
             return match self.hub.get(&scope, &task_id).await? {
                 Some(rec) => {
@@ -747,6 +747,7 @@ fn lost_send(inv: InvocationId) -> A2aError {
              again in a few seconds"
         ),
     )
+    .about(inv, true)
 }
 
 enum First {

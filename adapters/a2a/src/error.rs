@@ -227,11 +227,34 @@ impl Kind {
 pub struct A2aError {
     pub kind: Kind,
     pub message: String,
+    /// Whether repeating the request cannot cause a second effect, when the gateway knows.
+    pub retry_safe: Option<bool>,
+    /// The invocation the error is about, when there is one.
+    pub invocation: Option<String>,
 }
 
 impl A2aError {
     pub fn new(kind: Kind, message: impl Into<String>) -> Self {
-        Self { kind, message: message.into() }
+        Self { kind, message: message.into(), retry_safe: None, invocation: None }
+    }
+
+    /// The same error, saying whether a retry is safe and which invocation it is about.
+    pub fn about(mut self, invocation: impl std::fmt::Display, retry_safe: bool) -> Self {
+        self.invocation = Some(invocation.to_string());
+        self.retry_safe = Some(retry_safe);
+        self
+    }
+
+    /// `google.rpc.ErrorInfo.metadata`: `retrySafe` and `invocation`, when known.
+    fn metadata(&self) -> std::collections::HashMap<String, String> {
+        let mut m = std::collections::HashMap::new();
+        if let Some(safe) = self.retry_safe {
+            m.insert("retrySafe".to_string(), safe.to_string());
+        }
+        if let Some(inv) = &self.invocation {
+            m.insert("invocation".to_string(), inv.clone());
+        }
+        m
     }
 
     pub fn task_not_found(id: &str) -> Self {
@@ -248,11 +271,16 @@ impl A2aError {
 
     /// The ErrorInfo detail in ProtoJSON `Any` form.
     pub fn error_info(&self) -> Value {
-        json!({
+        let mut info = json!({
             "@type": "type.googleapis.com/google.rpc.ErrorInfo",
             "reason": self.kind.reason(),
             "domain": "a2a-protocol.org",
-        })
+        });
+        let metadata = self.metadata();
+        if !metadata.is_empty() {
+            info["metadata"] = json!(metadata);
+        }
+        info
     }
 
     /// The JSON-RPC `error` member.
@@ -273,11 +301,7 @@ impl A2aError {
     /// The gRPC status, with `google.rpc.ErrorInfo` in `grpc-status-details-bin`.
     pub fn grpc(&self, profile: Profile) -> tonic::Status {
         use tonic_types::{ErrorDetails, StatusExt};
-        let details = ErrorDetails::with_error_info(
-            self.kind.reason(),
-            "a2a-protocol.org",
-            std::collections::HashMap::<String, String>::new(),
-        );
+        let details = ErrorDetails::with_error_info(self.kind.reason(), "a2a-protocol.org", self.metadata());
         tonic::Status::with_error_details(self.kind.grpc_code(profile).tonic(), self.message.clone(), details)
     }
 }
@@ -293,13 +317,27 @@ impl From<switchyard_contract::Error> for A2aError {
             K::Forbidden => Kind::PermissionDenied,
             K::Internal => Kind::Internal,
         };
-        Self::new(kind, e.message)
+        Self { retry_safe: Some(e.retry_safe), ..Self::new(kind, e.message) }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn retry_safety_and_the_invocation_reach_every_binding() {
+        let e = A2aError::from(switchyard_contract::Error::unavailable("store away")).about("inv_1", true);
+        let info = &e.jsonrpc()["data"][0];
+        assert_eq!(info["metadata"], json!({"retrySafe": "true", "invocation": "inv_1"}));
+        assert_eq!(e.http_body(Profile::Spec)["error"]["details"][0]["metadata"]["retrySafe"], "true");
+        let status = e.grpc(Profile::Spec);
+        use tonic_types::StatusExt;
+        let details = status.get_error_details();
+        let grpc_info = details.error_info().map(|i| i.metadata.clone()).unwrap_or_default();
+        assert_eq!(grpc_info.get("invocation").map(String::as_str), Some("inv_1"));
+        assert!(A2aError::invalid_params("x").jsonrpc()["data"][0].get("metadata").is_none(), "none when unknown");
+    }
 
     #[test]
     fn the_two_profiles_differ_exactly_where_the_1_0_1_table_changed() {

@@ -20,6 +20,7 @@
 pub mod catalog;
 pub mod client;
 pub mod config;
+pub mod error;
 pub mod face;
 pub mod oauth;
 pub mod sessions;

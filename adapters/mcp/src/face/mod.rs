@@ -303,7 +303,7 @@ impl Face {
                 .engine
                 .submit_and_wait_or(submission, wait, async move { ct.cancelled().await })
                 .await
-                .map_err(contract_error)?;
+                .map_err(|e| crate::error::rpc_error(&e, None))?;
             let inv = submitted.invocation.clone();
             // A task: the call is still running, or the tool always answers with one (unless
             // this round only asks for input, which stays an MRTR round).
@@ -330,10 +330,10 @@ impl Face {
                     return Err(ErrorData::new(ErrorCode(code.unwrap_or(-32603)), error.message, data));
                 }
                 InvocationState::Failed { error, .. } => {
-                    return Ok(CallToolResponse::Complete(error_result(
-                        inv.id,
-                        &format!("the call failed ({}): {}", error.code, error.message),
-                    )));
+                    let mut r = error_result(inv.id, &format!("the call failed ({}): {}", error.code, error.message));
+                    r.structured_content = Some(json!({ "invocation": inv.id.to_string(), "state": "failed",
+                        "code": error.code, "retrySafe": error.retry_safe }));
+                    return Ok(CallToolResponse::Complete(r));
                 }
                 InvocationState::Unknown { reason, .. } => {
                     return Ok(CallToolResponse::Complete(unknown_result(inv.id, &reason)));
@@ -398,14 +398,6 @@ pub(super) fn unknown_result(id: InvocationId, reason: &str) -> CallToolResult {
     );
     r.structured_content = Some(json!({ "invocation": id.to_string(), "state": "unknown" }));
     r
-}
-
-fn contract_error(e: switchyard_contract::Error) -> ErrorData {
-    use switchyard_contract::ErrorKind as K;
-    match e.kind() {
-        K::InvalidInput | K::Conflict | K::NotFound => invalid(e.message.to_string()),
-        _ => ErrorData::internal_error(e.message.to_string(), None),
-    }
 }
 
 fn unexpected(what: &str) -> ErrorData {
