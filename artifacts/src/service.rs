@@ -334,10 +334,10 @@ impl Artifacts {
         Ok(swept)
     }
 
-    /// Runs [`Artifacts::collect_garbage`] every `every` until the task is aborted.
-    pub fn spawn_collector(&self, every: Duration) -> tokio::task::JoinHandle<()> {
+    /// The collector: [`Artifacts::collect_garbage`] every `every`, until dropped.
+    pub fn collector(&self, every: Duration) -> impl std::future::Future<Output = ()> + Send + 'static {
         let this = self.clone();
-        tokio::spawn(async move {
+        async move {
             let mut tick = tokio::time::interval(every);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             tick.tick().await;
@@ -349,7 +349,7 @@ impl Artifacts {
                     Err(e) => tracing::warn!(error = %e, "artifact collector pass failed"),
                 }
             }
-        })
+        }
     }
 }
 

@@ -9,6 +9,24 @@ use sha2::{Digest, Sha256};
 use crate::agent::{AgentKind, TCK_REQUIRED_EXTENSION};
 use crate::config::{A2aConfig, AgentConfig};
 
+/// The cards' `securitySchemes` and `securityRequirements` when callers authenticate with
+/// bearer tokens for `resource`: a bearer JWT scheme, and per issuer its OpenID Connect discovery
+/// URL with `scope` required.
+pub fn security(resource: &str, issuers: &[&str], scope: &str) -> (Value, Value) {
+    let mut schemes = json!({
+        "bearer": {"httpAuthSecurityScheme": {"scheme": "Bearer", "bearerFormat": "JWT",
+            "description": format!("An access token for resource {resource}")}},
+    });
+    let mut requirements = vec![json!({"schemes": {"bearer": {"list": []}}})];
+    for (i, issuer) in issuers.iter().enumerate() {
+        let name = format!("oidc{}", i + 1);
+        let url = format!("{}/.well-known/openid-configuration", issuer.trim_end_matches('/'));
+        schemes[&name] = json!({"openIdConnectSecurityScheme": {"openIdConnectUrl": url}});
+        requirements.push(json!({"schemes": {name: {"list": [scope]}}}));
+    }
+    (schemes, json!(requirements))
+}
+
 /// The base URL cards point at: the configured public URL, else `http://<Host>`.
 pub fn base_url(cfg: &A2aConfig, host: Option<&str>) -> String {
     match &cfg.public_url {

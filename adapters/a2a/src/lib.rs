@@ -135,20 +135,18 @@ impl A2aAgents {
         }
     }
 
-    /// Starts the supervisors that resume upstream agents' tasks after a restart.
-    pub fn spawn_supervisors(&self, engine: &Engine) -> Vec<tokio::task::JoinHandle<()>> {
-        self.proxies
-            .iter()
-            .filter_map(|(name, p)| {
-                let agent = self.config.agents.iter().find(|a| &a.name == name)?;
-                Some(proxy::supervise(self.hub.clone(), engine.clone(), agent.upstream(), p.clone()))
-            })
-            .collect()
-    }
-
-    /// Starts push delivery from the outbox.
-    pub fn spawn_push(&self) -> tokio::task::JoinHandle<()> {
-        push::spawn_deliverer(self.hub.clone(), self.config.push.clone())
+    /// The background work of the agents, to run until shutdown: push delivery from the outbox
+    /// (when any agent is configured) and, per upstream agent, the supervisor that reconciles its
+    /// lost sends.
+    pub fn background(&self, engine: &Engine) -> Vec<futures::future::BoxFuture<'static, ()>> {
+        use futures::FutureExt as _;
+        let supervisors = self.proxies.iter().filter_map(|(name, p)| {
+            let agent = self.config.agents.iter().find(|a| &a.name == name)?;
+            Some(proxy::supervise(self.hub.clone(), engine.clone(), agent.upstream(), p.clone()).boxed())
+        });
+        let push =
+            (!self.config.agents.is_empty()).then(|| push::run(self.hub.clone(), self.config.push.clone()).boxed());
+        supervisors.chain(push).collect()
     }
 
     /// Ends open streams so the listener can drain at shutdown.

@@ -395,8 +395,8 @@ impl Proxy {
 
 /// Reconciles this agent's `unknown` sends from evidence (see the module docs): a keyset scan of
 /// the upstream's `unknown` invocations every second, each one claimed before it is worked on.
-pub fn supervise(hub: Hub, engine: Engine, upstream: String, proxy: Arc<Proxy>) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
+pub async fn supervise(hub: Hub, engine: Engine, upstream: String, proxy: Arc<Proxy>) {
+    {
         let mut after = None;
         loop {
             match engine.unknown_of(&upstream, after, 100).await {
@@ -415,7 +415,7 @@ pub fn supervise(hub: Hub, engine: Engine, upstream: String, proxy: Arc<Proxy>) 
             // One page a second: a long backlog is worked through without flooding the store.
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
-    })
+    }
 }
 
 impl Proxy {

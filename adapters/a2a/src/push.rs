@@ -185,9 +185,9 @@ pub async fn store_config(
     hub.sealer().open_config(task_id, cfg)
 }
 
-/// Delivers queued notifications until the process ends.
-pub fn spawn_deliverer(hub: Hub, settings: PushSettings) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
+/// Delivers queued notifications until dropped.
+pub async fn run(hub: Hub, settings: PushSettings) {
+    {
         let client = match reqwest::Client::builder()
             .timeout(Duration::from_millis(settings.timeout_ms))
             .redirect(reqwest::redirect::Policy::none())
@@ -237,7 +237,7 @@ pub fn spawn_deliverer(hub: Hub, settings: PushSettings) -> tokio::task::JoinHan
                 })
                 .await;
         }
-    })
+    }
 }
 
 /// The scheme, host and port a delivery goes to.

@@ -56,61 +56,35 @@ impl std::fmt::Debug for App {
 impl App {
     /// Opens (and migrates) the store and builds the engine; does not start recovery.
     pub async fn build(cfg: &Config) -> anyhow::Result<Self> {
-        std::fs::create_dir_all(&cfg.server.data_dir)
-            .with_context(|| format!("cannot create data dir {}", cfg.server.data_dir.display()))?;
-        let url = cfg.store_url();
-        let opts = StoreOptions {
-            max_connections: cfg.store.max_connections,
-            migrate: true,
-            acquire_timeout: Duration::from_millis(cfg.store.acquire_timeout_ms),
-        };
-        let stores = switchyard_store::connect(&url, &opts)
+        let stores = open_stores(cfg).await?;
+        let mcp = Arc::new(McpGateway::new(
+            cfg.mcp.clone(),
+            stores.bindings.clone(),
+            Some((stores.vault.clone(), mcp_sealer(cfg)?)),
+        ));
+        let artifacts = crate::artifacts_http::open(cfg, stores.artifacts.clone())
             .await
-            .with_context(|| format!("cannot open store {}", redact_url(&url)))?;
-        let store = stores.invocations;
-        let sealer = mcp_sealer(cfg)?;
-        let mcp =
-            Arc::new(McpGateway::new(cfg.mcp.clone(), stores.bindings.clone(), Some((stores.vault.clone(), sealer))));
-        let mut registry = Registry::from_config(&cfg.upstreams, &cfg.server.data_dir);
-        for u in mcp.upstreams() {
-            registry.add(u.name, Ingress::Mcp, u.upstream, u.operations);
-        }
-        let artifacts =
-            crate::artifacts_http::open(cfg, stores.artifacts).await.context("cannot open the artifact store")?;
+            .context("cannot open the artifact store")?;
         let keeper: Arc<dyn switchyard_contract::ArtifactKeeper> = Arc::new(artifacts.clone());
         let a2a = Arc::new(
             switchyard_a2a::A2aAgents::new(cfg.a2a.clone(), stores.tasks.clone(), Some(keeper), a2a_sealer(cfg)?)
                 .map_err(anyhow::Error::msg)?,
         );
-        for u in a2a.upstreams() {
-            registry.add(u.name, Ingress::A2a, u.upstream, u.operations);
-        }
-        let registry = Arc::new(registry);
-        let faults: Arc<dyn FaultHook> = match PauseAt::from_env().map_err(anyhow::Error::msg)? {
-            Some(p) => {
-                warn!(point = ?p.0, "FAULT INJECTION IS ON (SWITCHYARD_FAULT_PAUSE): for crash tests only");
-                Arc::new(p)
-            }
-            None => Arc::new(NoFaults),
-        };
+        let registry = Arc::new(registry(cfg, &mcp, &a2a));
         let worker = worker_identity(&cfg.server.data_dir)?;
-        let engine = Engine::new(store.clone(), registry, faults, cfg.engine_config(worker))?;
+        let engine = Engine::new(stores.invocations.clone(), registry, fault_hook()?, cfg.engine_config(worker))?;
         let (admin_token, token_source) = admin_token(cfg)?;
         let oauth = match &cfg.auth {
             Some(a) => Some(Arc::new(Authenticator::new(a.clone()).map_err(anyhow::Error::msg)?)),
             None => None,
         };
-        let security = oauth.as_ref().map(|o| a2a_security(o.config()));
+        let a2a_face = a2a.face(engine.clone(), oauth.as_ref().map(|o| a2a_security(o.config())));
         let gate = Gatekeeper::new(admin_token, oauth);
-        let a2a_face = a2a.face(engine.clone(), security);
-        let state_key = match &cfg.mcp.request_state_key {
-            k if !k.0.is_empty() => k.clone(),
-            _ => generated_secret(&cfg.server.data_dir.join("mcp-request-state-key"))?,
-        };
-        let mcp_routes = mcp.router(engine.clone(), state_key.0.as_bytes()).map_err(anyhow::Error::msg)?;
+        let mcp_routes =
+            mcp.router(engine.clone(), request_state_key(cfg)?.0.as_bytes()).map_err(anyhow::Error::msg)?;
         Ok(Self {
             engine,
-            store,
+            store: stores.invocations,
             token_source,
             gate,
             artifacts,
@@ -240,6 +214,50 @@ pub fn mcp_sealer(cfg: &Config) -> anyhow::Result<Sealer> {
     Sealer::from_hex(&key.0).map_err(|e| anyhow::anyhow!("mcp.token_key: {e}"))
 }
 
+/// Creates the data dir and opens (and migrates) the store.
+async fn open_stores(cfg: &Config) -> anyhow::Result<switchyard_store::Stores> {
+    std::fs::create_dir_all(&cfg.server.data_dir)
+        .with_context(|| format!("cannot create data dir {}", cfg.server.data_dir.display()))?;
+    let url = cfg.store_url();
+    let opts = StoreOptions {
+        max_connections: cfg.store.max_connections,
+        migrate: true,
+        acquire_timeout: Duration::from_millis(cfg.store.acquire_timeout_ms),
+    };
+    switchyard_store::connect(&url, &opts).await.with_context(|| format!("cannot open store {}", redact_url(&url)))
+}
+
+/// The configured upstreams, and those the MCP and A2A faces serve (owned by them).
+fn registry(cfg: &Config, mcp: &McpGateway, a2a: &switchyard_a2a::A2aAgents) -> Registry {
+    let mut registry = Registry::from_config(&cfg.upstreams, &cfg.server.data_dir);
+    for u in mcp.upstreams() {
+        registry.add(u.name, Ingress::Mcp, u.upstream, u.operations);
+    }
+    for u in a2a.upstreams() {
+        registry.add(u.name, Ingress::A2a, u.upstream, u.operations);
+    }
+    registry
+}
+
+/// Fault injection for crash tests (`SWITCHYARD_FAULT_PAUSE`), else none.
+fn fault_hook() -> anyhow::Result<Arc<dyn FaultHook>> {
+    Ok(match PauseAt::from_env().map_err(anyhow::Error::msg)? {
+        Some(p) => {
+            warn!(point = ?p.0, "FAULT INJECTION IS ON (SWITCHYARD_FAULT_PAUSE): for crash tests only");
+            Arc::new(p)
+        }
+        None => Arc::new(NoFaults),
+    })
+}
+
+/// The MRTR `requestState` key: `mcp.request_state_key`, else `<data_dir>/mcp-request-state-key`.
+fn request_state_key(cfg: &Config) -> anyhow::Result<Secret> {
+    match &cfg.mcp.request_state_key {
+        k if !k.0.is_empty() => Ok(k.clone()),
+        _ => generated_secret(&cfg.server.data_dir.join("mcp-request-state-key")),
+    }
+}
+
 /// The key sealing webhook credentials: `a2a.push.credentials_key`, else
 /// `<data_dir>/a2a-push-key` (generated once).
 fn a2a_sealer(cfg: &Config) -> anyhow::Result<switchyard_a2a::sealing::CredentialSealer> {
@@ -287,12 +305,16 @@ pub async fn serve(cfg: Config, shutdown: impl Future<Output = ()> + Send + 'sta
     if ended > 0 {
         info!(leases = ended, "taking back this worker's leases from before the restart");
     }
-    let recovery = app.engine.start();
-    let push = (!cfg.a2a.agents.is_empty()).then(|| app.a2a.spawn_push());
-    let supervisors = app.a2a.spawn_supervisors(&app.engine);
+    // Every background loop runs in one set; shutdown stops and drains them all.
+    let mut background = tokio::task::JoinSet::new();
+    background.spawn(app.engine.recovery());
+    for work in app.a2a.background(&app.engine) {
+        background.spawn(work);
+    }
+    if cfg.artifacts.gc_interval_ms > 0 {
+        background.spawn(app.artifacts.collector(Duration::from_millis(cfg.artifacts.gc_interval_ms)));
+    }
     let undiscovered = app.mcp.discover().await;
-    let collector = (cfg.artifacts.gc_interval_ms > 0)
-        .then(|| app.artifacts.spawn_collector(Duration::from_millis(cfg.artifacts.gc_interval_ms)));
     let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
     let server = axum::serve(listener, app.router(&cfg)).with_graceful_shutdown(async move {
         let _ = stop_rx.wait_for(|s| *s).await;
@@ -332,16 +354,7 @@ pub async fn serve(cfg: Config, shutdown: impl Future<Output = ()> + Send + 'sta
     if http.is_err() {
         warn!("HTTP connections still open after the grace period; closing them");
     }
-    recovery.abort();
-    if let Some(c) = collector {
-        c.abort();
-    }
-    if let Some(p) = push {
-        p.abort();
-    }
-    for s in supervisors {
-        s.abort();
-    }
+    background.shutdown().await;
     app.mcp.close().await;
     engine?;
     Ok(())
@@ -363,20 +376,8 @@ pub async fn signal() {
     }
 }
 
-/// The A2A cards' security declaration when OAuth is on: a bearer JWT from the configured
-/// issuers (each declared by its OpenID Connect discovery URL), holding the agent's scope.
+/// The cards' security declaration for the configured OAuth resource and issuers.
 fn a2a_security(oauth: &switchyard_oauth::AuthConfig) -> (serde_json::Value, serde_json::Value) {
-    use serde_json::json;
-    let mut schemes = json!({
-        "bearer": {"httpAuthSecurityScheme": {"scheme": "Bearer", "bearerFormat": "JWT",
-            "description": format!("An access token for resource {}", oauth.resource)}},
-    });
-    let mut requirements = vec![json!({"schemes": {"bearer": {"list": []}}})];
-    for (i, issuer) in oauth.issuers.iter().enumerate() {
-        let name = format!("oidc{}", i + 1);
-        let url = format!("{}/.well-known/openid-configuration", issuer.issuer.trim_end_matches('/'));
-        schemes[&name] = json!({"openIdConnectSecurityScheme": {"openIdConnectUrl": url}});
-        requirements.push(json!({"schemes": {name: {"list": [crate::auth::scope::A2A]}}}));
-    }
-    (schemes, json!(requirements))
+    let issuers: Vec<&str> = oauth.issuers.iter().map(|i| i.issuer.as_str()).collect();
+    switchyard_a2a::card::security(&oauth.resource, &issuers, crate::auth::scope::A2A)
 }

@@ -169,8 +169,13 @@ impl Engine {
 
     /// Starts the recovery loop: one pass now, then every `recovery_interval` until shutdown.
     pub fn start(&self) -> tokio::task::JoinHandle<()> {
+        tokio::spawn(self.recovery())
+    }
+
+    /// The recovery loop, to run on the caller's task set (see [`Engine::start`]).
+    pub fn recovery(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
         let inner = self.inner.clone();
-        tokio::spawn(async move {
+        async move {
             let mut stopping = inner.stopping.subscribe();
             loop {
                 if let Err(e) = Inner::recover_once(&inner).await {
@@ -181,7 +186,7 @@ impl Engine {
                     _ = stopping.wait_for(|s| *s) => return,
                 }
             }
-        })
+        }
     }
 
     /// Runs one recovery pass now; returns how many invocations it took over.
