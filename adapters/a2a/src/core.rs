@@ -46,6 +46,23 @@ pub enum Operation {
 }
 
 impl Operation {
+    /// The operation's A2A method name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::SendMessage(_) => "SendMessage",
+            Self::SendStreamingMessage(_) => "SendStreamingMessage",
+            Self::GetTask(_) => "GetTask",
+            Self::ListTasks(_) => "ListTasks",
+            Self::CancelTask(_) => "CancelTask",
+            Self::SubscribeToTask(_) => "SubscribeToTask",
+            Self::CreatePushConfig(_) => "CreateTaskPushNotificationConfig",
+            Self::GetPushConfig(_) => "GetTaskPushNotificationConfig",
+            Self::ListPushConfigs(_) => "ListTaskPushNotificationConfigs",
+            Self::DeletePushConfig(_) => "DeleteTaskPushNotificationConfig",
+            Self::GetExtendedAgentCard(_) => "GetExtendedAgentCard",
+        }
+    }
+
     /// Decodes JSON-RPC `params` (or an HTTP+JSON body) for `method`. `Ok(None)`: no such method.
     pub fn decode(method: &str, params: Value) -> Result<Option<Self>, A2aError> {
         fn de<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, A2aError> {
@@ -238,8 +255,19 @@ impl Face {
 
     /// Handles one operation for `agent`.
     pub async fn handle(&self, agent: &AgentEntry, who: &Caller, op: Operation) -> Result<Reply, A2aError> {
-        let reply = self.operate(agent, who, op).await?;
-        self.hydrate(&who.principal.tenant, reply).await
+        use tracing::Instrument as _;
+        let span = tracing::info_span!(
+            "a2a",
+            agent = %agent.config.name,
+            operation = op.name(),
+            tenant = %who.principal.tenant,
+        );
+        async {
+            let reply = self.operate(agent, who, op).await?;
+            self.hydrate(&who.principal.tenant, reply).await
+        }
+        .instrument(span)
+        .await
     }
 
     /// Puts back the bytes of artifact parts kept in the artifact store (the caller's only).

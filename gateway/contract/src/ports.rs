@@ -49,11 +49,21 @@ pub enum Ingress {
 }
 
 impl Ingress {
-    pub fn as_str(self) -> &'static str {
+    /// For messages: "the admin API", "the MCP face", "the A2A face".
+    pub fn describe(self) -> &'static str {
         match self {
             Self::Admin => "the admin API",
             Self::Mcp => "the MCP face",
             Self::A2a => "the A2A face",
+        }
+    }
+
+    /// For logs and spans: `admin`, `mcp`, `a2a`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Admin => "admin",
+            Self::Mcp => "mcp",
+            Self::A2a => "a2a",
         }
     }
 }

@@ -452,7 +452,10 @@ impl ServerHandler for Face {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        self.call(request, context).await
+        use tracing::Instrument as _;
+        let tenant = principal(&context).map(|p| p.tenant.to_string()).unwrap_or_default();
+        let span = tracing::info_span!("mcp", method = "tools/call", tool = %request.name, tenant = %tenant);
+        self.call(request, context).instrument(span).await
     }
 
     /// The exposed tool (rmcp checks `Mcp-Param-*` headers against its schema).

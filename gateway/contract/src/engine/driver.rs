@@ -20,8 +20,23 @@ use crate::event::EventKind;
 use crate::ports::{CallContext, CancelAck, DispatchCall, UpstreamError};
 use crate::state::{Invocation, InvocationState};
 
-pub(super) async fn drive(inner: Arc<Inner>, inv: Invocation, cancel: Arc<Notify>, context: Option<CallContext>) {
-    let span = info_span!("invocation", invocation.id = %inv.id, target = %inv.target, fence = inv.lease.fence.0);
+pub(super) async fn drive(
+    inner: Arc<Inner>,
+    inv: Invocation,
+    cancel: Arc<Notify>,
+    context: Option<CallContext>,
+    via: &'static str,
+) {
+    let span = info_span!(
+        "invocation",
+        invocation.id = %inv.id,
+        tenant = %inv.principal.tenant,
+        upstream = %inv.target.upstream,
+        operation = %inv.target.operation,
+        effect = ?inv.target.effect,
+        via,
+        fence = inv.lease.fence.0,
+    );
     // Deregisters even if the driver panics (an adapter bug): shutdown must not wait for it.
     let _done = Done { inner: inner.clone(), id: inv.id, fence: inv.lease.fence };
     if let Err(e) = run(&inner, inv, &cancel, context).instrument(span.clone()).await {

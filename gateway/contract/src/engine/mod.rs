@@ -317,16 +317,17 @@ impl Inner {
         let n = taken.len();
         for inv in taken {
             info!(invocation.id = %inv.id, state = inv.state.name().as_str(), fence = inv.lease.fence.0, "recovering invocation");
-            self.spawn_driver(inv, None);
+            self.spawn_driver(inv, None, "recovery");
         }
         Ok(n)
     }
 
-    fn spawn_driver(self: &Arc<Self>, inv: Invocation, context: Option<crate::ports::CallContext>) {
+    /// `via`: where the call came from (its ingress, or `recovery`), for the driver's span.
+    fn spawn_driver(self: &Arc<Self>, inv: Invocation, context: Option<crate::ports::CallContext>, via: &'static str) {
         let cancel = Arc::new(Notify::new());
         let (id, fence) = (inv.id, inv.lease.fence);
         let Ok(mut running) = self.running.lock() else { return };
-        let task = tokio::spawn(driver::drive(self.clone(), inv, cancel.clone(), context));
+        let task = tokio::spawn(driver::drive(self.clone(), inv, cancel.clone(), context, via));
         running.insert(id, Running { fence, cancel, task: task.abort_handle() });
     }
 
@@ -363,8 +364,8 @@ impl Invocations for Engine {
             return Err(Error::forbidden(format!(
                 "upstream `{}` is served through {}, which checks each call first; {} cannot call it",
                 s.upstream,
-                owner.as_str(),
-                s.ingress.as_str()
+                owner.describe(),
+                s.ingress.describe()
             )));
         }
         let digest = RequestDigest::compute(&target.upstream, &target.operation, &s.request)?;
@@ -381,7 +382,7 @@ impl Invocations for Engine {
         match inner.store.admit(draft).await? {
             Admission::Created(inv) => {
                 inner.notify_changed(&inv);
-                inner.spawn_driver(inv.clone(), s.context);
+                inner.spawn_driver(inv.clone(), s.context, s.ingress.name());
                 Ok(Submitted { invocation: inv, created: true })
             }
             Admission::Existing(inv) if inv.digest == digest => Ok(Submitted { invocation: inv, created: false }),
