@@ -11,8 +11,8 @@ use futures::{Stream, StreamExt};
 use switchyard_contract::Principal;
 use tonic::{Request, Response, Status};
 
-use crate::core::{AgentEntry, Caller, Face, Operation, Reply};
 use crate::error::{A2aError, Kind};
+use crate::face::{AgentEntry, Caller, Face, Operation, Reply};
 
 /// The path prefix of the service's calls (`/lf.a2a.v1.A2AService/<Method>`).
 pub const SERVICE_PATH: &str = "/lf.a2a.v1.A2AService";

@@ -16,8 +16,8 @@ use futures::StreamExt;
 use serde_json::{Map, Value, json};
 use switchyard_contract::Principal;
 
-use crate::core::{AgentEntry, Caller, Face, Operation, Reply};
 use crate::error::{A2aError, Kind, Profile};
+use crate::face::{AgentEntry, Caller, Face, Operation, Reply};
 use crate::origin::{Allowlist, json_content};
 
 #[derive(Clone)]

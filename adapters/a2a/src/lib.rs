@@ -1,4 +1,4 @@
-//! `switchyard-a2a`: the A2A 1.0 face of the gateway. One operation core ([`core`]) behind
+//! `switchyard-a2a`: the A2A 1.0 face of the gateway. One face ([`face`]) behind
 //! three bindings: JSON-RPC and HTTP+JSON with SSE ([`http`]) and gRPC ([`grpc`]). Tasks are
 //! durable rows of the contract's task store, changed only through the [`hub`]; every message
 //! to an agent is an invocation of the engine, so it is recorded before the agent runs, and a
@@ -9,11 +9,12 @@ pub mod agent;
 pub mod card;
 pub mod client;
 pub mod config;
-pub mod core;
 pub mod error;
+pub mod face;
 pub mod grpc;
 pub mod http;
 pub mod hub;
+pub mod operation;
 pub mod origin;
 pub mod proxy;
 pub mod push;
@@ -117,14 +118,14 @@ impl A2aAgents {
 
     /// The face, once the engine runs. `security`: the cards' `securitySchemes` and
     /// `securityRequirements`.
-    pub fn face(&self, engine: Engine, security: Option<(Value, Value)>) -> core::Face {
+    pub fn face(&self, engine: Engine, security: Option<(Value, Value)>) -> face::Face {
         let agents: HashMap<_, _> = self
             .config
             .agents
             .iter()
-            .map(|a| (a.name.clone(), Arc::new(core::AgentEntry { config: a.clone() })))
+            .map(|a| (a.name.clone(), Arc::new(face::AgentEntry { config: a.clone() })))
             .collect();
-        core::Face {
+        face::Face {
             engine,
             hub: self.hub.clone(),
             config: self.config.clone(),

@@ -1,0 +1,314 @@
+//! The A2A face: the eleven operations handled once for every binding. Bindings decode into
+//! [`Operation`], call [`Face::handle`] with the caller, and encode the [`Reply`] or
+//! [`A2aError`] in their own framing. One file per operation group: [`send`] (SendMessage and
+//! its stream), [`tasks`] (list, cancel), [`push_configs`]; this file holds the dispatch, the
+//! caller, cards and the task lookups they share.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use a2a::{
+    CancelTaskRequest, ListTaskPushNotificationConfigsResponse, ListTasksRequest, ListTasksResponse, Message,
+    SendMessageRequest, SendMessageResponse, StreamResponse, Task, TaskPushNotificationConfig, TaskState, TaskStatus,
+};
+use base64::Engine as _;
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use switchyard_contract::{
+    Engine, ErrorKind, IngressKey, InvocationId, InvocationState, Invocations, Principal, Submission, TaskQuery,
+    TenantId,
+};
+
+use crate::agent::RunRequest;
+use crate::config::{A2aConfig, AgentConfig};
+use crate::error::{A2aError, Kind, Profile};
+use crate::hub::{self, Change, Hub, slice_history, state_name, task_of};
+use crate::push;
+
+mod push_configs;
+mod send;
+mod tasks;
+
+pub use crate::operation::Operation;
+
+/// What an operation answers.
+pub enum Reply {
+    Send(SendMessageResponse),
+    Stream(BoxStream<'static, Result<StreamResponse, A2aError>>),
+    Task(Task),
+    Tasks(ListTasksResponse),
+    PushConfig(TaskPushNotificationConfig),
+    PushConfigs(ListTaskPushNotificationConfigsResponse),
+    Empty,
+    Card(Value),
+}
+
+impl std::fmt::Debug for Reply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Send(_) => "Reply::Send",
+            Self::Stream(_) => "Reply::Stream",
+            Self::Task(_) => "Reply::Task",
+            Self::Tasks(_) => "Reply::Tasks",
+            Self::PushConfig(_) => "Reply::PushConfig",
+            Self::PushConfigs(_) => "Reply::PushConfigs",
+            Self::Empty => "Reply::Empty",
+            Self::Card(_) => "Reply::Card",
+        })
+    }
+}
+
+/// Who calls, with which service parameters, and the tenant named by the request path.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub principal: Principal,
+    /// `A2A-Version` (header, query parameter or gRPC metadata); `None` when absent.
+    pub version: Option<String>,
+    /// `A2A-Extensions`.
+    pub extensions: Vec<String>,
+    /// The `/{tenant}/…` path segment, if any.
+    pub path_tenant: Option<String>,
+    /// The `Host` the request came to (for card URLs when no public URL is configured).
+    pub host: Option<String>,
+}
+
+impl Caller {
+    pub fn parse_extensions(raw: Option<&str>) -> Vec<String> {
+        raw.map(|s| s.split(',').map(|e| e.trim().to_string()).filter(|e| !e.is_empty()).collect()).unwrap_or_default()
+    }
+}
+
+/// The protocol version served.
+pub const SUPPORTED_VERSION: &str = "1.0";
+
+/// Refuses requests for any version but 1.0 (a missing header means 0.3, spec §3.2.6).
+pub fn check_version(v: Option<&str>) -> Result<(), A2aError> {
+    let v = v.map(str::trim).filter(|v| !v.is_empty()).unwrap_or("0.3");
+    if v == SUPPORTED_VERSION || v == "1" {
+        Ok(())
+    } else {
+        Err(A2aError::new(
+            Kind::VersionNotSupported,
+            format!("A2A version {v} is not supported; this agent speaks 1.0"),
+        ))
+    }
+}
+
+/// One exposed agent.
+#[derive(Debug)]
+pub struct AgentEntry {
+    pub config: AgentConfig,
+}
+
+/// The A2A face of the gateway.
+#[derive(Debug, Clone)]
+pub struct Face {
+    pub(crate) engine: Engine,
+    pub(crate) hub: Hub,
+    pub(crate) config: Arc<A2aConfig>,
+    pub(crate) agents: Arc<HashMap<String, Arc<AgentEntry>>>,
+    /// Upstream agents by agent name (cancel reaches them too).
+    pub(crate) proxies: Arc<HashMap<String, Arc<crate::proxy::Proxy>>>,
+    /// Signs cards, when configured.
+    pub(crate) signer: Option<Arc<crate::card::CardSigner>>,
+    /// The card's `securitySchemes` and `securityRequirements`, when callers must authenticate.
+    pub(crate) security: Option<Arc<(Value, Value)>>,
+}
+
+fn digest_id(parts: &[&str]) -> uuid::Uuid {
+    let mut h = Sha256::new();
+    for p in parts {
+        h.update(p.as_bytes());
+        h.update([0]);
+    }
+    let d = h.finalize();
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&d[..16]);
+    uuid::Builder::from_custom_bytes(bytes).into_uuid()
+}
+
+const PAGE_DEFAULT: i32 = 50;
+const PAGE_MAX: i32 = 100;
+
+fn check_history(n: Option<i32>) -> Result<(), A2aError> {
+    match n {
+        Some(n) if n < 0 => Err(A2aError::invalid_params("historyLength must not be negative")),
+        _ => Ok(()),
+    }
+}
+
+impl Face {
+    pub fn profile(&self) -> Profile {
+        self.config.error_profile
+    }
+
+    pub fn agent(&self, name: &str) -> Option<Arc<AgentEntry>> {
+        self.agents.get(name).cloned()
+    }
+
+    /// The first configured agent (served at the root card and on gRPC).
+    pub fn default_agent(&self) -> Option<Arc<AgentEntry>> {
+        self.config.agents.first().and_then(|a| self.agent(&a.name))
+    }
+
+    fn scope(who: &Caller, tenant: Option<&String>) -> String {
+        let t = tenant.filter(|t| !t.is_empty()).or(who.path_tenant.as_ref()).map_or("", String::as_str);
+        format!("{}/{}", who.principal.tenant, t)
+    }
+
+    /// Handles one operation for `agent`.
+    pub async fn handle(&self, agent: &AgentEntry, who: &Caller, op: Operation) -> Result<Reply, A2aError> {
+        use tracing::Instrument as _;
+        let span = tracing::info_span!(
+            "a2a",
+            agent = %agent.config.name,
+            operation = op.name(),
+            tenant = %who.principal.tenant,
+        );
+        async {
+            let reply = self.operate(agent, who, op).await?;
+            self.hydrate(&who.principal.tenant, reply).await
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Puts back the bytes of artifact parts kept in the artifact store (the caller's only).
+    async fn hydrate(&self, tenant: &TenantId, reply: Reply) -> Result<Reply, A2aError> {
+        let t = Some(tenant);
+        Ok(match reply {
+            Reply::Send(SendMessageResponse::Task(mut task)) => {
+                self.hub.hydrate_task(t, &mut task).await?;
+                Reply::Send(SendMessageResponse::Task(task))
+            }
+            Reply::Task(mut task) => {
+                self.hub.hydrate_task(t, &mut task).await?;
+                Reply::Task(task)
+            }
+            Reply::Tasks(mut list) => {
+                for task in &mut list.tasks {
+                    self.hub.hydrate_task(t, task).await?;
+                }
+                Reply::Tasks(list)
+            }
+            Reply::Stream(events) => {
+                let (hub, tenant) = (self.hub.clone(), tenant.clone());
+                Reply::Stream(
+                    events
+                        .then(move |ev| {
+                            let (hub, tenant) = (hub.clone(), tenant.clone());
+                            async move {
+                                let mut ev = ev?;
+                                hub.hydrate_event(Some(&tenant), &mut ev).await?;
+                                Ok(ev)
+                            }
+                        })
+                        .boxed(),
+                )
+            }
+            other => other,
+        })
+    }
+
+    async fn operate(&self, agent: &AgentEntry, who: &Caller, op: Operation) -> Result<Reply, A2aError> {
+        check_version(who.version.as_deref())?;
+        let missing: Vec<&String> =
+            agent.config.required_extensions.iter().filter(|e| !who.extensions.contains(e)).collect();
+        if !missing.is_empty() {
+            return Err(A2aError::new(
+                Kind::ExtensionSupportRequired,
+                format!("required extensions not declared in A2A-Extensions: {missing:?}"),
+            ));
+        }
+        let cfg = &agent.config;
+        let push_op = matches!(
+            op,
+            Operation::CreatePushConfig(_)
+                | Operation::GetPushConfig(_)
+                | Operation::ListPushConfigs(_)
+                | Operation::DeletePushConfig(_)
+        );
+        if push_op && !cfg.push_notifications {
+            return Err(push::not_supported());
+        }
+        if op.is_streaming() && !cfg.streaming {
+            return Err(A2aError::new(Kind::UnsupportedOperation, "this agent does not support streaming"));
+        }
+        match op {
+            Operation::SendMessage(req) => self.send(agent, who, req, false).await,
+            Operation::SendStreamingMessage(req) => self.send(agent, who, req, true).await,
+            Operation::GetTask(req) => {
+                check_history(req.history_length)?;
+                let task = self.load(agent, &Self::scope(who, req.tenant.as_ref()), &req.id).await?;
+                Ok(Reply::Task(slice_history(task, req.history_length)))
+            }
+            Operation::ListTasks(req) => self.list(agent, who, req).await.map(Reply::Tasks),
+            Operation::CancelTask(req) => self.cancel(agent, who, req).await.map(Reply::Task),
+            Operation::SubscribeToTask(req) => {
+                let scope = Self::scope(who, req.tenant.as_ref());
+                let rec = self.record(agent, &scope, &req.id).await?;
+                let task = task_of(&rec)?;
+                if task.status.state.is_terminal() {
+                    return Err(A2aError::new(
+                        Kind::UnsupportedOperation,
+                        format!("task `{}` is {}: nothing to subscribe to", task.id, state_name(&task.status.state)),
+                    ));
+                }
+                let first = futures::stream::once(async move { Ok(StreamResponse::Task(task)) });
+                let rest = self.hub.follow(rec.id.clone(), rec.version, false);
+                Ok(Reply::Stream(first.chain(rest).boxed()))
+            }
+            Operation::CreatePushConfig(req) => self.create_push_config(agent, who, req).await,
+            Operation::GetPushConfig(req) => self.get_push_config(agent, who, req).await,
+            Operation::ListPushConfigs(req) => self.list_push_configs(agent, who, req).await,
+            Operation::DeletePushConfig(req) => self.delete_push_config(agent, who, req).await,
+            Operation::GetExtendedAgentCard(_) => {
+                if !cfg.extended_card {
+                    return Err(A2aError::new(Kind::UnsupportedOperation, "this agent has no extended card"));
+                }
+                Ok(Reply::Card(self.card(cfg, who.host.as_deref(), true)?))
+            }
+        }
+    }
+
+    /// The card of `agent` as served (with the security declaration, signed when configured).
+    pub fn card(&self, agent: &AgentConfig, host: Option<&str>, extended: bool) -> Result<Value, A2aError> {
+        let mut card = crate::card::card_with(&self.config, agent, host, extended, self.security.as_deref());
+        if let Some(s) = &self.signer {
+            s.sign(&mut card).map_err(A2aError::internal)?;
+        }
+        Ok(card)
+    }
+
+    async fn record(
+        &self,
+        agent: &AgentEntry,
+        scope: &str,
+        id: &str,
+    ) -> Result<switchyard_contract::TaskRecord, A2aError> {
+        match self.hub.get(scope, id).await? {
+            Some(rec) if rec.agent == agent.config.name => Ok(rec),
+            _ => Err(A2aError::task_not_found(id)),
+        }
+    }
+
+    async fn load(&self, agent: &AgentEntry, scope: &str, id: &str) -> Result<Task, A2aError> {
+        task_of(&self.record(agent, scope, id).await?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions() {
+        assert!(check_version(Some("1.0")).is_ok());
+        for bad in [None, Some(""), Some("0.3"), Some("99.0"), Some("2.0")] {
+            assert_eq!(check_version(bad).map_err(|e| e.kind), Err(Kind::VersionNotSupported), "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,87 @@
+//! The push-notification-config operations of a task: create (destination checked, credentials
+//! sealed), get, list (paged) and delete; reads open the credentials for the owning tenant.
+
+use a2a::{
+    DeleteTaskPushNotificationConfigRequest, GetTaskPushNotificationConfigRequest,
+    ListTaskPushNotificationConfigsRequest,
+};
+
+use super::*;
+
+impl Face {
+    pub(super) async fn create_push_config(
+        &self,
+        agent: &AgentEntry,
+        who: &Caller,
+        req: TaskPushNotificationConfig,
+    ) -> Result<Reply, A2aError> {
+        let scope = Self::scope(who, req.tenant.as_ref());
+        self.record(agent, &scope, &req.task_id).await?;
+        push::check_url(&req.url, &self.config.push)?;
+        let task_id = req.task_id.clone();
+        Ok(Reply::PushConfig(push::store_config(&self.hub, &task_id, req).await?))
+    }
+
+    pub(super) async fn get_push_config(
+        &self,
+        agent: &AgentEntry,
+        who: &Caller,
+        req: GetTaskPushNotificationConfigRequest,
+    ) -> Result<Reply, A2aError> {
+        let scope = Self::scope(who, req.tenant.as_ref());
+        self.record(agent, &scope, &req.task_id).await?;
+        let found = self.push_configs(&req.task_id).await?.into_iter().find(|c| c.id.as_deref() == Some(&req.id));
+        found.map(Reply::PushConfig).ok_or_else(|| {
+            A2aError::new(Kind::TaskNotFound, format!("push config `{}` not found on task `{}`", req.id, req.task_id))
+        })
+    }
+
+    pub(super) async fn list_push_configs(
+        &self,
+        agent: &AgentEntry,
+        who: &Caller,
+        req: ListTaskPushNotificationConfigsRequest,
+    ) -> Result<Reply, A2aError> {
+        let scope = Self::scope(who, req.tenant.as_ref());
+        self.record(agent, &scope, &req.task_id).await?;
+        let all = self.push_configs(&req.task_id).await?;
+        let size = match req.page_size {
+            None | Some(0) => 100,
+            Some(n) if (1..=PAGE_MAX).contains(&n) => usize::try_from(n).unwrap_or(100),
+            Some(_) => return Err(A2aError::invalid_params("pageSize must be 1-100")),
+        };
+        let start = match req.page_token.as_deref().filter(|t| !t.is_empty()) {
+            None => 0,
+            Some(t) => t.parse::<usize>().map_err(|_| A2aError::invalid_params("invalid pageToken"))?,
+        };
+        let page: Vec<_> = all.iter().skip(start).take(size).cloned().collect();
+        let next = (start + page.len() < all.len()).then(|| (start + page.len()).to_string());
+        Ok(Reply::PushConfigs(ListTaskPushNotificationConfigsResponse { configs: page, next_page_token: next }))
+    }
+
+    pub(super) async fn delete_push_config(
+        &self,
+        agent: &AgentEntry,
+        who: &Caller,
+        req: DeleteTaskPushNotificationConfigRequest,
+    ) -> Result<Reply, A2aError> {
+        let scope = Self::scope(who, req.tenant.as_ref());
+        self.record(agent, &scope, &req.task_id).await?;
+        self.hub.store().delete_push_config(&req.task_id, &req.id).await?;
+        Ok(Reply::Empty)
+    }
+
+    /// The task's push configs, credentials opened (for the owning tenant).
+    pub(super) async fn push_configs(&self, task_id: &str) -> Result<Vec<TaskPushNotificationConfig>, A2aError> {
+        self.hub
+            .store()
+            .push_configs(task_id)
+            .await?
+            .into_iter()
+            .map(|(_, v)| {
+                let cfg = serde_json::from_value(v).map_err(|e| A2aError::internal(e.to_string()))?;
+                self.hub.sealer().open_config(task_id, cfg)
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,120 @@
+//! ListTasks (keyset pages, newest status first) and CancelTask.
+
+use super::*;
+
+impl Face {
+    pub(super) async fn list(
+        &self,
+        agent: &AgentEntry,
+        who: &Caller,
+        req: ListTasksRequest,
+    ) -> Result<ListTasksResponse, A2aError> {
+        check_history(req.history_length)?;
+        let size = match req.page_size {
+            None | Some(0) => PAGE_DEFAULT,
+            Some(n) if (1..=PAGE_MAX).contains(&n) => n,
+            Some(n) => return Err(A2aError::invalid_params(format!("pageSize must be 1-{PAGE_MAX}, got {n}"))),
+        };
+        let after = match req.page_token.as_deref().filter(|t| !t.is_empty()) {
+            None => None,
+            Some(t) => Some(decode_token(t).ok_or_else(|| A2aError::invalid_params("invalid pageToken"))?),
+        };
+        let query = TaskQuery {
+            scope: Self::scope(who, req.tenant.as_ref()),
+            agent: agent.config.name.clone(),
+            context_id: req.context_id.clone().filter(|c| !c.is_empty()),
+            state: req.status.as_ref().filter(|s| **s != TaskState::Unspecified).map(state_name),
+            status_after_ms: req.status_timestamp_after.map(|t| t.timestamp_millis()),
+            after,
+            limit: u32::try_from(size).unwrap_or(50) + 1,
+        };
+        let (mut rows, total) = self.hub.store().list(&query).await?;
+        let more = rows.len() > usize::try_from(size).unwrap_or(50);
+        rows.truncate(usize::try_from(size).unwrap_or(50));
+        let next = if more {
+            rows.last().map(|r| encode_token(r.status_ms, &r.id)).unwrap_or_default()
+        } else {
+            String::new()
+        };
+        let mut tasks = Vec::with_capacity(rows.len());
+        for r in &rows {
+            let mut t = slice_history(task_of(r)?, req.history_length);
+            if req.include_artifacts != Some(true) {
+                t.artifacts = None;
+            }
+            tasks.push(t);
+        }
+        Ok(ListTasksResponse {
+            tasks,
+            next_page_token: next,
+            page_size: size,
+            total_size: i32::try_from(total).unwrap_or(i32::MAX),
+        })
+    }
+
+    pub(super) async fn cancel(
+        &self,
+        agent: &AgentEntry,
+        who: &Caller,
+        req: CancelTaskRequest,
+    ) -> Result<Task, A2aError> {
+        let scope = Self::scope(who, req.tenant.as_ref());
+        let rec = self.record(agent, &scope, &req.id).await?;
+        let task = task_of(&rec)?;
+        let not_cancelable = |t: &Task| {
+            A2aError::new(
+                Kind::TaskNotCancelable,
+                format!("task `{}` is {} and cannot be canceled", t.id, state_name(&t.status.state)),
+            )
+        };
+        if task.status.state.is_terminal() {
+            return Err(not_cancelable(&task));
+        }
+        let run = crate::hub::cursor_invocation(&rec.run_cursor).map(|i| i.to_string());
+        if let Some(p) = self.proxies.get(&agent.config.name)
+            && !p.cancel_upstream(&self.hub, &scope, &req.id, run.as_deref()).await?
+        {
+            // Nothing to ask the agent to cancel yet, so nothing it could confirm: change nothing.
+            return Err(A2aError::new(
+                Kind::TaskNotCancelable,
+                format!("task `{}` has not been acknowledged by the agent yet; cancel it again shortly", task.id),
+            ));
+        }
+        if let Some(inv) = crate::hub::cursor_invocation(&rec.run_cursor)
+            && let Err(e) = self.engine.cancel(&who.principal, inv).await
+        {
+            tracing::debug!(invocation.id = %inv, error = %e, "run not cancelable (already settled)");
+        }
+        let canceled = TaskStatus { state: TaskState::Canceled, message: None, timestamp: None };
+        match self.hub.apply(&scope, &req.id, None, Change::Status(canceled)).await? {
+            Some(rec) => task_of(&rec),
+            None => {
+                let now = self.load(agent, &scope, &req.id).await?;
+                if now.status.state == TaskState::Canceled { Ok(now) } else { Err(not_cancelable(&now)) }
+            }
+        }
+    }
+}
+
+fn encode_token(ms: i64, id: &str) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("{ms}:{id}"))
+}
+
+fn decode_token(t: &str) -> Option<(i64, String)> {
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(t).ok()?;
+    let s = String::from_utf8(raw).ok()?;
+    let (ms, id) = s.split_once(':')?;
+    Some((ms.parse().ok()?, id.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn page_tokens_round_trip_and_garbage_is_refused() {
+        let t = encode_token(1_700_000_000_123, "abc-def");
+        assert_eq!(decode_token(&t), Some((1_700_000_000_123, "abc-def".to_string())));
+        assert_eq!(decode_token("!!"), None);
+    }
+}
