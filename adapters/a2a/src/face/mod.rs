@@ -248,8 +248,7 @@ impl Face {
             Operation::ListTasks(req) => self.list(agent, who, req).await.map(Reply::Tasks),
             Operation::CancelTask(req) => self.cancel(agent, who, req).await.map(Reply::Task),
             Operation::SubscribeToTask(req) => {
-                let scope = Self::scope(who, req.tenant.as_ref());
-                let rec = self.record(agent, &scope, &req.id).await?;
+                let (_, rec) = self.callers_task(agent, who, req.tenant.as_ref(), &req.id).await?;
                 let task = task_of(&rec)?;
                 if task.status.state.is_terminal() {
                     return Err(A2aError::new(
@@ -297,6 +296,20 @@ impl Face {
 
     async fn load(&self, agent: &AgentEntry, scope: &str, id: &str) -> Result<Task, A2aError> {
         task_of(&self.record(agent, scope, id).await?)
+    }
+
+    /// Task `id` of `agent` in the caller's scope (`tenant`: the request's tenant field), with
+    /// that scope; another scope's task is `TaskNotFound`.
+    async fn callers_task(
+        &self,
+        agent: &AgentEntry,
+        who: &Caller,
+        tenant: Option<&String>,
+        id: &str,
+    ) -> Result<(String, switchyard_contract::TaskRecord), A2aError> {
+        let scope = Self::scope(who, tenant);
+        let rec = self.record(agent, &scope, id).await?;
+        Ok((scope, rec))
     }
 }
 

@@ -15,8 +15,7 @@ impl Face {
         who: &Caller,
         req: TaskPushNotificationConfig,
     ) -> Result<Reply, A2aError> {
-        let scope = Self::scope(who, req.tenant.as_ref());
-        self.record(agent, &scope, &req.task_id).await?;
+        self.callers_task(agent, who, req.tenant.as_ref(), &req.task_id).await?;
         push::check_url(&req.url, &self.config.push)?;
         let task_id = req.task_id.clone();
         Ok(Reply::PushConfig(push::store_config(&self.hub, &task_id, req).await?))
@@ -28,8 +27,7 @@ impl Face {
         who: &Caller,
         req: GetTaskPushNotificationConfigRequest,
     ) -> Result<Reply, A2aError> {
-        let scope = Self::scope(who, req.tenant.as_ref());
-        self.record(agent, &scope, &req.task_id).await?;
+        self.callers_task(agent, who, req.tenant.as_ref(), &req.task_id).await?;
         let found = self.push_configs(&req.task_id).await?.into_iter().find(|c| c.id.as_deref() == Some(&req.id));
         found.map(Reply::PushConfig).ok_or_else(|| {
             A2aError::new(Kind::TaskNotFound, format!("push config `{}` not found on task `{}`", req.id, req.task_id))
@@ -42,8 +40,7 @@ impl Face {
         who: &Caller,
         req: ListTaskPushNotificationConfigsRequest,
     ) -> Result<Reply, A2aError> {
-        let scope = Self::scope(who, req.tenant.as_ref());
-        self.record(agent, &scope, &req.task_id).await?;
+        self.callers_task(agent, who, req.tenant.as_ref(), &req.task_id).await?;
         let all = self.push_configs(&req.task_id).await?;
         let size = match req.page_size {
             None | Some(0) => 100,
@@ -65,8 +62,7 @@ impl Face {
         who: &Caller,
         req: DeleteTaskPushNotificationConfigRequest,
     ) -> Result<Reply, A2aError> {
-        let scope = Self::scope(who, req.tenant.as_ref());
-        self.record(agent, &scope, &req.task_id).await?;
+        self.callers_task(agent, who, req.tenant.as_ref(), &req.task_id).await?;
         self.hub.store().delete_push_config(&req.task_id, &req.id).await?;
         Ok(Reply::Empty)
     }

@@ -58,8 +58,7 @@ impl Face {
         who: &Caller,
         req: CancelTaskRequest,
     ) -> Result<Task, A2aError> {
-        let scope = Self::scope(who, req.tenant.as_ref());
-        let rec = self.record(agent, &scope, &req.id).await?;
+        let (scope, rec) = self.callers_task(agent, who, req.tenant.as_ref(), &req.id).await?;
         let task = task_of(&rec)?;
         let not_cancelable = |t: &Task| {
             A2aError::new(

@@ -21,26 +21,26 @@ use super::{Face, error_result};
 /// How long a session remembers a detached call or an early `notifications/cancelled`.
 const REMEMBER: Duration = Duration::from_secs(30);
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 enum Entry {
-    /// A keyed or attached call whose client stopped waiting.
-    Detached(InvocationId),
+    /// A keyed or attached call whose client stopped waiting, and who made it.
+    Detached(InvocationId, Principal),
     /// A `notifications/cancelled` that arrived before its call detached.
     Cancelled,
 }
 
 /// One session's detached calls and explicit cancellations, by request id.
 #[derive(Debug, Default)]
-pub(super) struct Cancels(Mutex<HashMap<RequestId, (Entry, Principal)>>);
+pub(super) struct Cancels(Mutex<HashMap<RequestId, Entry>>);
 
 impl Cancels {
     /// The call `id` detached from its client; cancels it if the client already asked to.
     fn detach(self: &Arc<Self>, engine: &Engine, id: RequestId, who: &Principal, inv: InvocationId) {
         let cancelled = match self.0.lock() {
             Ok(mut m) => match m.remove(&id) {
-                Some((Entry::Cancelled, _)) => true,
+                Some(Entry::Cancelled) => true,
                 _ => {
-                    m.insert(id.clone(), (Entry::Detached(inv), who.clone()));
+                    m.insert(id.clone(), Entry::Detached(inv, who.clone()));
                     false
                 }
             },
@@ -54,14 +54,12 @@ impl Cancels {
     }
 
     /// A legacy session's `notifications/cancelled` for request `id`.
-    pub(super) fn explicit(self: &Arc<Self>, engine: &Engine, id: RequestId, who: Option<Principal>) {
+    pub(super) fn explicit(self: &Arc<Self>, engine: &Engine, id: RequestId) {
         let detached = match self.0.lock() {
             Ok(mut m) => match m.remove(&id) {
-                Some((Entry::Detached(inv), by)) => Some((inv, by)),
+                Some(Entry::Detached(inv, by)) => Some((inv, by)),
                 _ => {
-                    if let Some(who) = who {
-                        m.insert(id.clone(), (Entry::Cancelled, who));
-                    }
+                    m.insert(id.clone(), Entry::Cancelled);
                     None
                 }
             },

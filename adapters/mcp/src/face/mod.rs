@@ -681,11 +681,9 @@ impl ServerHandler for Face {
 
     /// rmcp has already canceled the request's token (the waiting tools/call stops waiting);
     /// this makes a keyed call's cancellation explicit, which a closed stream is not.
-    async fn on_cancelled(&self, n: CancelledNotificationParam, ctx: rmcp::service::NotificationContext<RoleServer>) {
-        let who =
-            ctx.extensions.get::<axum::http::request::Parts>().and_then(|p| p.extensions.get::<Principal>()).cloned();
+    async fn on_cancelled(&self, n: CancelledNotificationParam, _: rmcp::service::NotificationContext<RoleServer>) {
         if let Some(id) = n.request_id {
-            self.cancels.explicit(&self.shared.engine, id, who);
+            self.cancels.explicit(&self.shared.engine, id);
         }
     }
 }
