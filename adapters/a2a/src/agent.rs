@@ -11,7 +11,7 @@ use a2a::{Artifact, Message, Part, Role, Task, TaskPushNotificationConfig, TaskS
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use switchyard_contract::{CancelAck, DispatchCall, Upstream, UpstreamError};
+use switchyard_contract::{CancelAck, Decision, DispatchCall, Invocation, Upstream, UpstreamError};
 use tokio_util::sync::CancellationToken;
 
 use crate::hub::{Change, Hub, Step};
@@ -371,6 +371,19 @@ impl Upstream for AgentUpstream {
             }
             None => CancelAck::Unsupported,
         }
+    }
+
+    /// A proxied send whose outcome is `unknown` is decided from evidence (see [`crate::proxy`]);
+    /// a built-in run's never is `unknown` (it is `read_only`, driven again instead).
+    fn resolver(&self) -> Option<&'static str> {
+        self.proxy.is_some().then_some("a2a-supervisor")
+    }
+
+    async fn resolve(&self, inv: &Invocation) -> Option<Decision> {
+        let req = serde_json::from_value::<RunRequest>(inv.request.clone()).ok()?;
+        let decision = self.proxy.as_ref()?.decide(&self.hub, &req).await?;
+        tracing::info!(invocation.id = %inv.id, task.id = %req.task_id, "a lost send decided from evidence");
+        Some(decision)
     }
 }
 

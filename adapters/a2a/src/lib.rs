@@ -24,7 +24,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::Value;
-use switchyard_contract::{ArtifactKeeper, EffectClass, Engine, TaskStore, Upstream};
+use switchyard_contract::{ArtifactKeeper, EffectClass, Invocations, TaskStore, Upstream};
 
 pub use config::{A2aConfig, AgentConfig};
 pub use error::{A2aError, Profile};
@@ -118,7 +118,7 @@ impl A2aAgents {
 
     /// The face, once the engine runs. `security`: the cards' `securitySchemes` and
     /// `securityRequirements`.
-    pub fn face(&self, engine: Engine, security: Option<(Value, Value)>) -> face::Face {
+    pub fn face(&self, engine: Arc<dyn Invocations>, security: Option<(Value, Value)>) -> face::Face {
         let agents: HashMap<_, _> = self
             .config
             .agents
@@ -137,17 +137,11 @@ impl A2aAgents {
     }
 
     /// The background work of the agents, to run until shutdown: push delivery from the outbox
-    /// (when any agent is configured) and, per upstream agent, the supervisor that reconciles its
-    /// lost sends.
-    pub fn background(&self, engine: &Engine) -> Vec<futures::future::BoxFuture<'static, ()>> {
+    /// (when any agent is configured). (Upstream agents' lost sends are resolved by the engine's
+    /// recovery, through their upstreams.)
+    pub fn background(&self) -> Option<futures::future::BoxFuture<'static, ()>> {
         use futures::FutureExt as _;
-        let supervisors = self.proxies.iter().filter_map(|(name, p)| {
-            let agent = self.config.agents.iter().find(|a| &a.name == name)?;
-            Some(proxy::supervise(self.hub.clone(), engine.clone(), agent.upstream(), p.clone()).boxed())
-        });
-        let push =
-            (!self.config.agents.is_empty()).then(|| push::run(self.hub.clone(), self.config.push.clone()).boxed());
-        supervisors.chain(push).collect()
+        (!self.config.agents.is_empty()).then(|| push::run(self.hub.clone(), self.config.push.clone()).boxed())
     }
 
     /// Ends open streams so the listener can drain at shutdown.

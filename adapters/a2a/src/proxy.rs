@@ -4,9 +4,10 @@
 //! the upstream's ids are kept in the task's metadata (`dev.switchyard/upstream`).
 //!
 //! If the gateway dies mid-call, the engine records the send as `unknown` and never resends it.
-//! The [`supervise`] loop scans the agent's `unknown` sends, claims each one (a durable claim on
-//! the invocation, so one replica at a time works on it, and the next try waits out the claim)
-//! and reconciles it from evidence:
+//! The engine's recovery claims each `unknown` send (a durable claim on the invocation, so one
+//! replica at a time works on it, and the next try waits out the claim) and asks the agent's
+//! upstream ([`Upstream::resolve`](switchyard_contract::Upstream::resolve)), which decides from
+//! evidence:
 //! - no gateway task for a first message: the task row is written before anything is sent, so
 //!   nothing was sent — `not applied`, and a resend runs again;
 //! - the gateway task already ended (or a new task is waiting for input): the agent's answer was
@@ -23,7 +24,7 @@ use std::time::Duration;
 use a2a::{Artifact, Message, PartContent, SendMessageRequest, StreamResponse, Task, TaskState, TaskStatus};
 use futures::StreamExt;
 use serde_json::{Value, json};
-use switchyard_contract::{Decision, Engine, InvocationId, Invocations, Principal, UpstreamError};
+use switchyard_contract::{Decision, UpstreamError};
 use tokio::sync::Mutex as AsyncMutex;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
@@ -75,9 +76,6 @@ fn hub_err(e: A2aError) -> UpstreamError {
 fn after_send(e: A2aError) -> UpstreamError {
     UpstreamError::Lost { message: format!("the message may have reached the agent; then: {}", e.message) }
 }
-
-/// How long a supervisor's claim on an `unknown` send lasts (and so, the pause between tries).
-const CLAIM_TTL: Duration = Duration::from_secs(30);
 
 /// The upstream ids recorded on a gateway task.
 fn upstream_ids(task: &Task) -> Option<(String, String)> {
@@ -393,50 +391,9 @@ impl Proxy {
     }
 }
 
-/// Reconciles this agent's `unknown` sends from evidence (see the module docs): a keyset scan of
-/// the upstream's `unknown` invocations every second, each one claimed before it is worked on.
-pub async fn supervise(hub: Hub, engine: Engine, upstream: String, proxy: Arc<Proxy>) {
-    {
-        let mut after = None;
-        loop {
-            match engine.unknown_of(&upstream, after, 100).await {
-                Ok(page) => {
-                    after = if page.len() < 100 { None } else { page.last().map(|i| i.id) };
-                    // A send claimed (by anyone) is left alone until its claim lapses; the claim
-                    // itself decides, on the store's clock, so this only saves round trips.
-                    let now = crate::hub::now_ms();
-                    for inv in page.into_iter().filter(|i| i.lease.expires_at_ms.is_none_or(|t| t <= now)) {
-                        let (hub, engine, proxy) = (hub.clone(), engine.clone(), proxy.clone());
-                        tokio::spawn(async move { proxy.reconcile(&hub, &engine, inv.id).await });
-                    }
-                }
-                Err(e) => warn!(upstream = %upstream, error = %e, "cannot scan unknown sends; retrying"),
-            }
-            // One page a second: a long backlog is worked through without flooding the store.
-            tokio::time::sleep(Duration::from_secs(1)).await;
-        }
-    }
-}
-
 impl Proxy {
-    /// Claims one `unknown` send and reconciles it if the evidence decides it.
-    async fn reconcile(&self, hub: &Hub, engine: &Engine, id: InvocationId) {
-        let Ok(inv) = engine.claim_unknown(id, CLAIM_TTL).await else { return }; // another replica has it
-        let Ok(req) = serde_json::from_value::<RunRequest>(inv.request.clone()) else { return };
-        let work = self.decide(hub, &req);
-        let decision = match tokio::time::timeout(CLAIM_TTL.saturating_sub(Duration::from_secs(5)), work).await {
-            Ok(Some(d)) => d,
-            Ok(None) | Err(_) => return, // undecided: tried again once the claim lapses
-        };
-        info!(invocation.id = %id, task.id = %req.task_id, "reconciling a lost send from evidence");
-        let by = Principal::new(inv.principal.tenant.clone(), "a2a-supervisor");
-        if let Err(e) = engine.reconcile(&by, id, decision).await {
-            warn!(invocation.id = %id, error = %e, "reconcile failed");
-        }
-    }
-
     /// The decision for a lost send of `req`, or `None` while the evidence does not tell.
-    async fn decide(&self, hub: &Hub, req: &RunRequest) -> Option<Decision> {
+    pub(crate) async fn decide(&self, hub: &Hub, req: &RunRequest) -> Option<Decision> {
         let rec = hub.get(&req.scope, &req.task_id).await.ok()?;
         let Some(rec) = rec.filter(|r| r.agent == req.agent) else {
             // The gateway writes a first message's task before it sends anything.

@@ -71,6 +71,15 @@ impl std::fmt::Debug for Catalog {
     }
 }
 
+/// What one upstream offers, as listed on one of its sessions.
+#[derive(Debug, Clone, Default)]
+pub struct Listing {
+    pub tools: Vec<Tool>,
+    pub prompts: Vec<Prompt>,
+    pub resources: Vec<Resource>,
+    pub templates: Vec<ResourceTemplate>,
+}
+
 /// How often approvals made elsewhere (CLI, another replica) are picked up.
 const APPROVAL_REFRESH: Duration = Duration::from_secs(2);
 
@@ -92,16 +101,25 @@ impl Catalog {
 
     /// Lists everything the upstream offers on one session and pins its tools.
     pub async fn discover(&self, pool: &Arc<Pool>) -> Result<(), String> {
-        let name = pool.spec.name.clone();
-        let prefix = pool.spec.prefix();
         let lease = pool.acquire().await.map_err(|e| e.0)?;
         let Some(peer) = lease.peer().cloned() else { return Err("no session".into()) };
         let tools = peer.list_all_tools().await.map_err(|e| format!("tools/list: {e}"))?;
         // Prompts and resources are optional capabilities: a refusal means "none".
-        let prompts = peer.list_all_prompts().await.unwrap_or_default();
-        let resources = peer.list_all_resources().await.unwrap_or_default();
-        let templates = peer.list_all_resource_templates().await.unwrap_or_default();
+        let listing = Listing {
+            tools,
+            prompts: peer.list_all_prompts().await.unwrap_or_default(),
+            resources: peer.list_all_resources().await.unwrap_or_default(),
+            templates: peer.list_all_resource_templates().await.unwrap_or_default(),
+        };
         drop(lease);
+        self.learn(&pool.spec.name, &pool.spec.prefix(), listing).await
+    }
+
+    /// Takes `upstream`'s lists (exposed under `prefix`) in place of what it offered before,
+    /// pinning each tool by its schemas' digest.
+    pub async fn learn(&self, upstream: &str, prefix: &str, listing: Listing) -> Result<(), String> {
+        let name = upstream.to_string();
+        let Listing { tools, prompts, resources, templates } = listing;
         let mut offer = Offer { resources, templates, ..Offer::default() };
         for tool in tools {
             let digest = tool_digest(&name, &tool)?;

@@ -35,7 +35,7 @@ use rmcp::model::RequestStateCodec;
 use rmcp::transport::StreamableHttpServerConfig;
 use rmcp::transport::streamable_http_server::StreamableHttpService;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use switchyard_contract::{BindingStore, EffectClass, Engine, SecretVault, Upstream};
+use switchyard_contract::{BindingStore, EffectClass, Invocations, SecretVault, Upstream};
 use tracing::warn;
 pub use vault::Sealer;
 
@@ -131,7 +131,7 @@ impl McpGateway {
     }
 
     /// The routes of every virtual server, on `engine`.
-    pub fn router(&self, engine: Engine, request_state_key: &[u8]) -> Result<axum::Router, String> {
+    pub fn router(&self, engine: Arc<dyn Invocations>, request_state_key: &[u8]) -> Result<axum::Router, String> {
         let codec = RequestStateCodec::try_new(request_state_key.to_vec())
             .map_err(|e| format!("mcp.request_state_key: {e}"))?;
         let shared = Arc::new(Shared {

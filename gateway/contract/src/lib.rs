@@ -12,6 +12,7 @@ pub mod engine;
 pub mod error;
 pub mod event;
 pub mod id;
+pub mod memory;
 pub mod ports;
 pub mod principal;
 pub mod secret;
@@ -28,8 +29,9 @@ pub use error::{Error, ErrorKind, ErrorSource, FailureRecord};
 pub use event::{Event, EventKind};
 pub use id::{ArtifactId, AttemptId, EventId, InvocationId, WorkerId};
 pub use ports::{
-    Admission, Binding, BindingStore, CallContext, CancelAck, DispatchCall, Ingress, InvocationStore, Invocations,
-    ListQuery, Page, SecretVault, Submission, Submitted, Transition, Upstream, UpstreamError, UpstreamRegistry,
+    Admission, Binding, BindingStore, CallContext, CancelAck, ClientGone, DispatchCall, FIRST_USE, Ingress,
+    InvocationStore, Invocations, ListQuery, Page, RESOLVE_CLAIM, SecretVault, Submission, Submitted, Transition,
+    Upstream, UpstreamError, UpstreamRegistry, Waited, client_stays,
 };
 pub use principal::{EffectClass, IngressKey, Principal, Target, TenantId};
 pub use secret::Secret;

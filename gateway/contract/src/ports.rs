@@ -3,8 +3,10 @@
 //! what it guarantees; implementations are tested against those sentences.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
+use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -98,6 +100,23 @@ pub struct Submitted {
     pub created: bool,
 }
 
+/// Resolves when the client that waits for a call goes away (its connection closed, or it
+/// cancelled the request): the wait ends then, and the call goes on.
+pub type ClientGone = BoxFuture<'static, ()>;
+
+/// A client that never goes away while it waits (the wait ends by settling or by deadline).
+pub fn client_stays() -> ClientGone {
+    Box::pin(std::future::pending())
+}
+
+/// How [`Invocations::submit_and_wait`] ended: the invocation as it was then (settled, or still
+/// running at the deadline), and whether the wait ended because the client went away.
+#[derive(Debug, Clone)]
+pub struct Waited {
+    pub submitted: Submitted,
+    pub client_gone: bool,
+}
+
 /// Filters and keyset pagination for listing a tenant's invocations, newest first.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ListQuery {
@@ -144,10 +163,16 @@ pub struct Page {
 
 /// The driving port: what protocol adapters and the admin API call.
 #[async_trait]
-pub trait Invocations: Send + Sync {
+pub trait Invocations: Send + Sync + std::fmt::Debug {
     /// Admits a call (G1, G2). Returns only after the invocation and its first event are
     /// committed; dispatch proceeds in the background.
     async fn submit(&self, submission: Submission) -> Result<Submitted, Error>;
+    /// Submits, then waits up to `limit` for the invocation to settle (terminal, `unknown`, or
+    /// waiting for approval or input), or until `gone` resolves, and returns it as it is then.
+    /// A resubmission with the same key waits on the existing invocation. No change made while
+    /// it waits is missed (it listens before admitting).
+    async fn submit_and_wait(&self, submission: Submission, limit: Duration, gone: ClientGone)
+    -> Result<Waited, Error>;
     /// The invocation, if it belongs to `tenant` (else `NotFound`).
     async fn get(&self, tenant: &TenantId, id: InvocationId) -> Result<Invocation, Error>;
     async fn list(&self, tenant: &TenantId, query: ListQuery) -> Result<Page, Error>;
@@ -281,7 +306,25 @@ pub trait Upstream: Send + Sync {
     async fn dispatch(&self, call: &DispatchCall) -> Result<Value, UpstreamError>;
     /// Asks the upstream to stop an attempt in flight.
     async fn cancel(&self, call: &DispatchCall) -> CancelAck;
+    /// Whether this upstream can tell, from its own evidence, what became of an attempt whose
+    /// outcome is `unknown`: the subject its resolutions are audited under, or `None` (the
+    /// default: only an operator reconciles its calls).
+    fn resolver(&self) -> Option<&'static str> {
+        None
+    }
+    /// The decision the evidence supports for `inv` (one of this upstream's `unknown`
+    /// invocations, claimed by the engine's recovery for [`RESOLVE_CLAIM`]), or `None` while it
+    /// does not tell (asked again once the claim lapses). Called only when
+    /// [`resolver`](Self::resolver) is `Some`.
+    async fn resolve(&self, inv: &Invocation) -> Option<Decision> {
+        let _ = inv;
+        None
+    }
 }
+
+/// How long the engine's recovery claims an `unknown` invocation while its upstream gathers
+/// evidence ([`Upstream::resolve`]); it is also the pause between two tries on one invocation.
+pub const RESOLVE_CLAIM: Duration = Duration::from_secs(30);
 
 /// The configured upstreams and, from local configuration only, each operation's effect class.
 pub trait UpstreamRegistry: Send + Sync {
@@ -295,7 +338,15 @@ pub trait UpstreamRegistry: Send + Sync {
         let _ = upstream;
         None
     }
+    /// The upstreams whose [`Upstream::resolver`] is `Some`: recovery resolves their `unknown`
+    /// outcomes from evidence.
+    fn resolvers(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
+
+/// [`Binding::approved_by`] of an automatic approval: the first sighting of a name.
+pub const FIRST_USE: &str = "first-use";
 
 /// One pinned upstream definition (for MCP: a tool, keyed by its upstream name). Discovery
 /// records the digest it observed; the binding is usable only while that equals the approved

@@ -13,7 +13,7 @@ use axum::extract::{DefaultBodyLimit, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::get;
-use switchyard_contract::{BindingStore, Engine, FaultHook, Ingress, InvocationStore, NoFaults, WorkerId};
+use switchyard_contract::{BindingStore, Engine, FaultHook, Ingress, InvocationStore, Invocations, NoFaults, WorkerId};
 use switchyard_mcp::{McpGateway, Sealer};
 use switchyard_store::{StoreOptions, redact_url};
 use tower_http::trace::TraceLayer;
@@ -78,10 +78,10 @@ impl App {
             Some(a) => Some(Arc::new(Authenticator::new(a.clone()).map_err(anyhow::Error::msg)?)),
             None => None,
         };
-        let a2a_face = a2a.face(engine.clone(), oauth.as_ref().map(|o| a2a_security(o.config())));
+        let invocations: Arc<dyn Invocations> = Arc::new(engine.clone());
+        let a2a_face = a2a.face(invocations.clone(), oauth.as_ref().map(|o| a2a_security(o.config())));
         let gate = Gatekeeper::new(admin_token, oauth);
-        let mcp_routes =
-            mcp.router(engine.clone(), request_state_key(cfg)?.0.as_bytes()).map_err(anyhow::Error::msg)?;
+        let mcp_routes = mcp.router(invocations, request_state_key(cfg)?.0.as_bytes()).map_err(anyhow::Error::msg)?;
         Ok(Self {
             engine,
             store: stores.invocations,
@@ -308,8 +308,8 @@ pub async fn serve(cfg: Config, shutdown: impl Future<Output = ()> + Send + 'sta
     // Every background loop runs in one set; shutdown stops and drains them all.
     let mut background = tokio::task::JoinSet::new();
     background.spawn(app.engine.recovery());
-    for work in app.a2a.background(&app.engine) {
-        background.spawn(work);
+    if let Some(push) = app.a2a.background() {
+        background.spawn(push);
     }
     if cfg.artifacts.gc_interval_ms > 0 {
         background.spawn(app.artifacts.collector(Duration::from_millis(cfg.artifacts.gc_interval_ms)));

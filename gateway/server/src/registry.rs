@@ -77,4 +77,8 @@ impl UpstreamRegistry for Registry {
     fn owner(&self, upstream: &str) -> Option<Ingress> {
         self.entries.get(upstream).and_then(|e| e.owner)
     }
+
+    fn resolvers(&self) -> Vec<String> {
+        self.entries.iter().filter(|(_, e)| e.upstream.resolver().is_some()).map(|(n, _)| n.clone()).collect()
+    }
 }

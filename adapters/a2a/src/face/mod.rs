@@ -18,8 +18,7 @@ use futures::stream::BoxStream;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use switchyard_contract::{
-    Engine, ErrorKind, IngressKey, InvocationId, InvocationState, Invocations, Principal, Submission, TaskQuery,
-    TenantId,
+    ErrorKind, IngressKey, InvocationId, InvocationState, Invocations, Principal, Submission, TaskQuery, TenantId,
 };
 
 use crate::agent::RunRequest;
@@ -106,7 +105,7 @@ pub struct AgentEntry {
 /// The A2A face of the gateway.
 #[derive(Debug, Clone)]
 pub struct Face {
-    pub(crate) engine: Engine,
+    pub(crate) engine: Arc<dyn Invocations>,
     pub(crate) hub: Hub,
     pub(crate) config: Arc<A2aConfig>,
     pub(crate) agents: Arc<HashMap<String, Arc<AgentEntry>>>,

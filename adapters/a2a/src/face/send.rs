@@ -2,6 +2,7 @@
 //! first answer (a message, or the task and its stream).
 
 use super::*;
+use switchyard_contract::client_stays;
 
 impl Face {
     pub(super) async fn send(
@@ -186,7 +187,7 @@ impl Face {
     ) -> Result<switchyard_contract::Submitted, switchyard_contract::Error> {
         for _ in 0..8 {
             let out = match wait {
-                Some(w) => self.engine.submit_and_wait(submission.clone(), w).await?,
+                Some(w) => self.engine.submit_and_wait(submission.clone(), w, client_stays()).await?.submitted,
                 None => self.engine.submit(submission.clone()).await?,
             };
             let not_applied = matches!(&out.invocation.state, InvocationState::Failed { error, .. }

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use rmcp::model::{CallToolResult, RequestId};
 use serde_json::json;
-use switchyard_contract::{Engine, InvocationId, Invocations as _, Principal, Submitted};
+use switchyard_contract::{InvocationId, Invocations, Principal, Submitted};
 use tracing::{info, warn};
 
 use super::{Face, error_result};
@@ -35,7 +35,7 @@ pub(super) struct Cancels(Mutex<HashMap<RequestId, Entry>>);
 
 impl Cancels {
     /// The call `id` detached from its client; cancels it if the client already asked to.
-    fn detach(self: &Arc<Self>, engine: &Engine, id: RequestId, who: &Principal, inv: InvocationId) {
+    fn detach(self: &Arc<Self>, engine: &Arc<dyn Invocations>, id: RequestId, who: &Principal, inv: InvocationId) {
         let cancelled = match self.0.lock() {
             Ok(mut m) => match m.remove(&id) {
                 Some(Entry::Cancelled) => true,
@@ -54,7 +54,7 @@ impl Cancels {
     }
 
     /// A legacy session's `notifications/cancelled` for request `id`.
-    pub(super) fn explicit(self: &Arc<Self>, engine: &Engine, id: RequestId) {
+    pub(super) fn explicit(self: &Arc<Self>, engine: &Arc<dyn Invocations>, id: RequestId) {
         let detached = match self.0.lock() {
             Ok(mut m) => match m.remove(&id) {
                 Some(Entry::Detached(inv, by)) => Some((inv, by)),
@@ -84,7 +84,7 @@ impl Cancels {
     }
 }
 
-fn cancel(engine: &Engine, by: Principal, inv: InvocationId) {
+fn cancel(engine: &Arc<dyn Invocations>, by: Principal, inv: InvocationId) {
     let engine = engine.clone();
     tokio::spawn(async move {
         info!(invocation.id = %inv, "client canceled tools/call; canceling the invocation");

@@ -28,7 +28,7 @@ use rmcp::model::{
 use rmcp::service::{PeerRequestOptions, RequestContext};
 use rmcp::{RoleServer, ServerHandler};
 use serde_json::{Value, json};
-use switchyard_contract::{CallContext, Engine, IngressKey, InvocationId, InvocationState, Principal, Submission};
+use switchyard_contract::{CallContext, IngressKey, InvocationId, InvocationState, Invocations, Principal, Submission};
 use tracing::warn;
 
 use crate::catalog::Catalog;
@@ -54,7 +54,7 @@ const MAX_ROUNDS: u32 = 10;
 
 /// Everything the faces share.
 pub struct Shared {
-    pub engine: Engine,
+    pub engine: Arc<dyn Invocations>,
     pub catalog: Arc<Catalog>,
     pub pools: std::collections::HashMap<String, Arc<Pool>>,
     pub codec: RequestStateCodec,
@@ -298,12 +298,14 @@ impl Face {
                 context: Some(CallContext::new(relay.clone())),
             };
             let ct = ctx.ct.clone();
-            let (submitted, interrupted) = self
+            let gone = Box::pin(async move { ct.cancelled().await });
+            let waited = self
                 .shared
                 .engine
-                .submit_and_wait_or(submission, wait, async move { ct.cancelled().await })
+                .submit_and_wait(submission, wait, gone)
                 .await
                 .map_err(|e| crate::error::rpc_error(&e, None))?;
+            let (submitted, interrupted) = (waited.submitted, waited.client_gone);
             let inv = submitted.invocation.clone();
             // A task: the call is still running, or the tool always answers with one (unless
             // this round only asks for input, which stays an MRTR round).

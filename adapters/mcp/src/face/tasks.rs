@@ -6,7 +6,7 @@ use rmcp::model::{DetailedTask, GetTaskResult, InputRequiredResult, Task, TaskPa
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
 use serde_json::{Value, json};
-use switchyard_contract::{Invocation, InvocationId, InvocationState, Invocations as _};
+use switchyard_contract::{Invocation, InvocationId, InvocationState};
 use tracing::info;
 
 use super::{Face, TASKS_EXTENSION_ID, internal, principal, unknown_result};

@@ -7,6 +7,7 @@
 
 mod driver;
 mod policy;
+mod resolve;
 mod watch;
 
 use std::collections::HashMap;
@@ -22,7 +23,10 @@ use crate::digest::RequestDigest;
 use crate::error::Error;
 use crate::event::Event;
 use crate::id::{InvocationId, WorkerId};
-use crate::ports::{Admission, InvocationStore, Invocations, ListQuery, Page, Submission, Submitted, UpstreamRegistry};
+use crate::ports::{
+    Admission, ClientGone, InvocationStore, Invocations, ListQuery, Page, Submission, Submitted, UpstreamRegistry,
+    Waited,
+};
 use crate::principal::{Principal, TenantId};
 use crate::state::{Decision, Invocation, NewInvocation};
 
@@ -70,6 +74,9 @@ pub struct EngineConfig {
     pub retry: RetryPolicy,
     /// How often a watcher re-reads the store when no local change woke it (other replicas).
     pub watch_poll: Duration,
+    /// How often recovery scans the `unknown` invocations of upstreams that resolve them from
+    /// evidence ([`Upstream::resolver`](crate::Upstream::resolver)); one page per upstream a pass.
+    pub resolve_interval: Duration,
 }
 
 impl Default for EngineConfig {
@@ -82,6 +89,7 @@ impl Default for EngineConfig {
             attempt_timeout: Duration::from_secs(30),
             retry: RetryPolicy::default(),
             watch_poll: Duration::from_millis(250),
+            resolve_interval: Duration::from_secs(1),
         }
     }
 }
@@ -97,7 +105,11 @@ impl EngineConfig {
         if self.retry.max_attempts == 0 || self.retry.max_attempts > 100 {
             return Err("engine.max_attempts must be within 1..=100".into());
         }
-        if self.recovery_batch == 0 || self.attempt_timeout.is_zero() || self.recovery_interval.is_zero() {
+        if self.recovery_batch == 0
+            || self.attempt_timeout.is_zero()
+            || self.recovery_interval.is_zero()
+            || self.resolve_interval.is_zero()
+        {
             return Err("engine.recovery_batch, attempt_timeout_ms and recovery_interval_ms must be positive".into());
         }
         Ok(())
@@ -172,19 +184,26 @@ impl Engine {
         tokio::spawn(self.recovery())
     }
 
-    /// The recovery loop, to run on the caller's task set (see [`Engine::start`]).
+    /// The recovery loop, to run on the caller's task set (see [`Engine::start`]): expired leases
+    /// every `recovery_interval`, and the `unknown` outcomes of upstreams that resolve them from
+    /// evidence every `resolve_interval`, until shutdown.
     pub fn recovery(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
         let inner = self.inner.clone();
         async move {
+            let leases = async {
+                loop {
+                    if let Err(e) = Inner::recover_once(&inner).await {
+                        warn!(error = %e, "recovery pass failed");
+                    }
+                    tokio::time::sleep(inner.cfg.recovery_interval).await;
+                }
+            };
+            let unknowns = resolve::run(inner.clone());
             let mut stopping = inner.stopping.subscribe();
-            loop {
-                if let Err(e) = Inner::recover_once(&inner).await {
-                    warn!(error = %e, "recovery pass failed");
-                }
-                tokio::select! {
-                    _ = tokio::time::sleep(inner.cfg.recovery_interval) => {}
-                    _ = stopping.wait_for(|s| *s) => return,
-                }
+            tokio::select! {
+                () = leases => {}
+                () = unknowns => {}
+                _ = stopping.wait_for(|s| *s) => {}
             }
         }
     }
@@ -192,38 +211,6 @@ impl Engine {
     /// Runs one recovery pass now; returns how many invocations it took over.
     pub async fn recover_once(&self) -> Result<usize, Error> {
         Inner::recover_once(&self.inner).await
-    }
-
-    /// Submits, then waits up to `limit` for the invocation to settle (terminal, `unknown`, or
-    /// waiting for approval or input) and returns it as it is then. A resubmission with the
-    /// same key waits on the existing invocation. It listens before admitting, so no change
-    /// is missed: local changes arrive as snapshots, and the store is re-read only every
-    /// `watch_poll` (for changes made by other replicas).
-    pub async fn submit_and_wait(&self, submission: Submission, limit: Duration) -> Result<Submitted, Error> {
-        let changes = self.inner.changed.subscribe();
-        let mut submitted = self.submit(submission).await?;
-        submitted.invocation = self.follow(changes, submitted.invocation, limit).await?;
-        Ok(submitted)
-    }
-
-    /// [`submit_and_wait`](Self::submit_and_wait) that also stops waiting when `interrupt`
-    /// resolves (the client went away); then returns the invocation as it was and `true`.
-    pub async fn submit_and_wait_or(
-        &self,
-        submission: Submission,
-        limit: Duration,
-        interrupt: impl std::future::Future<Output = ()> + Send,
-    ) -> Result<(Submitted, bool), Error> {
-        let changes = self.inner.changed.subscribe();
-        let mut submitted = self.submit(submission).await?;
-        let current = submitted.invocation.clone();
-        tokio::select! {
-            followed = self.follow(changes, current, limit) => {
-                submitted.invocation = followed?;
-                Ok((submitted, false))
-            }
-            _ = interrupt => Ok((submitted, true)),
-        }
     }
 
     /// Applies this process's snapshots of `inv` (and a re-read every `watch_poll`) until it
@@ -259,25 +246,6 @@ impl Engine {
             }
         }
         Ok(inv)
-    }
-
-    /// Claims an `unknown` invocation for `ttl` (see [`Invocation::claim_unknown`]); `Conflict`
-    /// while another worker holds it.
-    pub async fn claim_unknown(&self, id: InvocationId, ttl: Duration) -> Result<Invocation, Error> {
-        let (worker, ttl) = (self.inner.cfg.worker, i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX));
-        let (inv, _) =
-            self.inner.store.transition(id, Box::new(move |inv, now| inv.claim_unknown(worker, now, ttl))).await?;
-        Ok(inv)
-    }
-
-    /// A page of `upstream`'s `unknown` invocations, every tenant's, after `after` by id.
-    pub async fn unknown_of(
-        &self,
-        upstream: &str,
-        after: Option<InvocationId>,
-        limit: u32,
-    ) -> Result<Vec<Invocation>, Error> {
-        self.inner.store.unknown_of(upstream, after, limit).await
     }
 
     /// How many invocations this process is driving.
@@ -394,6 +362,26 @@ impl Invocations for Engine {
         }
     }
 
+    /// Local changes arrive as snapshots; the store is re-read only every `watch_poll` (for
+    /// changes made by other replicas).
+    async fn submit_and_wait(
+        &self,
+        submission: Submission,
+        limit: Duration,
+        gone: ClientGone,
+    ) -> Result<Waited, Error> {
+        let changes = self.inner.changed.subscribe();
+        let mut submitted = self.submit(submission).await?;
+        let current = submitted.invocation.clone();
+        tokio::select! {
+            followed = self.follow(changes, current, limit) => {
+                submitted.invocation = followed?;
+                Ok(Waited { submitted, client_gone: false })
+            }
+            () = gone => Ok(Waited { submitted, client_gone: true }),
+        }
+    }
+
     async fn get(&self, tenant: &TenantId, id: InvocationId) -> Result<Invocation, Error> {
         self.inner.owned(tenant, id).await
     }
@@ -431,23 +419,7 @@ impl Invocations for Engine {
     }
 
     async fn reconcile(&self, by: &Principal, id: InvocationId, decision: Decision) -> Result<Invocation, Error> {
-        let who = by.clone();
-        let (inv, events) = self
-            .inner
-            .store
-            .transition(
-                id,
-                Box::new(move |inv, _| {
-                    check_tenant(inv, &who.tenant)?;
-                    inv.reconcile(decision.clone(), who.clone())
-                }),
-            )
-            .await?;
-        if !events.is_empty() {
-            info!(invocation.id = %id, by = %by.subject, state = inv.state.name().as_str(), "invocation reconciled");
-            self.inner.notify_changed(&inv);
-        }
-        Ok(inv)
+        reconcile(&self.inner, by, id, decision).await
     }
 
     async fn events(&self, tenant: &TenantId, id: InvocationId, after: u64, limit: u32) -> Result<Vec<Event>, Error> {
@@ -458,6 +430,26 @@ impl Invocations for Engine {
     fn watch(&self, tenant: TenantId, id: InvocationId, after: u64) -> BoxStream<'static, Result<Event, Error>> {
         watch::stream(self.inner.clone(), tenant, id, after)
     }
+}
+
+/// Reconciles `id` for `by` (an operator, or recovery on an upstream's evidence).
+async fn reconcile(inner: &Inner, by: &Principal, id: InvocationId, decision: Decision) -> Result<Invocation, Error> {
+    let who = by.clone();
+    let (inv, events) = inner
+        .store
+        .transition(
+            id,
+            Box::new(move |inv, _| {
+                check_tenant(inv, &who.tenant)?;
+                inv.reconcile(decision.clone(), who.clone())
+            }),
+        )
+        .await?;
+    if !events.is_empty() {
+        info!(invocation.id = %id, by = %by.subject, state = inv.state.name().as_str(), "invocation reconciled");
+        inner.notify_changed(&inv);
+    }
+    Ok(inv)
 }
 
 /// Resolves once the engine is stopping. (The `watch::Ref` that `wait_for` yields holds a lock

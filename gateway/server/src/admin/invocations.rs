@@ -13,7 +13,9 @@ use futures::StreamExt;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use switchyard_contract::{Decision, IngressKey, InvocationId, Invocations, ListQuery, StateName, Submission};
+use switchyard_contract::{
+    Decision, IngressKey, InvocationId, Invocations, ListQuery, StateName, Submission, client_stays,
+};
 
 use super::{AdminState, ApiError};
 use crate::auth::Identity;
@@ -76,7 +78,7 @@ pub(super) async fn submit(
         context: None,
     };
     let submitted = if wait > 0 {
-        state.engine.submit_and_wait(submission, Duration::from_millis(wait)).await?
+        state.engine.submit_and_wait(submission, Duration::from_millis(wait), client_stays()).await?.submitted
     } else {
         state.engine.submit(submission).await?
     };
