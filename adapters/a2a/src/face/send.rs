@@ -102,10 +102,13 @@ impl Face {
         };
         let resent = |e: switchyard_contract::Error| {
             if e.kind == ErrorKind::Conflict {
-                A2aError::invalid_params(format!(
-                    "message `{}` conflicts with an earlier message with the same id",
-                    message.message_id
-                ))
+                A2aError {
+                    retry_safe: Some(e.retry_safe),
+                    ..A2aError::invalid_params(format!(
+                        "message `{}` conflicts with an earlier message with the same id",
+                        message.message_id
+                    ))
+                }
             } else {
                 A2aError::from(e)
             }

@@ -1,0 +1,231 @@
+//! The A2A face in process, on the in-memory ports: a request goes into the face's HTTP service
+//! on each binding (JSON-RPC, HTTP+JSON, gRPC; no socket, no engine, no agent run), and each test
+//! checks the `Submission` the face handed in and the wire answer it rendered — for the outcomes
+//! of a send and every contract error kind, on every binding.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{HeaderMap, Request};
+use serde_json::{Value, json};
+use switchyard_a2a::agent::RunRequest;
+use switchyard_a2a::sealing::CredentialSealer;
+use switchyard_a2a::{A2aAgents, A2aConfig};
+use switchyard_contract::memory::{MemoryInvocations, MemoryTasks, Reply};
+use switchyard_contract::{
+    Error, ErrorKind, ErrorSource, FailureRecord, Ingress, Principal, TaskRecord, TaskStore as _, TenantId,
+};
+use tower::ServiceExt as _;
+
+fn who(tenant: &str) -> Principal {
+    Principal::new(TenantId::new(tenant).unwrap_or_else(|e| panic!("{e}")), "alice")
+}
+
+/// The three bindings of one `echo` agent, answering from `port` and `tasks`.
+fn face(port: Arc<MemoryInvocations>, tasks: Arc<MemoryTasks>) -> axum::Router {
+    let cfg: A2aConfig = serde_json::from_value(json!({
+        "agents": [{"name": "echo", "kind": "echo"}],
+        "call_wait_ms": 200,
+    }))
+    .unwrap_or_else(|e| panic!("{e}"));
+    let sealer = CredentialSealer::from_hex(&"11".repeat(32)).unwrap_or_else(|e| panic!("{e}"));
+    let agents = A2aAgents::new(cfg, tasks, None, sealer).unwrap_or_else(|e| panic!("{e}"));
+    let face = agents.face(port, None);
+    switchyard_a2a::http::api(face.clone()).merge(switchyard_a2a::grpc::router(face))
+}
+
+fn message(id: &str) -> Value {
+    json!({"messageId": id, "role": "ROLE_USER", "parts": [{"text": "hi"}]})
+}
+
+async fn send_http(router: &axum::Router, as_: &Principal, path: &str, body: Value) -> (u16, Value) {
+    let mut req = Request::post(path)
+        .header("host", "127.0.0.1")
+        .header("content-type", "application/json")
+        .header("a2a-version", "1.0")
+        .body(Body::from(body.to_string()))
+        .unwrap_or_else(|e| panic!("{e}"));
+    req.extensions_mut().insert(as_.clone());
+    let resp = router.clone().oneshot(req).await.unwrap_or_else(|e| panic!("{e}"));
+    let status = resp.status().as_u16();
+    let bytes = axum::body::to_bytes(resp.into_body(), 1 << 20).await.unwrap_or_else(|e| panic!("{e}"));
+    (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+}
+
+async fn jsonrpc(router: &axum::Router, as_: &Principal, method: &str, params: Value) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    send_http(router, as_, "/a2a/echo", body).await.1
+}
+
+/// One unary gRPC call: the status and, on success, the decoded message.
+async fn grpc<T: prost::Message + Default>(
+    router: &axum::Router,
+    as_: &Principal,
+    method: &str,
+    msg: &impl prost::Message,
+) -> Result<T, tonic::Status> {
+    let payload = msg.encode_to_vec();
+    let mut framed = vec![0u8];
+    framed.extend_from_slice(&u32::try_from(payload.len()).unwrap_or(u32::MAX).to_be_bytes());
+    framed.extend_from_slice(&payload);
+    let mut req = Request::post(format!("/lf.a2a.v1.A2AService/{method}"))
+        .header("host", "127.0.0.1")
+        .header("content-type", "application/grpc")
+        .header("te", "trailers")
+        .header("a2a-version", "1.0")
+        .body(Body::from(framed))
+        .unwrap_or_else(|e| panic!("{e}"));
+    req.extensions_mut().insert(as_.clone());
+    let resp = router.clone().oneshot(req).await.unwrap_or_else(|e| panic!("{e}"));
+    let headers: HeaderMap = resp.headers().clone();
+    if let Some(status) = tonic::Status::from_header_map(&headers).filter(|s| s.code() != tonic::Code::Ok) {
+        return Err(status);
+    }
+    let bytes = axum::body::to_bytes(resp.into_body(), 1 << 20).await.unwrap_or_else(|e| panic!("{e}"));
+    T::decode(bytes.get(5..).unwrap_or_default()).map_err(|e| tonic::Status::internal(e.to_string()))
+}
+
+fn grpc_send(id: &str) -> a2a_pb::SendMessageRequest {
+    let req: a2a::SendMessageRequest =
+        serde_json::from_value(json!({"message": message(id)})).unwrap_or_else(|e| panic!("{e}"));
+    a2a_pb::pbconv::to_proto_send_message_request(&req)
+}
+
+fn error_info(status: &tonic::Status) -> (String, std::collections::HashMap<String, String>) {
+    use tonic_types::StatusExt as _;
+    let info = status.get_error_details().error_info().cloned().unwrap_or_else(|| panic!("no ErrorInfo: {status:?}"));
+    (info.reason, info.metadata)
+}
+
+#[tokio::test]
+async fn a_message_is_one_submission_of_a_run_request() {
+    let answer = json!({"message": {"messageId": "r1", "role": "ROLE_AGENT", "parts": [{"text": "hi back"}]}});
+    let port = MemoryInvocations::new(move |_| Reply::succeed(answer.clone()));
+    let router = face(port.clone(), Arc::default());
+    let out = jsonrpc(&router, &who("red"), "SendMessage", json!({"message": message("m1")})).await;
+    assert_eq!(out["result"]["message"]["parts"][0]["text"], "hi back", "{out}");
+
+    let all = port.submissions();
+    assert_eq!(all.len(), 1);
+    let s = &all[0];
+    assert_eq!(s.principal, who("red"));
+    assert_eq!((s.upstream.as_str(), s.operation.as_str(), s.ingress), ("a2a-agent-echo", "SendMessage", Ingress::A2a));
+    let run: RunRequest = serde_json::from_value(s.request.clone()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((run.scope.as_str(), run.agent.as_str(), run.new_task), ("red/", "echo", true));
+    assert_eq!(run.message.message_id, "m1");
+    assert!(s.ingress_key.as_ref().is_some_and(|k| k.as_str().starts_with("a2a-")), "echo dedupes resends");
+
+    // The same message again is the same key (one invocation); on gRPC as well.
+    let again: a2a_pb::SendMessageResponse =
+        grpc(&router, &who("red"), "SendMessage", &grpc_send("m1")).await.unwrap_or_else(|e| panic!("{e}"));
+    let back = a2a_pb::pbconv::from_proto_send_message_response(&again);
+    let back = serde_json::to_value(back).unwrap_or_default();
+    assert_eq!(back["message"]["parts"][0]["text"], "hi back", "{back}");
+    let keys: Vec<_> = port.submissions().iter().map(|s| s.ingress_key.clone()).collect();
+    assert_eq!(keys[0], keys[1]);
+}
+
+/// Every contract error kind at admission, on every binding: its A2A kind (JSON-RPC code,
+/// HTTP status, gRPC code), its ErrorInfo reason, and `retrySafe`.
+#[tokio::test]
+async fn every_error_kind_at_admission_on_every_binding() {
+    use tonic::Code;
+    let cases = [
+        (ErrorKind::NotFound, -32001, 404, Code::NotFound, "TASK_NOT_FOUND"),
+        (ErrorKind::Conflict, -32602, 400, Code::InvalidArgument, "INVALID_PARAMS"),
+        (ErrorKind::InvalidInput, -32602, 400, Code::InvalidArgument, "INVALID_PARAMS"),
+        (ErrorKind::Unauthenticated, -32001, 401, Code::Unauthenticated, "UNAUTHENTICATED"),
+        (ErrorKind::Forbidden, -32001, 403, Code::PermissionDenied, "PERMISSION_DENIED"),
+        (ErrorKind::Unavailable, -32603, 503, Code::Unavailable, "UNAVAILABLE"),
+        (ErrorKind::Internal, -32603, 500, Code::Internal, "INTERNAL"),
+    ];
+    for (i, (kind, rpc_code, http, grpc_code, reason)) in cases.into_iter().enumerate() {
+        let safe = kind == ErrorKind::Unavailable;
+        let port = MemoryInvocations::new(move |_| Reply::Refuse(Error::new(kind, ErrorSource::Gateway, safe, "no")));
+        let router = face(port.clone(), Arc::default());
+        let red = who("red");
+
+        let out = jsonrpc(&router, &red, "SendMessage", json!({"message": message(&format!("j{i}"))})).await;
+        assert_eq!(out["error"]["code"], rpc_code, "{kind:?}: {out}");
+        assert_eq!(out["error"]["data"][0]["reason"], reason, "{out}");
+        assert_eq!(out["error"]["data"][0]["metadata"]["retrySafe"], safe.to_string(), "{out}");
+
+        let (status, body) =
+            send_http(&router, &red, "/a2a/echo/rest/message:send", json!({"message": message(&format!("h{i}"))}))
+                .await;
+        assert_eq!(status, http, "{kind:?}: {body}");
+        assert_eq!(body["error"]["code"], http, "{body}");
+        assert_eq!(body["error"]["details"][0]["reason"], reason, "{body}");
+        assert_eq!(body["error"]["details"][0]["metadata"]["retrySafe"], safe.to_string(), "{body}");
+
+        let refused = grpc::<a2a_pb::SendMessageResponse>(&router, &red, "SendMessage", &grpc_send(&format!("g{i}")))
+            .await
+            .err()
+            .unwrap_or_else(|| panic!("{kind:?}: gRPC answered"));
+        assert_eq!(refused.code(), grpc_code, "{kind:?}: {refused:?}");
+        let (r, meta) = error_info(&refused);
+        assert_eq!(r, reason);
+        assert_eq!(meta.get("retrySafe").map(String::as_str), Some(if safe { "true" } else { "false" }));
+
+        assert_eq!(port.submissions().len(), 3, "one submission per binding");
+    }
+}
+
+/// A run that failed or was lost: the error names its invocation and whether a retry is safe.
+#[tokio::test]
+async fn failed_and_lost_runs_name_their_invocation() {
+    let failed = FailureRecord::new("upstream_unavailable", "agent away", true, ErrorSource::Upstream);
+    let port = MemoryInvocations::new(move |_| Reply::fail(failed.clone()));
+    let router = face(port.clone(), Arc::default());
+    let out = jsonrpc(&router, &who("red"), "SendMessage", json!({"message": message("f1")})).await;
+    assert_eq!(out["error"]["code"], -32603, "{out}");
+    assert_eq!(out["error"]["data"][0]["reason"], "UNAVAILABLE", "{out}");
+    let meta = &out["error"]["data"][0]["metadata"];
+    assert_eq!(meta["retrySafe"], "true");
+    let inv = meta["invocation"].as_str().unwrap_or_default();
+    assert!(port.invocation(inv.parse().unwrap_or_else(|e| panic!("{inv}: {e:?}"))).is_some(), "{out}");
+
+    let port = MemoryInvocations::new(|_| Reply::unknown("the gateway stopped mid-call"));
+    let router = face(port.clone(), Arc::default());
+    let (status, body) =
+        send_http(&router, &who("red"), "/a2a/echo/rest/message:send", json!({"message": message("u1")})).await;
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["error"]["details"][0]["metadata"]["retrySafe"], "true", "{body}");
+    assert!(body["error"]["details"][0]["metadata"]["invocation"].is_string(), "{body}");
+}
+
+/// Reads of tasks never touch the driving port and never cross tenants.
+#[tokio::test]
+async fn tasks_are_read_in_the_callers_scope_only() {
+    let port = MemoryInvocations::new(|_| Reply::Pending);
+    let tasks = Arc::new(MemoryTasks::default());
+    let body = json!({"id": "t1", "contextId": "c1", "status": {"state": "TASK_STATE_COMPLETED"}});
+    let rec = TaskRecord {
+        id: "t1".into(),
+        scope: "red/".into(),
+        agent: "echo".into(),
+        context_id: "c1".into(),
+        state: "TASK_STATE_COMPLETED".into(),
+        status_ms: 1,
+        version: 1,
+        run_cursor: String::new(),
+        body: body.clone(),
+    };
+    assert!(tasks.create(&rec, &[json!({"task": body})]).await.unwrap_or_else(|e| panic!("{e}")));
+    let router = face(port.clone(), tasks);
+
+    let red = jsonrpc(&router, &who("red"), "GetTask", json!({"id": "t1"})).await;
+    assert_eq!(red["result"]["id"], "t1", "{red}");
+    assert_eq!(red["result"]["status"]["state"], "TASK_STATE_COMPLETED", "{red}");
+    let blue = jsonrpc(&router, &who("blue"), "GetTask", json!({"id": "t1"})).await;
+    assert_eq!(blue["error"]["code"], -32001, "{blue}");
+
+    let (status, _) = send_http(&router, &who("blue"), "/a2a/echo/rest/tasks/t1:cancel", json!({})).await;
+    assert_eq!(status, 404);
+    let get = a2a_pb::GetTaskRequest { id: "t1".into(), ..Default::default() };
+    let got: a2a_pb::Task = grpc(&router, &who("red"), "GetTask", &get).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(got.id, "t1");
+    let refused = grpc::<a2a_pb::Task>(&router, &who("blue"), "GetTask", &get).await.err();
+    assert_eq!(refused.map(|s| s.code()), Some(tonic::Code::NotFound));
+    assert!(port.submissions().is_empty(), "reads submit nothing");
+}
