@@ -73,7 +73,7 @@ async fn a_run_request_is_checked_against_the_principal_that_submitted_it() {
     let red = run("red/", "task-red", true, None);
     up.dispatch(&call("red", InvocationId::new(), &red)).await.unwrap_or_else(|e| panic!("{e}"));
     let refused = |r: Result<Value, UpstreamError>| match r {
-        Err(UpstreamError::Rejected { code, .. }) => code,
+        Err(UpstreamError::Rejected { code, .. }) => code.as_str().to_string(),
         other => panic!("expected a refusal, got {other:?}"),
     };
     let steal = Some(json!({"url": "https://attacker.example/steal"}));

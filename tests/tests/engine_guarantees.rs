@@ -300,7 +300,9 @@ async fn g5_read_only_is_retried_with_bounded_attempts(db: Db) {
     let failed = until(&e, never.id, StateName::Failed).await;
     assert_eq!(failed.attempts, 3, "bounded by max_attempts");
     match failed.state {
-        switchyard_contract::InvocationState::Failed { error, .. } => assert_eq!(error.code, "attempts_exhausted"),
+        switchyard_contract::InvocationState::Failed { error, .. } => {
+            assert_eq!(error.code.as_str(), "attempts_exhausted")
+        }
         other => panic!("{other:?}"),
     }
     // A write that is unavailable is not retried.

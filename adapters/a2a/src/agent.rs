@@ -219,7 +219,7 @@ impl AgentUpstream {
     /// is the check wherever else a request comes from.
     async fn check(&self, call: &DispatchCall, req: &RunRequest) -> Result<(), UpstreamError> {
         let refuse = |message: String| UpstreamError::Rejected {
-            code: crate::error::Kind::PermissionDenied.reason().into(),
+            code: crate::error::Kind::PermissionDenied.failure_code(),
             message,
             details: None,
         };
@@ -238,7 +238,7 @@ impl AgentUpstream {
                 .map_err(|e| UpstreamError::Unavailable { message: e.message })?;
             if rec.is_none_or(|r| r.agent != self.name) {
                 return Err(UpstreamError::Rejected {
-                    code: crate::error::Kind::TaskNotFound.reason().into(),
+                    code: crate::error::Kind::TaskNotFound.failure_code(),
                     message: format!("task `{}` not found", req.task_id),
                     details: None,
                 });
@@ -338,7 +338,7 @@ impl AgentUpstream {
 impl Upstream for AgentUpstream {
     async fn dispatch(&self, call: &DispatchCall) -> Result<Value, UpstreamError> {
         let req: RunRequest = serde_json::from_value(call.request.clone()).map_err(|e| UpstreamError::Rejected {
-            code: "invalid_request".into(),
+            code: switchyard_contract::FailureCode::InvalidRequest,
             message: format!("not an A2A run request: {e}"),
             details: None,
         })?;

@@ -132,12 +132,20 @@ impl Kind {
         Kind::PayloadTooLarge,
     ];
 
-    /// The kind an A2A `reason` (or an engine failure code) names, if any.
-    pub fn from_reason(reason: &str) -> Option<Self> {
-        match reason {
-            "upstream_unavailable" | "outcome_lost" => Some(Kind::Unavailable),
-            r => Self::ALL.into_iter().find(|k| k.reason() == r),
+    /// The kind a failed run's code names, if any: the agent's own A2A `reason`, or the engine's
+    /// "could not reach it" codes.
+    pub fn from_failure(code: &switchyard_contract::FailureCode) -> Option<Self> {
+        use switchyard_contract::FailureCode as C;
+        match code {
+            C::UpstreamUnavailable | C::OutcomeLost => Some(Kind::Unavailable),
+            C::Upstream(reason) => Self::ALL.into_iter().find(|k| k.reason() == reason),
+            _ => None,
         }
+    }
+
+    /// This kind as the failure code of a refused run.
+    pub fn failure_code(self) -> switchyard_contract::FailureCode {
+        switchyard_contract::FailureCode::Upstream(self.reason().to_string())
     }
 
     /// JSON-RPC error code (the same in both profiles).
@@ -350,7 +358,7 @@ mod tests {
         assert_eq!(grpc, [Kind::PushNotificationNotSupported, Kind::UnsupportedOperation, Kind::VersionNotSupported]);
         let codes: Vec<i64> = all.iter().map(|k| k.jsonrpc_code()).collect();
         assert_eq!(codes, (1..=9).map(|n| -32000 - n).collect::<Vec<_>>());
-        assert!(Kind::ALL.iter().all(|k| Kind::from_reason(k.reason()) == Some(*k)), "reasons are unique");
+        assert!(Kind::ALL.iter().all(|k| Kind::from_failure(&k.failure_code()) == Some(*k)), "reasons are unique");
     }
 
     #[test]

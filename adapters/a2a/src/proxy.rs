@@ -24,7 +24,7 @@ use std::time::Duration;
 use a2a::{Artifact, Message, PartContent, SendMessageRequest, StreamResponse, Task, TaskState, TaskStatus};
 use futures::StreamExt;
 use serde_json::{Value, json};
-use switchyard_contract::{Decision, UpstreamError};
+use switchyard_contract::{Decision, FailureCode, UpstreamError};
 use tokio::sync::Mutex as AsyncMutex;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
@@ -61,7 +61,7 @@ fn lost(e: ClientError, sent: bool) -> UpstreamError {
         ClientError::NotSent(m) if !sent => UpstreamError::Unavailable { message: m },
         ClientError::NotSent(m) | ClientError::Lost(m) => UpstreamError::Lost { message: m },
         ClientError::Remote { reason, message, details } => {
-            UpstreamError::Rejected { code: reason, message, details: Some(details) }
+            UpstreamError::Rejected { code: FailureCode::parse(&reason), message, details: Some(details) }
         }
     }
 }
@@ -240,7 +240,7 @@ impl Proxy {
                 hub.get(scope, id).await.map_err(hub_err)?.ok_or_else(|| hub_err(A2aError::task_not_found(id)))?;
             let (up_task, up_ctx) =
                 upstream_ids(&task_of(&rec).map_err(hub_err)?).ok_or_else(|| UpstreamError::Rejected {
-                    code: "UPSTREAM_TASK_UNKNOWN".into(),
+                    code: FailureCode::Upstream("UPSTREAM_TASK_UNKNOWN".into()),
                     message: "the upstream task of this task is not known (it was never started upstream)".into(),
                     details: None,
                 })?;

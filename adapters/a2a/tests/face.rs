@@ -13,7 +13,7 @@ use switchyard_a2a::sealing::CredentialSealer;
 use switchyard_a2a::{A2aAgents, A2aConfig};
 use switchyard_contract::memory::{MemoryInvocations, MemoryTasks, Reply};
 use switchyard_contract::{
-    Error, ErrorKind, ErrorSource, FailureRecord, Ingress, Principal, TaskRecord, TaskStore as _, TenantId,
+    Error, ErrorKind, ErrorSource, FailureCode, FailureRecord, Ingress, Principal, TaskRecord, TaskStore as _, TenantId,
 };
 use tower::ServiceExt as _;
 
@@ -174,7 +174,7 @@ async fn every_error_kind_at_admission_on_every_binding() {
 /// A run that failed or was lost: the error names its invocation and whether a retry is safe.
 #[tokio::test]
 async fn failed_and_lost_runs_name_their_invocation() {
-    let failed = FailureRecord::new("upstream_unavailable", "agent away", true, ErrorSource::Upstream);
+    let failed = FailureRecord::new(FailureCode::UpstreamUnavailable, "agent away", true, ErrorSource::Upstream);
     let port = MemoryInvocations::new(move |_| Reply::fail(failed.clone()));
     let router = face(port.clone(), Arc::default());
     let out = jsonrpc(&router, &who("red"), "SendMessage", json!({"message": message("f1")})).await;

@@ -13,7 +13,7 @@ use rmcp::model::{
 use rmcp::service::PeerRequestOptions;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use switchyard_contract::{AttemptId, CancelAck, DispatchCall, EffectClass, Upstream, UpstreamError};
+use switchyard_contract::{AttemptId, CancelAck, DispatchCall, EffectClass, FailureCode, Upstream, UpstreamError};
 use tokio_util::sync::CancellationToken;
 
 use crate::client::{Pool, Relay};
@@ -36,9 +36,6 @@ pub struct ToolRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub continues: Option<String>,
 }
-
-/// A JSON-RPC error the upstream answered with, kept as a failure's `details`.
-pub const RPC_ERROR_CODE: &str = "mcp_error";
 
 /// One upstream MCP server as the engine calls it.
 pub struct McpUpstream {
@@ -73,14 +70,14 @@ impl McpUpstream {
 
     async fn call(&self, call: &DispatchCall, cancel: CancellationToken) -> Result<Value, UpstreamError> {
         let req: ToolRequest = serde_json::from_value(call.request.clone()).map_err(|e| UpstreamError::Rejected {
-            code: "invalid_request".into(),
+            code: FailureCode::InvalidRequest,
             message: format!("stored request is not an MCP tools/call: {e}"),
             details: None,
         })?;
         // The effect class is the operation's: the tool called must be that operation.
         if req.tool != call.target.operation {
             return Err(UpstreamError::Rejected {
-                code: "invalid_request".into(),
+                code: FailureCode::InvalidRequest,
                 message: format!(
                     "the request names tool `{}` but the invocation's operation is `{}`",
                     req.tool, call.target.operation
@@ -160,12 +157,12 @@ impl McpUpstream {
             Ok(ServerResult::CallToolResult(r)) => json_of(&r),
             Ok(ServerResult::InputRequiredResult(r)) => json_of(&r),
             Ok(other) => Err(UpstreamError::Rejected {
-                code: "unexpected_result".into(),
+                code: FailureCode::UnexpectedResult,
                 message: format!("the upstream answered tools/call with another kind of result: {}", kind(&other)),
                 details: None,
             }),
             Err(rmcp::ServiceError::McpError(e)) => Err(UpstreamError::Rejected {
-                code: RPC_ERROR_CODE.into(),
+                code: FailureCode::RpcError,
                 message: e.message.to_string(),
                 details: Some(json!({ "code": e.code.0, "data": e.data })),
             }),

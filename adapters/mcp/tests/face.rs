@@ -11,8 +11,8 @@ use rmcp::model::Tool;
 use serde_json::{Value, json};
 use switchyard_contract::memory::{MemoryBindings, MemoryInvocations, Reply};
 use switchyard_contract::{
-    Error, ErrorKind, ErrorSource, FailureRecord, Ingress, InvocationState, Invocations, Principal, Submission,
-    TenantId,
+    Error, ErrorKind, ErrorSource, FailureCode, FailureRecord, Ingress, InvocationState, Invocations, Principal,
+    Submission, TenantId,
 };
 use switchyard_mcp::McpGateway;
 use switchyard_mcp::catalog::Listing;
@@ -158,14 +158,14 @@ async fn every_error_kind_at_admission_has_its_code_and_data() {
 #[tokio::test]
 async fn outcomes_render_as_results_or_errors() {
     // An upstream JSON-RPC error is passed on with its own code and data.
-    let mut rpc_error = FailureRecord::new("mcp_error", "bad arguments", false, ErrorSource::Upstream);
+    let mut rpc_error = FailureRecord::new(FailureCode::RpcError, "bad arguments", false, ErrorSource::Upstream);
     rpc_error.details = Some(json!({"code": -32602, "data": {"field": "text"}}));
     let port = MemoryInvocations::new(move |_| Reply::fail(rpc_error.clone()));
     let answer = call(&face(port, 2000).await, json!({}), json!({})).await;
     assert_eq!(answer["error"], json!({"code": -32602, "message": "bad arguments", "data": {"field": "text"}}));
 
     // Any other failure is an isError result naming its code and whether a retry is safe.
-    let failure = FailureRecord::new("attempts_exhausted", "gave up", true, ErrorSource::Upstream);
+    let failure = FailureRecord::new(FailureCode::AttemptsExhausted, "gave up", true, ErrorSource::Upstream);
     let port = MemoryInvocations::new(move |_| Reply::fail(failure.clone()));
     let answer = call(&face(port, 2000).await, json!({}), json!({})).await;
     let r = &answer["result"];

@@ -73,11 +73,97 @@ impl Error {
     }
 }
 
+/// What failed, as an upstream or the engine reports it: classified once, here, so that no face
+/// matches on strings. Stored and shown as its [`as_str`](Self::as_str) form (snake case for the
+/// contract's own codes; an upstream's own code verbatim).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum FailureCode {
+    /// The upstream could not be reached; nothing took effect (`upstream_unavailable`).
+    UpstreamUnavailable,
+    /// A `read_only` attempt's reply was lost (`outcome_lost`).
+    OutcomeLost,
+    /// The worker driving an attempt stopped; recovery took the invocation over (`attempt_lost`).
+    AttemptLost,
+    /// A `read_only` target failed on every attempt the retry policy allows
+    /// (`attempts_exhausted`).
+    AttemptsExhausted,
+    /// No upstream of that name is configured in this process (`upstream_not_configured`).
+    UpstreamNotConfigured,
+    /// An operator (or an upstream's evidence) decided a lost outcome never took effect
+    /// (`reconciled_not_applied`): sending it again is safe.
+    NotApplied,
+    /// The stored request is not one the upstream adapter can send (`invalid_request`).
+    InvalidRequest,
+    /// The upstream answered with another kind of result than asked for (`unexpected_result`).
+    UnexpectedResult,
+    /// The upstream has no such operation (`unknown_operation`).
+    UnknownOperation,
+    /// The upstream answered with a JSON-RPC error; `details` carry its `code` and `data`, so a
+    /// face of the same protocol passes it on unchanged. Stored as `mcp_error` (its first user).
+    RpcError,
+    /// A code the upstream named itself (an A2A `ErrorInfo.reason` such as
+    /// `TASK_NOT_CANCELABLE`), kept verbatim.
+    Upstream(String),
+}
+
+impl FailureCode {
+    const NAMED: [FailureCode; 10] = [
+        Self::UpstreamUnavailable,
+        Self::OutcomeLost,
+        Self::AttemptLost,
+        Self::AttemptsExhausted,
+        Self::UpstreamNotConfigured,
+        Self::NotApplied,
+        Self::InvalidRequest,
+        Self::UnexpectedResult,
+        Self::UnknownOperation,
+        Self::RpcError,
+    ];
+
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::UpstreamUnavailable => "upstream_unavailable",
+            Self::OutcomeLost => "outcome_lost",
+            Self::AttemptLost => "attempt_lost",
+            Self::AttemptsExhausted => "attempts_exhausted",
+            Self::UpstreamNotConfigured => "upstream_not_configured",
+            Self::NotApplied => "reconciled_not_applied",
+            Self::InvalidRequest => "invalid_request",
+            Self::UnexpectedResult => "unexpected_result",
+            Self::UnknownOperation => "unknown_operation",
+            Self::RpcError => "mcp_error",
+            Self::Upstream(code) => code,
+        }
+    }
+
+    /// The code `s` names: one of the contract's own, else an upstream's.
+    pub fn parse(s: &str) -> Self {
+        Self::NAMED.into_iter().find(|c| c.as_str() == s).unwrap_or_else(|| Self::Upstream(s.to_string()))
+    }
+}
+
+impl std::fmt::Display for FailureCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for FailureCode {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for FailureCode {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(Self::parse(&String::deserialize(d)?))
+    }
+}
+
 /// A failure recorded as an invocation's final outcome (durable, shown to clients).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FailureRecord {
-    /// A short machine-readable code, e.g. `upstream_rejected`, `attempts_exhausted`.
-    pub code: String,
+    pub code: FailureCode,
     pub message: String,
     /// Whether submitting the same request again (with a new key) cannot double an effect.
     pub retry_safe: bool,
@@ -88,7 +174,24 @@ pub struct FailureRecord {
 }
 
 impl FailureRecord {
-    pub fn new(code: impl Into<String>, message: impl Into<String>, retry_safe: bool, source: ErrorSource) -> Self {
-        Self { code: code.into(), message: message.into(), retry_safe, source, details: None }
+    pub fn new(code: FailureCode, message: impl Into<String>, retry_safe: bool, source: ErrorSource) -> Self {
+        Self { code, message: message.into(), retry_safe, source, details: None }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failure_codes_keep_their_stored_form() {
+        for c in FailureCode::NAMED {
+            assert_eq!(FailureCode::parse(c.as_str()), c);
+            let json = serde_json::to_value(&c).unwrap_or_default();
+            assert_eq!(json, serde_json::json!(c.as_str()));
+            assert_eq!(serde_json::from_value::<FailureCode>(json).ok(), Some(c));
+        }
+        assert_eq!(FailureCode::parse("TASK_NOT_CANCELABLE"), FailureCode::Upstream("TASK_NOT_CANCELABLE".into()));
+        assert_eq!(FailureCode::RpcError.as_str(), "mcp_error", "records written before the enum read back");
     }
 }

@@ -3,7 +3,7 @@
 //!
 //! In [`MemoryInvocations`] every submission is recorded as it was handed in, and a script decides
 //! what becomes of it — refused at admission with any [`Error`], settled at once in any state (succeeded,
-//! failed with any [`FailureRecord`], unknown, waiting for input), or left running until the test
+//! failed with any [`FailureRecord`], unknown, parked for approval), or left running until the test
 //! settles it. Admission, idempotency keys, tenant checks, cancellation and reconciliation follow
 //! the same state machine ([`Invocation`]) and the same rules as the engine, so a face sees the
 //! answers it would see from the real one.
@@ -698,13 +698,13 @@ mod tests {
                 assert_eq!(id, 3);
                 let pending = port.records().invocations.values().map(|i| (i.created_at_ms, i.id)).max();
                 let (_, id) = pending.unwrap_or_else(|| panic!("no invocation"));
-                port.settle(id, InvocationState::InputRequired).unwrap_or_else(|e| panic!("{e}"));
+                port.settle(id, InvocationState::AwaitingApproval).unwrap_or_else(|e| panic!("{e}"));
             };
             let wait =
                 waiting.submit_and_wait(submission("t", None, json!({})), Duration::from_secs(5), client_stays());
             let (w, ()) = tokio::join!(wait, settle);
             let w = w.unwrap_or_else(|e| panic!("{e}"));
-            assert!(matches!(w.submitted.invocation.state, InvocationState::InputRequired));
+            assert!(matches!(w.submitted.invocation.state, InvocationState::AwaitingApproval));
         });
     }
 

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::Millis;
-use crate::error::Error;
+use crate::error::{Error, FailureCode};
 use crate::event::{Event, EventKind};
 use crate::id::{AttemptId, InvocationId, WorkerId};
 use crate::principal::{IngressKey, Principal, Target, TenantId};
@@ -277,7 +277,7 @@ pub struct DispatchCall {
 pub enum UpstreamError {
     /// The upstream answered and refused: the effect did not happen; repeating will not help.
     #[error("upstream rejected the call ({code}): {message}")]
-    Rejected { code: String, message: String, details: Option<Value> },
+    Rejected { code: FailureCode, message: String, details: Option<Value> },
     /// The call certainly did not take effect (e.g. connection refused): safe to try again.
     #[error("upstream unavailable: {message}")]
     Unavailable { message: String },

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::Millis;
 use crate::digest::RequestDigest;
-use crate::error::{Error, ErrorSource, FailureRecord};
+use crate::error::{Error, ErrorSource, FailureCode, FailureRecord};
 use crate::event::EventKind;
 use crate::id::{AttemptId, InvocationId, WorkerId};
 use crate::principal::{EffectClass, IngressKey, Principal, Target};
@@ -40,10 +40,6 @@ pub enum Resolution {
     Reconciled { principal: Principal },
 }
 
-/// The failure code of an invocation reconciled `not_applied`: the effect did not happen, so
-/// running the same request again is safe.
-pub const NOT_APPLIED_CODE: &str = "reconciled_not_applied";
-
 /// An operator's verdict on an `unknown` invocation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "decision", rename_all = "snake_case")]
@@ -66,9 +62,10 @@ pub enum InvocationState {
     Retrying { attempt_no: u32, retry_at_ms: Millis, last_error: FailureRecord },
     /// Reserved for the approval flow (policy enforcement point).
     AwaitingApproval,
-    /// Reserved for upstreams that ask the caller for more input.
-    InputRequired,
-    /// Terminal. Invariant: `result` never changes once committed.
+    /// Terminal. Invariant: `result` never changes once committed. An upstream that asks the
+    /// caller for more input (an MCP `input_required` round) succeeded with that request as its
+    /// result: the answer is a new invocation that continues this one (nothing waits in the
+    /// gateway between rounds, so any replica takes the next one).
     Succeeded { result: Value, resolution: Resolution },
     /// Terminal. Invariant: `error` never changes once committed.
     Failed { error: FailureRecord, resolution: Resolution },
@@ -87,7 +84,6 @@ pub enum StateName {
     Dispatching,
     Retrying,
     AwaitingApproval,
-    InputRequired,
     Succeeded,
     Failed,
     Unknown,
@@ -95,12 +91,11 @@ pub enum StateName {
 }
 
 impl StateName {
-    pub const ALL: [StateName; 9] = [
+    pub const ALL: [StateName; 8] = [
         Self::Admitted,
         Self::Dispatching,
         Self::Retrying,
         Self::AwaitingApproval,
-        Self::InputRequired,
         Self::Succeeded,
         Self::Failed,
         Self::Unknown,
@@ -113,7 +108,6 @@ impl StateName {
             Self::Dispatching => "dispatching",
             Self::Retrying => "retrying",
             Self::AwaitingApproval => "awaiting_approval",
-            Self::InputRequired => "input_required",
             Self::Succeeded => "succeeded",
             Self::Failed => "failed",
             Self::Unknown => "unknown",
@@ -143,7 +137,6 @@ impl InvocationState {
             Self::Dispatching { .. } => StateName::Dispatching,
             Self::Retrying { .. } => StateName::Retrying,
             Self::AwaitingApproval => StateName::AwaitingApproval,
-            Self::InputRequired => StateName::InputRequired,
             Self::Succeeded { .. } => StateName::Succeeded,
             Self::Failed { .. } => StateName::Failed,
             Self::Unknown { .. } => StateName::Unknown,
@@ -155,10 +148,10 @@ impl InvocationState {
         self.name().is_terminal()
     }
 
-    /// Terminal, or parked until someone acts (`unknown`, approval, input): a caller waiting
-    /// for an outcome can stop waiting.
+    /// Terminal, or parked until someone acts (`unknown`, approval): a caller waiting for an
+    /// outcome can stop waiting.
     pub fn is_settled(&self) -> bool {
-        self.is_terminal() || matches!(self, Self::Unknown { .. } | Self::AwaitingApproval | Self::InputRequired)
+        self.is_terminal() || matches!(self, Self::Unknown { .. } | Self::AwaitingApproval)
     }
 }
 
@@ -417,7 +410,7 @@ impl Invocation {
         if self.target.effect == EffectClass::Write {
             return Ok(self.unknown(attempt, reason));
         }
-        let error = FailureRecord::new("attempt_lost", reason, true, ErrorSource::Gateway);
+        let error = FailureRecord::new(FailureCode::AttemptLost, reason, true, ErrorSource::Gateway);
         if self.cancel.is_some() {
             return Ok(self.record_outcome(worker, fence, attempt, AttemptOutcome::Canceled, now, 0));
         }
@@ -435,10 +428,7 @@ impl Invocation {
     /// is in flight it is recorded for the driver to propagate; repeated requests change nothing.
     pub fn request_cancel(&mut self, by: Principal, now: Millis) -> Result<Vec<EventKind>, Error> {
         match self.state {
-            InvocationState::Admitted
-            | InvocationState::Retrying { .. }
-            | InvocationState::AwaitingApproval
-            | InvocationState::InputRequired => {
+            InvocationState::Admitted | InvocationState::Retrying { .. } | InvocationState::AwaitingApproval => {
                 self.cancel = Some(CancelRequest { by: by.clone(), at_ms: now });
                 self.park();
                 self.state = InvocationState::Canceled { by: by.clone() };
@@ -498,7 +488,7 @@ impl Invocation {
                 EventKind::Succeeded { result: result.clone(), resolution }
             }
             Decision::NotApplied { message } => {
-                let error = FailureRecord::new(NOT_APPLIED_CODE, message.clone(), true, ErrorSource::Upstream);
+                let error = FailureRecord::new(FailureCode::NotApplied, message.clone(), true, ErrorSource::Upstream);
                 self.state = InvocationState::Failed { error: error.clone(), resolution: resolution.clone() };
                 EventKind::Failed { error, resolution }
             }
@@ -527,7 +517,7 @@ impl Invocation {
 /// The failure recorded when a `read_only` target ran out of attempts.
 pub fn exhausted(attempts: u32, last: &FailureRecord) -> FailureRecord {
     FailureRecord::new(
-        "attempts_exhausted",
+        FailureCode::AttemptsExhausted,
         format!("gave up after {attempts} attempts; last error: {}", last.message),
         true,
         last.source,

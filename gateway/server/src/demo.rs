@@ -115,7 +115,7 @@ impl Upstream for Demo {
                 Ok(json!({ "counted": call.invocation.to_string(), "attempt": call.attempt.to_string() }))
             }
             other => Err(UpstreamError::Rejected {
-                code: "unknown_operation".into(),
+                code: switchyard_contract::FailureCode::UnknownOperation,
                 message: format!("the demo upstream has no operation `{other}`"),
                 details: None,
             }),

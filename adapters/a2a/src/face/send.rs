@@ -127,7 +127,7 @@ impl Face {
             }
             if let InvocationState::Failed { error, .. } = &inv.state {
                 // The agent's own error (an upstream agent's A2A error keeps its kind).
-                let kind = Kind::from_reason(&error.code).unwrap_or(Kind::InvalidAgentResponse);
+                let kind = Kind::from_failure(&error.code).unwrap_or(Kind::InvalidAgentResponse);
                 return Err(A2aError::new(kind, error.message.clone()).about(inv.id, error.retry_safe));
             }
             return match self.hub.get(&scope, &task_id).await? {
@@ -194,7 +194,7 @@ impl Face {
                 None => self.engine.submit(submission.clone()).await?,
             };
             let not_applied = matches!(&out.invocation.state, InvocationState::Failed { error, .. }
-                if error.code == switchyard_contract::state::NOT_APPLIED_CODE);
+                if error.code == switchyard_contract::FailureCode::NotApplied);
             match (&submission.ingress_key, not_applied) {
                 (Some(key), true) => {
                     let d = Sha256::digest(format!("{}\0{}", key.as_str(), out.invocation.id).as_bytes());

@@ -28,13 +28,15 @@ use rmcp::model::{
 use rmcp::service::{PeerRequestOptions, RequestContext};
 use rmcp::{RoleServer, ServerHandler};
 use serde_json::{Value, json};
-use switchyard_contract::{CallContext, IngressKey, InvocationId, InvocationState, Invocations, Principal, Submission};
+use switchyard_contract::{
+    CallContext, FailureCode, IngressKey, InvocationId, InvocationState, Invocations, Principal, Submission,
+};
 use tracing::warn;
 
 use crate::catalog::Catalog;
 use crate::client::{Pool, Relay};
 use crate::config::{TaskSupport, VirtualServerConfig};
-use crate::upstream::{RPC_ERROR_CODE, ToolRequest};
+use crate::upstream::ToolRequest;
 
 mod gone;
 mod mrtr;
@@ -325,7 +327,7 @@ impl Face {
             }
             let result = match inv.state {
                 InvocationState::Succeeded { result, .. } => result,
-                InvocationState::Failed { error, .. } if error.code == RPC_ERROR_CODE => {
+                InvocationState::Failed { error, .. } if error.code == FailureCode::RpcError => {
                     let d = error.details.unwrap_or(Value::Null);
                     let code = d.get("code").and_then(Value::as_i64).and_then(|c| i32::try_from(c).ok());
                     let data = d.get("data").cloned().filter(|v| !v.is_null());

@@ -15,7 +15,7 @@ use tracing::{Instrument, debug, info_span, warn};
 
 use super::{FaultPoint, Inner};
 use crate::Millis;
-use crate::error::{Error, ErrorKind};
+use crate::error::{Error, ErrorKind, FailureCode};
 use crate::event::EventKind;
 use crate::ports::{CallContext, CancelAck, DispatchCall, UpstreamError};
 use crate::state::{Invocation, InvocationState};
@@ -129,7 +129,7 @@ async fn attempt_call(
 ) -> Result<serde_json::Value, UpstreamError> {
     let Some(upstream) = inner.upstreams.upstream(&call.target.upstream) else {
         return Err(UpstreamError::Rejected {
-            code: "upstream_not_configured".into(),
+            code: FailureCode::UpstreamNotConfigured,
             message: format!("upstream `{}` is not configured on this gateway", call.target.upstream),
             details: None,
         });

@@ -5,7 +5,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::Millis;
-use crate::error::{ErrorSource, FailureRecord};
+use crate::error::{ErrorSource, FailureCode, FailureRecord};
 use crate::ports::UpstreamError;
 use crate::principal::EffectClass;
 use crate::state::{AttemptOutcome, exhausted};
@@ -60,14 +60,17 @@ impl RetryPolicy {
                 details,
                 ..FailureRecord::new(code, message, true, ErrorSource::Upstream)
             }),
-            Err(UpstreamError::Unavailable { message }) => {
-                retry_or_fail(FailureRecord::new("upstream_unavailable", message, true, ErrorSource::Upstream))
-            }
+            Err(UpstreamError::Unavailable { message }) => retry_or_fail(FailureRecord::new(
+                FailureCode::UpstreamUnavailable,
+                message,
+                true,
+                ErrorSource::Upstream,
+            )),
             Err(UpstreamError::Lost { message }) if effect == EffectClass::Write => {
                 AttemptOutcome::Unknown { reason: message }
             }
             Err(UpstreamError::Lost { message }) => {
-                retry_or_fail(FailureRecord::new("outcome_lost", message, true, ErrorSource::Upstream))
+                retry_or_fail(FailureRecord::new(FailureCode::OutcomeLost, message, true, ErrorSource::Upstream))
             }
             Err(UpstreamError::Canceled) => AttemptOutcome::Canceled,
         }
@@ -105,7 +108,7 @@ mod tests {
             AttemptOutcome::Retry { retry_at_ms: 1050, .. }
         ));
         match p().classify(lost(), EffectClass::ReadOnly, 3, d, 0) {
-            AttemptOutcome::Failed(f) => assert_eq!(f.code, "attempts_exhausted"),
+            AttemptOutcome::Failed(f) => assert_eq!(f.code, FailureCode::AttemptsExhausted),
             other => panic!("expected failure, got {other:?}"),
         }
     }
@@ -114,7 +117,7 @@ mod tests {
     fn unavailable_write_fails_without_retry() {
         let r = Err(UpstreamError::Unavailable { message: "refused".into() });
         match p().classify(r, EffectClass::Write, 1, Duration::ZERO, 0) {
-            AttemptOutcome::Failed(f) => assert!(f.retry_safe && f.code == "upstream_unavailable"),
+            AttemptOutcome::Failed(f) => assert!(f.retry_safe && f.code == FailureCode::UpstreamUnavailable),
             other => panic!("expected failure, got {other:?}"),
         }
     }

@@ -33,7 +33,7 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 fn outcome(kind: u8, now: Millis) -> AttemptOutcome {
-    let err = FailureRecord::new("x", "x", true, ErrorSource::Upstream);
+    let err = FailureRecord::new(crate::FailureCode::Upstream("x".into()), "x", true, ErrorSource::Upstream);
     match kind {
         0 => AttemptOutcome::Succeeded(json!({"ok": now})),
         1 => AttemptOutcome::Failed(err),

@@ -50,7 +50,7 @@ fn g4_a_write_is_never_dispatched_twice() {
     inv.state = InvocationState::Retrying {
         attempt_no: 1,
         retry_at_ms: 0,
-        last_error: FailureRecord::new("x", "x", true, ErrorSource::Upstream),
+        last_error: FailureRecord::new(crate::FailureCode::Upstream("x".into()), "x", true, ErrorSource::Upstream),
     };
     inv.lease = Lease { owner: Some(w), fence: Fence(1), expires_at_ms: Some(10_000) };
     assert!(inv.begin_attempt(w, Fence(1), 400, TTL).is_err());
