@@ -12,13 +12,13 @@ use switchyard_contract::Principal;
 use tonic::{Request, Response, Status};
 
 use crate::error::{A2aError, Kind};
-use crate::face::{AgentEntry, Caller, Face, Operation, Reply};
+use crate::face::{A2aFace, AgentEntry, Caller, Operation, Reply};
 
 /// The path prefix of the service's calls (`/lf.a2a.v1.A2AService/<Method>`).
 pub const SERVICE_PATH: &str = "/lf.a2a.v1.A2AService";
 
 /// The gRPC service routes, to merge into the HTTP router (h2c on the same listener).
-pub fn router(face: Face) -> axum::Router {
+pub fn router(face: A2aFace) -> axum::Router {
     tonic::service::Routes::new(A2aServiceServer::new(Grpc { face }))
         .into_axum_router()
         .layer(axum::middleware::map_request(remember_authority))
@@ -42,7 +42,7 @@ async fn remember_authority(mut req: axum::extract::Request) -> axum::extract::R
 
 #[derive(Debug, Clone)]
 struct Grpc {
-    face: Face,
+    face: A2aFace,
 }
 
 type EventStream = Pin<Box<dyn Stream<Item = Result<a2a_pb::StreamResponse, Status>> + Send + 'static>>;

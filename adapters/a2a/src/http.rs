@@ -17,25 +17,25 @@ use serde_json::{Map, Value, json};
 use switchyard_contract::Principal;
 
 use crate::error::{A2aError, Kind, Profile};
-use crate::face::{AgentEntry, Caller, Face, Operation, Reply};
+use crate::face::{A2aFace, AgentEntry, Caller, Operation, Reply};
 use crate::origin::{Allowlist, json_content};
 
 #[derive(Clone)]
 struct HttpState {
-    face: Face,
+    face: A2aFace,
     loaded: chrono::DateTime<chrono::Utc>,
     allow: std::sync::Arc<Allowlist>,
 }
 
 impl HttpState {
-    fn new(face: Face) -> Self {
+    fn new(face: A2aFace) -> Self {
         let allow = std::sync::Arc::new(Allowlist::new(&face.config));
         Self { face, loaded: chrono::Utc::now(), allow }
     }
 }
 
 /// The agent cards (public: no authentication).
-pub fn cards(face: Face) -> Router {
+pub fn cards(face: A2aFace) -> Router {
     let state = HttpState::new(face);
     Router::new()
         .route("/.well-known/agent-card.json", get(root_card))
@@ -44,7 +44,7 @@ pub fn cards(face: Face) -> Router {
 }
 
 /// The JSON-RPC and HTTP+JSON endpoints of every agent (to be put behind authentication).
-pub fn api(face: Face) -> Router {
+pub fn api(face: A2aFace) -> Router {
     let limit = face.config.max_request_body_bytes;
     let state = HttpState::new(face);
     Router::new()
@@ -143,7 +143,7 @@ fn rpc_error(id: &Value, e: &A2aError) -> Response {
 /// The agent `name` names, only if the request path spells it literally: the authentication
 /// layer chose the required scope from the raw path, so an encoded name (`%74ck`) must not
 /// reach an agent under another scope.
-fn agent_at(face: &Face, name: &str, uri: &axum::http::Uri) -> Option<std::sync::Arc<AgentEntry>> {
+fn agent_at(face: &A2aFace, name: &str, uri: &axum::http::Uri) -> Option<std::sync::Arc<AgentEntry>> {
     let literal = uri
         .path()
         .strip_prefix("/a2a/")

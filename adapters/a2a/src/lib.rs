@@ -30,15 +30,15 @@ pub use config::{A2aConfig, AgentConfig};
 pub use error::{A2aError, Profile};
 
 /// An agent as an engine upstream, for the registry.
-pub struct AgentUpstream {
+pub struct RegisteredAgent {
     pub name: String,
     pub upstream: Arc<dyn Upstream>,
     pub operations: Vec<(String, EffectClass)>,
 }
 
-impl std::fmt::Debug for AgentUpstream {
+impl std::fmt::Debug for RegisteredAgent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AgentUpstream").field("name", &self.name).finish_non_exhaustive()
+        f.debug_struct("RegisteredAgent").field("name", &self.name).finish_non_exhaustive()
     }
 }
 
@@ -99,7 +99,7 @@ impl A2aAgents {
     /// The agents' engine upstreams, for the registry. A built-in agent's run is replay-safe
     /// (it resumes from its last recorded step), so its `SendMessage` is `read_only`: a run lost
     /// in a crash is driven again. An upstream agent's is a `write`: never resent blindly.
-    pub fn upstreams(&self) -> Vec<AgentUpstream> {
+    pub fn upstreams(&self) -> Vec<RegisteredAgent> {
         self.config
             .agents
             .iter()
@@ -107,7 +107,7 @@ impl A2aAgents {
                 let proxy = self.proxies.get(&a.name).cloned();
                 let effect = if proxy.is_some() { EffectClass::Write } else { EffectClass::ReadOnly };
                 let up: Arc<dyn Upstream> = agent::AgentUpstream::new(a.name.clone(), a.kind, self.hub.clone(), proxy);
-                AgentUpstream {
+                RegisteredAgent {
                     name: a.upstream(),
                     upstream: up,
                     operations: vec![("SendMessage".to_string(), effect)],
@@ -118,14 +118,14 @@ impl A2aAgents {
 
     /// The face, once the engine runs. `security`: the cards' `securitySchemes` and
     /// `securityRequirements`.
-    pub fn face(&self, engine: Arc<dyn Invocations>, security: Option<(Value, Value)>) -> face::Face {
+    pub fn face(&self, engine: Arc<dyn Invocations>, security: Option<(Value, Value)>) -> face::A2aFace {
         let agents: HashMap<_, _> = self
             .config
             .agents
             .iter()
             .map(|a| (a.name.clone(), Arc::new(face::AgentEntry { config: a.clone() })))
             .collect();
-        face::Face {
+        face::A2aFace {
             engine,
             hub: self.hub.clone(),
             config: self.config.clone(),

@@ -41,7 +41,7 @@ pub use vault::Sealer;
 
 pub use catalog::{Catalog, ToolStatus};
 pub use config::{McpConfig, McpUpstreamConfig, OAuthFlow, TaskSupport, UpstreamOAuth, VirtualServerConfig};
-pub use face::{Face, IDEMPOTENCY_KEY, INVOCATION_META};
+pub use face::{IDEMPOTENCY_KEY, INVOCATION_META, McpFace};
 pub use switchyard_contract::Secret;
 
 use crate::client::Pool;
@@ -153,7 +153,7 @@ impl McpGateway {
         let owners = Arc::new(sessions::SessionOwners::default());
         for server in self.cfg.effective_servers() {
             let path = server.path.clone();
-            let face = Face::new(shared.clone(), server);
+            let face = McpFace::new(shared.clone(), server);
             let http = StreamableHttpServerConfig::default()
                 .with_allowed_hosts(hosts.clone())
                 .with_allowed_origins(origins.clone())

@@ -44,7 +44,7 @@ pub struct App {
     pub bindings: Arc<dyn BindingStore>,
     /// The A2A agents and their face.
     pub a2a: Arc<switchyard_a2a::A2aAgents>,
-    a2a_face: switchyard_a2a::face::Face,
+    a2a_face: switchyard_a2a::face::A2aFace,
 }
 
 impl std::fmt::Debug for App {

@@ -1,5 +1,5 @@
 //! The A2A face: the eleven operations handled once for every binding. Bindings decode into
-//! [`Operation`], call [`Face::handle`] with the caller, and encode the [`Reply`] or
+//! [`Operation`], call [`A2aFace::handle`] with the caller, and encode the [`Reply`] or
 //! [`A2aError`] in their own framing. One file per operation group: [`send`] (SendMessage and
 //! its stream), [`tasks`] (list, cancel), [`push_configs`]; this file holds the dispatch, the
 //! caller, cards and the task lookups they share.
@@ -104,7 +104,7 @@ pub struct AgentEntry {
 
 /// The A2A face of the gateway.
 #[derive(Debug, Clone)]
-pub struct Face {
+pub struct A2aFace {
     pub(crate) engine: Arc<dyn Invocations>,
     pub(crate) hub: Hub,
     pub(crate) config: Arc<A2aConfig>,
@@ -139,7 +139,7 @@ fn check_history(n: Option<i32>) -> Result<(), A2aError> {
     }
 }
 
-impl Face {
+impl A2aFace {
     pub fn profile(&self) -> Profile {
         self.config.error_profile
     }

@@ -8,7 +8,7 @@ use a2a::{
 
 use super::*;
 
-impl Face {
+impl A2aFace {
     pub(super) async fn create_push_config(
         &self,
         agent: &AgentEntry,

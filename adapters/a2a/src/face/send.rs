@@ -2,9 +2,26 @@
 //! first answer (a message, or the task and its stream).
 
 use super::*;
-use switchyard_contract::client_stays;
+use switchyard_contract::{Invocation, client_stays};
 
-impl Face {
+/// A decoded send: everything the run needs, checked, before anything is submitted.
+struct Send {
+    scope: String,
+    task_id: String,
+    new_task: bool,
+    message_id: String,
+    history_length: Option<i32>,
+    /// A follow-up's task as it was before this message: its stream starts there, so every
+    /// event of this run (its end included) follows the first snapshot.
+    before: Option<(Task, i64)>,
+    submission: Submission,
+}
+
+impl A2aFace {
+    /// parse → apply → render: [`parse_send`](Self::parse_send) checks the request and builds
+    /// the run's submission; a blocking send waits for the run and renders its outcome
+    /// ([`blocking`](Self::blocking)); a streaming or non-blocking one answers with the first
+    /// thing the run produced ([`first`](Self::first)).
     pub(super) async fn send(
         &self,
         agent: &AgentEntry,
@@ -12,6 +29,34 @@ impl Face {
         req: SendMessageRequest,
         streaming: bool,
     ) -> Result<Reply, A2aError> {
+        let blocking = !streaming && req.configuration.as_ref().and_then(|c| c.return_immediately) != Some(true);
+        let send = self.parse_send(agent, who, req).await?;
+        let message_id = send.message_id.clone();
+        // A resend with the same id but other content is the caller's mistake, not a conflict of
+        // the store: say which message.
+        let resent = |e: switchyard_contract::Error| {
+            if e.kind == ErrorKind::Conflict {
+                A2aError {
+                    retry_safe: Some(e.retry_safe),
+                    ..A2aError::invalid_params(format!(
+                        "message `{message_id}` conflicts with an earlier message with the same id"
+                    ))
+                }
+            } else {
+                A2aError::from(e)
+            }
+        };
+        if blocking {
+            let wait = Duration::from_millis(self.config.call_wait_ms);
+            let inv = self.submit_run(send.submission.clone(), Some(wait)).await.map_err(resent)?.invocation;
+            return self.blocking(&send, inv).await;
+        }
+        let inv = self.submit_run(send.submission.clone(), None).await.map_err(resent)?.invocation;
+        self.first(send, inv.id, &who.principal, streaming).await
+    }
+
+    /// Checks a send and builds its run request and submission; writes nothing.
+    async fn parse_send(&self, agent: &AgentEntry, who: &Caller, req: SendMessageRequest) -> Result<Send, A2aError> {
         let cfg = &agent.config;
         let scope = Self::scope(who, req.tenant.as_ref());
         let message = req.message;
@@ -22,14 +67,10 @@ impl Face {
             return Err(A2aError::invalid_params("message.parts must not be empty"));
         }
         cfg.kind.admit(&message, &who.extensions)?;
-        let conf = req.configuration.unwrap_or(a2a::SendMessageConfiguration {
-            accepted_output_modes: None,
-            task_push_notification_config: None,
-            history_length: None,
-            return_immediately: None,
-        });
-        check_history(conf.history_length)?;
-        if let Some(p) = &conf.task_push_notification_config {
+        let push = req.configuration.as_ref().and_then(|c| c.task_push_notification_config.clone());
+        let history_length = req.configuration.as_ref().and_then(|c| c.history_length);
+        check_history(history_length)?;
+        if let Some(p) = &push {
             if !cfg.push_notifications {
                 return Err(push::not_supported());
             }
@@ -38,39 +79,14 @@ impl Face {
         // With dedupe, a resent message (same messageId, same content) is the same invocation
         // and the same task; without, every send is new.
         let content = if cfg.dedupes() {
-            let v = serde_json::json!([&message, &conf.task_push_notification_config]);
+            let v = serde_json::json!([&message, &push]);
             let canonical = serde_json_canonicalizer::to_string(&v).map_err(|e| A2aError::internal(e.to_string()))?;
             hex::encode(Sha256::digest(canonical.as_bytes()))
         } else {
             uuid::Uuid::now_v7().to_string()
         };
-        // A follow-up's task as it was before this message: its stream starts there, so every
-        // event of this run (its end included) follows the first snapshot.
-        let mut before: Option<(Task, i64)> = None;
-        let (task_id, context_id, new_task) = match message.task_id.as_deref().filter(|t| !t.is_empty()) {
-            Some(tid) => {
-                let rec = self.record(agent, &scope, tid).await?;
-                let task = task_of(&rec)?;
-                hub::ensure_open(&task)?;
-                before = Some((task.clone(), rec.version));
-                if let Some(c) = message.context_id.as_deref().filter(|c| !c.is_empty())
-                    && c != task.context_id
-                {
-                    return Err(A2aError::invalid_params(format!(
-                        "contextId `{c}` does not match task `{tid}` (context `{}`)",
-                        task.context_id
-                    )));
-                }
-                (task.id, task.context_id, false)
-            }
-            None => {
-                let id = digest_id(&[&scope, &cfg.name, &message.message_id, &content]).to_string();
-                let ctx = message.context_id.clone().filter(|c| !c.is_empty()).unwrap_or_else(|| {
-                    digest_id(&[&scope, &cfg.name, &message.message_id, &content, "context"]).to_string()
-                });
-                (id, ctx, true)
-            }
-        };
+        let (task_id, context_id, before) = self.task_for(agent, &scope, &message, &content).await?;
+        let new_task = before.is_none();
         let run = RunRequest {
             scope: scope.clone(),
             agent: cfg.name.clone(),
@@ -79,11 +95,7 @@ impl Face {
             new_task,
             message: message.clone(),
             // The invocation's stored request carries the credentials sealed, never in clear.
-            push: conf
-                .task_push_notification_config
-                .clone()
-                .map(|p| self.hub.sealer().seal_config(&task_id, p))
-                .transpose()?,
+            push: push.map(|p| self.hub.sealer().seal_config(&task_id, p)).transpose()?,
         };
         let key = if cfg.dedupes() {
             let d = Sha256::digest(format!("{scope}\0{}\0{}\0{content}", cfg.name, message.message_id).as_bytes());
@@ -100,84 +112,100 @@ impl Face {
             ingress: switchyard_contract::Ingress::A2a,
             context: None,
         };
-        let resent = |e: switchyard_contract::Error| {
-            if e.kind == ErrorKind::Conflict {
-                A2aError {
-                    retry_safe: Some(e.retry_safe),
-                    ..A2aError::invalid_params(format!(
-                        "message `{}` conflicts with an earlier message with the same id",
-                        message.message_id
-                    ))
-                }
-            } else {
-                A2aError::from(e)
-            }
+        Ok(Send { scope, task_id, new_task, message_id: message.message_id, history_length, before, submission })
+    }
+
+    /// The task a message belongs to: a follow-up's (which must be open, in the same context),
+    /// with its snapshot before this message; or a new task's id and context, derived from the
+    /// message so that a resend names the same task.
+    async fn task_for(
+        &self,
+        agent: &AgentEntry,
+        scope: &str,
+        message: &Message,
+        content: &str,
+    ) -> Result<(String, String, Option<(Task, i64)>), A2aError> {
+        let name = &agent.config.name;
+        let Some(tid) = message.task_id.as_deref().filter(|t| !t.is_empty()) else {
+            let id = digest_id(&[scope, name, &message.message_id, content]).to_string();
+            let ctx = message
+                .context_id
+                .clone()
+                .filter(|c| !c.is_empty())
+                .unwrap_or_else(|| digest_id(&[scope, name, &message.message_id, content, "context"]).to_string());
+            return Ok((id, ctx, None));
         };
-        let blocking = !streaming && conf.return_immediately != Some(true);
-        if blocking {
-            let wait = Duration::from_millis(self.config.call_wait_ms);
-            let done = self.submit_run(submission, Some(wait)).await.map_err(resent)?;
-            let inv = done.invocation;
-            if let InvocationState::Succeeded { result, .. } = &inv.state
-                && let Some(m) = result.get("message")
-            {
-                let m: Message = serde_json::from_value(m.clone())
-                    .map_err(|e| A2aError::new(Kind::InvalidAgentResponse, e.to_string()))?;
-                return Ok(Reply::Send(SendMessageResponse::Message(m)));
-            }
-            if let InvocationState::Failed { error, .. } = &inv.state {
-                // The agent's own error (an upstream agent's A2A error keeps its kind).
-                let kind = Kind::from_failure(&error.code).unwrap_or(Kind::InvalidAgentResponse);
-                return Err(A2aError::new(kind, error.message.clone()).about(inv.id, error.retry_safe));
-            }
-            return match self.hub.get(&scope, &task_id).await? {
-                Some(rec) => {
-                    Ok(Reply::Send(SendMessageResponse::Task(slice_history(task_of(&rec)?, conf.history_length))))
-                }
-                None if matches!(inv.state, InvocationState::Unknown { .. }) => Err(lost_send(inv.id)),
-                None if inv.state.is_settled() => {
-                    Err(A2aError::new(Kind::InvalidAgentResponse, format!("agent run {} started no task", inv.id)))
-                }
-                None => Err(A2aError::new(
-                    Kind::Unavailable,
-                    format!(
-                        "agent run {} has not started its task yet; send the same message again to follow it",
-                        inv.id
-                    ),
-                )),
-            };
+        let rec = self.record(agent, scope, tid).await?;
+        let task = task_of(&rec)?;
+        hub::ensure_open(&task)?;
+        if let Some(c) = message.context_id.as_deref().filter(|c| !c.is_empty())
+            && c != task.context_id
+        {
+            return Err(A2aError::invalid_params(format!(
+                "contextId `{c}` does not match task `{tid}` (context `{}`)",
+                task.context_id
+            )));
         }
-        let inv = self.submit_run(submission, None).await.map_err(resent)?.invocation;
-        let first = self.first_answer(&scope, &task_id, inv.id, &who.principal).await?;
-        match first {
+        Ok((task.id.clone(), task.context_id.clone(), Some((task, rec.version))))
+    }
+
+    /// A blocking send's answer once its run settled (or the wait ended): the agent's message,
+    /// its error, or the task as it is.
+    async fn blocking(&self, send: &Send, inv: Invocation) -> Result<Reply, A2aError> {
+        if let InvocationState::Succeeded { result, .. } = &inv.state
+            && let Some(m) = result.get("message")
+        {
+            let m: Message = serde_json::from_value(m.clone())
+                .map_err(|e| A2aError::new(Kind::InvalidAgentResponse, e.to_string()))?;
+            return Ok(Reply::Send(SendMessageResponse::Message(m)));
+        }
+        if let InvocationState::Failed { error, .. } = &inv.state {
+            // The agent's own error (an upstream agent's A2A error keeps its kind).
+            let kind = Kind::from_failure(&error.code).unwrap_or(Kind::InvalidAgentResponse);
+            return Err(A2aError::new(kind, error.message.clone()).about(inv.id, error.retry_safe));
+        }
+        match self.hub.get(&send.scope, &send.task_id).await? {
+            Some(rec) => Ok(Reply::Send(SendMessageResponse::Task(slice_history(task_of(&rec)?, send.history_length)))),
+            None if matches!(inv.state, InvocationState::Unknown { .. }) => Err(lost_send(inv.id)),
+            None if inv.state.is_settled() => {
+                Err(A2aError::new(Kind::InvalidAgentResponse, format!("agent run {} started no task", inv.id)))
+            }
+            None => Err(A2aError::new(
+                Kind::Unavailable,
+                format!("agent run {} has not started its task yet; send the same message again to follow it", inv.id),
+            )),
+        }
+    }
+
+    /// A streaming or non-blocking send's answer: the agent's message, or its task — on a
+    /// stream, followed by every later event of the task.
+    async fn first(&self, send: Send, inv: InvocationId, who: &Principal, streaming: bool) -> Result<Reply, A2aError> {
+        let rec = match self.first_answer(&send.scope, &send.task_id, inv, who).await? {
             First::Message(m) if streaming => {
-                Ok(Reply::Stream(futures::stream::once(async move { Ok(StreamResponse::Message(m)) }).boxed()))
+                return Ok(Reply::Stream(futures::stream::once(async move { Ok(StreamResponse::Message(m)) }).boxed()));
             }
-            First::Message(m) => Ok(Reply::Send(SendMessageResponse::Message(m))),
-            First::Task(rec) if streaming => {
-                // A new task's stream starts at its creation, so every event is seen in order.
-                let (task, after) = if new_task {
-                    match self.hub.store().events_after(&rec.id, 0, 1).await?.into_iter().next() {
-                        Some((seq, v)) => match serde_json::from_value::<StreamResponse>(v) {
-                            Ok(StreamResponse::Task(t)) => (t, seq),
-                            _ => (task_of(&rec)?, rec.version),
-                        },
-                        None => (task_of(&rec)?, rec.version),
-                    }
-                } else {
-                    match before {
-                        Some(b) => b,
-                        None => (task_of(&rec)?, rec.version),
-                    }
-                };
-                let first = futures::stream::once(async move { Ok(StreamResponse::Task(task)) });
-                let rest = self.hub.follow(rec.id.clone(), after, true);
-                Ok(Reply::Stream(first.chain(rest).boxed()))
+            First::Message(m) => return Ok(Reply::Send(SendMessageResponse::Message(m))),
+            First::Task(rec) if !streaming => {
+                let task = slice_history(task_of(&rec)?, send.history_length);
+                return Ok(Reply::Send(SendMessageResponse::Task(task)));
             }
-            First::Task(rec) => {
-                Ok(Reply::Send(SendMessageResponse::Task(slice_history(task_of(&rec)?, conf.history_length))))
-            }
-        }
+            First::Task(rec) => rec,
+        };
+        // A new task's stream starts at its creation, so every event is seen in order.
+        let (task, after) = match (send.new_task, send.before) {
+            (true, _) => match self.hub.store().events_after(&rec.id, 0, 1).await?.into_iter().next() {
+                Some((seq, v)) => match serde_json::from_value::<StreamResponse>(v) {
+                    Ok(StreamResponse::Task(t)) => (t, seq),
+                    _ => (task_of(&rec)?, rec.version),
+                },
+                None => (task_of(&rec)?, rec.version),
+            },
+            (false, Some(before)) => before,
+            (false, None) => (task_of(&rec)?, rec.version),
+        };
+        let first = futures::stream::once(async move { Ok(StreamResponse::Task(task)) });
+        let rest = self.hub.follow(rec.id.clone(), after, true);
+        Ok(Reply::Stream(first.chain(rest).boxed()))
     }
 
     /// Submits a run (and with `wait`, waits for it). A resent message whose earlier send was

@@ -2,7 +2,7 @@
 
 use super::*;
 
-impl Face {
+impl A2aFace {
     pub(super) async fn list(
         &self,
         agent: &AgentEntry,

@@ -16,7 +16,7 @@ use serde_json::json;
 use switchyard_contract::{InvocationId, Invocations, Principal, Submitted};
 use tracing::{info, warn};
 
-use super::{Face, error_result};
+use super::{McpFace, error_result};
 
 /// How long a session remembers a detached call or an early `notifications/cancelled`.
 const REMEMBER: Duration = Duration::from_secs(30);
@@ -94,7 +94,7 @@ fn cancel(engine: &Arc<dyn Invocations>, by: Principal, inv: InvocationId) {
     });
 }
 
-impl Face {
+impl McpFace {
     /// The answer (never seen: the client is gone) once the client stopped waiting; cancels
     /// the call only when it was this request's own unkeyed call.
     pub(super) fn client_gone(

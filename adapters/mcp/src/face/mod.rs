@@ -1,4 +1,4 @@
-//! The MCP server face: one [`Face`] per virtual server, behind rmcp's Streamable HTTP service
+//! The MCP server face: one [`McpFace`] per virtual server, behind rmcp's Streamable HTTP service
 //! (both eras on one URL). Lists come from the [`Catalog`]; every `tools/call` is a durable
 //! invocation of the engine; prompts, resources and completion pass through unjournaled.
 //!
@@ -38,6 +38,7 @@ use crate::client::{Pool, Relay};
 use crate::config::{TaskSupport, VirtualServerConfig};
 use crate::upstream::ToolRequest;
 
+mod call;
 mod gone;
 mod mrtr;
 mod tasks;
@@ -76,7 +77,7 @@ impl std::fmt::Debug for Shared {
 
 /// One virtual server, as one legacy session (or one stateless request) sees it.
 #[derive(Clone, Debug)]
-pub struct Face {
+pub struct McpFace {
     shared: Arc<Shared>,
     server: Arc<VirtualServerConfig>,
     /// A legacy session's `logging/setLevel`; upstream log messages are asked for at this level.
@@ -154,7 +155,7 @@ fn page<T: Clone>(items: &[T], cursor: Option<&str>, size: usize) -> Result<(Vec
     Ok((items[start..end].to_vec(), next))
 }
 
-impl Face {
+impl McpFace {
     pub fn new(shared: Arc<Shared>, server: VirtualServerConfig) -> Self {
         Self {
             shared,
@@ -224,161 +225,6 @@ impl Face {
             }
         }
     }
-
-    async fn call(
-        &self,
-        params: CallToolRequestParams,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        self.shared.catalog.refresh_approvals().await;
-        let name = params.name.to_string();
-        let entry = self
-            .shared
-            .catalog
-            .tool(&name, self.includes())
-            .filter(|t| self.server.exposes(&t.exposed))
-            .ok_or_else(|| invalid(format!("unknown tool `{name}`")))?;
-        if !entry.approved {
-            return Err(ErrorData::invalid_params(
-                format!(
-                    "tool `{name}` is withheld: upstream `{}` changed its schema since it was approved; an operator \
-                     must review and run `switchyard upstreams approve {} --tool {}`",
-                    entry.upstream, entry.upstream, entry.tool.name
-                ),
-                Some(json!({ "tool": name, "reason": "schema_changed" })),
-            ));
-        }
-        let support = self.task_support(&entry.upstream, &entry.tool.name);
-        let tasks = support != TaskSupport::Forbidden && declares_tasks(&ctx);
-        if support == TaskSupport::Required && !tasks {
-            return Err(ErrorData::missing_required_client_capability(
-                ClientCapabilities::builder().enable_tasks().build(),
-            ));
-        }
-        let wait = if tasks { self.shared.task_after } else { self.shared.call_wait };
-        let who = principal(&ctx)?;
-        let (mut key, mut prev, mut up_state, mut round) = (None, None, None, 1u32);
-        if let Some(state) = params.request_state.as_deref() {
-            let sealed = self.open(&who, "tool", &name, state)?;
-            (key, prev, up_state, round) = (sealed.key, sealed.prev, sealed.up, sealed.round + 1);
-        } else if let Some(k) =
-            params.meta.as_ref().and_then(|m| m.get(IDEMPOTENCY_KEY)).or_else(|| ctx.meta.get(IDEMPOTENCY_KEY))
-        {
-            let k = k.as_str().ok_or_else(|| invalid(format!("_meta.{IDEMPOTENCY_KEY} must be a string")))?;
-            IngressKey::new(k).map_err(|e| invalid(format!("_meta.{IDEMPOTENCY_KEY}: {}", e.message)))?;
-            key = Some(k.to_string());
-        }
-        let mut responses = params.input_responses;
-        let relay = self.relay(&ctx);
-        loop {
-            let request = ToolRequest {
-                tool: entry.tool.name.to_string(),
-                arguments: params.arguments.clone(),
-                input_responses: responses.take(),
-                request_state: up_state.take(),
-                continues: prev.clone(),
-            };
-            // Round n > 1 gets a key derived from the invocation it continues (and the client's
-            // key, if any), so a retry — or a replay — of that round's `requestState` attaches to
-            // the round's one invocation instead of calling the upstream again.
-            let ingress = match (&key, &prev) {
-                (Some(k), None) => Some(k.clone()),
-                (Some(k), Some(p)) => Some(format!("{k}/{p}")),
-                (None, Some(p)) => Some(format!("mrtr/{p}")),
-                (None, None) => None,
-            }
-            .map(IngressKey::new)
-            .transpose()
-            .map_err(|e| invalid(e.message.to_string()))?;
-            let submission = Submission {
-                principal: who.clone(),
-                upstream: entry.upstream.clone(),
-                operation: entry.tool.name.to_string(),
-                request: serde_json::to_value(&request).map_err(|e| internal(e.to_string()))?,
-                ingress_key: ingress,
-                ingress: switchyard_contract::Ingress::Mcp,
-                context: Some(CallContext::new(relay.clone())),
-            };
-            let ct = ctx.ct.clone();
-            let gone = Box::pin(async move { ct.cancelled().await });
-            let waited = self
-                .shared
-                .engine
-                .submit_and_wait(submission, wait, gone)
-                .await
-                .map_err(|e| crate::error::rpc_error(&e, None))?;
-            let (submitted, interrupted) = (waited.submitted, waited.client_gone);
-            let inv = submitted.invocation.clone();
-            // A task: the call is still running, or the tool always answers with one (unless
-            // this round only asks for input, which stays an MRTR round).
-            if tasks
-                && !interrupted
-                && (!inv.state.is_settled() || support == TaskSupport::Required && !asks_input(&inv))
-            {
-                return Ok(CallToolResponse::Task(CreateTaskResult::new(self.task_of(&inv))));
-            }
-            if interrupted {
-                return Ok(CallToolResponse::Complete(self.client_gone(
-                    ctx.id.clone(),
-                    &who,
-                    &submitted,
-                    key.is_some(),
-                )));
-            }
-            let result = match inv.state {
-                InvocationState::Succeeded { result, .. } => result,
-                InvocationState::Failed { error, .. } if error.code == FailureCode::RpcError => {
-                    let d = error.details.unwrap_or(Value::Null);
-                    let code = d.get("code").and_then(Value::as_i64).and_then(|c| i32::try_from(c).ok());
-                    let data = d.get("data").cloned().filter(|v| !v.is_null());
-                    return Err(ErrorData::new(ErrorCode(code.unwrap_or(-32603)), error.message, data));
-                }
-                InvocationState::Failed { error, .. } => {
-                    let mut r = error_result(inv.id, &format!("the call failed ({}): {}", error.code, error.message));
-                    r.structured_content = Some(json!({ "invocation": inv.id.to_string(), "state": "failed",
-                        "code": error.code, "retrySafe": error.retry_safe }));
-                    return Ok(CallToolResponse::Complete(r));
-                }
-                InvocationState::Unknown { reason, .. } => {
-                    return Ok(CallToolResponse::Complete(unknown_result(inv.id, &reason)));
-                }
-                InvocationState::Canceled { .. } => {
-                    return Ok(CallToolResponse::Complete(error_result(inv.id, "the call was canceled")));
-                }
-                other => return Ok(CallToolResponse::Complete(pending_result(inv.id, other.name().as_str()))),
-            };
-            if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
-                // An operator's reconciliation may record any JSON: shown as text if it is not a
-                // tool result.
-                let mut r: CallToolResult = serde_json::from_value(result.clone())
-                    .unwrap_or_else(|_| CallToolResult::success(vec![ContentBlock::text(result.to_string())]));
-                let meta = r.meta.get_or_insert_with(MetaObject::new);
-                meta.0.insert(INVOCATION_META.into(), json!(inv.id.to_string()));
-                return Ok(CallToolResponse::Complete(r));
-            }
-            let asked: InputRequiredResult =
-                serde_json::from_value(result).map_err(|e| internal(format!("stored input_required: {e}")))?;
-            prev = Some(inv.id.to_string());
-            if modern(&ctx) {
-                let sealed = Sealed { prev: prev.clone(), up: asked.request_state.clone(), key: key.clone(), round };
-                let state = self.seal(&who, "tool", &name, &sealed)?;
-                return Ok(CallToolResponse::InputRequired(InputRequiredResult::new(
-                    asked.input_requests,
-                    Some(state),
-                )));
-            }
-            if round >= MAX_ROUNDS {
-                return Ok(CallToolResponse::Complete(error_result(
-                    inv.id,
-                    "the upstream asked for input too many times",
-                )));
-            }
-            let requests = asked.input_requests.unwrap_or_default();
-            responses = Some(self.ask_legacy(&requests, &ctx).await?);
-            up_state = asked.request_state;
-            round += 1;
-        }
-    }
 }
 
 fn error_result(id: InvocationId, text: &str) -> CallToolResult {
@@ -408,7 +254,7 @@ fn unexpected(what: &str) -> ErrorData {
     internal(format!("the upstream answered {what} with another kind of result"))
 }
 
-impl ServerHandler for Face {
+impl ServerHandler for McpFace {
     fn get_info(&self) -> ServerInfo {
         let mut caps = ServerCapabilities::default();
         caps.tools = Some(Default::default());

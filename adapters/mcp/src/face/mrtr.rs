@@ -11,7 +11,7 @@ use rmcp::{ErrorData, RoleServer};
 use serde::{Deserialize, Serialize};
 use switchyard_contract::Principal;
 
-use super::{Face, MAX_ROUNDS, internal, invalid, modern, principal};
+use super::{MAX_ROUNDS, McpFace, internal, invalid, modern, principal};
 use crate::client::service_error;
 
 /// What the gateway seals into the `requestState` it gives a client.
@@ -29,7 +29,7 @@ pub(super) struct Sealed {
     pub(super) round: u32,
 }
 
-impl Face {
+impl McpFace {
     fn seal_data(who: &Principal, kind: &str, name: &str) -> Vec<u8> {
         format!("{}\n{}\n{kind}\n{name}", who.tenant, who.subject).into_bytes()
     }

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use switchyard_contract::{Invocation, InvocationId, InvocationState};
 use tracing::info;
 
-use super::{Face, TASKS_EXTENSION_ID, internal, principal, unknown_result};
+use super::{McpFace, TASKS_EXTENSION_ID, internal, principal, unknown_result};
 use crate::config::TaskSupport;
 
 /// Whether the request's client declared the Tasks extension.
@@ -40,7 +40,7 @@ fn iso8601(ms: i64) -> String {
     format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}.{milli:03}Z")
 }
 
-impl Face {
+impl McpFace {
     pub(super) fn task_support(&self, upstream: &str, tool: &str) -> TaskSupport {
         self.shared.pools.get(upstream).and_then(|p| p.spec.tasks.get(tool).copied()).unwrap_or_default()
     }

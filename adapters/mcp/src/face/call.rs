@@ -1,0 +1,242 @@
+//! tools/call as parse → apply → render: the catalog check ([`McpFace::callable`]), the rounds of
+//! one call (each a durable invocation, submitted and waited for through the driving port), and
+//! the rendering of each round's outcome ([`render`]) as a result, an error, a task, or a
+//! request for input.
+
+use super::*;
+use switchyard_contract::Invocation;
+
+/// Where a call is in its rounds. Round 1 is the client's request; each later round answers the
+/// upstream's request for input and continues the invocation before it.
+struct Round {
+    /// The client's idempotency key, if any.
+    key: Option<String>,
+    /// The invocation this round continues.
+    prev: Option<String>,
+    /// The upstream's own `requestState` from the previous round, passed back verbatim.
+    up_state: Option<String>,
+    responses: Option<InputResponses>,
+    n: u32,
+}
+
+impl Round {
+    /// The round's ingress key. Round n > 1 gets a key derived from the invocation it continues
+    /// (and the client's key, if any), so a retry — or a replay — of that round's
+    /// `requestState` attaches to the round's one invocation instead of calling the upstream
+    /// again.
+    fn ingress_key(&self) -> Result<Option<IngressKey>, ErrorData> {
+        match (&self.key, &self.prev) {
+            (Some(k), None) => Some(k.clone()),
+            (Some(k), Some(p)) => Some(format!("{k}/{p}")),
+            (None, Some(p)) => Some(format!("mrtr/{p}")),
+            (None, None) => None,
+        }
+        .map(IngressKey::new)
+        .transpose()
+        .map_err(|e| invalid(e.message.to_string()))
+    }
+}
+
+impl Round {
+    /// The round's invocation as submitted: the upstream's own tool name, the client's
+    /// arguments, and what continues the previous round.
+    fn submission(
+        &mut self,
+        entry: &crate::catalog::ToolEntry,
+        params: &CallToolRequestParams,
+        who: &Principal,
+        relay: &Arc<Relay>,
+    ) -> Result<Submission, ErrorData> {
+        let request = ToolRequest {
+            tool: entry.tool.name.to_string(),
+            arguments: params.arguments.clone(),
+            input_responses: self.responses.take(),
+            request_state: self.up_state.take(),
+            continues: self.prev.clone(),
+        };
+        Ok(Submission {
+            principal: who.clone(),
+            upstream: entry.upstream.clone(),
+            operation: entry.tool.name.to_string(),
+            request: serde_json::to_value(&request).map_err(|e| internal(e.to_string()))?,
+            ingress_key: self.ingress_key()?,
+            ingress: switchyard_contract::Ingress::Mcp,
+            context: Some(CallContext::new(relay.clone())),
+        })
+    }
+}
+
+/// What one round's invocation came to.
+enum Rendered {
+    Answer(CallToolResponse),
+    /// The upstream asks the client for input before it can answer.
+    AskInput(InputRequiredResult),
+}
+
+impl McpFace {
+    pub(super) async fn call(
+        &self,
+        params: CallToolRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let name = params.name.to_string();
+        let entry = self.callable(&name).await?;
+        let (support, tasks) = self.task_mode(&entry, &ctx)?;
+        let wait = if tasks { self.shared.task_after } else { self.shared.call_wait };
+        let who = principal(&ctx)?;
+        let mut round = self.first_round(&params, &ctx, &who, &name)?;
+        let relay = self.relay(&ctx);
+        loop {
+            let submission = round.submission(&entry, &params, &who, &relay)?;
+            let ct = ctx.ct.clone();
+            let gone = Box::pin(async move { ct.cancelled().await });
+            let waited = self
+                .shared
+                .engine
+                .submit_and_wait(submission, wait, gone)
+                .await
+                .map_err(|e| crate::error::rpc_error(&e, None))?;
+            let inv = waited.submitted.invocation.clone();
+            if waited.client_gone {
+                let answer = self.client_gone(ctx.id.clone(), &who, &waited.submitted, round.key.is_some());
+                return Ok(CallToolResponse::Complete(answer));
+            }
+            // A task: the call is still running, or the tool always answers with one (unless
+            // this round only asks for input, which stays an MRTR round).
+            if tasks && (!inv.state.is_settled() || support == TaskSupport::Required && !asks_input(&inv)) {
+                return Ok(CallToolResponse::Task(CreateTaskResult::new(self.task_of(&inv))));
+            }
+            let asked = match render(&inv)? {
+                Rendered::Answer(answer) => return Ok(answer),
+                Rendered::AskInput(asked) => asked,
+            };
+            round.prev = Some(inv.id.to_string());
+            if modern(&ctx) {
+                let sealed = Sealed {
+                    prev: round.prev.clone(),
+                    up: asked.request_state.clone(),
+                    key: round.key.clone(),
+                    round: round.n,
+                };
+                let state = self.seal(&who, "tool", &name, &sealed)?;
+                return Ok(CallToolResponse::InputRequired(InputRequiredResult::new(
+                    asked.input_requests,
+                    Some(state),
+                )));
+            }
+            if round.n >= MAX_ROUNDS {
+                let answer = error_result(inv.id, "the upstream asked for input too many times");
+                return Ok(CallToolResponse::Complete(answer));
+            }
+            // A legacy client is asked through server→client requests; its answers are the next
+            // round.
+            round.responses = Some(self.ask_legacy(&asked.input_requests.unwrap_or_default(), &ctx).await?);
+            (round.up_state, round.n) = (asked.request_state, round.n + 1);
+        }
+    }
+
+    /// The catalog entry for `name`, if this endpoint exposes it and its schema is approved.
+    async fn callable(&self, name: &str) -> Result<crate::catalog::ToolEntry, ErrorData> {
+        self.shared.catalog.refresh_approvals().await;
+        let entry = self
+            .shared
+            .catalog
+            .tool(name, self.includes())
+            .filter(|t| self.server.exposes(&t.exposed))
+            .ok_or_else(|| invalid(format!("unknown tool `{name}`")))?;
+        if !entry.approved {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "tool `{name}` is withheld: upstream `{}` changed its schema since it was approved; an operator \
+                     must review and run `switchyard upstreams approve {} --tool {}`",
+                    entry.upstream, entry.upstream, entry.tool.name
+                ),
+                Some(json!({ "tool": name, "reason": "schema_changed" })),
+            ));
+        }
+        Ok(entry)
+    }
+
+    /// The tool's task support and whether this call may be answered with a task (the client
+    /// declared the Tasks extension); a tool that requires tasks refuses clients without it.
+    fn task_mode(
+        &self,
+        entry: &crate::catalog::ToolEntry,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<(TaskSupport, bool), ErrorData> {
+        let support = self.task_support(&entry.upstream, &entry.tool.name);
+        let tasks = support != TaskSupport::Forbidden && declares_tasks(ctx);
+        if support == TaskSupport::Required && !tasks {
+            return Err(ErrorData::missing_required_client_capability(
+                ClientCapabilities::builder().enable_tasks().build(),
+            ));
+        }
+        Ok((support, tasks))
+    }
+
+    /// The call's first round: a fresh call (with the client's idempotency key, if any), or the
+    /// continuation a sealed `requestState` names (checked against the caller and the tool).
+    fn first_round(
+        &self,
+        params: &CallToolRequestParams,
+        ctx: &RequestContext<RoleServer>,
+        who: &Principal,
+        name: &str,
+    ) -> Result<Round, ErrorData> {
+        let responses = params.input_responses.clone();
+        if let Some(state) = params.request_state.as_deref() {
+            let sealed = self.open(who, "tool", name, state)?;
+            return Ok(Round {
+                key: sealed.key,
+                prev: sealed.prev,
+                up_state: sealed.up,
+                responses,
+                n: sealed.round + 1,
+            });
+        }
+        let key = params.meta.as_ref().and_then(|m| m.get(IDEMPOTENCY_KEY)).or_else(|| ctx.meta.get(IDEMPOTENCY_KEY));
+        let key = match key {
+            Some(k) => {
+                let k = k.as_str().ok_or_else(|| invalid(format!("_meta.{IDEMPOTENCY_KEY} must be a string")))?;
+                IngressKey::new(k).map_err(|e| invalid(format!("_meta.{IDEMPOTENCY_KEY}: {}", e.message)))?;
+                Some(k.to_string())
+            }
+            None => None,
+        };
+        Ok(Round { key, prev: None, up_state: None, responses, n: 1 })
+    }
+}
+
+/// A settled (or still running) round as the client sees it.
+fn render(inv: &Invocation) -> Result<Rendered, ErrorData> {
+    let complete = |r: CallToolResult| Ok(Rendered::Answer(CallToolResponse::Complete(r)));
+    let result = match &inv.state {
+        InvocationState::Succeeded { result, .. } => result.clone(),
+        // The upstream's JSON-RPC error, passed on with its own code and data.
+        InvocationState::Failed { error, .. } if error.code == FailureCode::RpcError => {
+            let d = error.details.clone().unwrap_or(Value::Null);
+            let code = d.get("code").and_then(Value::as_i64).and_then(|c| i32::try_from(c).ok());
+            let data = d.get("data").cloned().filter(|v| !v.is_null());
+            return Err(ErrorData::new(ErrorCode(code.unwrap_or(-32603)), error.message.clone(), data));
+        }
+        InvocationState::Failed { error, .. } => {
+            let mut r = error_result(inv.id, &format!("the call failed ({}): {}", error.code, error.message));
+            r.structured_content = Some(json!({ "invocation": inv.id.to_string(), "state": "failed",
+                "code": error.code, "retrySafe": error.retry_safe }));
+            return complete(r);
+        }
+        InvocationState::Unknown { reason, .. } => return complete(unknown_result(inv.id, reason)),
+        InvocationState::Canceled { .. } => return complete(error_result(inv.id, "the call was canceled")),
+        other => return complete(pending_result(inv.id, other.name().as_str())),
+    };
+    if result.get("resultType").and_then(Value::as_str) == Some("input_required") {
+        let asked = serde_json::from_value(result).map_err(|e| internal(format!("stored input_required: {e}")))?;
+        return Ok(Rendered::AskInput(asked));
+    }
+    // An operator's reconciliation may record any JSON: shown as text if it is not a tool result.
+    let mut r: CallToolResult = serde_json::from_value(result.clone())
+        .unwrap_or_else(|_| CallToolResult::success(vec![ContentBlock::text(result.to_string())]));
+    let meta = r.meta.get_or_insert_with(MetaObject::new);
+    meta.0.insert(INVOCATION_META.into(), json!(inv.id.to_string()));
+    complete(r)
+}
