@@ -88,17 +88,18 @@ pub fn parse_keep(text: &str) -> Option<Keep> {
 
 impl ArtifactsConfig {
     /// Checks what types cannot; messages name the key (`artifacts.…`).
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), switchyard_contract::InvalidConfig> {
         for (class, keep) in &self.retention {
             if parse_keep(keep).is_none() {
-                return Err(format!("artifacts.retention.{class} must be `forever` or `<days>d` (got `{keep}`)"));
+                return Err(format!("artifacts.retention.{class} must be `forever` or `<days>d` (got `{keep}`)").into());
             }
         }
         if !self.retention.contains_key(&self.default_retention_class) {
             return Err(format!(
                 "artifacts.default_retention_class `{}` is not a key of artifacts.retention",
                 self.default_retention_class
-            ));
+            )
+            .into());
         }
         if !(5 * 1024 * 1024..=5 * 1024 * 1024 * 1024).contains(&self.part_size_bytes) {
             return Err("artifacts.part_size_bytes must be within 5 MiB..=5 GiB".into());
@@ -180,9 +181,9 @@ mod tests {
         assert!(ArtifactsConfig::default().validate().is_ok());
         let mut cfg = ArtifactsConfig::default();
         cfg.retention.insert("scratch".into(), "soon".into());
-        assert!(cfg.validate().is_err_and(|m| m.contains("artifacts.retention.scratch")));
+        assert!(cfg.validate().is_err_and(|m| m.0.contains("artifacts.retention.scratch")));
         let cfg = ArtifactsConfig { backend: Backend::S3, ..ArtifactsConfig::default() };
-        assert!(cfg.validate().is_err_and(|m| m.contains("artifacts.s3_bucket")));
+        assert!(cfg.validate().is_err_and(|m| m.0.contains("artifacts.s3_bucket")));
     }
 
     #[test]

@@ -8,6 +8,7 @@ use sha2::{Digest, Sha256};
 
 use crate::agent::{AgentKind, TCK_REQUIRED_EXTENSION};
 use crate::config::{A2aConfig, AgentConfig};
+use crate::error::A2aError;
 
 /// The cards' `securitySchemes` and `securityRequirements` when callers authenticate with
 /// bearer tokens for `resource`: a bearer JWT scheme, and per issuer its OpenID Connect discovery
@@ -126,7 +127,7 @@ fn b64(bytes: &[u8]) -> String {
 
 impl CardSigner {
     /// From a PKCS#8 P-256 private key in PEM (`-----BEGIN PRIVATE KEY-----`).
-    pub fn from_pem(pem: &str, kid: String) -> Result<Self, String> {
+    pub fn from_pem(pem: &str, kid: String) -> Result<Self, switchyard_contract::InvalidConfig> {
         use base64::Engine as _;
         let body: String = pem.lines().filter(|l| !l.starts_with("-----")).map(str::trim).collect();
         let der = base64::engine::general_purpose::STANDARD
@@ -141,16 +142,17 @@ impl CardSigner {
     }
 
     /// Replaces the card's `signatures` with this key's signature.
-    pub fn sign(&self, card: &mut Value) -> Result<(), String> {
-        let Some(obj) = card.as_object_mut() else { return Err("a card is an object".into()) };
+    pub fn sign(&self, card: &mut Value) -> Result<(), A2aError> {
+        let Some(obj) = card.as_object_mut() else { return Err(A2aError::internal("a card is an object")) };
         obj.remove("signatures");
-        let payload = serde_json_canonicalizer::to_string(&Value::Object(obj.clone())).map_err(|e| e.to_string())?;
+        let payload = serde_json_canonicalizer::to_string(&Value::Object(obj.clone()))
+            .map_err(|e| A2aError::internal(e.to_string()))?;
         let protected = b64(json!({"alg": "ES256", "kid": self.kid, "typ": "JOSE"}).to_string().as_bytes());
         let input = format!("{protected}.{}", b64(payload.as_bytes()));
         let sig = self
             .key
             .sign(&aws_lc_rs::rand::SystemRandom::new(), input.as_bytes())
-            .map_err(|e| format!("signing failed: {e}"))?;
+            .map_err(|e| A2aError::internal(format!("signing failed: {e}")))?;
         obj.insert("signatures".into(), json!([{"protected": protected, "signature": b64(sig.as_ref())}]));
         Ok(())
     }

@@ -119,17 +119,19 @@ impl AgentConfig {
         format!("/a2a/{}", self.name)
     }
 
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), switchyard_contract::InvalidConfig> {
         let ok = !self.name.is_empty()
             && self.name.len() <= 64
             && self.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
         if !ok {
-            return Err(format!("a2a agent name `{}` must be 1-64 of [A-Za-z0-9_-]", self.name));
+            return Err(format!("a2a agent name `{}` must be 1-64 of [A-Za-z0-9_-]", self.name).into());
         }
         match (self.kind, &self.card_url) {
-            (AgentKind::Upstream, None) => Err(format!("a2a agent `{}`: kind upstream needs card_url", self.name)),
+            (AgentKind::Upstream, None) => {
+                Err(format!("a2a agent `{}`: kind upstream needs card_url", self.name).into())
+            }
             (AgentKind::Tck | AgentKind::Echo, Some(_)) => {
-                Err(format!("a2a agent `{}`: card_url is only for kind upstream", self.name))
+                Err(format!("a2a agent `{}`: card_url is only for kind upstream", self.name).into())
             }
             _ => Ok(()),
         }

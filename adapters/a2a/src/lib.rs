@@ -60,12 +60,12 @@ impl A2aAgents {
         tasks: Arc<dyn TaskStore>,
         keeper: Option<Arc<dyn ArtifactKeeper>>,
         sealer: sealing::CredentialSealer,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, switchyard_contract::InvalidConfig> {
         let mut seen = std::collections::HashSet::new();
         for a in &config.agents {
             a.validate()?;
             if !seen.insert(a.name.clone()) {
-                return Err(format!("a2a agent `{}` is configured twice", a.name));
+                return Err(format!("a2a agent `{}` is configured twice", a.name).into());
             }
         }
         let proxies = config

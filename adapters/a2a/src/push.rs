@@ -252,7 +252,7 @@ async fn deliver_one(hub: &Hub, client: &reqwest::Client, settings: &PushSetting
         .map_err(|e| e.to_string())
         .and_then(|c| hub.sealer().open_config(&d.task_id, c).map_err(|e| e.message));
     let outcome = match (hydrated(hub, &d.payload).await, config) {
-        (Ok(payload), Ok(config)) => deliver(client, settings, &config, &payload).await,
+        (Ok(payload), Ok(config)) => deliver(client, settings, &config, &payload).await.map_err(|e| e.0),
         (Err(e), _) => Err(e.message),
         (_, Err(e)) => Err(e),
     };
@@ -288,12 +288,23 @@ async fn hydrated(hub: &Hub, payload: &serde_json::Value) -> Result<serde_json::
     serde_json::to_value(&ev).map_err(|e| A2aError::internal(e.to_string()))
 }
 
+/// Why one POST to a webhook did not deliver.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct DeliveryError(String);
+
+impl From<String> for DeliveryError {
+    fn from(s: String) -> Self {
+        Self(s)
+    }
+}
+
 async fn deliver(
     client: &reqwest::Client,
     s: &PushSettings,
     cfg: &TaskPushNotificationConfig,
     payload: &serde_json::Value,
-) -> Result<(), String> {
+) -> Result<(), DeliveryError> {
     // Literal addresses are checked here; names by the client's resolver when connecting.
     let url = check_url(&cfg.url, s).map_err(|e| e.message)?;
     let mut req =
@@ -309,7 +320,7 @@ async fn deliver(
         req = req.header("X-A2A-Notification-Token", token);
     }
     let resp = req.send().await.map_err(|e| e.to_string())?;
-    if resp.status().is_success() { Ok(()) } else { Err(format!("webhook answered {}", resp.status())) }
+    if resp.status().is_success() { Ok(()) } else { Err(format!("webhook answered {}", resp.status()).into()) }
 }
 
 /// The error for push operations on an agent without push support.

@@ -36,7 +36,7 @@ fn b64() -> base64::engine::GeneralPurpose {
 
 impl CredentialSealer {
     /// From 64 hex characters (32 bytes).
-    pub fn from_hex(hex_key: &str) -> Result<Self, String> {
+    pub fn from_hex(hex_key: &str) -> Result<Self, switchyard_contract::InvalidConfig> {
         let bytes = hex::decode(hex_key.trim()).ok().filter(|b| b.len() == 32);
         let bytes = bytes.ok_or("a2a.push.credentials_key must be 64 hex characters (32 bytes)")?;
         let key = UnboundKey::new(&AES_256_GCM, &bytes).map_err(|_| "invalid AES-256 key")?;

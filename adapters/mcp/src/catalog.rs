@@ -14,6 +14,7 @@ use switchyard_contract::{BindingStore, RequestDigest};
 use tracing::{info, warn};
 
 use crate::client::Pool;
+use crate::error::DiscoveryError;
 
 /// Bindings of the `tool` kind.
 pub const TOOL: &str = "tool";
@@ -84,9 +85,11 @@ pub struct Listing {
 const APPROVAL_REFRESH: Duration = Duration::from_secs(2);
 
 /// The digest a tool is pinned by: its input and output schemas, canonicalized.
-pub fn tool_digest(upstream: &str, tool: &Tool) -> Result<String, String> {
+pub fn tool_digest(upstream: &str, tool: &Tool) -> Result<String, DiscoveryError> {
     let schemas = json!({ "inputSchema": tool.input_schema.as_ref(), "outputSchema": tool.output_schema.as_deref() });
-    RequestDigest::compute(upstream, &tool.name, &schemas).map(|d| d.as_str().to_string()).map_err(|e| e.to_string())
+    RequestDigest::compute(upstream, &tool.name, &schemas)
+        .map(|d| d.as_str().to_string())
+        .map_err(|e| DiscoveryError(e.to_string()))
 }
 
 impl Catalog {
@@ -100,7 +103,7 @@ impl Catalog {
     }
 
     /// Lists everything the upstream offers on one session and pins its tools.
-    pub async fn discover(&self, pool: &Arc<Pool>) -> Result<(), String> {
+    pub async fn discover(&self, pool: &Arc<Pool>) -> Result<(), DiscoveryError> {
         let lease = pool.acquire().await.map_err(|e| e.0)?;
         let Some(peer) = lease.peer().cloned() else { return Err("no session".into()) };
         let tools = peer.list_all_tools().await.map_err(|e| format!("tools/list: {e}"))?;
@@ -117,7 +120,7 @@ impl Catalog {
 
     /// Takes `upstream`'s lists (exposed under `prefix`) in place of what it offered before,
     /// pinning each tool by its schemas' digest.
-    pub async fn learn(&self, upstream: &str, prefix: &str, listing: Listing) -> Result<(), String> {
+    pub async fn learn(&self, upstream: &str, prefix: &str, listing: Listing) -> Result<(), DiscoveryError> {
         let name = upstream.to_string();
         let Listing { tools, prompts, resources, templates } = listing;
         let mut offer = Offer { resources, templates, ..Offer::default() };

@@ -238,6 +238,24 @@ struct Session {
 #[error("{0}")]
 pub struct SessionError(pub String);
 
+impl From<String> for SessionError {
+    fn from(s: String) -> Self {
+        Self(s)
+    }
+}
+
+impl From<crate::error::OAuthFlowError> for SessionError {
+    fn from(e: crate::error::OAuthFlowError) -> Self {
+        Self(e.0)
+    }
+}
+
+impl From<&str> for SessionError {
+    fn from(s: &str) -> Self {
+        Self(s.to_string())
+    }
+}
+
 /// Start-up failures: how many episodes in a row, when the last began, and whether a probe
 /// start is under way.
 #[derive(Debug, Default)]
@@ -253,7 +271,7 @@ impl Backoff {
     }
 
     /// Whether a start may go now (and if it is the probe, marks it).
-    fn admit(&mut self) -> Result<(), String> {
+    fn admit(&mut self) -> Result<(), SessionError> {
         let Some(at) = self.at else { return Ok(()) };
         let wait = self.wait();
         if at.elapsed() < wait {
@@ -261,7 +279,8 @@ impl Backoff {
                 "failed to start {} time(s); next attempt in {} ms",
                 self.n,
                 (wait - at.elapsed()).as_millis()
-            ));
+            )
+            .into());
         }
         if self.probing {
             return Err("failed to start; a probe start is under way".into());
@@ -455,7 +474,7 @@ impl Pool {
         let fail = |e: String| SessionError(format!("upstream `{}`: {e}", self.spec.name));
         if let Some(url) = &self.spec.url {
             let auth = match self.spec.oauth {
-                Some(_) => Some(self.oauth_client(url).await.map_err(fail)?),
+                Some(_) => Some(self.oauth_client(url).await.map_err(|e| fail(e.0))?),
                 None => None,
             };
             let served = crate::oauth::connect_http(handler, url, auth, lifecycle).await;
@@ -480,7 +499,7 @@ impl Pool {
     }
 
     /// The OAuth-authorized HTTP client of this upstream, shared by its sessions.
-    async fn oauth_client(&self, url: &str) -> Result<OAuthHttp, String> {
+    async fn oauth_client(&self, url: &str) -> Result<OAuthHttp, SessionError> {
         if let Some(c) = self.auth.lock().ok().and_then(|c| c.clone()) {
             return Ok(c);
         }

@@ -176,7 +176,7 @@ pub enum OAuthFlow {
 
 impl UpstreamOAuth {
     /// The client secret, if one is configured (public clients have none).
-    pub fn optional_secret(&self) -> Result<Option<Secret>, String> {
+    pub fn optional_secret(&self) -> Result<Option<Secret>, switchyard_contract::InvalidConfig> {
         if self.client_secret.0.is_empty() && self.client_secret_env.is_none() {
             return Ok(None);
         }
@@ -184,12 +184,14 @@ impl UpstreamOAuth {
     }
 
     /// The client secret, from the config or the named environment variable.
-    pub fn secret(&self) -> Result<Secret, String> {
+    pub fn secret(&self) -> Result<Secret, switchyard_contract::InvalidConfig> {
         if !self.client_secret.0.is_empty() {
             return Ok(self.client_secret.clone());
         }
         match &self.client_secret_env {
-            Some(var) => std::env::var(var).map(Secret).map_err(|_| format!("environment variable {var} is not set")),
+            Some(var) => {
+                std::env::var(var).map(Secret).map_err(|_| format!("environment variable {var} is not set").into())
+            }
             None => Err("set client_secret or client_secret_env".into()),
         }
     }
@@ -262,29 +264,29 @@ impl McpConfig {
     }
 
     /// `taken`: names already used by other kinds of upstreams.
-    pub fn validate(&self, taken: &HashSet<String>) -> Result<(), String> {
+    pub fn validate(&self, taken: &HashSet<String>) -> Result<(), switchyard_contract::InvalidConfig> {
         let mut names = HashSet::new();
         for (i, u) in self.upstreams.iter().enumerate() {
             let key = format!("mcp.upstreams[{i}]");
             if u.name.is_empty() || !u.name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-".contains(&b)) {
-                return Err(format!("{key}.name `{}` must be non-empty [A-Za-z0-9_-]", u.name));
+                return Err(format!("{key}.name `{}` must be non-empty [A-Za-z0-9_-]", u.name).into());
             }
             if !names.insert(u.name.clone()) || taken.contains(&u.name) {
-                return Err(format!("{key}.name `{}` is used twice", u.name));
+                return Err(format!("{key}.name `{}` is used twice", u.name).into());
             }
             match (&u.url, u.command.is_empty()) {
                 (Some(url), true) if url.starts_with("http://") || url.starts_with("https://") => {}
-                (Some(_), true) => return Err(format!("{key}.url must start with http:// or https://")),
+                (Some(_), true) => return Err(format!("{key}.url must start with http:// or https://").into()),
                 (None, false) => {}
-                _ => return Err(format!("{key}: set exactly one of `url` and `command`")),
+                _ => return Err(format!("{key}: set exactly one of `url` and `command`").into()),
             }
             if let Some(o) = &u.oauth {
                 if u.url.is_none() {
-                    return Err(format!("{key}.oauth needs an HTTP upstream (`url`)"));
+                    return Err(format!("{key}.oauth needs an HTTP upstream (`url`)").into());
                 }
                 if o.flow == OAuthFlow::ClientCredentials {
                     if o.client_id.is_empty() {
-                        return Err(format!("{key}.oauth.client_id must not be empty"));
+                        return Err(format!("{key}.oauth.client_id must not be empty").into());
                     }
                     o.secret().map_err(|e| format!("{key}.oauth: {e}"))?;
                 } else {
@@ -292,27 +294,27 @@ impl McpConfig {
                 }
             }
             if !(1..=256).contains(&u.max_sessions()) {
-                return Err(format!("{key}.max_sessions must be within 1..=256"));
+                return Err(format!("{key}.max_sessions must be within 1..=256").into());
             }
             let prefix = u.prefix();
             if !prefix.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b)) {
-                return Err(format!("{key}.prefix `{prefix}` may use only [A-Za-z0-9_.-]"));
+                return Err(format!("{key}.prefix `{prefix}` may use only [A-Za-z0-9_.-]").into());
             }
         }
         let mut paths = HashSet::new();
         for (i, s) in self.servers.iter().enumerate() {
             let key = format!("mcp.servers[{i}]");
             if !s.path.starts_with('/') || s.path.len() < 2 || s.path.ends_with('/') {
-                return Err(format!("{key}.path `{}` must start with `/` and not end with one", s.path));
+                return Err(format!("{key}.path `{}` must start with `/` and not end with one", s.path).into());
             }
             if s.path.starts_with("/admin") || s.path.starts_with("/artifacts") || s.path.starts_with("/.well-known") {
-                return Err(format!("{key}.path `{}` collides with a built-in route", s.path));
+                return Err(format!("{key}.path `{}` collides with a built-in route", s.path).into());
             }
             if !paths.insert(s.path.clone()) {
-                return Err(format!("{key}.path `{}` is used twice", s.path));
+                return Err(format!("{key}.path `{}` is used twice", s.path).into());
             }
             if let Some(u) = s.upstreams.iter().find(|u| !names.contains(*u)) {
-                return Err(format!("{key}.upstreams names `{u}`, which is not an MCP upstream"));
+                return Err(format!("{key}.upstreams names `{u}`, which is not an MCP upstream").into());
             }
         }
         if !self.request_state_key.0.is_empty() && self.request_state_key.0.len() < 32 {
@@ -363,10 +365,10 @@ mod tests {
     #[test]
     fn validation_names_the_key() {
         let mut cfg = McpConfig { upstreams: vec![upstream("a"), upstream("a")], ..McpConfig::default() };
-        assert!(cfg.validate(&HashSet::new()).is_err_and(|m| m.contains("mcp.upstreams[1].name")));
+        assert!(cfg.validate(&HashSet::new()).is_err_and(|m| m.0.contains("mcp.upstreams[1].name")));
         cfg.upstreams[1].name = "b".into();
         cfg.upstreams[1].command = vec!["x".into()];
-        assert!(cfg.validate(&HashSet::new()).is_err_and(|m| m.contains("exactly one")));
+        assert!(cfg.validate(&HashSet::new()).is_err_and(|m| m.0.contains("exactly one")));
         cfg.upstreams[1].url = None;
         assert!(cfg.validate(&HashSet::new()).is_ok());
         assert!(cfg.validate(&HashSet::from(["a".to_string()])).is_err());
@@ -378,7 +380,7 @@ mod tests {
             instructions: None,
             scope: None,
         }];
-        assert!(cfg.validate(&HashSet::new()).is_err_and(|m| m.contains("mcp.servers[0].upstreams")));
+        assert!(cfg.validate(&HashSet::new()).is_err_and(|m| m.0.contains("mcp.servers[0].upstreams")));
     }
 
     #[test]

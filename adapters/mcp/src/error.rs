@@ -47,6 +47,43 @@ fn data(e: &Error, invocation: Option<InvocationId>) -> Value {
     d
 }
 
+/// Typed failures of the adapter's own work, each carrying a message for the operator.
+macro_rules! message_error {
+    ($(#[$doc:meta] $name:ident),* $(,)?) => {$(
+        #[$doc]
+        #[derive(Debug, Clone, Default, PartialEq, Eq, thiserror::Error)]
+        #[error("{0}")]
+        pub struct $name(pub String);
+
+        impl From<String> for $name {
+            fn from(s: String) -> Self {
+                Self(s)
+            }
+        }
+
+        impl From<&str> for $name {
+            fn from(s: &str) -> Self {
+                Self(s.to_string())
+            }
+        }
+    )*};
+}
+
+message_error! {
+    /// An upstream could not be discovered (listed and pinned).
+    DiscoveryError,
+    /// The gateway could not get, or keep, an upstream's OAuth authorization.
+    OAuthFlowError,
+    /// Credentials could not be sealed or opened at rest.
+    SealError,
+}
+
+impl From<switchyard_contract::InvalidConfig> for OAuthFlowError {
+    fn from(e: switchyard_contract::InvalidConfig) -> Self {
+        Self(e.0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -131,7 +131,11 @@ impl McpGateway {
     }
 
     /// The routes of every virtual server, on `engine`.
-    pub fn router(&self, engine: Arc<dyn Invocations>, request_state_key: &[u8]) -> Result<axum::Router, String> {
+    pub fn router(
+        &self,
+        engine: Arc<dyn Invocations>,
+        request_state_key: &[u8],
+    ) -> Result<axum::Router, switchyard_contract::InvalidConfig> {
         let codec = RequestStateCodec::try_new(request_state_key.to_vec())
             .map_err(|e| format!("mcp.request_state_key: {e}"))?;
         let shared = Arc::new(Shared {

@@ -12,6 +12,8 @@
 
 use std::future::Future;
 
+use crate::error::OAuthFlowError;
+
 use rmcp::service::{ClientLifecycleMode, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::auth::{
@@ -29,7 +31,7 @@ pub type OAuthHttp = AuthClient<reqwest::Client>;
 
 /// Client credentials (SEP-1046): discovery from the upstream, then the grant for its
 /// resource (default: the upstream URL).
-pub async fn client_credentials(url: &str, cfg: &UpstreamOAuth) -> Result<OAuthHttp, String> {
+pub async fn client_credentials(url: &str, cfg: &UpstreamOAuth) -> Result<OAuthHttp, OAuthFlowError> {
     let secret = cfg.secret()?;
     let mut state = OAuthState::new(url, None).await.map_err(|e| format!("OAuth discovery: {e}"))?;
     let grant = ClientCredentialsConfig::ClientSecret {
@@ -68,10 +70,10 @@ pub async fn authorization_code<F, Fut>(
     reg: &Registration,
     store: Option<VaultStore>,
     user_agent: F,
-) -> Result<OAuthHttp, String>
+) -> Result<OAuthHttp, OAuthFlowError>
 where
     F: FnOnce(String) -> Fut,
-    Fut: Future<Output = Result<String, String>>,
+    Fut: Future<Output = Result<String, OAuthFlowError>>,
 {
     let mut manager = AuthorizationManager::new(url).await.map_err(|e| format!("OAuth discovery: {e}"))?;
     if let Some(store) = store {
@@ -108,7 +110,7 @@ where
 
 /// The authorization kept in `store` by an earlier [`authorization_code`] (with its refresh
 /// token; rmcp refreshes and saves back), or `None` when there is none.
-pub async fn stored_authorization(url: &str, store: VaultStore) -> Result<Option<OAuthHttp>, String> {
+pub async fn stored_authorization(url: &str, store: VaultStore) -> Result<Option<OAuthHttp>, OAuthFlowError> {
     let mut manager = AuthorizationManager::new(url).await.map_err(|e| format!("OAuth discovery: {e}"))?;
     manager.set_credential_store(store);
     if !manager.initialize_from_store().await.map_err(|e| format!("OAuth credentials: {e}"))? {
@@ -120,16 +122,21 @@ pub async fn stored_authorization(url: &str, store: VaultStore) -> Result<Option
 /// Step-up after `403 insufficient_scope`: authorizes the same client again for the union of
 /// its scopes and the challenged ones (rmcp bounds the attempts). `Err` when the challenge is
 /// not about scope or the limit is reached.
-pub async fn step_up<F, Fut>(client: &OAuthHttp, url: &str, challenge: &str, user_agent: F) -> Result<(), String>
+pub async fn step_up<F, Fut>(
+    client: &OAuthHttp,
+    url: &str,
+    challenge: &str,
+    user_agent: F,
+) -> Result<(), OAuthFlowError>
 where
     F: FnOnce(String) -> Fut,
-    Fut: Future<Output = Result<String, String>>,
+    Fut: Future<Output = Result<String, OAuthFlowError>>,
 {
     let base = reqwest::Url::parse(url).map_err(|e| e.to_string())?;
     let params = WWWAuthenticateParams::parse(challenge, &base);
     let insufficient = params.is_insufficient_scope();
     let Some(scope) = params.scope.filter(|_| insufficient) else {
-        return Err(format!("not a scope challenge: {challenge}"));
+        return Err(format!("not a scope challenge: {challenge}").into());
     };
     let auth_url = {
         let manager = client.auth_manager.lock().await;
@@ -142,21 +149,18 @@ where
         .exchange_code_for_token_with_issuer(&callback.code, &callback.csrf_token, callback.issuer.as_deref())
         .await
         .map(|_| ())
-        .map_err(|e| format!("OAuth step-up exchange: {e}"))
+        .map_err(|e| OAuthFlowError(format!("OAuth step-up exchange: {e}")))
 }
 
 /// A user agent for flows where the authorization server redirects at once (tests, the
 /// conformance suite): GETs the URL without following the redirect and returns `Location`.
-pub async fn headless_user_agent(url: String) -> Result<String, String> {
+pub async fn headless_user_agent(url: String) -> Result<String, OAuthFlowError> {
     let http =
         reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().map_err(|e| e.to_string())?;
     let response = http.get(&url).send().await.map_err(|e| format!("authorization request: {e}"))?;
-    response
-        .headers()
-        .get(reqwest::header::LOCATION)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string)
-        .ok_or_else(|| format!("the authorization endpoint answered {} without a redirect", response.status()))
+    response.headers().get(reqwest::header::LOCATION).and_then(|v| v.to_str().ok()).map(str::to_string).ok_or_else(
+        || OAuthFlowError(format!("the authorization endpoint answered {} without a redirect", response.status())),
+    )
 }
 
 /// Connects to an HTTP MCP endpoint, with `auth` adding tokens when given.

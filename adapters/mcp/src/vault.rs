@@ -11,6 +11,8 @@ use aws_lc_rs::rand::{SecureRandom, SystemRandom};
 use rmcp::transport::auth::{AuthError, CredentialStore, StoredCredentials};
 use switchyard_contract::SecretVault;
 
+use crate::error::SealError;
+
 /// The AES-256-GCM key sealing upstream credentials.
 #[derive(Clone)]
 pub struct Sealer {
@@ -27,7 +29,7 @@ const PREFIX: &str = "v1:";
 
 impl Sealer {
     /// From 64 hex characters (32 bytes).
-    pub fn from_hex(hex_key: &str) -> Result<Self, String> {
+    pub fn from_hex(hex_key: &str) -> Result<Self, switchyard_contract::InvalidConfig> {
         let bytes = hex::decode(hex_key.trim()).ok().ok_or("the token key must be 64 hex characters (32 bytes)")?;
         if bytes.len() != 32 {
             return Err("the token key must be 64 hex characters (32 bytes)".into());
@@ -37,14 +39,14 @@ impl Sealer {
     }
 
     /// A fresh random key, as 64 hex characters.
-    pub fn generate_hex() -> Result<String, String> {
+    pub fn generate_hex() -> Result<String, SealError> {
         let mut bytes = [0u8; 32];
         SystemRandom::new().fill(&mut bytes).map_err(|_| "no randomness")?;
         Ok(hex::encode(bytes))
     }
 
     /// `v1:<nonce hex>:<ciphertext+tag hex>`, bound to `name`.
-    pub fn seal(&self, name: &str, plaintext: &[u8]) -> Result<String, String> {
+    pub fn seal(&self, name: &str, plaintext: &[u8]) -> Result<String, SealError> {
         let mut nonce = [0u8; NONCE_LEN];
         SystemRandom::new().fill(&mut nonce).map_err(|_| "no randomness")?;
         let mut data = plaintext.to_vec();
@@ -54,7 +56,7 @@ impl Sealer {
         Ok(format!("{PREFIX}{}:{}", hex::encode(nonce), hex::encode(&data)))
     }
 
-    pub fn open(&self, name: &str, sealed: &str) -> Result<Vec<u8>, String> {
+    pub fn open(&self, name: &str, sealed: &str) -> Result<Vec<u8>, SealError> {
         let bad = || format!("sealed credentials for `{name}` do not open (wrong key, or altered)");
         let rest = sealed.strip_prefix(PREFIX).ok_or_else(bad)?;
         let (nonce, data) = rest.split_once(':').ok_or_else(bad)?;
@@ -93,8 +95,8 @@ impl VaultStore {
     }
 
     /// Deletes the stored credentials.
-    pub async fn forget(&self) -> Result<(), String> {
-        self.vault.delete(&self.name).await.map_err(|e| e.to_string())
+    pub async fn forget(&self) -> Result<(), SealError> {
+        self.vault.delete(&self.name).await.map_err(|e| SealError(e.to_string()))
     }
 }
 

@@ -132,7 +132,7 @@ fn default_anonymous() -> String {
 impl AuthConfig {
     /// Checks what types cannot; messages name the key. `loopback_only` says whether the
     /// gateway listens on loopback addresses only.
-    pub fn validate(&self, loopback_only: bool) -> Result<(), String> {
+    pub fn validate(&self, loopback_only: bool) -> Result<(), switchyard_contract::InvalidConfig> {
         if !(self.resource.starts_with("https://") || self.resource.starts_with("http://")) {
             return Err("auth.resource must be an http(s) URI".into());
         }
@@ -141,15 +141,15 @@ impl AuthConfig {
         }
         for (i, iss) in self.issuers.iter().enumerate() {
             if iss.issuer.is_empty() {
-                return Err(format!("auth.issuers[{i}].issuer is empty"));
+                return Err(format!("auth.issuers[{i}].issuer is empty").into());
             }
             if let Some(ic) = &iss.introspection
                 && !(ic.endpoint.starts_with("https://") || ic.endpoint.starts_with("http://"))
             {
-                return Err(format!("auth.issuers[{i}].introspection.endpoint must be an http(s) URL"));
+                return Err(format!("auth.issuers[{i}].introspection.endpoint must be an http(s) URL").into());
             }
             if iss.clock_skew_s > 300 {
-                return Err(format!("auth.issuers[{i}].clock_skew_s must be at most 300"));
+                return Err(format!("auth.issuers[{i}].clock_skew_s must be at most 300").into());
             }
             for alg in &iss.algorithms {
                 if alg.starts_with("HS")
@@ -160,7 +160,8 @@ impl AuthConfig {
                 {
                     return Err(format!(
                         "auth.issuers[{i}].algorithms: `{alg}` is not an accepted asymmetric algorithm"
-                    ));
+                    )
+                    .into());
                 }
             }
         }
@@ -169,7 +170,7 @@ impl AuthConfig {
         {
             return Err(format!(
                 "auth.issuers[{i}].tenants is empty: with several issuers, each must list the tenants its tokens may name"
-            ));
+            ).into());
         }
         let introspecting: Vec<(usize, Option<&str>)> = self
             .issuers
@@ -182,16 +183,19 @@ impl AuthConfig {
                 let Some(p) = prefix.filter(|p| !p.is_empty()) else {
                     return Err(format!(
                         "auth.issuers[{i}].introspection.token_prefix is required when several issuers introspect"
-                    ));
+                    )
+                    .into());
                 };
                 if introspecting.iter().any(|(j, q)| j != i && q.is_some_and(|q| q.starts_with(p))) {
-                    return Err(format!("auth.issuers[{i}].introspection.token_prefix overlaps another issuer's"));
+                    return Err(
+                        format!("auth.issuers[{i}].introspection.token_prefix overlaps another issuer's").into()
+                    );
                 }
             }
         }
         for (i, k) in self.api_keys.iter().enumerate() {
             if k.sha256.len() != 64 || !k.sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
-                return Err(format!("auth.api_keys[{i}].sha256 must be 64 hex digits"));
+                return Err(format!("auth.api_keys[{i}].sha256 must be 64 hex digits").into());
             }
         }
         Ok(())
@@ -214,7 +218,7 @@ mod tests {
             ))
         };
         let e = two("", "tenants = [\"b\"]").validate(true).err().unwrap_or_default();
-        assert!(e.contains("auth.issuers[0].tenants"), "{e}");
+        assert!(e.0.contains("auth.issuers[0].tenants"), "{e}");
         assert!(two("tenants = [\"a\"]", "tenants = [\"b\"]").validate(true).is_ok());
         let intro = |prefix: &str| {
             format!(
@@ -222,12 +226,12 @@ mod tests {
             )
         };
         let e = two(&intro(""), &intro(", token_prefix = \"b_\"")).validate(true).err().unwrap_or_default();
-        assert!(e.contains("auth.issuers[0].introspection.token_prefix is required"), "{e}");
+        assert!(e.0.contains("auth.issuers[0].introspection.token_prefix is required"), "{e}");
         let e = two(&intro(", token_prefix = \"b\""), &intro(", token_prefix = \"b_\""))
             .validate(true)
             .err()
             .unwrap_or_default();
-        assert!(e.contains("overlaps"), "{e}");
+        assert!(e.0.contains("overlaps"), "{e}");
         assert!(two(&intro(", token_prefix = \"a_\""), &intro(", token_prefix = \"b_\"")).validate(true).is_ok());
     }
 }

@@ -65,7 +65,7 @@ impl std::fmt::Debug for Authenticator {
 
 impl Authenticator {
     /// Builds the authenticator; fetches nothing until the first token arrives.
-    pub fn new(cfg: AuthConfig) -> Result<Self, String> {
+    pub fn new(cfg: AuthConfig) -> Result<Self, switchyard_contract::InvalidConfig> {
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(Duration::from_secs(5))
@@ -298,7 +298,7 @@ mod tests {
         let mut c = cfg();
         c.anonymous = Some(AnonymousConfig { tenant: "dev".into(), subject: "anon".into(), scopes: BTreeSet::new() });
         assert!(c.validate(true).is_ok());
-        assert!(c.validate(false).is_err_and(|e| e.contains("loopback")));
+        assert!(c.validate(false).is_err_and(|e| e.0.contains("loopback")));
         c.anonymous = None;
         c.issuers.push(IssuerConfig {
             issuer: "https://as".into(),
@@ -313,6 +313,6 @@ mod tests {
             jwks_ttl_s: 300,
             introspection: None,
         });
-        assert!(c.validate(true).is_err_and(|e| e.contains("HS256")));
+        assert!(c.validate(true).is_err_and(|e| e.0.contains("HS256")));
     }
 }

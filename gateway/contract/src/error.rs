@@ -73,6 +73,24 @@ impl Error {
     }
 }
 
+/// A configuration (or key) that cannot be used; the message names the setting and what is
+/// wrong with it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidConfig(pub String);
+
+impl From<String> for InvalidConfig {
+    fn from(s: String) -> Self {
+        Self(s)
+    }
+}
+
+impl From<&str> for InvalidConfig {
+    fn from(s: &str) -> Self {
+        Self(s.to_string())
+    }
+}
+
 /// What failed, as an upstream or the engine reports it: classified once, here, so that no face
 /// matches on strings. Stored and shown as its [`as_str`](Self::as_str) form (snake case for the
 /// contract's own codes; an upstream's own code verbatim).

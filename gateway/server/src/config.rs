@@ -245,9 +245,9 @@ impl Config {
                 return bad(format!("upstreams[{i}].kind `{}` is not supported (supported: demo)", u.kind));
             }
         }
-        self.artifacts.validate().map_err(ConfigError::Invalid)?;
+        self.artifacts.validate().map_err(|e| ConfigError::Invalid(e.0))?;
         let taken = self.upstreams.iter().map(|u| u.name.clone()).collect();
-        self.mcp.validate(&taken).map_err(ConfigError::Invalid)?;
+        self.mcp.validate(&taken).map_err(|e| ConfigError::Invalid(e.0))?;
         if self.mcp.anonymous && !self.server.listen.ip().is_loopback() {
             return bad("mcp.anonymous is only allowed while server.listen is a loopback address".into());
         }
@@ -255,9 +255,9 @@ impl Config {
             return bad("a2a.anonymous is only allowed while server.listen is a loopback address".into());
         }
         if let Some(auth) = &self.auth {
-            auth.validate(self.server.listen.ip().is_loopback()).map_err(ConfigError::Invalid)?;
+            auth.validate(self.server.listen.ip().is_loopback()).map_err(|e| ConfigError::Invalid(e.0))?;
         }
-        self.engine_config(WorkerId::new()).validate().map_err(ConfigError::Invalid)
+        self.engine_config(WorkerId::new()).validate().map_err(|e| ConfigError::Invalid(e.0))
     }
 
     /// The store URL, defaulting to SQLite under the data directory.

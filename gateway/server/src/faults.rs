@@ -11,15 +11,15 @@ pub struct PauseAt(pub FaultPoint);
 
 impl PauseAt {
     /// Reads `SWITCHYARD_FAULT_PAUSE`; `Err` names the accepted values.
-    pub fn from_env() -> Result<Option<Self>, String> {
+    pub fn from_env() -> Result<Option<Self>, switchyard_contract::InvalidConfig> {
         match std::env::var("SWITCHYARD_FAULT_PAUSE").ok().as_deref() {
             None | Some("") => Ok(None),
             Some("before_dispatch") => Ok(Some(Self(FaultPoint::BeforeDispatch))),
             Some("attempt_recorded") => Ok(Some(Self(FaultPoint::AttemptRecorded))),
             Some("after_upstream_reply") => Ok(Some(Self(FaultPoint::AfterUpstreamReply))),
-            Some(other) => Err(format!(
+            Some(other) => Err(switchyard_contract::InvalidConfig(format!(
                 "SWITCHYARD_FAULT_PAUSE=`{other}` is not one of before_dispatch, attempt_recorded, after_upstream_reply"
-            )),
+            ))),
         }
     }
 }

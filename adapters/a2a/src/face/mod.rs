@@ -276,7 +276,7 @@ impl A2aFace {
     pub fn card(&self, agent: &AgentConfig, host: Option<&str>, extended: bool) -> Result<Value, A2aError> {
         let mut card = crate::card::card_with(&self.config, agent, host, extended, self.security.as_deref());
         if let Some(s) = &self.signer {
-            s.sign(&mut card).map_err(A2aError::internal)?;
+            s.sign(&mut card)?;
         }
         Ok(card)
     }

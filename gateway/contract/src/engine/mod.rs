@@ -95,7 +95,7 @@ impl Default for EngineConfig {
 }
 
 impl EngineConfig {
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), crate::error::InvalidConfig> {
         if self.lease_ttl < Duration::from_millis(300) {
             return Err("engine.lease_ttl_ms must be at least 300".into());
         }
@@ -160,7 +160,7 @@ impl Engine {
         faults: Arc<dyn FaultHook>,
         cfg: EngineConfig,
     ) -> Result<Self, Error> {
-        cfg.validate().map_err(Error::invalid_input)?;
+        cfg.validate().map_err(|e| Error::invalid_input(e.0))?;
         Ok(Self {
             inner: Arc::new(Inner {
                 store,

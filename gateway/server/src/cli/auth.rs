@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use anyhow::Context as _;
+use switchyard_mcp::error::OAuthFlowError;
 use switchyard_mcp::oauth::{self, Registration};
 use switchyard_mcp::vault::VaultStore;
 use switchyard_mcp::{OAuthFlow, UpstreamOAuth};
@@ -65,7 +66,7 @@ pub async fn run(cmd: Command, cfg: &Config) -> anyhow::Result<()> {
         println!("Waiting for the redirect on http://127.0.0.1:{port}/callback …");
         tokio::time::timeout(Duration::from_secs(timeout_s), callback(&listener, port))
             .await
-            .map_err(|_| format!("no redirect within {timeout_s} s"))?
+            .map_err(|_| OAuthFlowError(format!("no redirect within {timeout_s} s")))?
     };
     oauth::authorization_code(url, challenge.as_deref(), &reg, Some(store), user_agent)
         .await
@@ -86,11 +87,11 @@ fn registration(o: &UpstreamOAuth) -> anyhow::Result<Registration> {
 }
 
 /// Accepts one request on the loopback listener and returns the full redirect URL.
-async fn callback(listener: &tokio::net::TcpListener, port: u16) -> Result<String, String> {
+async fn callback(listener: &tokio::net::TcpListener, port: u16) -> Result<String, OAuthFlowError> {
     loop {
-        let (mut socket, _) = listener.accept().await.map_err(|e| e.to_string())?;
+        let (mut socket, _) = listener.accept().await.map_err(|e| OAuthFlowError(e.to_string()))?;
         let mut buf = vec![0u8; 8192];
-        let n = socket.read(&mut buf).await.map_err(|e| e.to_string())?;
+        let n = socket.read(&mut buf).await.map_err(|e| OAuthFlowError(e.to_string()))?;
         let head = String::from_utf8_lossy(&buf[..n]).to_string();
         let path = head.lines().next().and_then(|l| l.split(' ').nth(1)).unwrap_or("").to_string();
         if !path.starts_with("/callback") {
