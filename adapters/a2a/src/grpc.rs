@@ -67,6 +67,7 @@ impl Grpc {
             extensions: Caller::parse_extensions(meta("a2a-extensions").as_deref()),
             path_tenant: None,
             host: req.extensions().get::<Authority>().map(|a| a.0.clone()),
+            binding: "grpc",
         };
         self.face.handle(&agent, &who, op).await.map_err(err)
     }

@@ -85,6 +85,7 @@ fn serve_card(st: &HttpState, agent: &AgentEntry, headers: &HeaderMap) -> Respon
 }
 
 fn caller(
+    binding: &'static str,
     principal: Option<Extension<Principal>>,
     headers: &HeaderMap,
     query: &[(String, String)],
@@ -98,7 +99,7 @@ fn caller(
         .map(str::to_string)
         .or_else(|| query.iter().find(|(k, _)| k.eq_ignore_ascii_case("A2A-Version")).map(|(_, v)| v.clone()));
     let extensions = Caller::parse_extensions(headers.get("a2a-extensions").and_then(|v| v.to_str().ok()));
-    Ok(Caller { principal, version, extensions, path_tenant: None, host: host(headers) })
+    Ok(Caller { principal, version, extensions, path_tenant: None, host: host(headers), binding })
 }
 
 /// A body that could not be read: over `a2a.max_request_body_bytes` (413), or broken.
@@ -199,7 +200,7 @@ async fn jsonrpc(
         Ok(decoded) => decoded,
         Err((id, e)) => return rpc_error(&id, &e),
     };
-    let who = match caller(principal, &headers, &query) {
+    let who = match caller("jsonrpc", principal, &headers, &query) {
         Ok(w) => w,
         Err(e) => return rpc_error(&id, &e),
     };
@@ -392,7 +393,7 @@ async fn rest(
         Ok(decoded) => decoded,
         Err(e) => return rest_error(profile, &e),
     };
-    let mut who = match caller(principal, headers, &query) {
+    let mut who = match caller("rest", principal, headers, &query) {
         Ok(w) => w,
         Err(e) => return rest_error(profile, &e),
     };

@@ -72,6 +72,8 @@ pub struct Caller {
     pub path_tenant: Option<String>,
     /// The `Host` the request came to (for card URLs when no public URL is configured).
     pub host: Option<String>,
+    /// The binding the request came on: `jsonrpc`, `rest` or `grpc` (for spans).
+    pub binding: &'static str,
 }
 
 impl Caller {
@@ -163,9 +165,12 @@ impl A2aFace {
         use tracing::Instrument as _;
         let span = tracing::info_span!(
             "a2a",
+            protocol = "a2a",
+            binding = who.binding,
             agent = %agent.config.name,
             operation = op.name(),
             tenant = %who.principal.tenant,
+            invocation.id = tracing::field::Empty,
         );
         async {
             let reply = self.operate(agent, who, op).await?;

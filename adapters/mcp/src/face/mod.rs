@@ -304,7 +304,17 @@ impl ServerHandler for McpFace {
     ) -> Result<CallToolResponse, ErrorData> {
         use tracing::Instrument as _;
         let tenant = principal(&context).map(|p| p.tenant.to_string()).unwrap_or_default();
-        let span = tracing::info_span!("mcp", method = "tools/call", tool = %request.name, tenant = %tenant);
+        let era = if modern(&context) { "2026-07-28" } else { "legacy" };
+        let span = tracing::info_span!(
+            "mcp",
+            protocol = "mcp",
+            binding = "streamable-http",
+            era,
+            method = "tools/call",
+            tool = %request.name,
+            tenant = %tenant,
+            invocation.id = tracing::field::Empty,
+        );
         self.call(request, context).instrument(span).await
     }
 

@@ -26,8 +26,12 @@ pub(super) async fn drive(
     cancel: Arc<Notify>,
     context: Option<CallContext>,
     via: &'static str,
+    parent: tracing::Span,
 ) {
+    // Under the face's span when a face submitted it: one trace from the wire request to the
+    // upstream's answer.
     let span = info_span!(
+        parent: &parent,
         "invocation",
         invocation.id = %inv.id,
         tenant = %inv.principal.tenant,

@@ -295,7 +295,8 @@ impl Inner {
         let cancel = Arc::new(Notify::new());
         let (id, fence) = (inv.id, inv.lease.fence);
         let Ok(mut running) = self.running.lock() else { return };
-        let task = tokio::spawn(driver::drive(self.clone(), inv, cancel.clone(), context, via));
+        let parent = tracing::Span::current();
+        let task = tokio::spawn(driver::drive(self.clone(), inv, cancel.clone(), context, via, parent));
         running.insert(id, Running { fence, cancel, task: task.abort_handle() });
     }
 
@@ -349,11 +350,16 @@ impl Invocations for Engine {
         };
         match inner.store.admit(draft).await? {
             Admission::Created(inv) => {
+                // The caller's span (a face's request) names the invocation it made.
+                tracing::Span::current().record("invocation.id", tracing::field::display(inv.id));
                 inner.notify_changed(&inv);
                 inner.spawn_driver(inv.clone(), s.context, s.ingress.name());
                 Ok(Submitted { invocation: inv, created: true })
             }
-            Admission::Existing(inv) if inv.digest == digest => Ok(Submitted { invocation: inv, created: false }),
+            Admission::Existing(inv) if inv.digest == digest => {
+                tracing::Span::current().record("invocation.id", tracing::field::display(inv.id));
+                Ok(Submitted { invocation: inv, created: false })
+            }
             Admission::Existing(inv) => Err(Error::conflict(format!(
                 "idempotency key `{}` was already used by {} with a different request; nothing was dispatched",
                 inv.ingress_key.as_ref().map_or("", |k| k.as_str()),
