@@ -497,3 +497,74 @@ async fn a_panicking_driver_does_not_hold_up_shutdown(db: Db) {
     e.shutdown(Duration::from_secs(5)).await.unwrap_or_else(|err| panic!("{err}"));
     assert!(t0.elapsed() < Duration::from_secs(1), "shutdown waited {:?}", t0.elapsed());
 }
+
+/// One span tree per invocation: the engine names the invocation on the span of whoever
+/// submitted it (a face's request), and the driver's span — where the upstream call runs —
+/// is a child of that span. (On one thread: the capturing subscriber is this thread's.)
+#[tokio::test(flavor = "current_thread")]
+async fn the_driver_span_is_a_child_of_the_submitting_span_which_names_the_invocation() {
+    use std::sync::Mutex;
+    use tracing::Instrument as _;
+    use tracing_subscriber::layer::{Context, SubscriberExt as _};
+
+    /// Span name, parent name, and the `invocation.id` recorded on it.
+    type Sighting = (String, Option<String>, Option<String>);
+    #[derive(Default)]
+    struct Seen {
+        spans: Mutex<Vec<Sighting>>,
+    }
+    struct Capture(Arc<Seen>);
+    struct Id(String);
+    impl tracing::field::Visit for Id {
+        fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+            if field.name() == "invocation.id" {
+                self.0 = format!("{value:?}");
+            }
+        }
+    }
+    impl<S> tracing_subscriber::Layer<S> for Capture
+    where
+        S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+    {
+        fn on_new_span(&self, attrs: &tracing::span::Attributes<'_>, id: &tracing::span::Id, ctx: Context<'_, S>) {
+            let span = ctx.span(id);
+            let parent = span.as_ref().and_then(|s| s.parent()).map(|p| p.name().to_string());
+            let mut v = Id(String::new());
+            attrs.record(&mut v);
+            let name = attrs.metadata().name().to_string();
+            if let Ok(mut s) = self.0.spans.lock() {
+                s.push((name, parent, Some(v.0).filter(|x| !x.is_empty())));
+            }
+        }
+        fn on_record(&self, id: &tracing::span::Id, values: &tracing::span::Record<'_>, ctx: Context<'_, S>) {
+            let mut v = Id(String::new());
+            values.record(&mut v);
+            let name = ctx.span(id).map(|s| s.name().to_string()).unwrap_or_default();
+            if let Ok(mut s) = self.0.spans.lock() {
+                s.push((name, None, Some(v.0).filter(|x| !x.is_empty())));
+            }
+        }
+    }
+
+    let seen = Arc::new(Seen::default());
+    let subscriber = tracing_subscriber::registry().with(Capture(seen.clone()));
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let db = sqlite().await;
+    let store = db.open().await;
+    let up = Scripted::new(false);
+    let e = engine(store, &up, Arc::new(NoFaults), config(2000));
+    let face = tracing::info_span!("face", invocation.id = tracing::field::Empty);
+    let inv =
+        e.submit(call("w_ok", json!({}), None)).instrument(face).await.unwrap_or_else(|e| panic!("{e}")).invocation;
+    until(&e, inv.id, StateName::Succeeded).await;
+
+    let spans = seen.spans.lock().map(|s| s.clone()).unwrap_or_default();
+    let id = inv.id.to_string();
+    assert!(spans.iter().any(|(n, _, v)| n == "face" && v.as_deref() == Some(id.as_str())), "{spans:?}");
+    assert!(
+        spans
+            .iter()
+            .any(|(n, p, v)| n == "invocation" && p.as_deref() == Some("face") && v.as_deref() == Some(id.as_str())),
+        "{spans:?}"
+    );
+}
