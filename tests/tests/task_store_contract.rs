@@ -4,19 +4,21 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use switchyard_contract::{NewDelivery, TaskQuery, TaskRecord, TaskStore};
+use switchyard_contract::{NewDelivery, PushOutbox, TaskQuery, TaskRecord, TaskStore};
 use switchyard_store::StoreOptions;
 
-async fn sqlite() -> (Arc<dyn TaskStore>, Option<tempfile::TempDir>) {
+type Ports = (Arc<dyn TaskStore>, Arc<dyn PushOutbox>);
+
+async fn sqlite() -> (Ports, Option<tempfile::TempDir>) {
     let (dir, url) = switchyard_tests::sqlite_url();
     let s = switchyard_store::connect(&url, &StoreOptions::default()).await.unwrap_or_else(|e| panic!("{e}"));
-    (s.tasks, Some(dir))
+    ((s.tasks, s.outbox), Some(dir))
 }
 
-async fn postgres() -> (Arc<dyn TaskStore>, Option<tempfile::TempDir>) {
+async fn postgres() -> (Ports, Option<tempfile::TempDir>) {
     let url = switchyard_tests::pg::database().await;
     let s = switchyard_store::connect(&url, &StoreOptions::default()).await.unwrap_or_else(|e| panic!("{e}"));
-    (s.tasks, None)
+    ((s.tasks, s.outbox), None)
 }
 
 macro_rules! contract {
@@ -24,13 +26,13 @@ macro_rules! contract {
         mod $name {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn sqlite() {
-                let (s, _d) = super::sqlite().await;
-                super::$name(s).await;
+                let ((s, o), _d) = super::sqlite().await;
+                super::$name(s, o).await;
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn postgres() {
-                let (s, _d) = super::postgres().await;
-                super::$name(s).await;
+                let ((s, o), _d) = super::postgres().await;
+                super::$name(s, o).await;
             }
         }
     )*};
@@ -57,7 +59,7 @@ fn task(id: &str, scope: &str, ctx: &str, state: &str, status_ms: i64) -> TaskRe
     }
 }
 
-async fn create_is_once_and_reads_are_scoped(s: Arc<dyn TaskStore>) {
+async fn create_is_once_and_reads_are_scoped(s: Arc<dyn TaskStore>, _: Arc<dyn PushOutbox>) {
     let t = task("t1", "red/", "c1", "TASK_STATE_SUBMITTED", 10);
     assert!(s.create(&t, &[json!({"task": "created"})]).await.unwrap_or_else(|e| panic!("{e}")));
     let again = task("t1", "red/", "other", "TASK_STATE_WORKING", 11);
@@ -68,7 +70,7 @@ async fn create_is_once_and_reads_are_scoped(s: Arc<dyn TaskStore>) {
     assert_eq!(events, vec![(1, json!({"task": "created"}))]);
 }
 
-async fn updates_are_compare_and_set_with_gapless_events(s: Arc<dyn TaskStore>) {
+async fn updates_are_compare_and_set_with_gapless_events(s: Arc<dyn TaskStore>, _: Arc<dyn PushOutbox>) {
     let t = task("t2", "red/", "c", "TASK_STATE_SUBMITTED", 10);
     assert!(s.create(&t, &[json!(1)]).await.unwrap_or_else(|e| panic!("{e}")));
     let next = TaskRecord { state: "TASK_STATE_WORKING".into(), version: 3, run_cursor: "inv:1".into(), ..t.clone() };
@@ -101,7 +103,7 @@ async fn updates_are_compare_and_set_with_gapless_events(s: Arc<dyn TaskStore>) 
     assert_eq!(s.events_after("t2", 3, 10).await.unwrap_or_else(|e| panic!("{e}")).len(), 1);
 }
 
-async fn list_is_newest_first_keyset_paginated_and_filtered(s: Arc<dyn TaskStore>) {
+async fn list_is_newest_first_keyset_paginated_and_filtered(s: Arc<dyn TaskStore>, _: Arc<dyn PushOutbox>) {
     for (i, (ctx, state)) in [
         ("a", "TASK_STATE_COMPLETED"),
         ("b", "TASK_STATE_WORKING"),
@@ -160,7 +162,7 @@ async fn list_is_newest_first_keyset_paginated_and_filtered(s: Arc<dyn TaskStore
     );
 }
 
-async fn push_configs_and_the_outbox(s: Arc<dyn TaskStore>) {
+async fn push_configs_and_the_outbox(s: Arc<dyn TaskStore>, o: Arc<dyn PushOutbox>) {
     let t = task("p1", "red/", "c", "TASK_STATE_WORKING", 10);
     assert!(s.create(&t, &[json!(0)]).await.unwrap_or_else(|e| panic!("{e}")));
     s.put_push_config("p1", "cfg-1", &json!({"url": "https://a"})).await.unwrap_or_else(|e| panic!("{e}"));
@@ -191,26 +193,26 @@ async fn push_configs_and_the_outbox(s: Arc<dyn TaskStore>) {
     assert!(s.update(&after, 2, &[json!({"statusUpdate": 2})], &[later]).await.unwrap_or_else(|e| panic!("{e}")));
     let ok =
         |r: Result<Vec<switchyard_contract::Delivery>, switchyard_contract::Error>| r.unwrap_or_else(|e| panic!("{e}"));
-    let due = ok(s.claim_deliveries(150, 10).await);
+    let due = ok(o.claim_deliveries(150, 10).await);
     assert_eq!(due.len(), 1, "one webhook's deliveries go one at a time, in order");
-    assert!(ok(s.claim_deliveries(150, 10).await).is_empty(), "claimed");
+    assert!(ok(o.claim_deliveries(150, 10).await).is_empty(), "claimed");
     tokio::time::sleep(std::time::Duration::from_millis(250)).await;
-    let lapsed = ok(s.claim_deliveries(150, 10).await);
+    let lapsed = ok(o.claim_deliveries(150, 10).await);
     assert_eq!(lapsed.iter().map(|d| d.id).collect::<Vec<_>>(), vec![due[0].id], "an unfinished claim falls due again");
     assert_eq!((due[0].task_id.as_str(), due[0].attempts, &due[0].payload), ("p1", 0, &json!({"statusUpdate": 1})));
-    s.retry_delivery(due[0].id, 300, "503").await.unwrap_or_else(|e| panic!("{e}"));
-    assert!(ok(s.claim_deliveries(150, 10).await).is_empty(), "not due before its retry time");
+    o.retry_delivery(due[0].id, 300, "503").await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(ok(o.claim_deliveries(150, 10).await).is_empty(), "not due before its retry time");
     tokio::time::sleep(std::time::Duration::from_millis(400)).await;
-    let retry = ok(s.claim_deliveries(150, 10).await);
+    let retry = ok(o.claim_deliveries(150, 10).await);
     assert_eq!(retry[0].attempts, 1);
-    s.finish_delivery(retry[0].id, None).await.unwrap_or_else(|e| panic!("{e}"));
-    let next = ok(s.claim_deliveries(150, 10).await);
+    o.finish_delivery(retry[0].id, None).await.unwrap_or_else(|e| panic!("{e}"));
+    let next = ok(o.claim_deliveries(150, 10).await);
     assert_eq!(
         next.iter().map(|d| d.payload.clone()).collect::<Vec<_>>(),
         vec![json!({"statusUpdate": 2})],
         "then the next one"
     );
-    s.finish_delivery(next[0].id, None).await.unwrap_or_else(|e| panic!("{e}"));
+    o.finish_delivery(next[0].id, None).await.unwrap_or_else(|e| panic!("{e}"));
     tokio::time::sleep(std::time::Duration::from_millis(250)).await;
-    assert!(ok(s.claim_deliveries(150, 10).await).is_empty(), "delivered is done");
+    assert!(ok(o.claim_deliveries(150, 10).await).is_empty(), "delivered is done");
 }

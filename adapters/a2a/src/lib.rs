@@ -24,7 +24,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::Value;
-use switchyard_contract::{ArtifactKeeper, EffectClass, Invocations, TaskStore, Upstream};
+use switchyard_contract::{ArtifactKeeper, EffectClass, Invocations, PushOutbox, TaskStore, Upstream};
 
 pub use config::{A2aConfig, AgentConfig};
 pub use error::{A2aError, Profile};
@@ -43,13 +43,20 @@ impl std::fmt::Debug for RegisteredAgent {
 }
 
 /// The configured agents, before the engine exists: their engine upstreams come first.
-#[derive(Debug)]
 pub struct A2aAgents {
     config: Arc<A2aConfig>,
     hub: hub::Hub,
+    /// Where the hub's task changes queue push deliveries.
+    outbox: Arc<dyn PushOutbox>,
     /// The upstream agents, by agent name.
     proxies: Arc<HashMap<String, Arc<proxy::Proxy>>>,
     signer: Option<Arc<card::CardSigner>>,
+}
+
+impl std::fmt::Debug for A2aAgents {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("A2aAgents").field("agents", &self.config.agents.len()).finish_non_exhaustive()
+    }
 }
 
 impl A2aAgents {
@@ -58,6 +65,7 @@ impl A2aAgents {
     pub fn new(
         config: A2aConfig,
         tasks: Arc<dyn TaskStore>,
+        outbox: Arc<dyn PushOutbox>,
         keeper: Option<Arc<dyn ArtifactKeeper>>,
         sealer: sealing::CredentialSealer,
     ) -> Result<Self, switchyard_contract::InvalidConfig> {
@@ -93,7 +101,7 @@ impl A2aAgents {
             None => None,
         };
         let hub = hub::Hub::new(tasks, keeper, config.inline_max_bytes, sealer);
-        Ok(Self { config: Arc::new(config), hub, proxies: Arc::new(proxies), signer })
+        Ok(Self { config: Arc::new(config), hub, outbox, proxies: Arc::new(proxies), signer })
     }
 
     /// The agents' engine upstreams, for the registry. A built-in agent's run is replay-safe
@@ -141,7 +149,8 @@ impl A2aAgents {
     /// recovery, through their upstreams.)
     pub fn background(&self) -> Option<futures::future::BoxFuture<'static, ()>> {
         use futures::FutureExt as _;
-        (!self.config.agents.is_empty()).then(|| push::run(self.hub.clone(), self.config.push.clone()).boxed())
+        (!self.config.agents.is_empty())
+            .then(|| push::run(self.hub.clone(), self.outbox.clone(), self.config.push.clone()).boxed())
     }
 
     /// Ends open streams so the listener can drain at shutdown.

@@ -7,12 +7,13 @@
 //! re-resolves to a forbidden address (DNS rebinding) is not reached either.
 
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use a2a::TaskPushNotificationConfig;
 use futures::StreamExt;
 use serde::Deserialize;
-use switchyard_contract::Delivery;
+use switchyard_contract::{Delivery, PushOutbox};
 use tracing::{debug, warn};
 
 use crate::error::{A2aError, Kind};
@@ -186,7 +187,7 @@ pub async fn store_config(
 }
 
 /// Delivers queued notifications until dropped.
-pub async fn run(hub: Hub, settings: PushSettings) {
+pub async fn run(hub: Hub, outbox: Arc<dyn PushOutbox>, settings: PushSettings) {
     {
         let client = match reqwest::Client::builder()
             .timeout(Duration::from_millis(settings.timeout_ms))
@@ -205,7 +206,7 @@ pub async fn run(hub: Hub, settings: PushSettings) {
             // A claim outlasts one delivery's timeout; if this process dies holding it, another
             // replica delivers once it lapses (at least once). Times are the database's.
             let lease = i64::try_from(settings.timeout_ms).unwrap_or(i64::MAX).saturating_add(5_000);
-            let due = match hub.store().claim_deliveries(lease, 64).await {
+            let due = match outbox.claim_deliveries(lease, 64).await {
                 Ok(d) => d,
                 Err(e) => {
                     warn!(error = %e, "push outbox unreadable; retrying");
@@ -228,10 +229,10 @@ pub async fn run(hub: Hub, settings: PushSettings) {
             }
             futures::stream::iter(by_destination)
                 .for_each_concurrent(PARALLEL_DESTINATIONS, |(_, list)| {
-                    let (hub, client, settings) = (&hub, &client, &settings);
+                    let (hub, outbox, client, settings) = (&hub, &*outbox, &client, &settings);
                     async move {
                         for d in list {
-                            deliver_one(hub, client, settings, d).await;
+                            deliver_one(hub, outbox, client, settings, d).await;
                         }
                     }
                 })
@@ -247,7 +248,13 @@ fn destination(config: &serde_json::Value) -> String {
 }
 
 /// One attempt at one delivery, and its bookkeeping in the outbox.
-async fn deliver_one(hub: &Hub, client: &reqwest::Client, settings: &PushSettings, d: Delivery) {
+async fn deliver_one(
+    hub: &Hub,
+    outbox: &dyn PushOutbox,
+    client: &reqwest::Client,
+    settings: &PushSettings,
+    d: Delivery,
+) {
     let config = serde_json::from_value::<TaskPushNotificationConfig>(d.config.clone())
         .map_err(|e| e.to_string())
         .and_then(|c| hub.sealer().open_config(&d.task_id, c).map_err(|e| e.message));
@@ -257,7 +264,7 @@ async fn deliver_one(hub: &Hub, client: &reqwest::Client, settings: &PushSetting
         (_, Err(e)) => Err(e),
     };
     let attempts = d.attempts + 1;
-    let store = hub.store();
+    let store = outbox;
     let done = match outcome {
         Ok(()) => {
             debug!(task.id = %d.task_id, config = %d.config_id, "push delivered");

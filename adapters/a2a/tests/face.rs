@@ -29,7 +29,7 @@ fn face(port: Arc<MemoryInvocations>, tasks: Arc<MemoryTasks>) -> axum::Router {
     }))
     .unwrap_or_else(|e| panic!("{e}"));
     let sealer = CredentialSealer::from_hex(&"11".repeat(32)).unwrap_or_else(|e| panic!("{e}"));
-    let agents = A2aAgents::new(cfg, tasks, None, sealer).unwrap_or_else(|e| panic!("{e}"));
+    let agents = A2aAgents::new(cfg, tasks.clone(), tasks, None, sealer).unwrap_or_else(|e| panic!("{e}"));
     let face = agents.face(port, None);
     switchyard_a2a::http::api(face.clone()).merge(switchyard_a2a::grpc::router(face))
 }

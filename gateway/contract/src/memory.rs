@@ -23,7 +23,7 @@ use crate::id::{AttemptId, EventId, InvocationId, WorkerId};
 use crate::ports::{Binding, BindingStore, ClientGone, Invocations, ListQuery, Page, Submission, Submitted, Waited};
 use crate::principal::{EffectClass, IngressKey, Principal, Target, TenantId};
 use crate::state::{Decision, Fence, Invocation, InvocationState, NewInvocation, Resolution};
-use crate::tasks::{Delivery, NewDelivery, TaskQuery, TaskRecord, TaskStore};
+use crate::tasks::{Delivery, NewDelivery, PushOutbox, TaskQuery, TaskRecord, TaskStore};
 use crate::{FailureRecord, Millis};
 
 /// What the script makes of one submission.
@@ -443,7 +443,7 @@ impl BindingStore for MemoryBindings {
     }
 }
 
-/// In-memory task rows ([`TaskStore`]) with the stores' rules: compare-and-set on `version`,
+/// In-memory task rows ([`TaskStore`] and [`PushOutbox`]) with the stores' rules: compare-and-set on `version`,
 /// reads scoped by tenant, events numbered with the version, and an outbox whose deliveries of
 /// one (task, configuration) go out one at a time, oldest first, on the port's clock.
 #[derive(Debug, Default)]
@@ -580,7 +580,10 @@ impl TaskStore for MemoryTasks {
         configs.retain(|(c, _)| c != id);
         Ok(configs.len() < before)
     }
+}
 
+#[async_trait]
+impl PushOutbox for MemoryTasks {
     async fn claim_deliveries(&self, lease_ms: i64, limit: u32) -> Result<Vec<Delivery>, Error> {
         let now = wall_clock();
         let mut rows = self.rows();

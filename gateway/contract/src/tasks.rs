@@ -1,6 +1,7 @@
 //! The task port: durable, protocol-neutral task rows for agent faces (A2A). A task is a JSON
 //! document (`body`) with the columns queries filter on, an ordered event log, push
-//! configurations and a push delivery outbox. Every change of a task is a compare-and-set on
+//! configurations and a push delivery outbox ([`PushOutbox`], its own port: written with the
+//! task, read by the delivery loop). Every change of a task is a compare-and-set on
 //! `version`, and `version` equals the sequence number of the task's newest event, so readers
 //! on any replica can follow a task from any point with [`TaskStore::events_after`]. Reads by
 //! id are scoped by tenant (`scope`); the event, push and outbox methods take ids the caller
@@ -95,7 +96,12 @@ pub trait TaskStore: Send + Sync {
     async fn push_configs(&self, task_id: &str) -> Result<Vec<(String, Value)>, Error>;
     /// Deletes one; `Ok(false)` if it did not exist.
     async fn delete_push_config(&self, task_id: &str, id: &str) -> Result<bool, Error>;
+}
 
+/// The push delivery outbox: deliveries are queued by [`TaskStore::update`] in the same
+/// transaction as the task change they report, and taken from here by the delivery loop.
+#[async_trait]
+pub trait PushOutbox: Send + Sync {
     /// Claims deliveries that are due on the store's clock, for `lease_ms` from now (another
     /// replica does not take them meanwhile; an unfinished claim falls due again after it),
     /// oldest first, at most `limit`: only the oldest pending delivery of each (task, config), so

@@ -67,8 +67,14 @@ impl App {
             .context("cannot open the artifact store")?;
         let keeper: Arc<dyn switchyard_contract::ArtifactKeeper> = Arc::new(artifacts.clone());
         let a2a = Arc::new(
-            switchyard_a2a::A2aAgents::new(cfg.a2a.clone(), stores.tasks.clone(), Some(keeper), a2a_sealer(cfg)?)
-                .map_err(anyhow::Error::msg)?,
+            switchyard_a2a::A2aAgents::new(
+                cfg.a2a.clone(),
+                stores.tasks.clone(),
+                stores.outbox.clone(),
+                Some(keeper),
+                a2a_sealer(cfg)?,
+            )
+            .map_err(anyhow::Error::msg)?,
         );
         let registry = Arc::new(registry(cfg, &mcp, &a2a));
         let worker = worker_identity(&cfg.server.data_dir)?;

@@ -19,7 +19,7 @@ pub mod tasks;
 
 use std::sync::Arc;
 
-use switchyard_contract::{ArtifactIndex, BindingStore, InvocationStore, SecretVault, TaskStore};
+use switchyard_contract::{ArtifactIndex, BindingStore, InvocationStore, PushOutbox, SecretVault, TaskStore};
 
 pub use artifacts_pg::PgArtifactIndex;
 pub use artifacts_sqlite::SqliteArtifactIndex;
@@ -57,8 +57,10 @@ pub struct Stores {
     pub bindings: Arc<dyn BindingStore>,
     /// Sealed secrets (upstream OAuth tokens, encrypted by the gateway).
     pub vault: Arc<dyn SecretVault>,
-    /// Agent tasks (A2A), their events, push configurations and push outbox.
+    /// Agent tasks (A2A), their events and push configurations.
     pub tasks: Arc<dyn TaskStore>,
+    /// The push deliveries those tasks queue.
+    pub outbox: Arc<dyn PushOutbox>,
 }
 
 impl std::fmt::Debug for Stores {
@@ -75,13 +77,21 @@ pub async fn connect(url: &str, opts: &StoreOptions) -> Result<Stores, StoreErro
         let artifacts = Arc::new(PgArtifactIndex::from_pool(store.pool().clone()));
         let bindings = Arc::new(PgBindings::from_pool(store.pool().clone()));
         let tasks = Arc::new(PgTasks::from_pool(store.pool().clone()));
-        Ok(Stores { invocations: Arc::new(store), artifacts, vault: bindings.clone(), bindings, tasks })
+        Ok(Stores {
+            invocations: Arc::new(store),
+            artifacts,
+            vault: bindings.clone(),
+            bindings,
+            outbox: tasks.clone(),
+            tasks,
+        })
     } else if url.starts_with("sqlite:") {
         let (writer, readers) = sqlite::open_pools(url, opts).await?;
         let artifacts = Arc::new(SqliteArtifactIndex::from_pools(writer.clone(), readers.clone()));
         let bindings = Arc::new(SqliteBindings::from_pools(writer.clone(), readers.clone()));
         let tasks = Arc::new(SqliteTasks::from_pools(writer.clone(), readers.clone()));
         Ok(Stores {
+            outbox: tasks.clone(),
             tasks,
             invocations: Arc::new(SqliteStore::from_pools(writer, readers)),
             artifacts,

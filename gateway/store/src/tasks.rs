@@ -6,7 +6,7 @@
 use async_trait::async_trait;
 use serde_json::Value;
 use sqlx::Row;
-use switchyard_contract::{Delivery, Error, NewDelivery, TaskQuery, TaskRecord, TaskStore};
+use switchyard_contract::{Delivery, Error, NewDelivery, PushOutbox, TaskQuery, TaskRecord, TaskStore};
 
 use crate::error::db;
 
@@ -318,7 +318,10 @@ macro_rules! task_store_impl {
                     .map_err(db)?;
                 Ok(done.rows_affected() > 0)
             }
+        }
 
+        #[async_trait]
+        impl PushOutbox for $ty {
             async fn claim_deliveries(&self, lease_ms: i64, limit: u32) -> Result<Vec<Delivery>, Error> {
                 let rows = sqlx::query(sqlx::AssertSqlSafe($sql(CLAIM)))
                     .bind(lease_ms)
