@@ -9,7 +9,8 @@ use serde_json::{Value, json};
 use switchyard_a2a::agent::{AgentKind, AgentUpstream, RunRequest, submitted};
 use switchyard_a2a::hub::{Hub, Step};
 use switchyard_contract::{
-    AttemptId, DispatchCall, EffectClass, InvocationId, Principal, Target, TaskStore, TenantId, Upstream, UpstreamError,
+    AttemptId, DispatchCall, EffectClass, InvocationId, Principal, Target, TaskScope, TaskStore, TenantId, Upstream,
+    UpstreamError,
 };
 use switchyard_store::StoreOptions;
 
@@ -19,6 +20,11 @@ async fn hub() -> (tempfile::TempDir, Hub, Arc<dyn TaskStore>) {
     let sealer =
         switchyard_a2a::sealing::CredentialSealer::from_hex(&"5a".repeat(32)).unwrap_or_else(|e| panic!("{e}"));
     (dir, Hub::new(stores.tasks.clone(), None, 64 * 1024, sealer), stores.tasks)
+}
+
+/// A scope from its stored form (`<tenant>/<space>`).
+fn scope(key: &str) -> TaskScope {
+    TaskScope::from_key(key).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn run(scope: &str, task: &str, new_task: bool, push: Option<Value>) -> RunRequest {
@@ -55,13 +61,17 @@ async fn a_run_with_an_inline_push_config_driven_again_finishes_its_task() {
     let req = run("red/", "task-1", true, Some(json!({"url": "https://hooks.example.com/x"})));
     // The first drive created the task (step 0) and stopped there: a crash.
     let run_id = inv.to_string();
-    hub.create("red/", "echo", &submitted(&req), Step { run: &run_id, n: 0 }, Vec::new())
+    hub.create(&scope("red/"), "echo", &submitted(&req), Step { run: &run_id, n: 0 }, Vec::new())
         .await
         .unwrap_or_else(|e| panic!("{e:?}"));
     // Driven again: the task must finish, not stay submitted.
     let out = up.dispatch(&call("red", inv, &req)).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(out["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{out}");
-    let rec = store.get("red/", "task-1").await.unwrap_or_else(|e| panic!("{e}")).unwrap_or_else(|| panic!("no task"));
+    let rec = store
+        .get(&scope("red/"), "task-1")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|| panic!("no task"));
     assert_eq!(rec.state, "TASK_STATE_COMPLETED");
     assert_eq!(store.push_configs("task-1").await.unwrap_or_else(|e| panic!("{e}")).len(), 1);
 }
@@ -90,8 +100,9 @@ async fn a_run_request_is_checked_against_the_principal_that_submitted_it() {
     other.agent = "tck".into();
     assert_eq!(refused(up.dispatch(&call("blue", InvocationId::new(), &other)).await), "PERMISSION_DENIED");
     // Red's task is as red left it, with no push config and no foreign message.
-    let rec = store.get("red/", "task-red").await.unwrap_or_else(|e| panic!("{e}")).unwrap_or_else(|| panic!("gone"));
+    let rec =
+        store.get(&scope("red/"), "task-red").await.unwrap_or_else(|e| panic!("{e}")).unwrap_or_else(|| panic!("gone"));
     assert_eq!(rec.version, 3, "created, working, completed: nothing more");
     assert!(store.push_configs("task-red").await.unwrap_or_else(|e| panic!("{e}")).is_empty());
-    assert!(store.get("blue/", "task-red").await.unwrap_or_else(|e| panic!("{e}")).is_none());
+    assert!(store.get(&scope("blue/"), "task-red").await.unwrap_or_else(|e| panic!("{e}")).is_none());
 }

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use switchyard_contract::{NewDelivery, PushOutbox, TaskQuery, TaskRecord, TaskStore};
+use switchyard_contract::{NewDelivery, PushOutbox, TaskQuery, TaskRecord, TaskScope, TaskStore};
 use switchyard_store::StoreOptions;
 
 type Ports = (Arc<dyn TaskStore>, Arc<dyn PushOutbox>);
@@ -45,10 +45,15 @@ contract!(
     push_configs_and_the_outbox,
 );
 
+/// A scope from its stored form (`<tenant>/<space>`).
+fn scope(key: &str) -> TaskScope {
+    TaskScope::from_key(key).unwrap_or_else(|e| panic!("{e}"))
+}
+
 fn task(id: &str, scope: &str, ctx: &str, state: &str, status_ms: i64) -> TaskRecord {
     TaskRecord {
         id: id.into(),
-        scope: scope.into(),
+        scope: self::scope(scope),
         agent: "tck".into(),
         context_id: ctx.into(),
         state: state.into(),
@@ -64,8 +69,12 @@ async fn create_is_once_and_reads_are_scoped(s: Arc<dyn TaskStore>, _: Arc<dyn P
     assert!(s.create(&t, &[json!({"task": "created"})]).await.unwrap_or_else(|e| panic!("{e}")));
     let again = task("t1", "red/", "other", "TASK_STATE_WORKING", 11);
     assert!(!s.create(&again, &[json!({"x": 1})]).await.unwrap_or_else(|e| panic!("{e}")), "an existing id is kept");
-    assert_eq!(s.get("red/", "t1").await.unwrap_or_else(|e| panic!("{e}")), Some(t));
-    assert_eq!(s.get("blue/", "t1").await.unwrap_or_else(|e| panic!("{e}")), None, "another scope sees nothing");
+    assert_eq!(s.get(&scope("red/"), "t1").await.unwrap_or_else(|e| panic!("{e}")), Some(t));
+    assert_eq!(
+        s.get(&scope("blue/"), "t1").await.unwrap_or_else(|e| panic!("{e}")),
+        None,
+        "another scope sees nothing"
+    );
     let events = s.events_after("t1", 0, 10).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(events, vec![(1, json!({"task": "created"}))]);
 }
@@ -80,13 +89,13 @@ async fn updates_are_compare_and_set_with_gapless_events(s: Arc<dyn TaskStore>, 
         !s.update(&stale, 1, &[json!("lost")], &[]).await.unwrap_or_else(|e| panic!("{e}")),
         "a stale version writes nothing"
     );
-    assert_eq!(s.get("red/", "t2").await.unwrap_or_else(|e| panic!("{e}")), Some(next));
+    assert_eq!(s.get(&scope("red/"), "t2").await.unwrap_or_else(|e| panic!("{e}")), Some(next));
     let all: Vec<Value> =
         s.events_after("t2", 0, 10).await.unwrap_or_else(|e| panic!("{e}")).into_iter().map(|(_, v)| v).collect();
     assert_eq!(all, vec![json!(1), json!(2), json!(3)]);
     assert_eq!(s.events_after("t2", 2, 10).await.unwrap_or_else(|e| panic!("{e}")), vec![(3, json!(3))]);
     // Concurrent writers at one version: exactly one wins.
-    let cur = s.get("red/", "t2").await.unwrap_or_else(|e| panic!("{e}")).unwrap_or_else(|| panic!("gone"));
+    let cur = s.get(&scope("red/"), "t2").await.unwrap_or_else(|e| panic!("{e}")).unwrap_or_else(|| panic!("gone"));
     let mut joins = Vec::new();
     for i in 0..8 {
         let (s, cur) = (s.clone(), cur.clone());
@@ -126,7 +135,15 @@ async fn list_is_newest_first_keyset_paginated_and_filtered(s: Arc<dyn TaskStore
             .await
             .unwrap_or_else(|e| panic!("{e}"))
     );
-    let base = TaskQuery { scope: "red/".into(), agent: "tck".into(), limit: 2, ..TaskQuery::default() };
+    let base = TaskQuery {
+        scope: scope("red/"),
+        agent: "tck".into(),
+        context_id: None,
+        state: None,
+        status_after_ms: None,
+        after: None,
+        limit: 2,
+    };
     let mut seen = Vec::new();
     let mut q = base.clone();
     loop {

@@ -11,7 +11,7 @@ use a2a::{Artifact, Message, Part, Role, Task, TaskPushNotificationConfig, TaskS
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use switchyard_contract::{CancelAck, Decision, DispatchCall, Invocation, Upstream, UpstreamError};
+use switchyard_contract::{CancelAck, Decision, DispatchCall, Invocation, TaskScope, Upstream, UpstreamError};
 use tokio_util::sync::CancellationToken;
 
 use crate::hub::{Change, Hub, Step};
@@ -20,7 +20,7 @@ use crate::hub::{Change, Hub, Step};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunRequest {
-    pub scope: String,
+    pub scope: TaskScope,
     pub agent: String,
     pub task_id: String,
     pub context_id: String,
@@ -226,7 +226,7 @@ impl AgentUpstream {
         if req.agent != self.name {
             return Err(refuse(format!("this upstream runs agent `{}`, not `{}`", self.name, req.agent)));
         }
-        let own = req.scope.split_once('/').is_some_and(|(tenant, _)| tenant == call.principal.tenant.as_str());
+        let own = req.scope.tenant() == &call.principal.tenant;
         if !own {
             return Err(refuse(format!("task scope `{}` is not tenant `{}`'s", req.scope, call.principal.tenant)));
         }

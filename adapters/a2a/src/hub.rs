@@ -12,7 +12,7 @@ use a2a::{
 };
 use futures::Stream;
 use serde_json::Value;
-use switchyard_contract::{ArtifactKeeper, InvocationId, NewDelivery, TaskRecord, TaskStore, TenantId};
+use switchyard_contract::{ArtifactKeeper, InvocationId, NewDelivery, TaskRecord, TaskScope, TaskStore, TenantId};
 use tokio::sync::watch;
 
 use crate::error::{A2aError, Kind};
@@ -118,7 +118,7 @@ impl Hub {
     /// invocation the artifact is filed under, `event_no` the sequence its event will get.
     async fn keep_parts(
         &self,
-        scope: &str,
+        scope: &TaskScope,
         id: &str,
         run: &str,
         event_no: i64,
@@ -131,7 +131,7 @@ impl Hub {
         }
         let invocation = cursor_invocation(run)
             .ok_or_else(|| A2aError::internal(format!("task `{id}` has no run to file its artifact under")))?;
-        let tenant = TenantId::new(scope.split('/').next().unwrap_or_default()).map_err(A2aError::from)?;
+        let tenant = scope.tenant().clone();
         let name = format!("{id}/{}", artifact.artifact_id);
         // Unique per (invocation, name) and increasing: the event's sequence, then the part.
         let base = u32::try_from(event_no).unwrap_or(u32::MAX / 1024).saturating_mul(1024);
@@ -160,7 +160,7 @@ impl Hub {
     /// [`Hub::keep_parts`] for every artifact change of a batch whose first event is `first_no`.
     async fn keep_all(
         &self,
-        scope: &str,
+        scope: &TaskScope,
         id: &str,
         run: &str,
         first_no: i64,
@@ -230,7 +230,7 @@ impl Hub {
     /// existence does not leak).
     pub async fn create(
         &self,
-        scope: &str,
+        scope: &TaskScope,
         agent: &str,
         task: &Task,
         step: Step<'_>,
@@ -247,7 +247,7 @@ impl Hub {
         }
         let rec = TaskRecord {
             id: task.id.clone(),
-            scope: scope.to_string(),
+            scope: scope.clone(),
             agent: agent.to_string(),
             context_id: task.context_id.clone(),
             state: state_name(&body.status.state),
@@ -265,14 +265,14 @@ impl Hub {
         Ok(created)
     }
 
-    pub async fn get(&self, scope: &str, id: &str) -> Result<Option<TaskRecord>, A2aError> {
+    pub async fn get(&self, scope: &TaskScope, id: &str) -> Result<Option<TaskRecord>, A2aError> {
         Ok(self.store.get(scope, id).await?)
     }
 
     /// Applies `change` to task `id`: [`Hub::apply_all`] of one change.
     pub async fn apply(
         &self,
-        scope: &str,
+        scope: &TaskScope,
         id: &str,
         step: Option<Step<'_>>,
         change: Change,
@@ -286,7 +286,7 @@ impl Hub {
     /// stops at the change that ends the task.
     pub async fn apply_all(
         &self,
-        scope: &str,
+        scope: &TaskScope,
         id: &str,
         step: Option<Step<'_>>,
         mut changes: Vec<Change>,
@@ -410,7 +410,7 @@ impl Hub {
     }
 
     /// Waits until task `id` exists (or `limit` passes).
-    pub async fn wait_for(&self, scope: &str, id: &str, limit: Duration) -> Result<Option<TaskRecord>, A2aError> {
+    pub async fn wait_for(&self, scope: &TaskScope, id: &str, limit: Duration) -> Result<Option<TaskRecord>, A2aError> {
         let mut bell = self.bell.subscribe();
         let deadline = tokio::time::Instant::now() + limit;
         loop {

@@ -24,7 +24,7 @@ use std::time::Duration;
 use a2a::{Artifact, Message, PartContent, SendMessageRequest, StreamResponse, Task, TaskState, TaskStatus};
 use futures::StreamExt;
 use serde_json::{Value, json};
-use switchyard_contract::{Decision, FailureCode, UpstreamError};
+use switchyard_contract::{Decision, FailureCode, TaskScope, UpstreamError};
 use tokio::sync::Mutex as AsyncMutex;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
@@ -135,7 +135,14 @@ impl Proxy {
     }
 
     /// Mirrors one upstream event into the gateway task `(scope, id, ctx)`.
-    async fn mirror(&self, hub: &Hub, scope: &str, id: &str, ctx: &str, ev: StreamResponse) -> Result<Flow, A2aError> {
+    async fn mirror(
+        &self,
+        hub: &Hub,
+        scope: &TaskScope,
+        id: &str,
+        ctx: &str,
+        ev: StreamResponse,
+    ) -> Result<Flow, A2aError> {
         match ev {
             StreamResponse::Task(t) => {
                 // The agent's snapshot: record its ids, then whatever differs from ours, in one
@@ -180,7 +187,7 @@ impl Proxy {
     async fn status(
         &self,
         hub: &Hub,
-        scope: &str,
+        scope: &TaskScope,
         id: &str,
         ctx: &str,
         mut status: TaskStatus,
@@ -225,7 +232,7 @@ impl Proxy {
         cancel: &CancellationToken,
     ) -> Result<Value, UpstreamError> {
         let client = self.client().await.map_err(|e| lost(e, false))?;
-        let (scope, id, ctx) = (req.scope.as_str(), req.task_id.as_str(), req.context_id.as_str());
+        let (scope, id, ctx) = (&req.scope, req.task_id.as_str(), req.context_id.as_str());
         let mut upstream_msg = req.message.clone();
         if req.new_task {
             let task = crate::agent::submitted(req);
@@ -292,7 +299,13 @@ impl Proxy {
     /// Asks the agent to cancel the upstream task behind gateway task `id`. `Ok(true)`: the
     /// agent canceled it, and the run `run` may end `canceled`; `Ok(false)`: the agent has not
     /// acknowledged the task yet, so there is nothing it could confirm.
-    pub async fn cancel_upstream(&self, hub: &Hub, scope: &str, id: &str, run: Option<&str>) -> Result<bool, A2aError> {
+    pub async fn cancel_upstream(
+        &self,
+        hub: &Hub,
+        scope: &TaskScope,
+        id: &str,
+        run: Option<&str>,
+    ) -> Result<bool, A2aError> {
         let Some(rec) = hub.get(scope, id).await? else { return Ok(false) };
         let Some((up_task, _)) = upstream_ids(&task_of(&rec)?) else { return Ok(false) };
         let client = self.client().await.map_err(|e| A2aError::new(Kind::Unavailable, e.to_string()))?;
@@ -319,7 +332,7 @@ impl Proxy {
     /// or `None` when the upstream cannot tell (the invocation stays `unknown`).
     async fn resume(&self, hub: &Hub, rec: &switchyard_contract::TaskRecord, message_id: &str) -> Option<Decision> {
         let client = self.client().await.ok()?;
-        let (scope, id, ctx) = (rec.scope.as_str(), rec.id.as_str(), rec.context_id.as_str());
+        let (scope, id, ctx) = (&rec.scope, rec.id.as_str(), rec.context_id.as_str());
         let task = task_of(rec).ok()?;
         let up_task = match upstream_ids(&task) {
             Some((t, _)) => t,

@@ -13,7 +13,8 @@ use switchyard_a2a::sealing::CredentialSealer;
 use switchyard_a2a::{A2aAgents, A2aConfig};
 use switchyard_contract::memory::{MemoryInvocations, MemoryTasks, Reply};
 use switchyard_contract::{
-    Error, ErrorKind, ErrorSource, FailureCode, FailureRecord, Ingress, Principal, TaskRecord, TaskStore as _, TenantId,
+    Error, ErrorKind, ErrorSource, FailureCode, FailureRecord, Ingress, Principal, TaskRecord, TaskScope,
+    TaskStore as _, TenantId,
 };
 use tower::ServiceExt as _;
 
@@ -111,7 +112,7 @@ async fn a_message_is_one_submission_of_a_run_request() {
     assert_eq!(s.principal, who("red"));
     assert_eq!((s.upstream.as_str(), s.operation.as_str(), s.ingress), ("a2a-agent-echo", "SendMessage", Ingress::A2a));
     let run: RunRequest = serde_json::from_value(s.request.clone()).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!((run.scope.as_str(), run.agent.as_str(), run.new_task), ("red/", "echo", true));
+    assert_eq!((run.scope.key().as_str(), run.agent.as_str(), run.new_task), ("red/", "echo", true));
     assert_eq!(run.message.message_id, "m1");
     assert!(s.ingress_key.as_ref().is_some_and(|k| k.as_str().starts_with("a2a-")), "echo dedupes resends");
 
@@ -202,7 +203,7 @@ async fn tasks_are_read_in_the_callers_scope_only() {
     let body = json!({"id": "t1", "contextId": "c1", "status": {"state": "TASK_STATE_COMPLETED"}});
     let rec = TaskRecord {
         id: "t1".into(),
-        scope: "red/".into(),
+        scope: TaskScope::from_key("red/").unwrap_or_else(|e| panic!("{e}")),
         agent: "echo".into(),
         context_id: "c1".into(),
         state: "TASK_STATE_COMPLETED".into(),

@@ -23,7 +23,7 @@ use crate::id::{AttemptId, EventId, InvocationId, WorkerId};
 use crate::ports::{Binding, BindingStore, ClientGone, Invocations, ListQuery, Page, Submission, Submitted, Waited};
 use crate::principal::{EffectClass, IngressKey, Principal, Target, TenantId};
 use crate::state::{Decision, Fence, Invocation, InvocationState, NewInvocation, Resolution};
-use crate::tasks::{Delivery, NewDelivery, PushOutbox, TaskQuery, TaskRecord, TaskStore};
+use crate::tasks::{Delivery, NewDelivery, PushOutbox, TaskQuery, TaskRecord, TaskScope, TaskStore};
 use crate::{FailureRecord, Millis};
 
 /// What the script makes of one submission.
@@ -490,8 +490,8 @@ impl TaskStore for MemoryTasks {
         Ok(true)
     }
 
-    async fn get(&self, scope: &str, id: &str) -> Result<Option<TaskRecord>, Error> {
-        Ok(self.rows().tasks.get(id).filter(|t| t.scope == scope).cloned())
+    async fn get(&self, scope: &TaskScope, id: &str) -> Result<Option<TaskRecord>, Error> {
+        Ok(self.rows().tasks.get(id).filter(|t| &t.scope == scope).cloned())
     }
 
     async fn update(

@@ -11,13 +11,66 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::error::Error;
+use crate::principal::{Principal, TenantId};
+
+/// Whose tasks these are: the caller's tenant and the space inside it that an A2A request names
+/// (its `tenant` field or `/{tenant}/…` path segment; empty for none). Built only from a
+/// principal — so a task read or written under it is never another tenant's — or read back from
+/// a row the store wrote. Stored as `<tenant>/<space>` (a tenant name has no `/`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct TaskScope {
+    tenant: TenantId,
+    space: String,
+}
+
+impl TaskScope {
+    /// The scope of `principal`'s tasks in `space`.
+    pub fn of(principal: &Principal, space: &str) -> Self {
+        Self { tenant: principal.tenant.clone(), space: space.to_string() }
+    }
+
+    pub fn tenant(&self) -> &TenantId {
+        &self.tenant
+    }
+
+    /// The stored form, `<tenant>/<space>`.
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.tenant, self.space)
+    }
+
+    /// From the stored form.
+    pub fn from_key(key: &str) -> Result<Self, Error> {
+        let (tenant, space) =
+            key.split_once('/').ok_or_else(|| Error::internal(format!("task scope `{key}` has no tenant")))?;
+        Ok(Self { tenant: TenantId::new(tenant)?, space: space.to_string() })
+    }
+}
+
+impl std::fmt::Display for TaskScope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.tenant, self.space)
+    }
+}
+
+impl serde::Serialize for TaskScope {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.key())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for TaskScope {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let key = String::deserialize(d)?;
+        Self::from_key(&key).map_err(serde::de::Error::custom)
+    }
+}
 
 /// One task as stored.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TaskRecord {
     pub id: String,
-    /// The tenant key: reads by id and listings are filtered by it.
-    pub scope: String,
+    /// Whose task it is: reads by id and listings are filtered by it.
+    pub scope: TaskScope,
     /// The agent (face) the task belongs to.
     pub agent: String,
     pub context_id: String,
@@ -34,9 +87,9 @@ pub struct TaskRecord {
 }
 
 /// A filter for [`TaskStore::list`], newest status first, keyset-paginated.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TaskQuery {
-    pub scope: String,
+    pub scope: TaskScope,
     pub agent: String,
     pub context_id: Option<String>,
     pub state: Option<String>,
@@ -71,7 +124,7 @@ pub trait TaskStore: Send + Sync {
     /// `Ok(false)`: a task with that id already exists; nothing was written.
     async fn create(&self, task: &TaskRecord, events: &[Value]) -> Result<bool, Error>;
     /// The task `id` if it exists in `scope`.
-    async fn get(&self, scope: &str, id: &str) -> Result<Option<TaskRecord>, Error>;
+    async fn get(&self, scope: &TaskScope, id: &str) -> Result<Option<TaskRecord>, Error>;
     /// Replaces the task if its stored version is still `expected_version`, appending `events`
     /// (numbered from `expected_version + 1`; `task.version` must be the last) and queueing
     /// `deliveries`, all in one transaction. `Ok(false)`: the version moved; nothing written.

@@ -6,7 +6,7 @@
 use async_trait::async_trait;
 use serde_json::Value;
 use sqlx::Row;
-use switchyard_contract::{Delivery, Error, NewDelivery, PushOutbox, TaskQuery, TaskRecord, TaskStore};
+use switchyard_contract::{Delivery, Error, NewDelivery, PushOutbox, TaskQuery, TaskRecord, TaskScope, TaskStore};
 
 use crate::error::db;
 
@@ -65,7 +65,7 @@ where
     let body: String = row.try_get(8).map_err(db)?;
     Ok(TaskRecord {
         id: row.try_get(0).map_err(db)?,
-        scope: row.try_get(1).map_err(db)?,
+        scope: TaskScope::from_key(&row.try_get::<String, _>(1).map_err(db)?)?,
         agent: row.try_get(2).map_err(db)?,
         context_id: row.try_get(3).map_err(db)?,
         state: row.try_get(4).map_err(db)?,
@@ -98,7 +98,7 @@ where
 /// `SELECT … WHERE <filter>` for a list query, with its bind values in order. Values are
 /// always bound, never spliced.
 fn list_sql(q: &TaskQuery, count: bool) -> (String, Vec<ListArg>) {
-    let mut args = vec![ListArg::Text(q.scope.clone()), ListArg::Text(q.agent.clone())];
+    let mut args = vec![ListArg::Text(q.scope.key()), ListArg::Text(q.agent.clone())];
     let mut filter = String::from("scope = $1 AND agent = $2");
     if let Some(c) = &q.context_id {
         args.push(ListArg::Text(c.clone()));
@@ -145,7 +145,7 @@ macro_rules! task_store_impl {
                 let mut tx = self.$writer.begin().await.map_err(db)?;
                 let done = sqlx::query(sqlx::AssertSqlSafe($sql(INSERT_TASK)))
                     .bind(&task.id)
-                    .bind(&task.scope)
+                    .bind(task.scope.key())
                     .bind(&task.agent)
                     .bind(&task.context_id)
                     .bind(&task.state)
@@ -175,9 +175,9 @@ macro_rules! task_store_impl {
                 Ok(true)
             }
 
-            async fn get(&self, scope: &str, id: &str) -> Result<Option<TaskRecord>, Error> {
+            async fn get(&self, scope: &TaskScope, id: &str) -> Result<Option<TaskRecord>, Error> {
                 let row = sqlx::query(sqlx::AssertSqlSafe($sql(GET_TASK)))
-                    .bind(scope)
+                    .bind(scope.key())
                     .bind(id)
                     .fetch_optional(&self.$reader)
                     .await

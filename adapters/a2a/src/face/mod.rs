@@ -18,7 +18,8 @@ use futures::stream::BoxStream;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use switchyard_contract::{
-    ErrorKind, IngressKey, InvocationId, InvocationState, Invocations, Principal, Submission, TaskQuery, TenantId,
+    ErrorKind, IngressKey, InvocationId, InvocationState, Invocations, Principal, Submission, TaskQuery, TaskScope,
+    TenantId,
 };
 
 use crate::agent::RunRequest;
@@ -155,9 +156,10 @@ impl A2aFace {
         self.config.agents.first().and_then(|a| self.agent(&a.name))
     }
 
-    fn scope(who: &Caller, tenant: Option<&String>) -> String {
+    /// The caller's tasks in the space the request names (its `tenant`, else the path's).
+    fn scope(who: &Caller, tenant: Option<&String>) -> TaskScope {
         let t = tenant.filter(|t| !t.is_empty()).or(who.path_tenant.as_ref()).map_or("", String::as_str);
-        format!("{}/{}", who.principal.tenant, t)
+        TaskScope::of(&who.principal, t)
     }
 
     /// Handles one operation for `agent`.
@@ -289,7 +291,7 @@ impl A2aFace {
     async fn record(
         &self,
         agent: &AgentEntry,
-        scope: &str,
+        scope: &TaskScope,
         id: &str,
     ) -> Result<switchyard_contract::TaskRecord, A2aError> {
         match self.hub.get(scope, id).await? {
@@ -298,7 +300,7 @@ impl A2aFace {
         }
     }
 
-    async fn load(&self, agent: &AgentEntry, scope: &str, id: &str) -> Result<Task, A2aError> {
+    async fn load(&self, agent: &AgentEntry, scope: &TaskScope, id: &str) -> Result<Task, A2aError> {
         task_of(&self.record(agent, scope, id).await?)
     }
 
@@ -310,7 +312,7 @@ impl A2aFace {
         who: &Caller,
         tenant: Option<&String>,
         id: &str,
-    ) -> Result<(String, switchyard_contract::TaskRecord), A2aError> {
+    ) -> Result<(TaskScope, switchyard_contract::TaskRecord), A2aError> {
         let scope = Self::scope(who, tenant);
         let rec = self.record(agent, &scope, id).await?;
         Ok((scope, rec))

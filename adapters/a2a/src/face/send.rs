@@ -6,7 +6,7 @@ use switchyard_contract::{Invocation, client_stays};
 
 /// A decoded send: everything the run needs, checked, before anything is submitted.
 struct Send {
-    scope: String,
+    scope: TaskScope,
     task_id: String,
     new_task: bool,
     message_id: String,
@@ -121,12 +121,13 @@ impl A2aFace {
     async fn task_for(
         &self,
         agent: &AgentEntry,
-        scope: &str,
+        scope: &TaskScope,
         message: &Message,
         content: &str,
     ) -> Result<(String, String, Option<(Task, i64)>), A2aError> {
         let name = &agent.config.name;
         let Some(tid) = message.task_id.as_deref().filter(|t| !t.is_empty()) else {
+            let scope = &scope.key();
             let id = digest_id(&[scope, name, &message.message_id, content]).to_string();
             let ctx = message
                 .context_id
@@ -238,7 +239,7 @@ impl A2aFace {
     /// with a message.
     async fn first_answer(
         &self,
-        scope: &str,
+        scope: &TaskScope,
         task_id: &str,
         inv: InvocationId,
         who: &Principal,
