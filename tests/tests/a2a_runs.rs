@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use switchyard_a2a::agent::{AgentKind, AgentUpstream, RunRequest, submitted};
-use switchyard_a2a::hub::{Hub, Step};
+use switchyard_a2a::hub::Hub;
 use switchyard_contract::{
-    AttemptId, DispatchCall, EffectClass, InvocationId, Principal, Target, TaskScope, TaskStore, TenantId, Upstream,
-    UpstreamError,
+    AttemptId, DispatchCall, EffectClass, InvocationId, Principal, RunCursor, Target, TaskScope, TaskStore, TenantId,
+    Upstream, UpstreamError,
 };
 use switchyard_store::StoreOptions;
 
@@ -60,10 +60,8 @@ async fn a_run_with_an_inline_push_config_driven_again_finishes_its_task() {
     let inv = InvocationId::new();
     let req = run("red/", "task-1", true, Some(json!({"url": "https://hooks.example.com/x"})));
     // The first drive created the task (step 0) and stopped there: a crash.
-    let run_id = inv.to_string();
-    hub.create(&scope("red/"), "echo", &submitted(&req), Step { run: &run_id, n: 0 }, Vec::new())
-        .await
-        .unwrap_or_else(|e| panic!("{e:?}"));
+    let step = RunCursor { invocation: inv, step: 0 };
+    hub.create(&scope("red/"), "echo", &submitted(&req), step, Vec::new()).await.unwrap_or_else(|e| panic!("{e:?}"));
     // Driven again: the task must finish, not stay submitted.
     let out = up.dispatch(&call("red", inv, &req)).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(out["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{out}");

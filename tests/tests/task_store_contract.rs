@@ -4,7 +4,9 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use switchyard_contract::{NewDelivery, PushOutbox, TaskQuery, TaskRecord, TaskScope, TaskStore};
+use switchyard_contract::{
+    InvocationId, NewDelivery, PushOutbox, RunCursor, TaskQuery, TaskRecord, TaskScope, TaskStore,
+};
 use switchyard_store::StoreOptions;
 
 type Ports = (Arc<dyn TaskStore>, Arc<dyn PushOutbox>);
@@ -59,7 +61,7 @@ fn task(id: &str, scope: &str, ctx: &str, state: &str, status_ms: i64) -> TaskRe
         state: state.into(),
         status_ms,
         version: 1,
-        run_cursor: String::new(),
+        run_cursor: None,
         body: json!({"id": id, "state": state}),
     }
 }
@@ -82,7 +84,12 @@ async fn create_is_once_and_reads_are_scoped(s: Arc<dyn TaskStore>, _: Arc<dyn P
 async fn updates_are_compare_and_set_with_gapless_events(s: Arc<dyn TaskStore>, _: Arc<dyn PushOutbox>) {
     let t = task("t2", "red/", "c", "TASK_STATE_SUBMITTED", 10);
     assert!(s.create(&t, &[json!(1)]).await.unwrap_or_else(|e| panic!("{e}")));
-    let next = TaskRecord { state: "TASK_STATE_WORKING".into(), version: 3, run_cursor: "inv:1".into(), ..t.clone() };
+    let next = TaskRecord {
+        state: "TASK_STATE_WORKING".into(),
+        version: 3,
+        run_cursor: Some(RunCursor { invocation: InvocationId::new(), step: 1 }),
+        ..t.clone()
+    };
     assert!(s.update(&next, 1, &[json!(2), json!(3)], &[]).await.unwrap_or_else(|e| panic!("{e}")));
     let stale = TaskRecord { state: "TASK_STATE_FAILED".into(), version: 2, ..t.clone() };
     assert!(

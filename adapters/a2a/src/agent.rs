@@ -11,10 +11,12 @@ use a2a::{Artifact, Message, Part, Role, Task, TaskPushNotificationConfig, TaskS
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use switchyard_contract::{CancelAck, Decision, DispatchCall, Invocation, TaskScope, Upstream, UpstreamError};
+use switchyard_contract::{
+    CancelAck, Decision, DispatchCall, Invocation, InvocationId, RunCursor, TaskScope, Upstream, UpstreamError,
+};
 use tokio_util::sync::CancellationToken;
 
-use crate::hub::{Change, Hub, Step};
+use crate::hub::{Change, Hub};
 
 /// What the A2A face submits as the invocation request of one message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -205,7 +207,7 @@ pub struct AgentUpstream {
     hub: Hub,
     /// For kind `upstream`: the agent behind the gateway.
     proxy: Option<Arc<crate::proxy::Proxy>>,
-    running: Mutex<HashMap<String, CancellationToken>>,
+    running: Mutex<HashMap<InvocationId, CancellationToken>>,
 }
 
 impl AgentUpstream {
@@ -247,21 +249,26 @@ impl AgentUpstream {
         Ok(())
     }
 
-    fn track(&self, run: &str) -> CancellationToken {
+    fn track(&self, run: InvocationId) -> CancellationToken {
         let token = CancellationToken::new();
         if let Ok(mut m) = self.running.lock() {
-            m.insert(run.to_string(), token.clone());
+            m.insert(run, token.clone());
         }
         token
     }
 
-    fn untrack(&self, run: &str) {
+    fn untrack(&self, run: InvocationId) {
         if let Ok(mut m) = self.running.lock() {
-            m.remove(run);
+            m.remove(&run);
         }
     }
 
-    async fn run(&self, req: &RunRequest, run: &str, cancel: &CancellationToken) -> Result<Value, UpstreamError> {
+    async fn run(
+        &self,
+        req: &RunRequest,
+        run: InvocationId,
+        cancel: &CancellationToken,
+    ) -> Result<Value, UpstreamError> {
         let fail = |e: crate::error::A2aError| UpstreamError::Unavailable { message: e.message };
         let plan = self.kind.plan(&req.message, &req.context_id, &req.task_id);
         let items = match plan {
@@ -292,7 +299,7 @@ impl AgentUpstream {
             // An inline push configuration must exist before the events it is to receive.
             let with_first = req.push.is_none();
             let initial = if with_first { std::mem::take(&mut first_batch) } else { Vec::new() };
-            let step = Step { run, n: u32::from(with_first) };
+            let step = RunCursor { invocation: run, step: u32::from(with_first) };
             let created = self.hub.create(&req.scope, &req.agent, &task, step, initial.clone()).await.map_err(fail)?;
             if let Some(push) = &req.push {
                 crate::push::store_config(&self.hub, &req.task_id, push.clone()).await.map_err(fail)?;
@@ -322,8 +329,11 @@ impl AgentUpstream {
             if changes.is_empty() {
                 continue;
             }
-            let applied =
-                self.hub.apply_all(&req.scope, &req.task_id, Some(Step { run, n }), changes).await.map_err(fail)?;
+            let applied = self
+                .hub
+                .apply_all(&req.scope, &req.task_id, Some(RunCursor { invocation: run, step: n }), changes)
+                .await
+                .map_err(fail)?;
             if applied.is_none() {
                 break; // canceled (or otherwise ended) meanwhile
             }
@@ -343,13 +353,13 @@ impl Upstream for AgentUpstream {
             details: None,
         })?;
         self.check(call, &req).await?;
-        let run = call.invocation.to_string();
-        let token = self.track(&run);
+        let run = call.invocation;
+        let token = self.track(run);
         let out = match &self.proxy {
-            Some(p) => p.run(&self.hub, &req, &run, &token).await,
-            None => self.run(&req, &run, &token).await,
+            Some(p) => p.run(&self.hub, &req, run, &token).await,
+            None => self.run(&req, run, &token).await,
         };
-        self.untrack(&run);
+        self.untrack(run);
         out
     }
 
@@ -357,9 +367,9 @@ impl Upstream for AgentUpstream {
     /// it (the face asked the agent first): stopping the gateway's own wait proves nothing about
     /// the agent, so otherwise the send goes on and ends with whatever the agent answers.
     async fn cancel(&self, call: &DispatchCall) -> CancelAck {
-        let run = call.invocation.to_string();
+        let run = call.invocation;
         if let Some(p) = &self.proxy
-            && !p.take_confirmed(&run)
+            && !p.take_confirmed(run)
         {
             return CancelAck::Unsupported;
         }

@@ -12,7 +12,9 @@ use a2a::{
 };
 use futures::Stream;
 use serde_json::Value;
-use switchyard_contract::{ArtifactKeeper, InvocationId, NewDelivery, TaskRecord, TaskScope, TaskStore, TenantId};
+use switchyard_contract::{
+    ArtifactKeeper, InvocationId, NewDelivery, RunCursor, TaskRecord, TaskScope, TaskStore, TenantId,
+};
 use tokio::sync::watch;
 
 use crate::error::{A2aError, Kind};
@@ -36,13 +38,6 @@ pub enum Change {
     /// Sets `metadata[key]` (gateway bookkeeping such as the upstream task's ids). Its event is
     /// a task snapshot, which followers skip.
     Annotate { key: String, value: Value },
-}
-
-/// Which run step a change belongs to, so a re-driven run skips the steps already applied.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Step<'a> {
-    pub run: &'a str,
-    pub n: u32,
 }
 
 #[derive(Clone)]
@@ -86,16 +81,6 @@ fn to_value<T: serde::Serialize>(v: &T) -> Result<Value, A2aError> {
     serde_json::to_value(v).map_err(|e| A2aError::internal(e.to_string()))
 }
 
-fn parse_cursor(c: &str) -> Option<(&str, u32)> {
-    let (run, n) = c.rsplit_once(':')?;
-    Some((run, n.parse().ok()?))
-}
-
-/// The invocation of a run cursor (`<invocation>:<step>`) or of a bare run id.
-pub(crate) fn cursor_invocation(c: &str) -> Option<InvocationId> {
-    c.split(':').next()?.parse().ok()
-}
-
 impl Hub {
     pub fn new(
         store: Arc<dyn TaskStore>,
@@ -120,7 +105,7 @@ impl Hub {
         &self,
         scope: &TaskScope,
         id: &str,
-        run: &str,
+        run: Option<InvocationId>,
         event_no: i64,
         artifact: &mut Artifact,
     ) -> Result<(), A2aError> {
@@ -129,8 +114,8 @@ impl Hub {
         if !artifact.parts.iter().any(big) {
             return Ok(());
         }
-        let invocation = cursor_invocation(run)
-            .ok_or_else(|| A2aError::internal(format!("task `{id}` has no run to file its artifact under")))?;
+        let invocation =
+            run.ok_or_else(|| A2aError::internal(format!("task `{id}` has no run to file its artifact under")))?;
         let tenant = scope.tenant().clone();
         let name = format!("{id}/{}", artifact.artifact_id);
         // Unique per (invocation, name) and increasing: the event's sequence, then the part.
@@ -162,7 +147,7 @@ impl Hub {
         &self,
         scope: &TaskScope,
         id: &str,
-        run: &str,
+        run: Option<InvocationId>,
         first_no: i64,
         changes: &mut [Change],
     ) -> Result<(), A2aError> {
@@ -233,10 +218,10 @@ impl Hub {
         scope: &TaskScope,
         agent: &str,
         task: &Task,
-        step: Step<'_>,
+        step: RunCursor,
         mut changes: Vec<Change>,
     ) -> Result<bool, A2aError> {
-        self.keep_all(scope, &task.id, step.run, 2, &mut changes).await?;
+        self.keep_all(scope, &task.id, Some(step.invocation), 2, &mut changes).await?;
         let mut events = vec![to_value(&StreamResponse::Task(task.clone()))?];
         let mut body = task.clone();
         for change in &changes {
@@ -253,7 +238,7 @@ impl Hub {
             state: state_name(&body.status.state),
             status_ms: now_ms(),
             version: i64::try_from(events.len()).unwrap_or(i64::MAX),
-            run_cursor: format!("{}:{}", step.run, step.n),
+            run_cursor: Some(step),
             body: to_value(&body)?,
         };
         let created = self.store.create(&rec, &events).await?;
@@ -274,7 +259,7 @@ impl Hub {
         &self,
         scope: &TaskScope,
         id: &str,
-        step: Option<Step<'_>>,
+        step: Option<RunCursor>,
         change: Change,
     ) -> Result<Option<TaskRecord>, A2aError> {
         self.apply_all(scope, id, step, vec![change]).await
@@ -288,23 +273,22 @@ impl Hub {
         &self,
         scope: &TaskScope,
         id: &str,
-        step: Option<Step<'_>>,
+        step: Option<RunCursor>,
         mut changes: Vec<Change>,
     ) -> Result<Option<TaskRecord>, A2aError> {
         if changes.iter().any(|c| matches!(c, Change::Artifact { .. })) {
             let rec = self.store.get(scope, id).await?.ok_or_else(|| A2aError::task_not_found(id))?;
-            let run = step.as_ref().map_or_else(|| rec.run_cursor.clone(), |s| s.run.to_string());
-            self.keep_all(scope, id, &run, rec.version + 1, &mut changes).await?;
+            let run = step.or(rec.run_cursor).map(|c| c.invocation);
+            self.keep_all(scope, id, run, rec.version + 1, &mut changes).await?;
         }
         let deliverable = changes.iter().any(|c| matches!(c, Change::Status(_) | Change::Artifact { .. }));
         loop {
             let Some(rec) = self.store.get(scope, id).await? else {
                 return Err(A2aError::task_not_found(id));
             };
-            if let Some(s) = &step
-                && let Some((run, n)) = parse_cursor(&rec.run_cursor)
-                && run == s.run
-                && n >= s.n
+            if let (Some(s), Some(c)) = (step, rec.run_cursor)
+                && c.invocation == s.invocation
+                && c.step >= s.step
             {
                 return Ok(Some(rec));
             }
@@ -335,7 +319,7 @@ impl Hub {
                 state: state_name(&task.status.state),
                 status_ms,
                 version: rec.version + i64::try_from(events.len()).unwrap_or(0),
-                run_cursor: step.as_ref().map_or_else(|| rec.run_cursor.clone(), |s| format!("{}:{}", s.run, s.n)),
+                run_cursor: step.or(rec.run_cursor),
                 body: to_value(&task)?,
                 ..rec.clone()
             };

@@ -24,7 +24,7 @@ use std::time::Duration;
 use a2a::{Artifact, Message, PartContent, SendMessageRequest, StreamResponse, Task, TaskState, TaskStatus};
 use futures::StreamExt;
 use serde_json::{Value, json};
-use switchyard_contract::{Decision, FailureCode, TaskScope, UpstreamError};
+use switchyard_contract::{Decision, FailureCode, InvocationId, RunCursor, TaskScope, UpstreamError};
 use tokio::sync::Mutex as AsyncMutex;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
@@ -44,7 +44,7 @@ pub struct Proxy {
     timeout: Duration,
     client: AsyncMutex<Option<A2aClient>>,
     /// Runs whose cancellation the agent confirmed: only those may end `canceled`.
-    confirmed: Mutex<HashSet<String>>,
+    confirmed: Mutex<HashSet<InvocationId>>,
 }
 
 /// How mirroring one upstream event ended.
@@ -203,7 +203,7 @@ impl Proxy {
         &self,
         hub: &Hub,
         req: &RunRequest,
-        run: &str,
+        run: InvocationId,
         cancel: &CancellationToken,
     ) -> Result<Value, UpstreamError> {
         let out = self.forward(hub, req, run, cancel).await;
@@ -228,7 +228,7 @@ impl Proxy {
         &self,
         hub: &Hub,
         req: &RunRequest,
-        run: &str,
+        run: InvocationId,
         cancel: &CancellationToken,
     ) -> Result<Value, UpstreamError> {
         let client = self.client().await.map_err(|e| lost(e, false))?;
@@ -236,7 +236,9 @@ impl Proxy {
         let mut upstream_msg = req.message.clone();
         if req.new_task {
             let task = crate::agent::submitted(req);
-            hub.create(scope, &req.agent, &task, crate::hub::Step { run, n: 0 }, Vec::new()).await.map_err(hub_err)?;
+            hub.create(scope, &req.agent, &task, RunCursor { invocation: run, step: 0 }, Vec::new())
+                .await
+                .map_err(hub_err)?;
             if let Some(push) = &req.push {
                 crate::push::store_config(hub, id, push.clone()).await.map_err(hub_err)?;
             }
@@ -251,7 +253,7 @@ impl Proxy {
                     message: "the upstream task of this task is not known (it was never started upstream)".into(),
                     details: None,
                 })?;
-            let step = Some(crate::hub::Step { run, n: 0 });
+            let step = Some(RunCursor { invocation: run, step: 0 });
             hub.apply(scope, id, step, Change::UserMessage(local(req.message.clone(), id, ctx)))
                 .await
                 .map_err(hub_err)?;
@@ -304,7 +306,7 @@ impl Proxy {
         hub: &Hub,
         scope: &TaskScope,
         id: &str,
-        run: Option<&str>,
+        run: Option<InvocationId>,
     ) -> Result<bool, A2aError> {
         let Some(rec) = hub.get(scope, id).await? else { return Ok(false) };
         let Some((up_task, _)) = upstream_ids(&task_of(&rec)?) else { return Ok(false) };
@@ -312,7 +314,7 @@ impl Proxy {
         match client.cancel_task(&up_task).await {
             Ok(_) => {
                 if let (Some(run), Ok(mut c)) = (run, self.confirmed.lock()) {
-                    c.insert(run.to_string());
+                    c.insert(run);
                 }
                 Ok(true)
             }
@@ -324,8 +326,8 @@ impl Proxy {
     }
 
     /// Whether the agent confirmed the cancellation of `run` (and forgets it).
-    pub fn take_confirmed(&self, run: &str) -> bool {
-        self.confirmed.lock().is_ok_and(|mut c| c.remove(run))
+    pub fn take_confirmed(&self, run: InvocationId) -> bool {
+        self.confirmed.lock().is_ok_and(|mut c| c.remove(&run))
     }
 
     /// Resumes gateway task `rec` whose run was lost; returns the decision for its invocation,

@@ -209,7 +209,7 @@ async fn tasks_are_read_in_the_callers_scope_only() {
         state: "TASK_STATE_COMPLETED".into(),
         status_ms: 1,
         version: 1,
-        run_cursor: String::new(),
+        run_cursor: None,
         body: body.clone(),
     };
     assert!(tasks.create(&rec, &[json!({"task": body})]).await.unwrap_or_else(|e| panic!("{e}")));

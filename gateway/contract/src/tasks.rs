@@ -11,7 +11,31 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::error::Error;
+use crate::id::InvocationId;
 use crate::principal::{Principal, TenantId};
+
+/// How far a run got in writing its task: the invocation driving it and the last step it
+/// applied. A run driven again (after a crash) skips the steps its cursor says are applied.
+/// Stored as `<invocation>:<step>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunCursor {
+    pub invocation: InvocationId,
+    pub step: u32,
+}
+
+impl RunCursor {
+    /// From the stored form; `None` for none (an empty column) or a malformed one.
+    pub fn parse(s: &str) -> Option<Self> {
+        let (invocation, step) = s.rsplit_once(':')?;
+        Some(Self { invocation: invocation.parse().ok()?, step: step.parse().ok()? })
+    }
+}
+
+impl std::fmt::Display for RunCursor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.invocation, self.step)
+    }
+}
 
 /// Whose tasks these are: the caller's tenant and the space inside it that an A2A request names
 /// (its `tenant` field or `/{tenant}/…` path segment; empty for none). Built only from a
@@ -80,9 +104,8 @@ pub struct TaskRecord {
     pub status_ms: i64,
     /// Sequence number of the newest event.
     pub version: i64,
-    /// Opaque progress marker of the run that last wrote the task (`<invocation>:<step>`):
-    /// lets a re-driven run skip the steps it already applied.
-    pub run_cursor: String,
+    /// The run that last wrote the task, and how far it got.
+    pub run_cursor: Option<RunCursor>,
     pub body: Value,
 }
 

@@ -6,7 +6,9 @@
 use async_trait::async_trait;
 use serde_json::Value;
 use sqlx::Row;
-use switchyard_contract::{Delivery, Error, NewDelivery, PushOutbox, TaskQuery, TaskRecord, TaskScope, TaskStore};
+use switchyard_contract::{
+    Delivery, Error, NewDelivery, PushOutbox, RunCursor, TaskQuery, TaskRecord, TaskScope, TaskStore,
+};
 
 use crate::error::db;
 
@@ -71,7 +73,7 @@ where
         state: row.try_get(4).map_err(db)?,
         status_ms: row.try_get(5).map_err(db)?,
         version: row.try_get(6).map_err(db)?,
-        run_cursor: row.try_get(7).map_err(db)?,
+        run_cursor: RunCursor::parse(&row.try_get::<String, _>(7).map_err(db)?),
         body: json(&body)?,
     })
 }
@@ -151,7 +153,7 @@ macro_rules! task_store_impl {
                     .bind(&task.state)
                     .bind(task.status_ms)
                     .bind(task.version)
-                    .bind(&task.run_cursor)
+                    .bind(task.run_cursor.map(|c| c.to_string()).unwrap_or_default())
                     .bind(text(&task.body))
                     .bind(now)
                     .execute(&mut *tx)
@@ -201,7 +203,7 @@ macro_rules! task_store_impl {
                     .bind(&task.state)
                     .bind(task.status_ms)
                     .bind(task.version)
-                    .bind(&task.run_cursor)
+                    .bind(task.run_cursor.map(|c| c.to_string()).unwrap_or_default())
                     .bind(text(&task.body))
                     .execute(&mut *tx)
                     .await

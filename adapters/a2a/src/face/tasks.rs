@@ -69,9 +69,9 @@ impl A2aFace {
         if task.status.state.is_terminal() {
             return Err(not_cancelable(&task));
         }
-        let run = crate::hub::cursor_invocation(&rec.run_cursor).map(|i| i.to_string());
+        let run = rec.run_cursor.map(|c| c.invocation);
         if let Some(p) = self.proxies.get(&agent.config.name)
-            && !p.cancel_upstream(&self.hub, &scope, &req.id, run.as_deref()).await?
+            && !p.cancel_upstream(&self.hub, &scope, &req.id, run).await?
         {
             // Nothing to ask the agent to cancel yet, so nothing it could confirm: change nothing.
             return Err(A2aError::new(
@@ -79,7 +79,7 @@ impl A2aFace {
                 format!("task `{}` has not been acknowledged by the agent yet; cancel it again shortly", task.id),
             ));
         }
-        if let Some(inv) = crate::hub::cursor_invocation(&rec.run_cursor)
+        if let Some(inv) = run
             && let Err(e) = self.engine.cancel(&who.principal, inv).await
         {
             tracing::debug!(invocation.id = %inv, error = %e, "run not cancelable (already settled)");
