@@ -70,7 +70,7 @@ async fn a_run_with_an_inline_push_config_driven_again_finishes_its_task() {
         .await
         .unwrap_or_else(|e| panic!("{e}"))
         .unwrap_or_else(|| panic!("no task"));
-    assert_eq!(rec.state, "TASK_STATE_COMPLETED");
+    assert_eq!(rec.state.as_str(), "TASK_STATE_COMPLETED");
     assert_eq!(store.push_configs("task-1").await.unwrap_or_else(|e| panic!("{e}")).len(), 1);
 }
 

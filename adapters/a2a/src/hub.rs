@@ -13,7 +13,7 @@ use a2a::{
 use futures::Stream;
 use serde_json::Value;
 use switchyard_contract::{
-    ArtifactKeeper, InvocationId, NewDelivery, RunCursor, TaskRecord, TaskScope, TaskStore, TenantId,
+    ArtifactKeeper, InvocationId, NewDelivery, RunCursor, TaskRecord, TaskScope, TaskStateName, TaskStore, TenantId,
 };
 use tokio::sync::watch;
 
@@ -67,6 +67,21 @@ pub fn now_ms() -> i64 {
 
 pub fn state_name(state: &TaskState) -> String {
     serde_json::to_value(state).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+}
+
+/// The row's state for a task in `state`.
+pub fn stored_state(state: &TaskState) -> TaskStateName {
+    match state {
+        TaskState::Unspecified => TaskStateName::Unspecified,
+        TaskState::Submitted => TaskStateName::Submitted,
+        TaskState::Working => TaskStateName::Working,
+        TaskState::InputRequired => TaskStateName::InputRequired,
+        TaskState::AuthRequired => TaskStateName::AuthRequired,
+        TaskState::Completed => TaskStateName::Completed,
+        TaskState::Canceled => TaskStateName::Canceled,
+        TaskState::Failed => TaskStateName::Failed,
+        TaskState::Rejected => TaskStateName::Rejected,
+    }
 }
 
 pub fn is_interrupted(state: &TaskState) -> bool {
@@ -235,7 +250,7 @@ impl Hub {
             scope: scope.clone(),
             agent: agent.to_string(),
             context_id: task.context_id.clone(),
-            state: state_name(&body.status.state),
+            state: stored_state(&body.status.state),
             status_ms: now_ms(),
             version: i64::try_from(events.len()).unwrap_or(i64::MAX),
             run_cursor: Some(step),
@@ -316,7 +331,7 @@ impl Hub {
                 events.push(event);
             }
             let next = TaskRecord {
-                state: state_name(&task.status.state),
+                state: stored_state(&task.status.state),
                 status_ms,
                 version: rec.version + i64::try_from(events.len()).unwrap_or(0),
                 run_cursor: step.or(rec.run_cursor),
@@ -491,4 +506,20 @@ pub fn ensure_open(task: &Task) -> Result<(), A2aError> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rows keep the names the wire uses (as written before the state was typed).
+    #[test]
+    fn stored_states_are_the_wire_names() {
+        use TaskState::*;
+        for s in [Unspecified, Submitted, Working, Completed, Failed, Canceled, InputRequired, Rejected, AuthRequired] {
+            let stored = stored_state(&s);
+            assert_eq!(stored.as_str(), state_name(&s), "{s:?}");
+            assert_eq!(TaskStateName::parse(stored.as_str()), Some(stored));
+        }
+    }
 }

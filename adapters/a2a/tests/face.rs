@@ -206,7 +206,7 @@ async fn tasks_are_read_in_the_callers_scope_only() {
         scope: TaskScope::from_key("red/").unwrap_or_else(|e| panic!("{e}")),
         agent: "echo".into(),
         context_id: "c1".into(),
-        state: "TASK_STATE_COMPLETED".into(),
+        state: switchyard_contract::TaskStateName::Completed,
         status_ms: 1,
         version: 1,
         run_cursor: None,

@@ -36,7 +36,9 @@ pub use ports::{
 pub use principal::{EffectClass, IngressKey, Principal, Target, TenantId};
 pub use secret::Secret;
 pub use state::{Decision, Fence, Invocation, InvocationState, Lease, NewInvocation, Resolution, StateName};
-pub use tasks::{Delivery, NewDelivery, PushOutbox, RunCursor, TaskQuery, TaskRecord, TaskScope, TaskStore};
+pub use tasks::{
+    Delivery, NewDelivery, PushOutbox, RunCursor, TaskQuery, TaskRecord, TaskScope, TaskStateName, TaskStore,
+};
 
 /// Milliseconds since the Unix epoch, as read from the store's clock.
 pub type Millis = i64;

@@ -529,15 +529,6 @@ impl TaskStore for MemoryTasks {
         Ok(log.iter().filter(|(seq, _)| *seq > after).take(limit as usize).cloned().collect())
     }
 
-    async fn in_states(&self, agent: &str, states: &[&str], limit: u32) -> Result<Vec<TaskRecord>, Error> {
-        let rows = self.rows();
-        let mut found: Vec<TaskRecord> =
-            rows.tasks.values().filter(|t| t.agent == agent && states.contains(&t.state.as_str())).cloned().collect();
-        found.sort_by_key(|t| t.status_ms);
-        found.truncate(limit as usize);
-        Ok(found)
-    }
-
     async fn list(&self, q: &TaskQuery) -> Result<(Vec<TaskRecord>, i64), Error> {
         let rows = self.rows();
         let matching: Vec<&TaskRecord> = rows

@@ -14,6 +14,54 @@ use crate::error::Error;
 use crate::id::InvocationId;
 use crate::principal::{Principal, TenantId};
 
+/// A task's state as the task rows keep it, and as listings filter on it. Stored under the A2A
+/// names (`TASK_STATE_WORKING`, …): the protocol the rows were first written for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TaskStateName {
+    Unspecified,
+    Submitted,
+    Working,
+    InputRequired,
+    AuthRequired,
+    Completed,
+    Canceled,
+    Failed,
+    Rejected,
+}
+
+impl TaskStateName {
+    const ALL: [TaskStateName; 9] = [
+        Self::Unspecified,
+        Self::Submitted,
+        Self::Working,
+        Self::InputRequired,
+        Self::AuthRequired,
+        Self::Completed,
+        Self::Canceled,
+        Self::Failed,
+        Self::Rejected,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Unspecified => "TASK_STATE_UNSPECIFIED",
+            Self::Submitted => "TASK_STATE_SUBMITTED",
+            Self::Working => "TASK_STATE_WORKING",
+            Self::InputRequired => "TASK_STATE_INPUT_REQUIRED",
+            Self::AuthRequired => "TASK_STATE_AUTH_REQUIRED",
+            Self::Completed => "TASK_STATE_COMPLETED",
+            Self::Canceled => "TASK_STATE_CANCELED",
+            Self::Failed => "TASK_STATE_FAILED",
+            Self::Rejected => "TASK_STATE_REJECTED",
+        }
+    }
+
+    /// From the stored form.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|n| n.as_str() == s)
+    }
+}
+
 /// How far a run got in writing its task: the invocation driving it and the last step it
 /// applied. A run driven again (after a crash) skips the steps its cursor says are applied.
 /// Stored as `<invocation>:<step>`.
@@ -98,8 +146,7 @@ pub struct TaskRecord {
     /// The agent (face) the task belongs to.
     pub agent: String,
     pub context_id: String,
-    /// The protocol's state name (e.g. `TASK_STATE_WORKING`).
-    pub state: String,
+    pub state: TaskStateName,
     /// When the current status was set (ms since the epoch).
     pub status_ms: i64,
     /// Sequence number of the newest event.
@@ -115,7 +162,7 @@ pub struct TaskQuery {
     pub scope: TaskScope,
     pub agent: String,
     pub context_id: Option<String>,
-    pub state: Option<String>,
+    pub state: Option<TaskStateName>,
     pub status_after_ms: Option<i64>,
     /// Keyset cursor: rows strictly after `(status_ms, id)` in `(status_ms DESC, id DESC)` order.
     pub after: Option<(i64, String)>,
@@ -160,9 +207,6 @@ pub trait TaskStore: Send + Sync {
     ) -> Result<bool, Error>;
     /// Events of task `id` with a sequence number above `after`, in order (at most `limit`).
     async fn events_after(&self, id: &str, after: i64, limit: u32) -> Result<Vec<(i64, Value)>, Error>;
-    /// Tasks of `agent` in any scope whose state is one of `states`, oldest status first (for
-    /// supervisors that resume work after a restart).
-    async fn in_states(&self, agent: &str, states: &[&str], limit: u32) -> Result<Vec<TaskRecord>, Error>;
     /// One page of tasks and the total number matching the filter (cursor ignored).
     async fn list(&self, query: &TaskQuery) -> Result<(Vec<TaskRecord>, i64), Error>;
 

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 use sqlx::Row;
 use switchyard_contract::{
-    Delivery, Error, NewDelivery, PushOutbox, RunCursor, TaskQuery, TaskRecord, TaskScope, TaskStore,
+    Delivery, Error, NewDelivery, PushOutbox, RunCursor, TaskQuery, TaskRecord, TaskScope, TaskStateName, TaskStore,
 };
 
 use crate::error::db;
@@ -70,7 +70,10 @@ where
         scope: TaskScope::from_key(&row.try_get::<String, _>(1).map_err(db)?)?,
         agent: row.try_get(2).map_err(db)?,
         context_id: row.try_get(3).map_err(db)?,
-        state: row.try_get(4).map_err(db)?,
+        state: {
+            let s: String = row.try_get(4).map_err(db)?;
+            TaskStateName::parse(&s).ok_or_else(|| Error::internal(format!("stored task state `{s}` is unknown")))?
+        },
         status_ms: row.try_get(5).map_err(db)?,
         version: row.try_get(6).map_err(db)?,
         run_cursor: RunCursor::parse(&row.try_get::<String, _>(7).map_err(db)?),
@@ -107,7 +110,7 @@ fn list_sql(q: &TaskQuery, count: bool) -> (String, Vec<ListArg>) {
         filter.push_str(&format!(" AND context_id = ${}", args.len()));
     }
     if let Some(s) = &q.state {
-        args.push(ListArg::Text(s.clone()));
+        args.push(ListArg::Text(s.as_str().to_string()));
         filter.push_str(&format!(" AND state = ${}", args.len()));
     }
     if let Some(t) = q.status_after_ms {
@@ -150,7 +153,7 @@ macro_rules! task_store_impl {
                     .bind(task.scope.key())
                     .bind(&task.agent)
                     .bind(&task.context_id)
-                    .bind(&task.state)
+                    .bind(task.state.as_str())
                     .bind(task.status_ms)
                     .bind(task.version)
                     .bind(task.run_cursor.map(|c| c.to_string()).unwrap_or_default())
@@ -200,7 +203,7 @@ macro_rules! task_store_impl {
                     .bind(&task.id)
                     .bind(expected_version)
                     .bind(&task.context_id)
-                    .bind(&task.state)
+                    .bind(task.state.as_str())
                     .bind(task.status_ms)
                     .bind(task.version)
                     .bind(task.run_cursor.map(|c| c.to_string()).unwrap_or_default())
@@ -252,21 +255,6 @@ macro_rules! task_store_impl {
                         Ok((seq, json(&event)?))
                     })
                     .collect()
-            }
-
-            async fn in_states(&self, agent: &str, states: &[&str], limit: u32) -> Result<Vec<TaskRecord>, Error> {
-                let marks: Vec<String> = (0..states.len()).map(|i| format!("${}", i + 2)).collect();
-                let sql = format!(
-                    "SELECT {COLUMNS} FROM a2a_tasks WHERE agent = $1 AND state IN ({}) ORDER BY status_ms LIMIT ${}",
-                    if marks.is_empty() { "NULL".to_string() } else { marks.join(", ") },
-                    states.len() + 2
-                );
-                let mut q = sqlx::query(sqlx::AssertSqlSafe($sql(&sql))).bind(agent);
-                for s in states {
-                    q = q.bind(*s);
-                }
-                let rows = q.bind(i64::from(limit)).fetch_all(&self.$reader).await.map_err(db)?;
-                rows.iter().map(decode_task).collect()
             }
 
             async fn list(&self, query: &TaskQuery) -> Result<(Vec<TaskRecord>, i64), Error> {

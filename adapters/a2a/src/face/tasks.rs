@@ -23,7 +23,7 @@ impl A2aFace {
             scope: Self::scope(who, req.tenant.as_ref()),
             agent: agent.config.name.clone(),
             context_id: req.context_id.clone().filter(|c| !c.is_empty()),
-            state: req.status.as_ref().filter(|s| **s != TaskState::Unspecified).map(state_name),
+            state: req.status.as_ref().filter(|s| **s != TaskState::Unspecified).map(hub::stored_state),
             status_after_ms: req.status_timestamp_after.map(|t| t.timestamp_millis()),
             after,
             limit: u32::try_from(size).unwrap_or(50) + 1,
