@@ -387,3 +387,45 @@ async fn a_busy_or_absent_database_fails_calls_fast_on_postgres() {
     drop(held);
     assert!(pg.admit(draft("a", None, json!({}), 30_000)).await.is_ok(), "fine once a connection is free");
 }
+
+/// The pinned-definition port (`BindingStore`): trust on first use, a changed digest stops
+/// matching its approval until approved again. The same assertions on SQLite, PostgreSQL and
+/// the contract's in-memory port (which the faces' tests run on).
+async fn bindings_pin_on_first_use_and_withhold_a_change(b: Arc<dyn switchyard_contract::BindingStore>) {
+    let ok = |r: Result<switchyard_contract::Binding, Error>| r.unwrap_or_else(|e| panic!("{e}"));
+    let first = ok(b.observe("fx", "tool", "echo", "sha256:a").await);
+    assert!(first.is_approved());
+    assert_eq!(first.approved_by.as_deref(), Some(switchyard_contract::FIRST_USE));
+    assert!(ok(b.observe("fx", "tool", "echo", "sha256:a").await).is_approved(), "the same digest again");
+    let changed = ok(b.observe("fx", "tool", "echo", "sha256:b").await);
+    assert!(!changed.is_approved(), "a changed schema is withheld");
+    assert_eq!(changed.approved_digest.as_deref(), Some("sha256:a"));
+    ok(b.observe("other", "tool", "echo", "sha256:c").await);
+    let approved = b.approve("fx", Some("echo"), "operator").await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(approved, 1);
+    let listed = b.list(Some("fx")).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert!(listed[0].is_approved());
+    assert_eq!(listed[0].approved_by.as_deref(), Some("operator"));
+    assert_eq!(b.approve("fx", None, "operator").await.unwrap_or_else(|e| panic!("{e}")), 0, "nothing left to approve");
+}
+
+mod bindings_pin_on_first_use_and_withhold_a_change {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqlite() {
+        let (_dir, url) = switchyard_tests::sqlite_url();
+        let s = switchyard_store::connect(&url, &super::StoreOptions::default()).await;
+        super::bindings_pin_on_first_use_and_withhold_a_change(s.unwrap_or_else(|e| panic!("{e}")).bindings).await;
+    }
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn postgres() {
+        let url = switchyard_tests::pg::database().await;
+        let s = switchyard_store::connect(&url, &super::StoreOptions::default()).await;
+        super::bindings_pin_on_first_use_and_withhold_a_change(s.unwrap_or_else(|e| panic!("{e}")).bindings).await;
+    }
+    #[tokio::test]
+    async fn memory() {
+        let port = std::sync::Arc::new(switchyard_contract::memory::MemoryBindings::default());
+        super::bindings_pin_on_first_use_and_withhold_a_change(port).await;
+    }
+}

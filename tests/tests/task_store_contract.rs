@@ -1,5 +1,6 @@
-//! The task store contract (`TaskStore`, the A2A face's durable tasks): every test runs against
-//! SQLite and against a throw-away PostgreSQL database, through the port only.
+//! The task store contract (`TaskStore` and `PushOutbox`, the A2A face's durable tasks): every
+//! test runs against SQLite, a throw-away PostgreSQL database and the contract's in-memory port,
+//! through the ports only.
 
 use std::sync::Arc;
 
@@ -35,6 +36,12 @@ macro_rules! contract {
             async fn postgres() {
                 let ((s, o), _d) = super::postgres().await;
                 super::$name(s, o).await;
+            }
+            /// The contract's in-memory port, which the faces' in-process tests run on.
+            #[tokio::test]
+            async fn memory() {
+                let m = std::sync::Arc::new(switchyard_contract::memory::MemoryTasks::default());
+                super::$name(m.clone(), m).await;
             }
         }
     )*};

@@ -168,7 +168,7 @@ pub trait Invocations: Send + Sync + std::fmt::Debug {
     /// committed; dispatch proceeds in the background.
     async fn submit(&self, submission: Submission) -> Result<Submitted, Error>;
     /// Submits, then waits up to `limit` for the invocation to settle (terminal, `unknown`, or
-    /// waiting for approval or input), or until `gone` resolves, and returns it as it is then.
+    /// awaiting approval), or until `gone` resolves, and returns it as it is then.
     /// A resubmission with the same key waits on the existing invocation. No change made while
     /// it waits is missed (it listens before admitting).
     async fn submit_and_wait(&self, submission: Submission, limit: Duration, gone: ClientGone)
@@ -358,7 +358,7 @@ pub struct Binding {
     pub name: String,
     pub approved_digest: Option<String>,
     pub observed_digest: String,
-    /// Who approved: `first-use` for the automatic approval of a name never seen before.
+    /// Who approved: [`FIRST_USE`] for the automatic approval of a name never seen before.
     pub approved_by: Option<String>,
     pub updated_at_ms: Millis,
 }

@@ -4,17 +4,17 @@
 
 use async_trait::async_trait;
 use sqlx::Row;
-use switchyard_contract::{Binding, BindingStore, Error, SecretVault};
+use switchyard_contract::{Binding, BindingStore, Error, FIRST_USE, SecretVault};
 
 use crate::error::db;
 
 const COLUMNS: &str = "upstream, kind, name, approved_digest, observed_digest, approved_by, updated_at_ms";
 
-/// First sighting: approved at once (trust on first use). Later sightings change only the
+/// First sighting: approved at once (trust on first use, approver [`FIRST_USE`]). Later sightings change only the
 /// observed digest, so a changed definition stops matching its approval.
 const OBSERVE: &str = "INSERT INTO upstream_bindings \
     (upstream, kind, name, approved_digest, observed_digest, approved_by, updated_at_ms) \
-    VALUES ($1, $2, $3, $4, $4, 'first-use', $5) \
+    VALUES ($1, $2, $3, $4, $4, $6, $5) \
     ON CONFLICT (upstream, kind, name) DO UPDATE SET \
     observed_digest = excluded.observed_digest, updated_at_ms = excluded.updated_at_ms \
     RETURNING upstream, kind, name, approved_digest, observed_digest, approved_by, updated_at_ms";
@@ -73,6 +73,7 @@ impl BindingStore for PgBindings {
             .bind(name)
             .bind(digest)
             .bind(now_ms())
+            .bind(FIRST_USE)
             .fetch_one(&self.pool)
             .await
             .map_err(db)?;
@@ -128,6 +129,7 @@ impl BindingStore for SqliteBindings {
             .bind(name)
             .bind(digest)
             .bind(now_ms())
+            .bind(FIRST_USE)
             .fetch_one(&self.writer)
             .await
             .map_err(db)?;
