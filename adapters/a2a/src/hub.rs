@@ -61,10 +61,6 @@ impl std::fmt::Debug for Hub {
     }
 }
 
-pub fn now_ms() -> i64 {
-    chrono::Utc::now().timestamp_millis()
-}
-
 pub fn state_name(state: &TaskState) -> String {
     serde_json::to_value(state).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
 }
@@ -251,7 +247,7 @@ impl Hub {
             agent: agent.to_string(),
             context_id: task.context_id.clone(),
             state: stored_state(&body.status.state),
-            status_ms: now_ms(),
+            status_ms: switchyard_contract::wall_clock_ms(),
             version: i64::try_from(events.len()).unwrap_or(i64::MAX),
             run_cursor: Some(step),
             body: to_value(&body)?,
@@ -319,7 +315,7 @@ impl Hub {
                 }
                 let event = to_value(&change_task(&mut task, change))?;
                 if matches!(change, Change::Status(_)) {
-                    status_ms = now_ms();
+                    status_ms = switchyard_contract::wall_clock_ms();
                 }
                 if matches!(change, Change::Status(_) | Change::Artifact { .. }) {
                     deliveries.extend(configs.iter().map(|(config_id, config)| NewDelivery {

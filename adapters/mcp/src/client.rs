@@ -233,28 +233,7 @@ struct Session {
     generation: u64,
 }
 
-/// Why a session could not be had.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("{0}")]
-pub struct SessionError(pub String);
-
-impl From<String> for SessionError {
-    fn from(s: String) -> Self {
-        Self(s)
-    }
-}
-
-impl From<crate::error::OAuthFlowError> for SessionError {
-    fn from(e: crate::error::OAuthFlowError) -> Self {
-        Self(e.0)
-    }
-}
-
-impl From<&str> for SessionError {
-    fn from(s: &str) -> Self {
-        Self(s.to_string())
-    }
-}
+pub use crate::error::SessionError;
 
 /// Start-up failures: how many episodes in a row, when the last began, and whether a probe
 /// start is under way.

@@ -76,6 +76,14 @@ message_error! {
     OAuthFlowError,
     /// Credentials could not be sealed or opened at rest.
     SealError,
+    /// An upstream session could not be had.
+    SessionError,
+}
+
+impl From<OAuthFlowError> for SessionError {
+    fn from(e: OAuthFlowError) -> Self {
+        Self(e.0)
+    }
 }
 
 impl From<switchyard_contract::InvalidConfig> for OAuthFlowError {

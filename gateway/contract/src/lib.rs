@@ -42,3 +42,11 @@ pub use tasks::{
 
 /// Milliseconds since the Unix epoch, as read from the store's clock.
 pub type Millis = i64;
+
+/// This process's clock, in [`Millis`]: for timestamps only (when a row was written). Leases,
+/// claims and expiries are decided on the store's clock, never on this one.
+pub fn wall_clock_ms() -> Millis {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}

@@ -106,11 +106,9 @@ impl std::fmt::Debug for MemoryInvocations {
     }
 }
 
-/// Milliseconds since the Unix epoch now: where the port's clock starts.
-fn wall_clock() -> Millis {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+/// A test that panicked while holding a lock has failed already: go on with its data.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The journal entry a settled state is reached by.
@@ -135,15 +133,14 @@ impl MemoryInvocations {
     pub fn new(script: impl Fn(&Submission) -> Reply + Send + Sync + 'static) -> Arc<Self> {
         Arc::new(Self {
             script: Box::new(script),
-            records: Arc::new(Mutex::new(Records { clock: wall_clock(), ..Records::default() })),
+            records: Arc::new(Mutex::new(Records { clock: crate::wall_clock_ms(), ..Records::default() })),
             changed: tokio::sync::broadcast::channel(1024).0,
             worker: WorkerId::new(),
         })
     }
 
     fn records(&self) -> MutexGuard<'_, Records> {
-        // A test that panicked while holding the lock has failed already; go on with its data.
-        self.records.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        lock(&self.records)
     }
 
     /// Every submission handed in so far, in order, refused ones included.
@@ -371,7 +368,7 @@ impl Follow {
                 return None;
             }
             {
-                let r = self.records.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                let r = lock(&self.records);
                 let inv = match r.owned(&self.tenant, self.id) {
                     Ok(inv) => inv,
                     Err(e) => {
@@ -401,7 +398,7 @@ pub struct MemoryBindings(Mutex<Vec<Binding>>);
 
 impl MemoryBindings {
     fn rows(&self) -> MutexGuard<'_, Vec<Binding>> {
-        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        lock(&self.0)
     }
 }
 
@@ -467,7 +464,7 @@ struct Outgoing {
 
 impl MemoryTasks {
     fn rows(&self) -> MutexGuard<'_, TaskRows> {
-        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        lock(&self.0)
     }
 }
 
@@ -507,7 +504,7 @@ impl TaskStore for MemoryTasks {
         }
         rows.tasks.insert(task.id.clone(), task.clone());
         rows.journal(&task.id, expected_version + 1, events);
-        let now = wall_clock();
+        let now = crate::wall_clock_ms();
         for d in deliveries {
             let id = i64::try_from(rows.outbox.len()).unwrap_or(i64::MAX) + 1;
             let delivery = Delivery {
@@ -576,7 +573,7 @@ impl TaskStore for MemoryTasks {
 #[async_trait]
 impl PushOutbox for MemoryTasks {
     async fn claim_deliveries(&self, lease_ms: i64, limit: u32) -> Result<Vec<Delivery>, Error> {
-        let now = wall_clock();
+        let now = crate::wall_clock_ms();
         let mut rows = self.rows();
         let mut heads = std::collections::HashSet::new();
         let mut claimed = Vec::new();
@@ -603,7 +600,7 @@ impl PushOutbox for MemoryTasks {
 
     async fn retry_delivery(&self, id: i64, backoff_ms: i64, _error: &str) -> Result<(), Error> {
         if let Some(o) = self.rows().outbox.iter_mut().find(|o| o.delivery.id == id) {
-            o.due_ms = wall_clock() + backoff_ms;
+            o.due_ms = crate::wall_clock_ms() + backoff_ms;
             o.delivery.attempts += 1;
         }
         Ok(())

@@ -4,7 +4,7 @@
 
 use async_trait::async_trait;
 use sqlx::Row;
-use switchyard_contract::{Binding, BindingStore, Error, FIRST_USE, SecretVault};
+use switchyard_contract::{Binding, BindingStore, Error, FIRST_USE, SecretVault, wall_clock_ms};
 
 use crate::error::db;
 
@@ -22,12 +22,6 @@ const OBSERVE: &str = "INSERT INTO upstream_bindings \
 const APPROVE: &str = "UPDATE upstream_bindings SET approved_digest = observed_digest, approved_by = $3, \
     updated_at_ms = $4 WHERE upstream = $1 AND ($2 IS NULL OR name = $2) \
     AND (approved_digest IS NULL OR approved_digest <> observed_digest)";
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
 
 fn decode<R: Row>(row: &R) -> Result<Binding, sqlx::Error>
 where
@@ -72,7 +66,7 @@ impl BindingStore for PgBindings {
             .bind(kind)
             .bind(name)
             .bind(digest)
-            .bind(now_ms())
+            .bind(wall_clock_ms())
             .bind(FIRST_USE)
             .fetch_one(&self.pool)
             .await
@@ -95,7 +89,7 @@ impl BindingStore for PgBindings {
             .bind(upstream)
             .bind(name)
             .bind(by)
-            .bind(now_ms())
+            .bind(wall_clock_ms())
             .execute(&self.pool)
             .await
             .map_err(db)?;
@@ -128,7 +122,7 @@ impl BindingStore for SqliteBindings {
             .bind(kind)
             .bind(name)
             .bind(digest)
-            .bind(now_ms())
+            .bind(wall_clock_ms())
             .bind(FIRST_USE)
             .fetch_one(&self.writer)
             .await
@@ -150,7 +144,7 @@ impl BindingStore for SqliteBindings {
             .bind(upstream)
             .bind(name)
             .bind(by)
-            .bind(now_ms())
+            .bind(wall_clock_ms())
             .execute(&self.writer)
             .await
             .map_err(db)?;
@@ -171,7 +165,7 @@ impl SecretVault for PgBindings {
     }
 
     async fn put(&self, name: &str, sealed: &str) -> Result<(), Error> {
-        sqlx::query(SECRET_PUT).bind(name).bind(sealed).bind(now_ms()).execute(&self.pool).await.map_err(db)?;
+        sqlx::query(SECRET_PUT).bind(name).bind(sealed).bind(wall_clock_ms()).execute(&self.pool).await.map_err(db)?;
         Ok(())
     }
 
@@ -196,7 +190,7 @@ impl SecretVault for SqliteBindings {
         sqlx::query(sqlx::AssertSqlSafe(sqlite(SECRET_PUT)))
             .bind(name)
             .bind(sealed)
-            .bind(now_ms())
+            .bind(wall_clock_ms())
             .execute(&self.writer)
             .await
             .map_err(db)?;

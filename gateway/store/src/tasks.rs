@@ -8,6 +8,7 @@ use serde_json::Value;
 use sqlx::Row;
 use switchyard_contract::{
     Delivery, Error, NewDelivery, PushOutbox, RunCursor, TaskQuery, TaskRecord, TaskScope, TaskStateName, TaskStore,
+    wall_clock_ms,
 };
 
 use crate::error::db;
@@ -43,12 +44,6 @@ const FINISH: &str =
     "UPDATE a2a_push_outbox SET delivered_ms = {NOW}, last_error = $2, attempts = attempts + 1 WHERE id = $1";
 const RETRY: &str =
     "UPDATE a2a_push_outbox SET due_ms = {NOW} + $2, last_error = $3, attempts = attempts + 1 WHERE id = $1";
-
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
 
 fn json(text: &str) -> Result<Value, Error> {
     serde_json::from_str(text).map_err(|e| Error::internal(format!("stored JSON is corrupt: {e}")))
@@ -146,7 +141,7 @@ macro_rules! task_store_impl {
         #[async_trait]
         impl TaskStore for $ty {
             async fn create(&self, task: &TaskRecord, events: &[Value]) -> Result<bool, Error> {
-                let now = now_ms();
+                let now = wall_clock_ms();
                 let mut tx = self.$writer.begin().await.map_err(db)?;
                 let done = sqlx::query(sqlx::AssertSqlSafe($sql(INSERT_TASK)))
                     .bind(&task.id)
@@ -197,7 +192,7 @@ macro_rules! task_store_impl {
                 events: &[Value],
                 deliveries: &[NewDelivery],
             ) -> Result<bool, Error> {
-                let now = now_ms();
+                let now = wall_clock_ms();
                 let mut tx = self.$writer.begin().await.map_err(db)?;
                 let done = sqlx::query(sqlx::AssertSqlSafe($sql(UPDATE_TASK)))
                     .bind(&task.id)
@@ -277,7 +272,7 @@ macro_rules! task_store_impl {
                     .bind(task_id)
                     .bind(id)
                     .bind(text(config))
-                    .bind(now_ms())
+                    .bind(wall_clock_ms())
                     .execute(&self.$writer)
                     .await
                     .map_err(db)?;

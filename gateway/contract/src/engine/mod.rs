@@ -348,24 +348,24 @@ impl Invocations for Engine {
             worker: inner.cfg.worker,
             lease_ttl_ms: inner.cfg.ttl_ms(),
         };
-        match inner.store.admit(draft).await? {
+        let submitted = match inner.store.admit(draft).await? {
             Admission::Created(inv) => {
-                // The caller's span (a face's request) names the invocation it made.
-                tracing::Span::current().record("invocation.id", tracing::field::display(inv.id));
                 inner.notify_changed(&inv);
                 inner.spawn_driver(inv.clone(), s.context, s.ingress.name());
-                Ok(Submitted { invocation: inv, created: true })
+                Submitted { invocation: inv, created: true }
             }
-            Admission::Existing(inv) if inv.digest == digest => {
-                tracing::Span::current().record("invocation.id", tracing::field::display(inv.id));
-                Ok(Submitted { invocation: inv, created: false })
+            Admission::Existing(inv) if inv.digest == digest => Submitted { invocation: inv, created: false },
+            Admission::Existing(inv) => {
+                return Err(Error::conflict(format!(
+                    "idempotency key `{}` was already used by {} with a different request; nothing was dispatched",
+                    inv.ingress_key.as_ref().map_or("", |k| k.as_str()),
+                    inv.id
+                )));
             }
-            Admission::Existing(inv) => Err(Error::conflict(format!(
-                "idempotency key `{}` was already used by {} with a different request; nothing was dispatched",
-                inv.ingress_key.as_ref().map_or("", |k| k.as_str()),
-                inv.id
-            ))),
-        }
+        };
+        // The caller's span (a face's request) names the invocation it made or attached to.
+        tracing::Span::current().record("invocation.id", tracing::field::display(submitted.invocation.id));
+        Ok(submitted)
     }
 
     /// Local changes arrive as snapshots; the store is re-read only every `watch_poll` (for

@@ -18,14 +18,19 @@ use crate::principal::Principal;
 /// Invocations asked for per upstream per pass.
 const PAGE: u32 = 100;
 
-/// Scans until the future is dropped (the engine's recovery drops it at shutdown).
+/// Scans until the future is dropped (the engine's recovery drops it at shutdown). The
+/// resolving upstreams are configured at start-up: with none, it only waits.
 pub(super) async fn run(inner: Arc<Inner>) {
+    let names = inner.upstreams.resolvers();
+    if names.is_empty() {
+        return std::future::pending().await;
+    }
     let mut cursors: HashMap<String, Option<InvocationId>> = HashMap::new();
     loop {
-        for name in inner.upstreams.resolvers() {
-            let after = cursors.get(&name).copied().flatten();
-            let next = pass(&inner, &name, after).await;
-            cursors.insert(name, next);
+        for name in &names {
+            let after = cursors.get(name).copied().flatten();
+            let next = pass(&inner, name, after).await;
+            cursors.insert(name.clone(), next);
         }
         tokio::time::sleep(inner.cfg.resolve_interval).await;
     }
@@ -35,9 +40,14 @@ pub(super) async fn run(inner: Arc<Inner>) {
 /// starts (`None`: from the beginning).
 async fn pass(inner: &Arc<Inner>, upstream: &str, after: Option<InvocationId>) -> Option<InvocationId> {
     let (up, subject) = inner.upstreams.upstream(upstream).and_then(|u| u.resolver().map(|s| (u, s)))?;
-    let (page, now) = match (inner.store.unknown_of(upstream, after, PAGE).await, inner.store.now().await) {
-        (Ok(page), Ok(now)) => (page, now),
-        (Err(e), _) | (_, Err(e)) => {
+    let scanned = match inner.store.unknown_of(upstream, after, PAGE).await {
+        Ok(page) if page.is_empty() => return None,
+        Ok(page) => inner.store.now().await.map(|now| (page, now)),
+        Err(e) => Err(e),
+    };
+    let (page, now) = match scanned {
+        Ok(scanned) => scanned,
+        Err(e) => {
             warn!(upstream, error = %e, "cannot scan unknown outcomes; retrying");
             return after;
         }
