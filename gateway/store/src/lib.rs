@@ -1,33 +1,37 @@
-//! `switchyard-store` implements the contract's [`InvocationStore`] on PostgreSQL (production:
-//! many gateway replicas share one database; row locks, `SKIP LOCKED`, the database clock) and
-//! SQLite (the embedded default: one process, writes serialized through one connection).
+//! `switchyard-store` implements the contract's store ports on PostgreSQL (production: many
+//! gateway replicas share one database; row locks, `SKIP LOCKED`, the database clock) and SQLite
+//! (the embedded default: one process, writes serialized through one connection).
 //!
-//! Start at [`connect`]. Both backends run the same contract test suite (`tests/` crate). SQL
-//! lives in `migrations/` (DDL) and in the backend modules (queries); [`row`] turns rows into
-//! contract values for both.
+//! Start at [`connect`]. One module per entity (invocations, artifacts, bindings, secrets, tasks,
+//! outbox) writes each statement once for both databases; [`dialect`] holds what genuinely
+//! differs between them, and [`invocations_fast`] PostgreSQL's one-statement fast paths for the
+//! hot path. SQL lives in `migrations/` (DDL) and in the entity modules (queries). Every store
+//! runs the same contract test suites on both databases (`tests/` crate).
 
-mod artifact_row;
-pub mod artifacts_pg;
-pub mod artifacts_sqlite;
+pub mod artifacts;
 pub mod bindings;
+pub mod dialect;
 mod error;
+pub mod invocations;
+pub mod invocations_fast;
 mod migrate;
-pub mod postgres;
+pub mod outbox;
 mod row;
-pub mod sqlite;
+pub mod secrets;
 pub mod tasks;
 
 use std::sync::Arc;
 
 use switchyard_contract::{ArtifactIndex, BindingStore, InvocationStore, PushOutbox, SecretVault, TaskStore};
 
-pub use artifacts_pg::PgArtifactIndex;
-pub use artifacts_sqlite::SqliteArtifactIndex;
-pub use bindings::{PgBindings, SqliteBindings};
+pub use artifacts::SqlArtifacts;
+pub use bindings::SqlBindings;
+pub use dialect::{Dialect, Pg, Pools, Sqlite};
 pub use error::StoreError;
-pub use postgres::PgStore;
-pub use sqlite::SqliteStore;
-pub use tasks::{PgTasks, SqliteTasks};
+pub use invocations::{PgStore, SqlInvocations, SqliteStore};
+pub use outbox::SqlOutbox;
+pub use secrets::SqlSecrets;
+pub use tasks::SqlTasks;
 
 /// Pool sizing and start-up behaviour.
 #[derive(Debug, Clone)]
@@ -69,37 +73,26 @@ impl std::fmt::Debug for Stores {
     }
 }
 
-/// Opens the database named by `url` (`postgres://…` or `sqlite://…`) once, migrating it if
-/// asked, and builds both stores on the same connections (on SQLite: one writer per process).
+/// Opens the database named by `url` (`postgres://…` or `sqlite:…`) once, migrating it if
+/// asked, and builds every store on the same connections (on SQLite: one writer per process).
 pub async fn connect(url: &str, opts: &StoreOptions) -> Result<Stores, StoreError> {
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        let store = PgStore::connect(url, opts).await?;
-        let artifacts = Arc::new(PgArtifactIndex::from_pool(store.pool().clone()));
-        let bindings = Arc::new(PgBindings::from_pool(store.pool().clone()));
-        let tasks = Arc::new(PgTasks::from_pool(store.pool().clone()));
-        Ok(Stores {
-            invocations: Arc::new(store),
-            artifacts,
-            vault: bindings.clone(),
-            bindings,
-            outbox: tasks.clone(),
-            tasks,
-        })
+        Ok(stores(Pools::<Pg>::connect(url, opts).await?))
     } else if url.starts_with("sqlite:") {
-        let (writer, readers) = sqlite::open_pools(url, opts).await?;
-        let artifacts = Arc::new(SqliteArtifactIndex::from_pools(writer.clone(), readers.clone()));
-        let bindings = Arc::new(SqliteBindings::from_pools(writer.clone(), readers.clone()));
-        let tasks = Arc::new(SqliteTasks::from_pools(writer.clone(), readers.clone()));
-        Ok(Stores {
-            outbox: tasks.clone(),
-            tasks,
-            invocations: Arc::new(SqliteStore::from_pools(writer, readers)),
-            artifacts,
-            vault: bindings.clone(),
-            bindings,
-        })
+        Ok(stores(Pools::<Sqlite>::connect(url, opts).await?))
     } else {
         Err(StoreError::Config(format!("store url must start with postgres:// or sqlite: (got `{}`)", redact_url(url))))
+    }
+}
+
+fn stores<D: Dialect>(pools: Pools<D>) -> Stores {
+    Stores {
+        invocations: Arc::new(SqlInvocations::new(pools.clone())),
+        artifacts: Arc::new(SqlArtifacts::new(pools.clone())),
+        bindings: Arc::new(SqlBindings::new(pools.clone())),
+        vault: Arc::new(SqlSecrets::new(pools.clone())),
+        tasks: Arc::new(SqlTasks::new(pools.clone())),
+        outbox: Arc::new(SqlOutbox::new(pools)),
     }
 }
 

@@ -1,0 +1,429 @@
+//! The two SQL dialects behind one small interface. Each entity module (invocations, artifacts,
+//! bindings, secrets, tasks, outbox) writes its statements once, with `$n` placeholders (both
+//! sqlx drivers read them), binds dialect-neutral [`Arg`]s, and asks the [`Dialect`] only for
+//! what genuinely differs: the database clock, row locks, JSON parameters, list membership, how
+//! a write transaction begins, and whether the PostgreSQL one-statement fast paths are available.
+//! Every time the store records (leases, claims, expiries, timestamps) is read from the
+//! database's clock ([`Dialect::NOW`]); the local clock only estimates, on PostgreSQL's
+//! held-lease fast path, whether that path is worth trying.
+
+use std::marker::PhantomData;
+use std::str::FromStr;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use sqlx::{ColumnIndex, Database, Decode, Executor, Pool, Row, Transaction, Type};
+use switchyard_contract::Error;
+
+use crate::StoreOptions;
+use crate::error::{StoreError, db};
+use crate::migrate::{Embedded, POSTGRES, SQLITE};
+
+/// A bind value, independent of the database.
+#[derive(Debug, Clone)]
+pub enum Arg {
+    Text(String),
+    OptText(Option<String>),
+    Int(i64),
+    OptInt(Option<i64>),
+    /// A list for [`Dialect::any`] or PostgreSQL's `unnest` (a text array there, a JSON array on SQLite).
+    Texts(Vec<String>),
+    Ints(Vec<i64>),
+}
+
+/// One SQL statement and its bind values, in placeholder order.
+#[derive(Debug, Clone)]
+pub struct Stmt {
+    sql: String,
+    args: Vec<Arg>,
+}
+
+impl Stmt {
+    pub fn new(sql: impl Into<String>) -> Self {
+        Self { sql: sql.into(), args: Vec::new() }
+    }
+
+    /// A statement built with its bind values beside it (a filter of optional parts).
+    pub fn with_args(sql: impl Into<String>, args: Vec<Arg>) -> Self {
+        Self { sql: sql.into(), args }
+    }
+
+    pub fn arg(mut self, arg: Arg) -> Self {
+        self.args.push(arg);
+        self
+    }
+
+    pub fn text(self, v: impl Into<String>) -> Self {
+        self.arg(Arg::Text(v.into()))
+    }
+
+    pub fn opt_text(self, v: Option<impl Into<String>>) -> Self {
+        self.arg(Arg::OptText(v.map(Into::into)))
+    }
+
+    pub fn int(self, v: i64) -> Self {
+        self.arg(Arg::Int(v))
+    }
+
+    pub fn opt_int(self, v: Option<i64>) -> Self {
+        self.arg(Arg::OptInt(v))
+    }
+
+    pub fn texts(self, v: Vec<String>) -> Self {
+        self.arg(Arg::Texts(v))
+    }
+
+    pub fn ints(self, v: Vec<i64>) -> Self {
+        self.arg(Arg::Ints(v))
+    }
+}
+
+/// Where a statement runs: on a pool, or inside an open transaction.
+pub enum On<'e, DB: Database> {
+    Pool(&'e Pool<DB>),
+    Tx(&'e mut Transaction<'static, DB>),
+}
+
+impl<DB: Database> std::fmt::Debug for On<'_, DB> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            On::Pool(_) => "On::Pool",
+            On::Tx(_) => "On::Tx",
+        })
+    }
+}
+
+/// What a statement's caller wants back.
+#[derive(Debug, Clone, Copy)]
+pub enum Want {
+    All,
+    Optional,
+    Affected,
+}
+
+/// The answer to a [`Want`].
+pub enum Output<R> {
+    All(Vec<R>),
+    Optional(Option<R>),
+    Affected(u64),
+}
+
+impl<R> std::fmt::Debug for Output<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Output::All(rows) => write!(f, "Output::All({} rows)", rows.len()),
+            Output::Optional(row) => write!(f, "Output::Optional({})", row.is_some()),
+            Output::Affected(n) => write!(f, "Output::Affected({n})"),
+        }
+    }
+}
+
+/// A row's cells by position, decoded the same way on both databases; a cell that does not
+/// decode is a corrupt row (`Internal`), not an outage.
+pub trait Cells {
+    fn text(&self, i: usize) -> Result<String, Error>;
+    fn opt_text(&self, i: usize) -> Result<Option<String>, Error>;
+    fn int(&self, i: usize) -> Result<i64, Error>;
+    fn opt_int(&self, i: usize) -> Result<Option<i64>, Error>;
+}
+
+fn cell<'r, R, T>(row: &'r R, i: usize) -> Result<T, Error>
+where
+    R: Row,
+    usize: ColumnIndex<R>,
+    T: Decode<'r, R::Database> + Type<R::Database>,
+{
+    row.try_get(i).map_err(|e| crate::row::corrupt(format!("column {i}: {e}")))
+}
+
+impl<R> Cells for R
+where
+    R: Row,
+    usize: ColumnIndex<R>,
+    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
+{
+    fn text(&self, i: usize) -> Result<String, Error> {
+        cell(self, i)
+    }
+    fn opt_text(&self, i: usize) -> Result<Option<String>, Error> {
+        cell(self, i)
+    }
+    fn int(&self, i: usize) -> Result<i64, Error> {
+        cell(self, i)
+    }
+    fn opt_int(&self, i: usize) -> Result<Option<i64>, Error> {
+        cell(self, i)
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::Pg {}
+    impl Sealed for super::Sqlite {}
+}
+
+/// What differs between the two databases; implemented by [`Pg`] and [`Sqlite`] only.
+pub trait Dialect: sealed::Sealed + Clone + Copy + std::fmt::Debug + Send + Sync + 'static {
+    type Db: Database;
+    type Row: Cells + Send + Sync + 'static;
+    /// The database clock in ms since the epoch, as an SQL expression.
+    const NOW: &'static str;
+    /// Begins a write transaction. SQLite takes the write lock at once (`IMMEDIATE`), so a
+    /// read inside it is already serialized against every other writer.
+    const BEGIN_WRITE: &'static str;
+    /// Appended to a read inside a write transaction: lock the rows read (PostgreSQL, where
+    /// writers run concurrently); nothing on SQLite (the transaction holds the database).
+    const FOR_UPDATE: &'static str;
+    /// As [`Self::FOR_UPDATE`], passing over rows another replica holds (claims).
+    const SKIP_LOCKED: &'static str;
+    /// Data-modifying `WITH` clauses and array parameters (`unnest`): several writes in one
+    /// statement and one round trip. The invocation store's admission and held-lease paths use
+    /// them on PostgreSQL, where each round trip is a network hop.
+    const FAST_PATHS: bool;
+
+    /// Parameter `n` as a value for a JSON column.
+    fn json(n: usize) -> String;
+    /// `column` is one of the values of list parameter `n` ([`Arg::Texts`]).
+    fn any(column: &str, n: usize) -> String;
+    /// Runs one statement.
+    fn run<'e>(on: On<'e, Self::Db>, stmt: Stmt, want: Want) -> BoxFuture<'e, Result<Output<Self::Row>, sqlx::Error>>;
+}
+
+/// PostgreSQL: many replicas on one database.
+#[derive(Debug, Clone, Copy)]
+pub struct Pg;
+
+/// SQLite: one process, one writer connection.
+#[derive(Debug, Clone, Copy)]
+pub struct Sqlite;
+
+impl Dialect for Pg {
+    type Db = sqlx::Postgres;
+    type Row = sqlx::postgres::PgRow;
+    const NOW: &'static str = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
+    const BEGIN_WRITE: &'static str = "BEGIN";
+    const FOR_UPDATE: &'static str = " FOR UPDATE";
+    const SKIP_LOCKED: &'static str = " FOR UPDATE SKIP LOCKED";
+    const FAST_PATHS: bool = true;
+
+    fn json(n: usize) -> String {
+        format!("${n}::jsonb")
+    }
+
+    fn any(column: &str, n: usize) -> String {
+        format!("{column} = ANY(${n})")
+    }
+
+    fn run<'e>(on: On<'e, Self::Db>, stmt: Stmt, want: Want) -> BoxFuture<'e, Result<Output<Self::Row>, sqlx::Error>> {
+        let query = bind(stmt, |q, v| q.bind(v), |q, v| q.bind(v));
+        Box::pin(execute(on, query, want, |r| r.rows_affected()))
+    }
+}
+
+impl Dialect for Sqlite {
+    type Db = sqlx::Sqlite;
+    type Row = sqlx::sqlite::SqliteRow;
+    const NOW: &'static str = "CAST(unixepoch('subsec') * 1000 AS INTEGER)";
+    const BEGIN_WRITE: &'static str = "BEGIN IMMEDIATE";
+    const FOR_UPDATE: &'static str = "";
+    const SKIP_LOCKED: &'static str = "";
+    const FAST_PATHS: bool = false;
+
+    fn json(n: usize) -> String {
+        format!("${n}")
+    }
+
+    fn any(column: &str, n: usize) -> String {
+        format!("{column} IN (SELECT value FROM json_each(${n}))")
+    }
+
+    fn run<'e>(on: On<'e, Self::Db>, stmt: Stmt, want: Want) -> BoxFuture<'e, Result<Output<Self::Row>, sqlx::Error>> {
+        // SQLite has no arrays: a list travels as a JSON array (read with `json_each`).
+        let json = |q: Query<Self::Db>, v: serde_json::Value| q.bind(v.to_string());
+        let query = bind(stmt, move |q, v| json(q, v.into()), move |q, v| json(q, v.into()));
+        Box::pin(execute(on, query, want, |r| r.rows_affected()))
+    }
+}
+
+type Query<DB> = sqlx::query::Query<'static, DB, <DB as Database>::Arguments>;
+
+/// Binds a statement's values in order; `texts` and `ints` bind the lists, the one thing the
+/// two drivers bind differently.
+fn bind<DB>(
+    stmt: Stmt,
+    texts: impl Fn(Query<DB>, Vec<String>) -> Query<DB>,
+    ints: impl Fn(Query<DB>, Vec<i64>) -> Query<DB>,
+) -> Query<DB>
+where
+    DB: Database,
+    for<'q> String: sqlx::Encode<'q, DB> + Type<DB>,
+    for<'q> Option<String>: sqlx::Encode<'q, DB> + Type<DB>,
+    for<'q> i64: sqlx::Encode<'q, DB> + Type<DB>,
+    for<'q> Option<i64>: sqlx::Encode<'q, DB> + Type<DB>,
+{
+    stmt.args.into_iter().fold(sqlx::query(sqlx::AssertSqlSafe(stmt.sql)), |q, a| match a {
+        Arg::Text(v) => q.bind(v),
+        Arg::OptText(v) => q.bind(v),
+        Arg::Int(v) => q.bind(v),
+        Arg::OptInt(v) => q.bind(v),
+        Arg::Texts(v) => texts(q, v),
+        Arg::Ints(v) => ints(q, v),
+    })
+}
+
+/// Runs a bound query where `on` says; `affected` reads the driver's row count.
+async fn execute<DB>(
+    on: On<'_, DB>,
+    query: Query<DB>,
+    want: Want,
+    affected: fn(&DB::QueryResult) -> u64,
+) -> Result<Output<DB::Row>, sqlx::Error>
+where
+    DB: Database,
+    DB::Arguments: sqlx::IntoArguments<DB>,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+{
+    match on {
+        On::Pool(pool) => match want {
+            Want::All => query.fetch_all(pool).await.map(Output::All),
+            Want::Optional => query.fetch_optional(pool).await.map(Output::Optional),
+            Want::Affected => query.execute(pool).await.map(|r| Output::Affected(affected(&r))),
+        },
+        On::Tx(tx) => match want {
+            Want::All => query.fetch_all(&mut **tx).await.map(Output::All),
+            Want::Optional => query.fetch_optional(&mut **tx).await.map(Output::Optional),
+            Want::Affected => query.execute(&mut **tx).await.map(|r| Output::Affected(affected(&r))),
+        },
+    }
+}
+
+fn mismatch() -> Error {
+    Error::internal("store: a statement answered in the wrong shape")
+}
+
+/// Every row of `stmt`.
+pub(crate) async fn all<D: Dialect>(on: On<'_, D::Db>, stmt: Stmt) -> Result<Vec<D::Row>, Error> {
+    match D::run(on, stmt, Want::All).await.map_err(db)? {
+        Output::All(rows) => Ok(rows),
+        _ => Err(mismatch()),
+    }
+}
+
+/// The row of `stmt`, if any.
+pub(crate) async fn optional<D: Dialect>(on: On<'_, D::Db>, stmt: Stmt) -> Result<Option<D::Row>, Error> {
+    match D::run(on, stmt, Want::Optional).await.map_err(db)? {
+        Output::Optional(row) => Ok(row),
+        _ => Err(mismatch()),
+    }
+}
+
+/// The row of a statement that always answers one (an aggregate, `RETURNING` of an upsert).
+pub(crate) async fn one<D: Dialect>(on: On<'_, D::Db>, stmt: Stmt) -> Result<D::Row, Error> {
+    optional::<D>(on, stmt).await?.ok_or_else(|| Error::internal("store: a statement returned no row"))
+}
+
+/// The rows `stmt` changed; `map` classifies a failure (e.g. a unique violation as a conflict).
+pub(crate) async fn affected_or<D: Dialect>(
+    on: On<'_, D::Db>,
+    stmt: Stmt,
+    map: fn(sqlx::Error) -> Error,
+) -> Result<u64, Error> {
+    match D::run(on, stmt, Want::Affected).await.map_err(map)? {
+        Output::Affected(n) => Ok(n),
+        _ => Err(mismatch()),
+    }
+}
+
+/// The rows `stmt` changed.
+pub(crate) async fn affected<D: Dialect>(on: On<'_, D::Db>, stmt: Stmt) -> Result<u64, Error> {
+    affected_or::<D>(on, stmt, db).await
+}
+
+/// The database's clock, ms since the epoch.
+pub(crate) async fn now<D: Dialect>(on: On<'_, D::Db>) -> Result<i64, Error> {
+    one::<D>(on, Stmt::new(format!("SELECT {}", D::NOW))).await?.int(0)
+}
+
+/// The connections every store of one database shares: the writer and the readers. On
+/// PostgreSQL they are one pool; on SQLite a single writer connection and a read-only pool (WAL).
+pub struct Pools<D: Dialect> {
+    writer: Pool<D::Db>,
+    readers: Pool<D::Db>,
+    dialect: PhantomData<D>,
+}
+
+impl<D: Dialect> Clone for Pools<D> {
+    fn clone(&self) -> Self {
+        Self { writer: self.writer.clone(), readers: self.readers.clone(), dialect: PhantomData }
+    }
+}
+
+impl<D: Dialect> std::fmt::Debug for Pools<D> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pools").field("writer", &self.writer).finish_non_exhaustive()
+    }
+}
+
+impl<D: Dialect> Pools<D> {
+    pub(crate) fn read(&self) -> On<'_, D::Db> {
+        On::Pool(&self.readers)
+    }
+
+    pub(crate) fn write(&self) -> On<'_, D::Db> {
+        On::Pool(&self.writer)
+    }
+
+    /// A write transaction ([`Dialect::BEGIN_WRITE`]).
+    pub(crate) async fn begin(&self) -> Result<Transaction<'static, D::Db>, Error> {
+        self.writer.begin_with(D::BEGIN_WRITE).await.map_err(db)
+    }
+
+    /// The writer pool (PostgreSQL: the one pool).
+    pub fn pool(&self) -> &Pool<D::Db> {
+        &self.writer
+    }
+}
+
+impl Pools<Pg> {
+    /// Connects to PostgreSQL, migrating first when `opts.migrate` (an advisory lock makes
+    /// concurrent starts safe).
+    pub async fn connect(url: &str, opts: &StoreOptions) -> Result<Self, StoreError> {
+        let connect: sqlx::postgres::PgConnectOptions = url.parse()?;
+        let pool = sqlx::postgres::PgPoolOptions::new()
+            .max_connections(opts.max_connections)
+            .acquire_timeout(opts.acquire_timeout)
+            .connect_with(connect)
+            .await?;
+        if opts.migrate {
+            sqlx::migrate::Migrator::new(Embedded(POSTGRES)).await?.run(&pool).await?;
+        }
+        Ok(Self { writer: pool.clone(), readers: pool, dialect: PhantomData })
+    }
+}
+
+impl Pools<Sqlite> {
+    /// Opens (creating if missing) the database file named by `url`, e.g.
+    /// `sqlite:///var/lib/x.db`: the single writer (migrated when `opts.migrate`) and the
+    /// read-only readers (WAL, full sync, 5 s busy timeout, foreign keys on).
+    pub async fn connect(url: &str, opts: &StoreOptions) -> Result<Self, StoreError> {
+        use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+        if url.contains(":memory:") || url.contains("mode=memory") {
+            return Err(StoreError::Config("in-memory SQLite is not durable; give a file path".into()));
+        }
+        let base = SqliteConnectOptions::from_str(url)?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Full)
+            .busy_timeout(Duration::from_secs(5))
+            .foreign_keys(true);
+        let writer = SqlitePoolOptions::new().max_connections(1).connect_with(base.clone()).await?;
+        if opts.migrate {
+            sqlx::migrate::Migrator::new(Embedded(SQLITE)).await?.run(&writer).await?;
+        }
+        let readers = SqlitePoolOptions::new()
+            .max_connections(opts.max_connections.clamp(1, 8))
+            .connect_lazy_with(base.read_only(true).create_if_missing(false));
+        Ok(Self { writer, readers, dialect: PhantomData })
+    }
+}
