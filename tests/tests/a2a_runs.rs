@@ -66,12 +66,12 @@ async fn a_run_with_an_inline_push_config_driven_again_finishes_its_task() {
     let out = up.dispatch(&call("red", inv, &req)).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(out["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{out}");
     let rec = store
-        .get(&scope("red/"), "task-1")
+        .get(&scope("red/"), &"task-1".into())
         .await
         .unwrap_or_else(|e| panic!("{e}"))
         .unwrap_or_else(|| panic!("no task"));
     assert_eq!(rec.state.as_str(), "TASK_STATE_COMPLETED");
-    assert_eq!(store.push_configs("task-1").await.unwrap_or_else(|e| panic!("{e}")).len(), 1);
+    assert_eq!(store.push_configs(&"task-1".into()).await.unwrap_or_else(|e| panic!("{e}")).len(), 1);
 }
 
 #[tokio::test]
@@ -98,9 +98,12 @@ async fn a_run_request_is_checked_against_the_principal_that_submitted_it() {
     other.agent = "tck".into();
     assert_eq!(refused(up.dispatch(&call("blue", InvocationId::new(), &other)).await), "PERMISSION_DENIED");
     // Red's task is as red left it, with no push config and no foreign message.
-    let rec =
-        store.get(&scope("red/"), "task-red").await.unwrap_or_else(|e| panic!("{e}")).unwrap_or_else(|| panic!("gone"));
+    let rec = store
+        .get(&scope("red/"), &"task-red".into())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|| panic!("gone"));
     assert_eq!(rec.version, 3, "created, working, completed: nothing more");
-    assert!(store.push_configs("task-red").await.unwrap_or_else(|e| panic!("{e}")).is_empty());
-    assert!(store.get(&scope("blue/"), "task-red").await.unwrap_or_else(|e| panic!("{e}")).is_none());
+    assert!(store.push_configs(&"task-red".into()).await.unwrap_or_else(|e| panic!("{e}")).is_empty());
+    assert!(store.get(&scope("blue/"), &"task-red".into()).await.unwrap_or_else(|e| panic!("{e}")).is_none());
 }

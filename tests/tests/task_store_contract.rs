@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use switchyard_contract::{
-    InvocationId, NewDelivery, PushOutbox, RunCursor, TaskQuery, TaskRecord, TaskScope, TaskStateName, TaskStore,
+    InvocationId, NewDelivery, PushOutbox, RunCursor, TaskId, TaskQuery, TaskRecord, TaskScope, TaskStateName,
+    TaskStore,
 };
 use switchyard_store::StoreOptions;
 
@@ -63,6 +64,10 @@ fn state_of(stored: &str) -> TaskStateName {
     TaskStateName::parse(stored).unwrap_or_else(|| panic!("{stored} is not a task state"))
 }
 
+fn tid(id: &str) -> TaskId {
+    TaskId::from(id)
+}
+
 fn task(id: &str, scope: &str, ctx: &str, state: &str, status_ms: i64) -> TaskRecord {
     TaskRecord {
         id: id.into(),
@@ -82,13 +87,13 @@ async fn create_is_once_and_reads_are_scoped(s: Arc<dyn TaskStore>, _: Arc<dyn P
     assert!(s.create(&t, &[json!({"task": "created"})]).await.unwrap_or_else(|e| panic!("{e}")));
     let again = task("t1", "red/", "other", "TASK_STATE_WORKING", 11);
     assert!(!s.create(&again, &[json!({"x": 1})]).await.unwrap_or_else(|e| panic!("{e}")), "an existing id is kept");
-    assert_eq!(s.get(&scope("red/"), "t1").await.unwrap_or_else(|e| panic!("{e}")), Some(t));
+    assert_eq!(s.get(&scope("red/"), &tid("t1")).await.unwrap_or_else(|e| panic!("{e}")), Some(t));
     assert_eq!(
-        s.get(&scope("blue/"), "t1").await.unwrap_or_else(|e| panic!("{e}")),
+        s.get(&scope("blue/"), &tid("t1")).await.unwrap_or_else(|e| panic!("{e}")),
         None,
         "another scope sees nothing"
     );
-    let events = s.events_after("t1", 0, 10).await.unwrap_or_else(|e| panic!("{e}"));
+    let events = s.events_after(&tid("t1"), 0, 10).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(events, vec![(1, json!({"task": "created"}))]);
 }
 
@@ -107,13 +112,14 @@ async fn updates_are_compare_and_set_with_gapless_events(s: Arc<dyn TaskStore>, 
         !s.update(&stale, 1, &[json!("lost")], &[]).await.unwrap_or_else(|e| panic!("{e}")),
         "a stale version writes nothing"
     );
-    assert_eq!(s.get(&scope("red/"), "t2").await.unwrap_or_else(|e| panic!("{e}")), Some(next));
+    assert_eq!(s.get(&scope("red/"), &tid("t2")).await.unwrap_or_else(|e| panic!("{e}")), Some(next));
     let all: Vec<Value> =
-        s.events_after("t2", 0, 10).await.unwrap_or_else(|e| panic!("{e}")).into_iter().map(|(_, v)| v).collect();
+        s.events_after(&tid("t2"), 0, 10).await.unwrap_or_else(|e| panic!("{e}")).into_iter().map(|(_, v)| v).collect();
     assert_eq!(all, vec![json!(1), json!(2), json!(3)]);
-    assert_eq!(s.events_after("t2", 2, 10).await.unwrap_or_else(|e| panic!("{e}")), vec![(3, json!(3))]);
+    assert_eq!(s.events_after(&tid("t2"), 2, 10).await.unwrap_or_else(|e| panic!("{e}")), vec![(3, json!(3))]);
     // Concurrent writers at one version: exactly one wins.
-    let cur = s.get(&scope("red/"), "t2").await.unwrap_or_else(|e| panic!("{e}")).unwrap_or_else(|| panic!("gone"));
+    let cur =
+        s.get(&scope("red/"), &tid("t2")).await.unwrap_or_else(|e| panic!("{e}")).unwrap_or_else(|| panic!("gone"));
     let mut joins = Vec::new();
     for i in 0..8 {
         let (s, cur) = (s.clone(), cur.clone());
@@ -127,7 +133,7 @@ async fn updates_are_compare_and_set_with_gapless_events(s: Arc<dyn TaskStore>, 
         wins += usize::from(j.await.unwrap_or_else(|e| panic!("{e}")));
     }
     assert_eq!(wins, 1);
-    assert_eq!(s.events_after("t2", 3, 10).await.unwrap_or_else(|e| panic!("{e}")).len(), 1);
+    assert_eq!(s.events_after(&tid("t2"), 3, 10).await.unwrap_or_else(|e| panic!("{e}")).len(), 1);
 }
 
 async fn list_is_newest_first_keyset_paginated_and_filtered(s: Arc<dyn TaskStore>, _: Arc<dyn PushOutbox>) {
@@ -189,16 +195,19 @@ async fn list_is_newest_first_keyset_paginated_and_filtered(s: Arc<dyn TaskStore
 async fn push_configs_and_the_outbox(s: Arc<dyn TaskStore>, o: Arc<dyn PushOutbox>) {
     let t = task("p1", "red/", "c", "TASK_STATE_WORKING", 10);
     assert!(s.create(&t, &[json!(0)]).await.unwrap_or_else(|e| panic!("{e}")));
-    s.put_push_config("p1", "cfg-1", &json!({"url": "https://a"})).await.unwrap_or_else(|e| panic!("{e}"));
-    s.put_push_config("p1", "cfg-1", &json!({"url": "https://b"})).await.unwrap_or_else(|e| panic!("{e}"));
-    s.put_push_config("p1", "cfg-2", &json!({"url": "https://c"})).await.unwrap_or_else(|e| panic!("{e}"));
-    let configs = s.push_configs("p1").await.unwrap_or_else(|e| panic!("{e}"));
+    s.put_push_config(&tid("p1"), "cfg-1", &json!({"url": "https://a"})).await.unwrap_or_else(|e| panic!("{e}"));
+    s.put_push_config(&tid("p1"), "cfg-1", &json!({"url": "https://b"})).await.unwrap_or_else(|e| panic!("{e}"));
+    s.put_push_config(&tid("p1"), "cfg-2", &json!({"url": "https://c"})).await.unwrap_or_else(|e| panic!("{e}"));
+    let configs = s.push_configs(&tid("p1")).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
         configs,
         vec![("cfg-1".into(), json!({"url": "https://b"})), ("cfg-2".into(), json!({"url": "https://c"}))]
     );
-    assert!(s.delete_push_config("p1", "cfg-2").await.unwrap_or_else(|e| panic!("{e}")));
-    assert!(!s.delete_push_config("p1", "cfg-2").await.unwrap_or_else(|e| panic!("{e}")), "deleting twice is a no-op");
+    assert!(s.delete_push_config(&tid("p1"), "cfg-2").await.unwrap_or_else(|e| panic!("{e}")));
+    assert!(
+        !s.delete_push_config(&tid("p1"), "cfg-2").await.unwrap_or_else(|e| panic!("{e}")),
+        "deleting twice is a no-op"
+    );
 
     // Deliveries are queued with the event, in the same transaction.
     let d = NewDelivery {

@@ -12,7 +12,8 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use switchyard_contract::{
-    CancelAck, Decision, DispatchCall, Invocation, InvocationId, RunCursor, TaskScope, Upstream, UpstreamError,
+    CancelAck, ContextId, Decision, DispatchCall, Invocation, InvocationId, RunCursor, TaskId, TaskScope, Upstream,
+    UpstreamError,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -24,8 +25,8 @@ use crate::hub::{Change, Hub};
 pub struct RunRequest {
     pub scope: TaskScope,
     pub agent: String,
-    pub task_id: String,
-    pub context_id: String,
+    pub task_id: TaskId,
+    pub context_id: ContextId,
     pub new_task: bool,
     pub message: Message,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -74,11 +75,11 @@ fn status(state: TaskState, text: Option<&str>, ctx: &str, task: &str) -> Change
 /// The task a first message starts: submitted, with the message in its history.
 pub fn submitted(req: &RunRequest) -> Task {
     let mut first = req.message.clone();
-    first.task_id = Some(req.task_id.clone());
-    first.context_id = Some(req.context_id.clone());
+    first.task_id = Some(req.task_id.to_string());
+    first.context_id = Some(req.context_id.to_string());
     Task {
-        id: req.task_id.clone(),
-        context_id: req.context_id.clone(),
+        id: req.task_id.to_string(),
+        context_id: req.context_id.to_string(),
         status: TaskStatus { state: TaskState::Submitted, message: None, timestamp: Some(chrono::Utc::now()) },
         artifacts: None,
         history: Some(vec![first]),
@@ -312,7 +313,7 @@ impl AgentUpstream {
                 crate::push::store_config(&self.hub, &req.task_id, push.clone()).await.map_err(fail)?;
             }
             let mut m = req.message.clone();
-            m.context_id = Some(req.context_id.clone());
+            m.context_id = Some(req.context_id.to_string());
             first_batch.insert(0, Change::UserMessage(m));
         }
         let all = std::iter::once((None, first_batch)).chain(batches);

@@ -13,7 +13,8 @@ use a2a::{
 use futures::Stream;
 use serde_json::Value;
 use switchyard_contract::{
-    ArtifactKeeper, InvocationId, NewDelivery, RunCursor, TaskRecord, TaskScope, TaskStateName, TaskStore, TenantId,
+    ArtifactKeeper, InvocationId, NewDelivery, RunCursor, TaskId, TaskRecord, TaskScope, TaskStateName, TaskStore,
+    TenantId,
 };
 use tokio::sync::watch;
 
@@ -241,11 +242,12 @@ impl Hub {
             }
             events.push(to_value(&change_task(&mut body, change))?);
         }
+        let id = TaskId::from(task.id.as_str());
         let rec = TaskRecord {
-            id: task.id.clone(),
+            id: id.clone(),
             scope: scope.clone(),
             agent: agent.to_string(),
-            context_id: task.context_id.clone(),
+            context_id: task.context_id.as_str().into(),
             state: stored_state(&body.status.state),
             status_ms: switchyard_contract::wall_clock_ms(),
             version: i64::try_from(events.len()).unwrap_or(i64::MAX),
@@ -255,13 +257,13 @@ impl Hub {
         let created = self.store.create(&rec, &events).await?;
         if created {
             self.ring();
-        } else if self.store.get(scope, &task.id).await?.is_none_or(|r| r.agent != agent) {
+        } else if self.store.get(scope, &id).await?.is_none_or(|r| r.agent != agent) {
             return Err(A2aError::task_not_found(&task.id));
         }
         Ok(created)
     }
 
-    pub async fn get(&self, scope: &TaskScope, id: &str) -> Result<Option<TaskRecord>, A2aError> {
+    pub async fn get(&self, scope: &TaskScope, id: &TaskId) -> Result<Option<TaskRecord>, A2aError> {
         Ok(self.store.get(scope, id).await?)
     }
 
@@ -269,7 +271,7 @@ impl Hub {
     pub async fn apply(
         &self,
         scope: &TaskScope,
-        id: &str,
+        id: &TaskId,
         step: Option<RunCursor>,
         change: Change,
     ) -> Result<Option<TaskRecord>, A2aError> {
@@ -283,7 +285,7 @@ impl Hub {
     pub async fn apply_all(
         &self,
         scope: &TaskScope,
-        id: &str,
+        id: &TaskId,
         step: Option<RunCursor>,
         mut changes: Vec<Change>,
     ) -> Result<Option<TaskRecord>, A2aError> {
@@ -350,7 +352,7 @@ impl Hub {
     /// parts are references here: the face puts their bytes back.
     pub fn follow(
         &self,
-        id: String,
+        id: TaskId,
         after: i64,
         stop_on_interrupt: bool,
     ) -> impl Stream<Item = Result<StreamResponse, A2aError>> + Send + 'static {
@@ -405,7 +407,12 @@ impl Hub {
     }
 
     /// Waits until task `id` exists (or `limit` passes).
-    pub async fn wait_for(&self, scope: &TaskScope, id: &str, limit: Duration) -> Result<Option<TaskRecord>, A2aError> {
+    pub async fn wait_for(
+        &self,
+        scope: &TaskScope,
+        id: &TaskId,
+        limit: Duration,
+    ) -> Result<Option<TaskRecord>, A2aError> {
         let mut bell = self.bell.subscribe();
         let deadline = tokio::time::Instant::now() + limit;
         loop {

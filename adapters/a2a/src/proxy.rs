@@ -24,7 +24,7 @@ use std::time::Duration;
 use a2a::{Artifact, Message, PartContent, SendMessageRequest, StreamResponse, Task, TaskState, TaskStatus};
 use futures::StreamExt;
 use serde_json::{Value, json};
-use switchyard_contract::{Decision, FailureCode, InvocationId, RunCursor, TaskScope, UpstreamError};
+use switchyard_contract::{Decision, FailureCode, InvocationId, RunCursor, TaskId, TaskScope, UpstreamError};
 use tokio::sync::Mutex as AsyncMutex;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
@@ -139,7 +139,7 @@ impl Proxy {
         &self,
         hub: &Hub,
         scope: &TaskScope,
-        id: &str,
+        id: &TaskId,
         ctx: &str,
         ev: StreamResponse,
     ) -> Result<Flow, A2aError> {
@@ -188,7 +188,7 @@ impl Proxy {
         &self,
         hub: &Hub,
         scope: &TaskScope,
-        id: &str,
+        id: &TaskId,
         ctx: &str,
         mut status: TaskStatus,
     ) -> Result<Flow, A2aError> {
@@ -232,7 +232,7 @@ impl Proxy {
         cancel: &CancellationToken,
     ) -> Result<Value, UpstreamError> {
         let client = self.client().await.map_err(|e| lost(e, false))?;
-        let (scope, id, ctx) = (&req.scope, req.task_id.as_str(), req.context_id.as_str());
+        let (scope, id, ctx) = (&req.scope, &req.task_id, req.context_id.as_str());
         let mut upstream_msg = req.message.clone();
         if req.new_task {
             let task = crate::agent::submitted(req);
@@ -305,7 +305,7 @@ impl Proxy {
         &self,
         hub: &Hub,
         scope: &TaskScope,
-        id: &str,
+        id: &TaskId,
         run: Option<InvocationId>,
     ) -> Result<bool, A2aError> {
         let Some(rec) = hub.get(scope, id).await? else { return Ok(false) };
@@ -334,7 +334,7 @@ impl Proxy {
     /// or `None` when the upstream cannot tell (the invocation stays `unknown`).
     async fn resume(&self, hub: &Hub, rec: &switchyard_contract::TaskRecord, message_id: &str) -> Option<Decision> {
         let client = self.client().await.ok()?;
-        let (scope, id, ctx) = (&rec.scope, rec.id.as_str(), rec.context_id.as_str());
+        let (scope, id, ctx) = (&rec.scope, &rec.id, rec.context_id.as_str());
         let task = task_of(rec).ok()?;
         let up_task = match upstream_ids(&task) {
             Some((t, _)) => t,
@@ -352,7 +352,7 @@ impl Proxy {
                             token = page.next_page_token;
                         }
                         Err(e) => {
-                            warn!(task.id = id, error = %e, "cannot look the message up upstream; the outcome stays unknown");
+                            warn!(task.id = %id, error = %e, "cannot look the message up upstream; the outcome stays unknown");
                             return None;
                         }
                     }
@@ -361,13 +361,13 @@ impl Proxy {
                     }
                 }
                 if found.is_none() && !token.is_empty() {
-                    warn!(task.id = id, "too many upstream tasks to be sure; the outcome stays unknown");
+                    warn!(task.id = %id, "too many upstream tasks to be sure; the outcome stays unknown");
                     return None;
                 }
                 let Some(t) = found else {
                     // Not listed is no proof of not received: the outcome stays unknown.
                     warn!(
-                        task.id = id,
+                        task.id = %id,
                         message.id = message_id,
                         "the agent does not list this message; the outcome stays unknown for an operator"
                     );
@@ -388,7 +388,7 @@ impl Proxy {
                     }
                 }
             }
-            Err(e) => info!(task.id = id, error = %e, "cannot resubscribe upstream; reading the task instead"),
+            Err(e) => info!(task.id = %id, error = %e, "cannot resubscribe upstream; reading the task instead"),
         }
         if matches!(flow, Flow::More) {
             // Poll until the upstream task ends.

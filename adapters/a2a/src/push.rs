@@ -13,7 +13,7 @@ use std::time::Duration;
 use a2a::TaskPushNotificationConfig;
 use futures::StreamExt;
 use serde::Deserialize;
-use switchyard_contract::{Delivery, PushOutbox};
+use switchyard_contract::{Delivery, PushOutbox, TaskId};
 use tracing::{debug, warn};
 
 use crate::error::{A2aError, Kind};
@@ -160,7 +160,7 @@ pub fn check_url(url: &str, s: &PushSettings) -> Result<reqwest::Url, A2aError> 
 /// Stores `cfg` on task `task_id` (its credentials sealed) and returns it as the caller gave it.
 pub async fn store_config(
     hub: &Hub,
-    task_id: &str,
+    task_id: &TaskId,
     mut cfg: TaskPushNotificationConfig,
 ) -> Result<TaskPushNotificationConfig, A2aError> {
     // Without an id, one derived from the task and the URL: storing the same configuration

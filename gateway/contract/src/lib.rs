@@ -37,7 +37,8 @@ pub use principal::{EffectClass, IngressKey, Principal, Target, TenantId};
 pub use secret::Secret;
 pub use state::{Decision, Fence, Invocation, InvocationState, Lease, NewInvocation, Resolution, StateName};
 pub use tasks::{
-    Delivery, NewDelivery, PushOutbox, RunCursor, TaskQuery, TaskRecord, TaskScope, TaskStateName, TaskStore,
+    ContextId, Delivery, NewDelivery, PushOutbox, RunCursor, TaskId, TaskQuery, TaskRecord, TaskScope, TaskStateName,
+    TaskStore,
 };
 
 /// Milliseconds since the Unix epoch, as read from the store's clock.

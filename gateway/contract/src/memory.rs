@@ -23,7 +23,7 @@ use crate::id::{AttemptId, EventId, InvocationId, WorkerId};
 use crate::ports::{Binding, BindingStore, ClientGone, Invocations, ListQuery, Page, Submission, Submitted, Waited};
 use crate::principal::{EffectClass, IngressKey, Principal, Target, TenantId};
 use crate::state::{Decision, Fence, Invocation, InvocationState, NewInvocation, Resolution};
-use crate::tasks::{Delivery, NewDelivery, PushOutbox, TaskQuery, TaskRecord, TaskScope, TaskStore};
+use crate::tasks::{Delivery, NewDelivery, PushOutbox, TaskId, TaskQuery, TaskRecord, TaskScope, TaskStore};
 use crate::{FailureRecord, Millis};
 
 /// What the script makes of one submission.
@@ -448,10 +448,10 @@ pub struct MemoryTasks(Mutex<TaskRows>);
 
 #[derive(Debug, Default)]
 struct TaskRows {
-    tasks: HashMap<String, TaskRecord>,
-    events: HashMap<String, Vec<(i64, serde_json::Value)>>,
+    tasks: HashMap<TaskId, TaskRecord>,
+    events: HashMap<TaskId, Vec<(i64, serde_json::Value)>>,
     /// Per task: configuration id → configuration, in creation order.
-    configs: HashMap<String, Vec<(String, serde_json::Value)>>,
+    configs: HashMap<TaskId, Vec<(String, serde_json::Value)>>,
     outbox: Vec<Outgoing>,
 }
 
@@ -469,8 +469,8 @@ impl MemoryTasks {
 }
 
 impl TaskRows {
-    fn journal(&mut self, id: &str, from: i64, events: &[serde_json::Value]) {
-        let log = self.events.entry(id.to_string()).or_default();
+    fn journal(&mut self, id: &TaskId, from: i64, events: &[serde_json::Value]) {
+        let log = self.events.entry(id.clone()).or_default();
         log.extend(events.iter().enumerate().map(|(i, e)| (from + i as i64, e.clone())));
     }
 }
@@ -487,7 +487,7 @@ impl TaskStore for MemoryTasks {
         Ok(true)
     }
 
-    async fn get(&self, scope: &TaskScope, id: &str) -> Result<Option<TaskRecord>, Error> {
+    async fn get(&self, scope: &TaskScope, id: &TaskId) -> Result<Option<TaskRecord>, Error> {
         Ok(self.rows().tasks.get(id).filter(|t| &t.scope == scope).cloned())
     }
 
@@ -520,7 +520,7 @@ impl TaskStore for MemoryTasks {
         Ok(true)
     }
 
-    async fn events_after(&self, id: &str, after: i64, limit: u32) -> Result<Vec<(i64, serde_json::Value)>, Error> {
+    async fn events_after(&self, id: &TaskId, after: i64, limit: u32) -> Result<Vec<(i64, serde_json::Value)>, Error> {
         let rows = self.rows();
         let log = rows.events.get(id).map(Vec::as_slice).unwrap_or_default();
         Ok(log.iter().filter(|(seq, _)| *seq > after).take(limit as usize).cloned().collect())
@@ -547,9 +547,9 @@ impl TaskStore for MemoryTasks {
         Ok((page, total))
     }
 
-    async fn put_push_config(&self, task_id: &str, id: &str, config: &serde_json::Value) -> Result<(), Error> {
+    async fn put_push_config(&self, task_id: &TaskId, id: &str, config: &serde_json::Value) -> Result<(), Error> {
         let mut rows = self.rows();
-        let configs = rows.configs.entry(task_id.to_string()).or_default();
+        let configs = rows.configs.entry(task_id.clone()).or_default();
         match configs.iter_mut().find(|(c, _)| c == id) {
             Some(slot) => slot.1 = config.clone(),
             None => configs.push((id.to_string(), config.clone())),
@@ -557,11 +557,11 @@ impl TaskStore for MemoryTasks {
         Ok(())
     }
 
-    async fn push_configs(&self, task_id: &str) -> Result<Vec<(String, serde_json::Value)>, Error> {
+    async fn push_configs(&self, task_id: &TaskId) -> Result<Vec<(String, serde_json::Value)>, Error> {
         Ok(self.rows().configs.get(task_id).cloned().unwrap_or_default())
     }
 
-    async fn delete_push_config(&self, task_id: &str, id: &str) -> Result<bool, Error> {
+    async fn delete_push_config(&self, task_id: &TaskId, id: &str) -> Result<bool, Error> {
         let mut rows = self.rows();
         let Some(configs) = rows.configs.get_mut(task_id) else { return Ok(false) };
         let before = configs.len();

@@ -14,6 +14,75 @@ use crate::error::Error;
 use crate::id::InvocationId;
 use crate::principal::{Principal, TenantId};
 
+/// A string id of the task model, distinct in type from every other string.
+macro_rules! string_id {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+        #[serde(transparent)]
+        pub struct $name(String);
+
+        impl $name {
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl From<String> for $name {
+            fn from(s: String) -> Self {
+                Self(s)
+            }
+        }
+
+        impl From<&str> for $name {
+            fn from(s: &str) -> Self {
+                Self(s.to_string())
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(id: $name) -> Self {
+                id.0
+            }
+        }
+
+        impl std::ops::Deref for $name {
+            type Target = str;
+            fn deref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl PartialEq<str> for $name {
+            fn eq(&self, other: &str) -> bool {
+                self.0 == other
+            }
+        }
+
+        impl PartialEq<&str> for $name {
+            fn eq(&self, other: &&str) -> bool {
+                self.0 == *other
+            }
+        }
+    };
+}
+
+string_id!(
+    /// A task's id: minted by the gateway for a new task (or taken from the upstream agent that
+    /// owns the task), and echoed by clients to continue, read, cancel or subscribe to it.
+    TaskId
+);
+string_id!(
+    /// The id of a conversation (context) that tasks and messages belong to.
+    ContextId
+);
+
 /// A task's state as the task rows keep it, and as listings filter on it. Stored under the A2A
 /// names (`TASK_STATE_WORKING`, …): the protocol the rows were first written for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -140,12 +209,12 @@ impl<'de> serde::Deserialize<'de> for TaskScope {
 /// One task as stored.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TaskRecord {
-    pub id: String,
+    pub id: TaskId,
     /// Whose task it is: reads by id and listings are filtered by it.
     pub scope: TaskScope,
     /// The agent (face) the task belongs to.
     pub agent: String,
-    pub context_id: String,
+    pub context_id: ContextId,
     pub state: TaskStateName,
     /// When the current status was set (ms since the epoch).
     pub status_ms: i64,
@@ -161,11 +230,11 @@ pub struct TaskRecord {
 pub struct TaskQuery {
     pub scope: TaskScope,
     pub agent: String,
-    pub context_id: Option<String>,
+    pub context_id: Option<ContextId>,
     pub state: Option<TaskStateName>,
     pub status_after_ms: Option<i64>,
     /// Keyset cursor: rows strictly after `(status_ms, id)` in `(status_ms DESC, id DESC)` order.
-    pub after: Option<(i64, String)>,
+    pub after: Option<(i64, TaskId)>,
     pub limit: u32,
 }
 
@@ -181,7 +250,7 @@ pub struct NewDelivery {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Delivery {
     pub id: i64,
-    pub task_id: String,
+    pub task_id: TaskId,
     pub config_id: String,
     pub config: Value,
     pub payload: Value,
@@ -194,7 +263,7 @@ pub trait TaskStore: Send + Sync {
     /// `Ok(false)`: a task with that id already exists; nothing was written.
     async fn create(&self, task: &TaskRecord, events: &[Value]) -> Result<bool, Error>;
     /// The task `id` if it exists in `scope`.
-    async fn get(&self, scope: &TaskScope, id: &str) -> Result<Option<TaskRecord>, Error>;
+    async fn get(&self, scope: &TaskScope, id: &TaskId) -> Result<Option<TaskRecord>, Error>;
     /// Replaces the task if its stored version is still `expected_version`, appending `events`
     /// (numbered from `expected_version + 1`; `task.version` must be the last) and queueing
     /// `deliveries`, all in one transaction. `Ok(false)`: the version moved; nothing written.
@@ -206,16 +275,16 @@ pub trait TaskStore: Send + Sync {
         deliveries: &[NewDelivery],
     ) -> Result<bool, Error>;
     /// Events of task `id` with a sequence number above `after`, in order (at most `limit`).
-    async fn events_after(&self, id: &str, after: i64, limit: u32) -> Result<Vec<(i64, Value)>, Error>;
+    async fn events_after(&self, id: &TaskId, after: i64, limit: u32) -> Result<Vec<(i64, Value)>, Error>;
     /// One page of tasks and the total number matching the filter (cursor ignored).
     async fn list(&self, query: &TaskQuery) -> Result<(Vec<TaskRecord>, i64), Error>;
 
     /// Creates or replaces push configuration `id` of task `task_id`.
-    async fn put_push_config(&self, task_id: &str, id: &str, config: &Value) -> Result<(), Error>;
+    async fn put_push_config(&self, task_id: &TaskId, id: &str, config: &Value) -> Result<(), Error>;
     /// Push configurations of a task, oldest first.
-    async fn push_configs(&self, task_id: &str) -> Result<Vec<(String, Value)>, Error>;
+    async fn push_configs(&self, task_id: &TaskId) -> Result<Vec<(String, Value)>, Error>;
     /// Deletes one; `Ok(false)` if it did not exist.
-    async fn delete_push_config(&self, task_id: &str, id: &str) -> Result<bool, Error>;
+    async fn delete_push_config(&self, task_id: &TaskId, id: &str) -> Result<bool, Error>;
 }
 
 /// The push delivery outbox: deliveries are queued by [`TaskStore::update`] in the same

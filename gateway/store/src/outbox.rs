@@ -3,7 +3,7 @@
 //! replicas with skewed clocks keep each webhook's order.
 
 use async_trait::async_trait;
-use switchyard_contract::{Delivery, Error, NewDelivery, PushOutbox};
+use switchyard_contract::{Delivery, Error, NewDelivery, PushOutbox, TaskId};
 
 use crate::dialect::{self as sql, Cells, Dialect, On, Pools, Stmt};
 use crate::row::parse_json;
@@ -23,14 +23,14 @@ impl<D: Dialect> SqlOutbox<D> {
 /// Queues one delivery inside the task update's transaction, due now.
 pub(crate) async fn queue<D: Dialect>(
     tx: &mut sqlx::Transaction<'static, D::Db>,
-    task: &str,
+    task: &TaskId,
     d: &NewDelivery,
 ) -> Result<(), Error> {
     let stmt = Stmt::new(format!(
         "INSERT INTO a2a_push_outbox (task_id, config_id, config, payload, due_ms) VALUES ($1, $2, $3, $4, {})",
         D::NOW
     ))
-    .text(task)
+    .text(task.as_str())
     .text(d.config_id.as_str())
     .text(d.config.to_string())
     .text(d.payload.to_string());
@@ -41,7 +41,7 @@ pub(crate) async fn queue<D: Dialect>(
 fn decode_delivery(row: &impl Cells) -> Result<Delivery, Error> {
     Ok(Delivery {
         id: row.int(0)?,
-        task_id: row.text(1)?,
+        task_id: TaskId::from(row.text(1)?),
         config_id: row.text(2)?,
         config: parse_json(&row.text(3)?, "push config")?,
         payload: parse_json(&row.text(4)?, "push payload")?,

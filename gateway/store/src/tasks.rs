@@ -5,7 +5,9 @@
 
 use async_trait::async_trait;
 use serde_json::Value;
-use switchyard_contract::{Error, NewDelivery, RunCursor, TaskQuery, TaskRecord, TaskScope, TaskStateName, TaskStore};
+use switchyard_contract::{
+    Error, NewDelivery, RunCursor, TaskId, TaskQuery, TaskRecord, TaskScope, TaskStateName, TaskStore,
+};
 
 use crate::dialect::{self as sql, Arg, Cells, Dialect, On, Pools, Stmt};
 use crate::row::parse_json;
@@ -27,10 +29,10 @@ impl<D: Dialect> SqlTasks<D> {
 fn decode_task(row: &impl Cells) -> Result<TaskRecord, Error> {
     let state = row.text(4)?;
     Ok(TaskRecord {
-        id: row.text(0)?,
+        id: TaskId::from(row.text(0)?),
         scope: TaskScope::from_key(&row.text(1)?)?,
         agent: row.text(2)?,
-        context_id: row.text(3)?,
+        context_id: row.text(3)?.into(),
         state: TaskStateName::parse(&state)
             .ok_or_else(|| crate::row::corrupt(format!("stored task state `{state}` is unknown")))?,
         status_ms: row.int(5)?,
@@ -54,7 +56,7 @@ fn bind_status(stmt: Stmt, task: &TaskRecord) -> Stmt {
 /// Appends `events` to a task's log, numbered from `after + 1`, inside the task's transaction.
 async fn insert_events<D: Dialect>(
     tx: &mut sqlx::Transaction<'static, D::Db>,
-    task: &str,
+    task: &TaskId,
     after: i64,
     events: &[Value],
 ) -> Result<(), Error> {
@@ -63,7 +65,7 @@ async fn insert_events<D: Dialect>(
             "INSERT INTO a2a_task_events (task_id, seq, event, created_ms) VALUES ($1, $2, $3, {})",
             D::NOW
         ))
-        .text(task)
+        .text(task.as_str())
         .int(seq)
         .text(e.to_string());
         sql::affected::<D>(On::Tx(tx), stmt).await?;
@@ -91,10 +93,10 @@ impl<D: Dialect> TaskStore for SqlTasks<D> {
         Ok(true)
     }
 
-    async fn get(&self, scope: &TaskScope, id: &str) -> Result<Option<TaskRecord>, Error> {
+    async fn get(&self, scope: &TaskScope, id: &TaskId) -> Result<Option<TaskRecord>, Error> {
         let stmt = Stmt::new(format!("SELECT {COLUMNS} FROM a2a_tasks WHERE scope = $1 AND id = $2"))
             .text(scope.key())
-            .text(id);
+            .text(id.as_str());
         sql::optional::<D>(self.pools.read(), stmt).await?.as_ref().map(decode_task).transpose()
     }
 
@@ -123,10 +125,10 @@ impl<D: Dialect> TaskStore for SqlTasks<D> {
         Ok(true)
     }
 
-    async fn events_after(&self, id: &str, after: i64, limit: u32) -> Result<Vec<(i64, Value)>, Error> {
+    async fn events_after(&self, id: &TaskId, after: i64, limit: u32) -> Result<Vec<(i64, Value)>, Error> {
         let stmt =
             Stmt::new("SELECT seq, event FROM a2a_task_events WHERE task_id = $1 AND seq > $2 ORDER BY seq LIMIT $3")
-                .text(id)
+                .text(id.as_str())
                 .int(after)
                 .int(i64::from(limit));
         let rows = sql::all::<D>(self.pools.read(), stmt).await?;
@@ -140,28 +142,29 @@ impl<D: Dialect> TaskStore for SqlTasks<D> {
         Ok((tasks, total))
     }
 
-    async fn put_push_config(&self, task_id: &str, id: &str, config: &Value) -> Result<(), Error> {
+    async fn put_push_config(&self, task_id: &TaskId, id: &str, config: &Value) -> Result<(), Error> {
         let stmt = Stmt::new(format!(
             "INSERT INTO a2a_push_configs (task_id, id, config, created_ms) VALUES ($1, $2, $3, {}) \
              ON CONFLICT (task_id, id) DO UPDATE SET config = excluded.config",
             D::NOW
         ))
-        .text(task_id)
+        .text(task_id.as_str())
         .text(id)
         .text(config.to_string());
         sql::affected::<D>(self.pools.write(), stmt).await?;
         Ok(())
     }
 
-    async fn push_configs(&self, task_id: &str) -> Result<Vec<(String, Value)>, Error> {
+    async fn push_configs(&self, task_id: &TaskId) -> Result<Vec<(String, Value)>, Error> {
         let stmt = Stmt::new("SELECT id, config FROM a2a_push_configs WHERE task_id = $1 ORDER BY created_ms, id")
-            .text(task_id);
+            .text(task_id.as_str());
         let rows = sql::all::<D>(self.pools.read(), stmt).await?;
         rows.iter().map(|r| Ok((r.text(0)?, parse_json(&r.text(1)?, "push config")?))).collect()
     }
 
-    async fn delete_push_config(&self, task_id: &str, id: &str) -> Result<bool, Error> {
-        let stmt = Stmt::new("DELETE FROM a2a_push_configs WHERE task_id = $1 AND id = $2").text(task_id).text(id);
+    async fn delete_push_config(&self, task_id: &TaskId, id: &str) -> Result<bool, Error> {
+        let stmt =
+            Stmt::new("DELETE FROM a2a_push_configs WHERE task_id = $1 AND id = $2").text(task_id.as_str()).text(id);
         Ok(sql::affected::<D>(self.pools.write(), stmt).await? > 0)
     }
 }
@@ -172,7 +175,7 @@ fn list_stmt(q: &TaskQuery, count: bool) -> Stmt {
     let mut args = vec![Arg::Text(q.scope.key()), Arg::Text(q.agent.clone())];
     let mut filter = String::from("scope = $1 AND agent = $2");
     if let Some(c) = &q.context_id {
-        args.push(Arg::Text(c.clone()));
+        args.push(Arg::Text(c.to_string()));
         filter.push_str(&format!(" AND context_id = ${}", args.len()));
     }
     if let Some(s) = &q.state {
@@ -189,7 +192,7 @@ fn list_stmt(q: &TaskQuery, count: bool) -> Stmt {
     if let Some((ms, id)) = &q.after {
         args.push(Arg::Int(*ms));
         let a = args.len();
-        args.push(Arg::Text(id.clone()));
+        args.push(Arg::Text(id.to_string()));
         let b = args.len();
         filter.push_str(&format!(" AND (status_ms < ${a} OR (status_ms = ${a} AND id < ${b}))"));
     }

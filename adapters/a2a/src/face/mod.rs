@@ -18,8 +18,8 @@ use futures::stream::BoxStream;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use switchyard_contract::{
-    ErrorKind, IngressKey, InvocationId, InvocationState, Invocations, Principal, Submission, TaskQuery, TaskScope,
-    TenantId,
+    ContextId, ErrorKind, IngressKey, InvocationId, InvocationState, Invocations, Principal, Submission, TaskId,
+    TaskQuery, TaskScope, TenantId,
 };
 
 use crate::agent::RunRequest;
@@ -248,7 +248,8 @@ impl A2aFace {
             Operation::SendStreamingMessage(req) => self.send(agent, who, req, true).await,
             Operation::GetTask(req) => {
                 check_history(req.history_length)?;
-                let task = self.load(agent, &Self::scope(who, req.tenant.as_ref()), &req.id).await?;
+                let task =
+                    self.load(agent, &Self::scope(who, req.tenant.as_ref()), &TaskId::from(req.id.as_str())).await?;
                 Ok(Reply::Task(slice_history(task, req.history_length)))
             }
             Operation::ListTasks(req) => self.list(agent, who, req).await.map(Reply::Tasks),
@@ -292,7 +293,7 @@ impl A2aFace {
         &self,
         agent: &AgentEntry,
         scope: &TaskScope,
-        id: &str,
+        id: &TaskId,
     ) -> Result<switchyard_contract::TaskRecord, A2aError> {
         match self.hub.get(scope, id).await? {
             Some(rec) if rec.agent == agent.config.name => Ok(rec),
@@ -300,11 +301,11 @@ impl A2aFace {
         }
     }
 
-    async fn load(&self, agent: &AgentEntry, scope: &TaskScope, id: &str) -> Result<Task, A2aError> {
+    async fn load(&self, agent: &AgentEntry, scope: &TaskScope, id: &TaskId) -> Result<Task, A2aError> {
         task_of(&self.record(agent, scope, id).await?)
     }
 
-    /// Task `id` of `agent` in the caller's scope (`tenant`: the request's tenant field), with
+    /// Task `id` (as the request names it) of `agent` in the caller's scope (`tenant`: the request's tenant field), with
     /// that scope; another scope's task is `TaskNotFound`.
     async fn callers_task(
         &self,
@@ -314,7 +315,7 @@ impl A2aFace {
         id: &str,
     ) -> Result<(TaskScope, switchyard_contract::TaskRecord), A2aError> {
         let scope = Self::scope(who, tenant);
-        let rec = self.record(agent, &scope, id).await?;
+        let rec = self.record(agent, &scope, &TaskId::from(id)).await?;
         Ok((scope, rec))
     }
 }

@@ -15,10 +15,9 @@ impl A2aFace {
         who: &Caller,
         req: TaskPushNotificationConfig,
     ) -> Result<Reply, A2aError> {
-        self.callers_task(agent, who, req.tenant.as_ref(), &req.task_id).await?;
+        let (_, rec) = self.callers_task(agent, who, req.tenant.as_ref(), &req.task_id).await?;
         push::check_url(&req.url, &self.config.push)?;
-        let task_id = req.task_id.clone();
-        Ok(Reply::PushConfig(push::store_config(&self.hub, &task_id, req).await?))
+        Ok(Reply::PushConfig(push::store_config(&self.hub, &rec.id, req).await?))
     }
 
     pub(super) async fn get_push_config(
@@ -27,8 +26,8 @@ impl A2aFace {
         who: &Caller,
         req: GetTaskPushNotificationConfigRequest,
     ) -> Result<Reply, A2aError> {
-        self.callers_task(agent, who, req.tenant.as_ref(), &req.task_id).await?;
-        let found = self.push_configs(&req.task_id).await?.into_iter().find(|c| c.id.as_deref() == Some(&req.id));
+        let (_, rec) = self.callers_task(agent, who, req.tenant.as_ref(), &req.task_id).await?;
+        let found = self.push_configs(&rec.id).await?.into_iter().find(|c| c.id.as_deref() == Some(&req.id));
         found.map(Reply::PushConfig).ok_or_else(|| {
             A2aError::new(Kind::TaskNotFound, format!("push config `{}` not found on task `{}`", req.id, req.task_id))
         })
@@ -40,8 +39,8 @@ impl A2aFace {
         who: &Caller,
         req: ListTaskPushNotificationConfigsRequest,
     ) -> Result<Reply, A2aError> {
-        self.callers_task(agent, who, req.tenant.as_ref(), &req.task_id).await?;
-        let all = self.push_configs(&req.task_id).await?;
+        let (_, rec) = self.callers_task(agent, who, req.tenant.as_ref(), &req.task_id).await?;
+        let all = self.push_configs(&rec.id).await?;
         let size = match req.page_size {
             None | Some(0) => 100,
             Some(n) if (1..=PAGE_MAX).contains(&n) => usize::try_from(n).unwrap_or(100),
@@ -62,13 +61,13 @@ impl A2aFace {
         who: &Caller,
         req: DeleteTaskPushNotificationConfigRequest,
     ) -> Result<Reply, A2aError> {
-        self.callers_task(agent, who, req.tenant.as_ref(), &req.task_id).await?;
-        self.hub.store().delete_push_config(&req.task_id, &req.id).await?;
+        let (_, rec) = self.callers_task(agent, who, req.tenant.as_ref(), &req.task_id).await?;
+        self.hub.store().delete_push_config(&rec.id, &req.id).await?;
         Ok(Reply::Empty)
     }
 
     /// The task's push configs, credentials opened (for the owning tenant).
-    pub(super) async fn push_configs(&self, task_id: &str) -> Result<Vec<TaskPushNotificationConfig>, A2aError> {
+    pub(super) async fn push_configs(&self, task_id: &TaskId) -> Result<Vec<TaskPushNotificationConfig>, A2aError> {
         self.hub
             .store()
             .push_configs(task_id)

@@ -7,7 +7,7 @@ use switchyard_contract::{Invocation, client_stays};
 /// A decoded send: everything the run needs, checked, before anything is submitted.
 struct Send {
     scope: TaskScope,
-    task_id: String,
+    task_id: TaskId,
     new_task: bool,
     message_id: String,
     history_length: Option<i32>,
@@ -124,7 +124,7 @@ impl A2aFace {
         scope: &TaskScope,
         message: &Message,
         content: &str,
-    ) -> Result<(String, String, Option<(Task, i64)>), A2aError> {
+    ) -> Result<(TaskId, ContextId, Option<(Task, i64)>), A2aError> {
         let name = &agent.config.name;
         let Some(tid) = message.task_id.as_deref().filter(|t| !t.is_empty()) else {
             let scope = &scope.key();
@@ -134,9 +134,9 @@ impl A2aFace {
                 .clone()
                 .filter(|c| !c.is_empty())
                 .unwrap_or_else(|| digest_id(&[scope, name, &message.message_id, content, "context"]).to_string());
-            return Ok((id, ctx, None));
+            return Ok((id.into(), ctx.into(), None));
         };
-        let rec = self.record(agent, scope, tid).await?;
+        let rec = self.record(agent, scope, &TaskId::from(tid)).await?;
         let task = task_of(&rec)?;
         hub::ensure_open(&task)?;
         if let Some(c) = message.context_id.as_deref().filter(|c| !c.is_empty())
@@ -147,7 +147,7 @@ impl A2aFace {
                 task.context_id
             )));
         }
-        Ok((task.id.clone(), task.context_id.clone(), Some((task, rec.version))))
+        Ok((rec.id.clone(), rec.context_id.clone(), Some((task, rec.version))))
     }
 
     /// A blocking send's answer once its run settled (or the wait ended): the agent's message,
@@ -240,7 +240,7 @@ impl A2aFace {
     async fn first_answer(
         &self,
         scope: &TaskScope,
-        task_id: &str,
+        task_id: &TaskId,
         inv: InvocationId,
         who: &Principal,
     ) -> Result<First, A2aError> {

@@ -22,7 +22,7 @@ impl A2aFace {
         let query = TaskQuery {
             scope: Self::scope(who, req.tenant.as_ref()),
             agent: agent.config.name.clone(),
-            context_id: req.context_id.clone().filter(|c| !c.is_empty()),
+            context_id: req.context_id.as_deref().filter(|c| !c.is_empty()).map(ContextId::from),
             state: req.status.as_ref().filter(|s| **s != TaskState::Unspecified).map(hub::stored_state),
             status_after_ms: req.status_timestamp_after.map(|t| t.timestamp_millis()),
             after,
@@ -71,7 +71,7 @@ impl A2aFace {
         }
         let run = rec.run_cursor.map(|c| c.invocation);
         if let Some(p) = self.proxies.get(&agent.config.name)
-            && !p.cancel_upstream(&self.hub, &scope, &req.id, run).await?
+            && !p.cancel_upstream(&self.hub, &scope, &rec.id, run).await?
         {
             // Nothing to ask the agent to cancel yet, so nothing it could confirm: change nothing.
             return Err(A2aError::new(
@@ -85,10 +85,10 @@ impl A2aFace {
             tracing::debug!(invocation.id = %inv, error = %e, "run not cancelable (already settled)");
         }
         let canceled = TaskStatus { state: TaskState::Canceled, message: None, timestamp: None };
-        match self.hub.apply(&scope, &req.id, None, Change::Status(canceled)).await? {
+        match self.hub.apply(&scope, &rec.id, None, Change::Status(canceled)).await? {
             Some(rec) => task_of(&rec),
             None => {
-                let now = self.load(agent, &scope, &req.id).await?;
+                let now = self.load(agent, &scope, &rec.id).await?;
                 if now.status.state == TaskState::Canceled { Ok(now) } else { Err(not_cancelable(&now)) }
             }
         }
@@ -99,11 +99,11 @@ fn encode_token(ms: i64, id: &str) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(format!("{ms}:{id}"))
 }
 
-fn decode_token(t: &str) -> Option<(i64, String)> {
+fn decode_token(t: &str) -> Option<(i64, TaskId)> {
     let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(t).ok()?;
     let s = String::from_utf8(raw).ok()?;
     let (ms, id) = s.split_once(':')?;
-    Some((ms.parse().ok()?, id.to_string()))
+    Some((ms.parse().ok()?, TaskId::from(id)))
 }
 
 #[cfg(test)]
@@ -113,7 +113,7 @@ mod tests {
     #[test]
     fn page_tokens_round_trip_and_garbage_is_refused() {
         let t = encode_token(1_700_000_000_123, "abc-def");
-        assert_eq!(decode_token(&t), Some((1_700_000_000_123, "abc-def".to_string())));
+        assert_eq!(decode_token(&t), Some((1_700_000_000_123, TaskId::from("abc-def"))));
         assert_eq!(decode_token("!!"), None);
     }
 }
