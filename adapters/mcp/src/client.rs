@@ -1,7 +1,7 @@
 //! Upstream MCP sessions on rmcp's client. Each upstream has a pool of sessions (HTTP
 //! connections, or child processes for stdio); a session carries one call at a time, so every
 //! notification or server→client request an upstream sends during a call belongs to that call
-//! and is relayed to the client that made it (see [`Relay`]). A dead session is dropped and a
+//! and is relayed to the client that made it (its [`CallRelay`]). A dead session is dropped and a
 //! new one started on demand; start-up failures back off exponentially (100 ms … 30 s), counted
 //! once per failure episode (starts that were already under way when one failed do not add to
 //! it), and after a wait one probe start goes first while the others keep failing fast.
@@ -11,65 +11,50 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rmcp::model::{
-    ClientCapabilities, ClientInfo, ClientResult, CreateMessageRequest, CreateMessageRequestParams,
-    CreateMessageResult, ElicitRequest, ElicitRequestParams, ElicitResult, ErrorCode, ErrorData, Implementation,
-    ListRootsRequest, ListRootsResult, LoggingLevel, LoggingMessageNotificationParam, ProgressNotificationParam,
-    ProgressToken, ProtocolVersion, RequestId, RequestMetaObject, ResourceUpdatedNotificationParam, ServerNotification,
-    ServerRequest, SubscribeRequestParams, SubscriptionFilter,
+    ClientCapabilities, ClientInfo, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
+    ErrorCode, ErrorData, Implementation, ListRootsResult, LoggingLevel, LoggingMessageNotificationParam,
+    ProgressNotificationParam, ProgressToken, ProtocolVersion, RequestId, RequestMetaObject,
+    ResourceUpdatedNotificationParam, ServerNotification, SubscribeRequestParams, SubscriptionFilter,
 };
 use rmcp::service::{InboundStreamOrigin, NotificationContext, Peer, RequestContext, RunningService};
 use rmcp::transport::TokioChildProcess;
-use rmcp::{ClientHandler, RoleClient, RoleServer};
+use rmcp::{ClientHandler, RoleClient};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tracing::{debug, info, warn};
 
-use switchyard_contract::SecretVault;
+use switchyard_contract::{CallRelay, Interim, Progress, Question, RelayError, SecretVault};
 
 use crate::config::{McpUpstreamConfig, OAuthFlow};
 use crate::oauth::OAuthHttp;
 use crate::vault::{Sealer, VaultStore};
 
-/// Where one call's upstream traffic goes: the client that made it. Lives only in memory (the
-/// contract's `CallContext`); an attempt recovered after a restart has none, and then
-/// notifications are dropped and server→client requests refused.
-#[derive(Debug)]
-pub struct Relay {
-    pub peer: Peer<RoleServer>,
-    /// The client's progress token, if it asked for progress.
-    pub progress: Option<ProgressToken>,
-    /// The client is on a legacy (initialize) session and can take server→client requests.
-    pub legacy: bool,
-    /// What the client declared it can do; forwarded so the upstream asks only for that.
-    pub capabilities: Option<ClientCapabilities>,
-    pub log_level: Option<LoggingLevel>,
+/// `_meta` for an upstream request made on a client's behalf: its declared capabilities (so
+/// the upstream asks only for what it can answer) and log level.
+pub fn request_meta(relay: &dyn CallRelay) -> RequestMetaObject {
+    let mut meta = RequestMetaObject::default();
+    if let Some(caps) = relay.capabilities().and_then(|c| serde_json::from_value::<ClientCapabilities>(c).ok()) {
+        meta.set_client_capabilities(caps);
+    }
+    if let Some(level) =
+        relay.log_level().and_then(|l| serde_json::from_value::<LoggingLevel>(serde_json::Value::String(l)).ok())
+    {
+        meta.set_log_level(level);
+    }
+    meta
 }
 
-impl Relay {
-    /// `_meta` for the upstream request made on this client's behalf: its declared
-    /// capabilities (so the upstream asks only for what it can answer) and log level.
-    pub fn request_meta(&self) -> RequestMetaObject {
-        let mut meta = RequestMetaObject::default();
-        if let Some(caps) = self.capabilities.clone() {
-            meta.set_client_capabilities(caps);
-        }
-        if let Some(level) = self.log_level {
-            meta.set_log_level(level);
-        }
-        meta
-    }
+fn resource_updated(params: ResourceUpdatedNotificationParam) -> Interim {
+    Interim::ResourceUpdated { uri: params.uri, meta: params.meta.and_then(|m| serde_json::to_value(m).ok()) }
+}
 
-    /// Sends a server→client request to the downstream client (legacy sessions only).
-    pub async fn ask(&self, request: ServerRequest) -> Result<ClientResult, ErrorData> {
-        if !self.legacy {
-            return Err(ErrorData::new(
-                ErrorCode::METHOD_NOT_FOUND,
-                "the upstream asked for client input outside a legacy session; stateless clients answer \
-                 through input_required results only",
-                None,
-            ));
-        }
-        self.peer.send_request(request).await.map_err(service_error)
-    }
+fn to_json<T: serde::Serialize>(params: &T) -> Result<serde_json::Value, ErrorData> {
+    serde_json::to_value(params).map_err(|e| ErrorData::internal_error(format!("cannot encode the request: {e}"), None))
+}
+
+/// The client's refusal, as the upstream sees it: its own JSON-RPC error, unchanged.
+fn error_data(e: RelayError) -> ErrorData {
+    let code = i32::try_from(e.code).unwrap_or(ErrorCode::INTERNAL_ERROR.0);
+    ErrorData::new(ErrorCode(code), e.message, e.data)
 }
 
 pub(crate) fn service_error(e: rmcp::ServiceError) -> ErrorData {
@@ -82,7 +67,7 @@ pub(crate) fn service_error(e: rmcp::ServiceError) -> ErrorData {
 /// The client side of one upstream session: relays to whichever call is current.
 #[derive(Clone)]
 pub(crate) struct RelayHandler {
-    current: Arc<Mutex<Option<Arc<Relay>>>>,
+    current: Arc<Mutex<Option<Arc<dyn CallRelay>>>>,
     /// The current call's upstream request (its id and progress token): progress for another
     /// token, or an upstream request that arrived on another request's response stream (a late
     /// one of an earlier call on this session), is not the current client's.
@@ -99,11 +84,11 @@ impl std::fmt::Debug for RelayHandler {
 }
 
 impl RelayHandler {
-    fn relay(&self) -> Option<Arc<Relay>> {
+    fn relay(&self) -> Option<Arc<dyn CallRelay>> {
         self.current.lock().ok().and_then(|c| c.clone())
     }
 
-    fn set(&self, relay: Option<Arc<Relay>>) {
+    fn set(&self, relay: Option<Arc<dyn CallRelay>>) {
         if let Ok(mut c) = self.current.lock() {
             *c = relay;
         }
@@ -121,7 +106,7 @@ impl RelayHandler {
 
     /// The relay for an upstream request (sampling, elicitation, roots), unless it came on the
     /// response stream of a request that is not the current call's (HTTP upstreams say which).
-    fn relay_for(&self, ctx: &RequestContext<RoleClient>) -> Result<Arc<Relay>, ErrorData> {
+    fn relay_for(&self, ctx: &RequestContext<RoleClient>) -> Result<Arc<dyn CallRelay>, ErrorData> {
         if let Some(InboundStreamOrigin::OutboundRequest(origin)) = ctx.extensions.get::<InboundStreamOrigin>()
             && self.in_flight.lock().is_ok_and(|t| t.as_ref().is_some_and(|(mine, _)| mine != origin))
         {
@@ -153,11 +138,9 @@ impl ClientHandler for RelayHandler {
         ctx: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
         let relay = self.relay_for(&ctx)?;
-        let request = CreateMessageRequest::new(params);
-        match relay.ask(ServerRequest::CreateMessageRequest(request)).await? {
-            ClientResult::CreateMessageResult(r) => Ok(*r),
-            _ => Err(ErrorData::internal_error("the client answered sampling with another result", None)),
-        }
+        let answer = relay.ask(Question::Sample(to_json(&params)?)).await.map_err(error_data)?;
+        serde_json::from_value(answer)
+            .map_err(|_| ErrorData::internal_error("the client answered sampling with another result", None))
     }
 
     async fn create_elicitation(
@@ -166,19 +149,16 @@ impl ClientHandler for RelayHandler {
         ctx: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
         let relay = self.relay_for(&ctx)?;
-        let request = ElicitRequest::new(params);
-        match relay.ask(ServerRequest::ElicitRequest(request)).await? {
-            ClientResult::ElicitResult(r) => Ok(r),
-            _ => Err(ErrorData::internal_error("the client answered elicitation with another result", None)),
-        }
+        let answer = relay.ask(Question::Input(to_json(&params)?)).await.map_err(error_data)?;
+        serde_json::from_value(answer)
+            .map_err(|_| ErrorData::internal_error("the client answered elicitation with another result", None))
     }
 
     async fn list_roots(&self, ctx: RequestContext<RoleClient>) -> Result<ListRootsResult, ErrorData> {
         let relay = self.relay_for(&ctx)?;
-        match relay.ask(ServerRequest::ListRootsRequest(ListRootsRequest::default())).await? {
-            ClientResult::ListRootsResult(r) => Ok(r),
-            _ => Err(ErrorData::internal_error("the client answered roots/list with another result", None)),
-        }
+        let answer = relay.ask(Question::Roots).await.map_err(error_data)?;
+        serde_json::from_value(answer)
+            .map_err(|_| ErrorData::internal_error("the client answered roots/list with another result", None))
     }
 
     async fn on_progress(&self, params: ProgressNotificationParam, _: NotificationContext<RoleClient>) {
@@ -186,31 +166,34 @@ impl ClientHandler for RelayHandler {
             debug!("progress for another call on this session dropped");
             return;
         }
-        if let Some(relay) = self.relay()
-            && let Some(token) = relay.progress.clone()
-        {
-            let mut forwarded = params;
-            forwarded.progress_token = token;
-            if let Err(e) = relay.peer.notify_progress(forwarded).await {
-                debug!(error = %e, "progress not relayed");
-            }
+        if let Some(relay) = self.relay() {
+            let progress = Progress {
+                progress: params.progress,
+                total: params.total,
+                message: params.message,
+                meta: params.meta.and_then(|m| serde_json::to_value(m).ok()),
+            };
+            let _ = relay.notify(Interim::Progress(progress)).await;
         }
     }
 
     #[allow(deprecated)]
     async fn on_logging_message(&self, params: LoggingMessageNotificationParam, _: NotificationContext<RoleClient>) {
-        if let Some(relay) = self.relay()
-            && let Err(e) = relay.peer.notify_logging_message(params).await
-        {
-            debug!(error = %e, "log message not relayed");
+        if let Some(relay) = self.relay() {
+            let level = serde_json::to_value(params.level).ok().and_then(|v| v.as_str().map(str::to_string));
+            let line = Interim::Log {
+                level: level.unwrap_or_else(|| "info".into()),
+                logger: params.logger,
+                data: params.data,
+                meta: params.meta.and_then(|m| serde_json::to_value(m).ok()),
+            };
+            let _ = relay.notify(line).await;
         }
     }
 
     async fn on_resource_updated(&self, params: ResourceUpdatedNotificationParam, _: NotificationContext<RoleClient>) {
-        if let Some(relay) = self.relay()
-            && let Err(e) = relay.peer.notify_resource_updated(params).await
-        {
-            debug!(error = %e, "resource update not relayed");
+        if let Some(relay) = self.relay() {
+            let _ = relay.notify(resource_updated(params)).await;
         }
     }
 
@@ -324,7 +307,7 @@ impl Lease {
         self.session.as_ref().map(|s| s.service.peer())
     }
 
-    pub fn attach(&self, relay: Option<Arc<Relay>>) {
+    pub fn attach(&self, relay: Option<Arc<dyn CallRelay>>) {
         if let Some(s) = &self.session {
             s.handler.set(relay);
         }
@@ -506,7 +489,7 @@ impl Pool {
     /// dropped, on a session of its own (outside the pool: it lives as long as the
     /// subscription). A 2026-07-28 upstream is asked through `subscriptions/listen`, a legacy
     /// one through `resources/subscribe`.
-    pub async fn relay_resource_updates(&self, uri: String, relay: Arc<Relay>) -> Result<(), SessionError> {
+    pub async fn relay_resource_updates(&self, uri: String, relay: Arc<dyn CallRelay>) -> Result<(), SessionError> {
         let Session { service, handler, .. } = self.start().await?;
         handler.set(Some(relay.clone()));
         let peer = service.peer().clone();
@@ -521,9 +504,8 @@ impl Pool {
         let mut subscription = peer.listen(filter).await.map_err(fail)?;
         while let Ok(Some(n)) = subscription.next().await {
             if let ServerNotification::ResourceUpdatedNotification(u) = n
-                && let Err(e) = relay.peer.notify_resource_updated(u.params).await
+                && relay.notify(resource_updated(u.params)).await.is_err()
             {
-                debug!(error = %e, "resource update not relayed");
                 break;
             }
         }

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use switchyard_contract::{AttemptId, CancelAck, DispatchCall, EffectClass, FailureCode, Upstream, UpstreamError};
 use tokio_util::sync::CancellationToken;
 
-use crate::client::{Pool, Relay};
+use crate::client::{Pool, request_meta};
 
 /// A tools/call as the invocation stores it (and its digest covers).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -85,7 +85,7 @@ impl McpUpstream {
                 details: None,
             });
         }
-        let relay = call.context.as_ref().and_then(|c| c.get::<Arc<Relay>>()).cloned();
+        let relay = call.context.as_ref().map(|c| c.relay().clone());
         // Waiting for a free session (and its handshake) sends nothing: give up before the
         // attempt would time out, so that a write that never left is not `unknown`.
         let lease = match tokio::time::timeout_at(call.send_by, self.pool.acquire()).await {
@@ -104,7 +104,7 @@ impl McpUpstream {
         params.arguments = req.arguments;
         params.input_responses = req.input_responses;
         params.request_state = req.request_state;
-        let meta = relay.as_deref().map(Relay::request_meta).unwrap_or_default();
+        let meta = relay.as_deref().map(request_meta).unwrap_or_default();
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         // Not queued: nothing reached the upstream, so trying again is safe.
         let handle = match peer.send_request_with_option(request, PeerRequestOptions::default().with_meta(meta)).await {

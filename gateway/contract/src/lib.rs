@@ -15,6 +15,7 @@ pub mod id;
 pub mod memory;
 pub mod ports;
 pub mod principal;
+pub mod relay;
 pub mod secret;
 pub mod state;
 pub mod tasks;
@@ -29,11 +30,12 @@ pub use error::{Error, ErrorKind, ErrorSource, FailureCode, FailureRecord, Inval
 pub use event::{Event, EventKind};
 pub use id::{ArtifactId, AttemptId, EventId, InvocationId, WorkerId};
 pub use ports::{
-    Admission, Binding, BindingStore, CallContext, CancelAck, ClientGone, DispatchCall, FIRST_USE, Ingress,
-    InvocationStore, Invocations, ListQuery, Page, RESOLVE_CLAIM, SecretVault, Submission, Submitted, Transition,
-    Upstream, UpstreamError, UpstreamRegistry, Waited, client_stays,
+    Admission, Binding, BindingStore, CancelAck, ClientGone, DispatchCall, FIRST_USE, Ingress, InvocationStore,
+    Invocations, ListQuery, Page, RESOLVE_CLAIM, SecretVault, Submission, Submitted, Transition, Upstream,
+    UpstreamError, UpstreamRegistry, Waited, client_stays,
 };
 pub use principal::{EffectClass, IngressKey, Principal, Target, TenantId};
+pub use relay::{CallContext, CallRelay, Interim, Progress, Question, RelayError};
 pub use secret::Secret;
 pub use state::{Decision, Fence, Invocation, InvocationState, Lease, NewInvocation, Resolution, StateName};
 pub use tasks::{

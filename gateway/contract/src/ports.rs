@@ -16,6 +16,7 @@ use crate::error::{Error, FailureCode};
 use crate::event::{Event, EventKind};
 use crate::id::{AttemptId, InvocationId, WorkerId};
 use crate::principal::{IngressKey, Principal, Target, TenantId};
+use crate::relay::CallContext;
 use crate::state::{Decision, Invocation, NewInvocation, StateName};
 
 /// A call as an adapter hands it in. The effect class is not part of it: it comes from local
@@ -29,7 +30,7 @@ pub struct Submission {
     pub ingress_key: Option<IngressKey>,
     /// The entry point the call came through; see [`Ingress`].
     pub ingress: Ingress,
-    /// In-process companions of this call (e.g. where to relay progress notifications). Never
+    /// In-process companions of this call (where to relay its progress and questions). Never
     /// stored: an attempt driven after a restart or by another replica has none, and upstreams
     /// must work without it.
     pub context: Option<CallContext>,
@@ -67,28 +68,6 @@ impl Ingress {
             Self::Mcp => "mcp",
             Self::A2a => "a2a",
         }
-    }
-}
-
-/// Opaque, in-memory state an adapter hands to its own upstream through the engine; the
-/// upstream downcasts it. Not part of the request digest and never persisted.
-#[derive(Clone)]
-pub struct CallContext(pub Arc<dyn std::any::Any + Send + Sync>);
-
-impl std::fmt::Debug for CallContext {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("CallContext(..)")
-    }
-}
-
-impl CallContext {
-    pub fn new<T: std::any::Any + Send + Sync>(value: T) -> Self {
-        Self(Arc::new(value))
-    }
-
-    /// The value, if it is a `T`.
-    pub fn get<T: std::any::Any + Send + Sync>(&self) -> Option<&T> {
-        self.0.downcast_ref::<T>()
     }
 }
 

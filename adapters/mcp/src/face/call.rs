@@ -45,7 +45,7 @@ impl Round {
         entry: &crate::catalog::ToolEntry,
         params: &CallToolRequestParams,
         who: &Principal,
-        relay: &Arc<Relay>,
+        relay: &Arc<McpRelay>,
     ) -> Result<Submission, ErrorData> {
         let request = ToolRequest {
             tool: entry.tool.name.to_string(),

@@ -34,13 +34,15 @@ use switchyard_contract::{
 use tracing::warn;
 
 use crate::catalog::Catalog;
-use crate::client::{Pool, Relay};
+use crate::client::{Pool, request_meta};
 use crate::config::{TaskSupport, VirtualServerConfig};
 use crate::upstream::ToolRequest;
+use relay::McpRelay;
 
 mod call;
 mod gone;
 mod mrtr;
+mod relay;
 mod tasks;
 use gone::{Cancels, pending_result};
 use mrtr::Sealed;
@@ -176,12 +178,12 @@ impl McpFace {
         }
     }
 
-    fn relay(&self, ctx: &RequestContext<RoleServer>) -> Arc<Relay> {
+    fn relay(&self, ctx: &RequestContext<RoleServer>) -> Arc<McpRelay> {
         let legacy = !modern(ctx);
         // A legacy session gets log messages at its `logging/setLevel` (default info); a modern
         // request only when its `_meta` asks.
         let log_level = if legacy { self.level.lock().ok().map(|l| *l) } else { ctx.meta.log_level() };
-        Arc::new(Relay {
+        Arc::new(McpRelay {
             peer: ctx.peer.clone(),
             progress: ctx.meta.get_progress_token(),
             legacy,
@@ -209,7 +211,7 @@ impl McpFace {
         let lease = pool.acquire().await.map_err(|e| ErrorData::internal_error(e.0, None))?;
         let peer = lease.peer().cloned().ok_or_else(|| internal("no upstream session"))?;
         let relay = self.relay(ctx);
-        let meta = relay.request_meta();
+        let meta = request_meta(relay.as_ref());
         lease.attach(Some(relay));
         let handle = peer
             .send_request_with_option(request, PeerRequestOptions::default().with_meta(meta))

@@ -17,7 +17,8 @@ use super::{FaultPoint, Inner};
 use crate::Millis;
 use crate::error::{Error, ErrorKind, FailureCode};
 use crate::event::EventKind;
-use crate::ports::{CallContext, CancelAck, DispatchCall, UpstreamError};
+use crate::ports::{CancelAck, DispatchCall, UpstreamError};
+use crate::relay::CallContext;
 use crate::state::{Invocation, InvocationState};
 
 pub(super) async fn drive(

@@ -291,7 +291,7 @@ impl Inner {
     }
 
     /// `via`: where the call came from (its ingress, or `recovery`), for the driver's span.
-    fn spawn_driver(self: &Arc<Self>, inv: Invocation, context: Option<crate::ports::CallContext>, via: &'static str) {
+    fn spawn_driver(self: &Arc<Self>, inv: Invocation, context: Option<crate::relay::CallContext>, via: &'static str) {
         let cancel = Arc::new(Notify::new());
         let (id, fence) = (inv.id, inv.lease.fence);
         let Ok(mut running) = self.running.lock() else { return };
