@@ -24,9 +24,14 @@ fn who(tenant: &str) -> Principal {
 
 /// The three bindings of one `echo` agent, answering from `port` and `tasks`.
 fn face(port: Arc<MemoryInvocations>, tasks: Arc<MemoryTasks>) -> axum::Router {
+    face_waiting(port, tasks, 200)
+}
+
+/// As [`face`], waiting up to `wait_ms` for a run's first answer.
+fn face_waiting(port: Arc<MemoryInvocations>, tasks: Arc<MemoryTasks>, wait_ms: u64) -> axum::Router {
     let cfg: A2aConfig = serde_json::from_value(json!({
         "agents": [{"name": "echo", "kind": "echo"}],
-        "call_wait_ms": 200,
+        "call_wait_ms": wait_ms,
     }))
     .unwrap_or_else(|e| panic!("{e}"));
     let sealer = CredentialSealer::from_hex(&"11".repeat(32)).unwrap_or_else(|e| panic!("{e}"));
@@ -196,6 +201,76 @@ async fn failed_and_lost_runs_name_their_invocation() {
 }
 
 /// Reads of tasks never touch the driving port and never cross tenants.
+/// A non-blocking send answers with whatever its run produces first, after the send began: the
+/// run's message (its invocation settles), the task it creates, or the run's failure. The wait
+/// is long, so each answer comes from the change, not from the wait running out.
+#[tokio::test]
+async fn a_non_blocking_send_answers_with_what_its_run_produces_first() {
+    let port = MemoryInvocations::new(|_| Reply::Pending);
+    let tasks = Arc::new(MemoryTasks::default());
+    let router = face_waiting(port.clone(), tasks.clone(), 60_000);
+    let send = |id: &'static str| {
+        let router = router.clone();
+        let params = json!({"message": message(id), "configuration": {"returnImmediately": true}});
+        tokio::spawn(async move { jsonrpc(&router, &who("red"), "SendMessage", params).await })
+    };
+    let submitted = |n: usize| {
+        let port = port.clone();
+        async move {
+            for _ in 0..500 {
+                if let Some(&id) = port.admitted().get(n) {
+                    let run: RunRequest =
+                        serde_json::from_value(port.submissions()[n].request.clone()).unwrap_or_else(|e| panic!("{e}"));
+                    return (id, run);
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+            panic!("send {n} was not submitted");
+        }
+    };
+
+    let answer = send("m1");
+    let (inv, _) = submitted(0).await;
+    let reply = json!({"message": {"messageId": "r1", "role": "ROLE_AGENT", "parts": [{"text": "later"}]}});
+    let state = switchyard_contract::InvocationState::Succeeded {
+        result: reply,
+        resolution: switchyard_contract::state::Resolution::Upstream,
+    };
+    port.settle(inv, state).unwrap_or_else(|e| panic!("{e}"));
+    let out = answer.await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(out["result"]["message"]["parts"][0]["text"], "later", "{out}");
+
+    let answer = send("m2");
+    let (_, run) = submitted(1).await;
+    let body = json!({"id": run.task_id, "contextId": run.context_id, "status": {"state": "TASK_STATE_WORKING"}});
+    let rec = TaskRecord {
+        id: run.task_id.clone(),
+        scope: run.scope.clone(),
+        agent: "echo".into(),
+        context_id: run.context_id.clone(),
+        state: switchyard_contract::TaskStateName::Working,
+        status_ms: 1,
+        version: 1,
+        run_cursor: None,
+        body: body.clone(),
+    };
+    assert!(tasks.create(&rec, &[json!({"task": body})]).await.unwrap_or_else(|e| panic!("{e}")));
+    let out = answer.await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(out["result"]["task"]["id"], run.task_id.as_str(), "{out}");
+    assert_eq!(out["result"]["task"]["status"]["state"], "TASK_STATE_WORKING", "{out}");
+
+    let answer = send("m3");
+    let (inv, _) = submitted(2).await;
+    let failed = FailureRecord::new(FailureCode::RpcError, "the agent broke", false, ErrorSource::Upstream);
+    let state = switchyard_contract::InvocationState::Failed {
+        error: failed,
+        resolution: switchyard_contract::state::Resolution::Upstream,
+    };
+    port.settle(inv, state).unwrap_or_else(|e| panic!("{e}"));
+    let out = answer.await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(out["error"]["message"].as_str().is_some_and(|m| m.contains("did not start a task")), "{out}");
+}
+
 #[tokio::test]
 async fn tasks_are_read_in_the_callers_scope_only() {
     let port = MemoryInvocations::new(|_| Reply::Pending);

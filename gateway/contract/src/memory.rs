@@ -148,6 +148,14 @@ impl MemoryInvocations {
         self.records().submissions.clone()
     }
 
+    /// The ids of every invocation admitted so far, oldest first.
+    pub fn admitted(&self) -> Vec<InvocationId> {
+        let r = self.records();
+        let mut all: Vec<&Invocation> = r.invocations.values().collect();
+        all.sort_by_key(|i| i.created_at_ms);
+        all.into_iter().map(|i| i.id).collect()
+    }
+
     /// The invocation `id`, whichever tenant it belongs to.
     pub fn invocation(&self, id: InvocationId) -> Option<Invocation> {
         self.records().invocations.get(&id).cloned()
@@ -265,19 +273,28 @@ impl Invocations for MemoryInvocations {
         limit: Duration,
         gone: ClientGone,
     ) -> Result<Waited, Error> {
-        let mut changes = self.changed.subscribe();
         let mut submitted = self.submit(submission).await?;
         let (tenant, id) = (submitted.invocation.principal.tenant.clone(), submitted.invocation.id);
+        tokio::select! {
+            waited = self.wait(&tenant, id, limit) => {
+                submitted.invocation = waited?;
+                Ok(Waited { submitted, client_gone: false })
+            }
+            () = gone => Ok(Waited { submitted, client_gone: true }),
+        }
+    }
+
+    async fn wait(&self, tenant: &TenantId, id: InvocationId, limit: Duration) -> Result<Invocation, Error> {
+        let mut changes = self.changed.subscribe();
+        let mut inv = self.records().owned(tenant, id)?;
         let deadline = tokio::time::Instant::now() + limit;
-        let mut gone = gone;
-        while !submitted.invocation.state.is_settled() {
+        while !inv.state.is_settled() {
             tokio::select! {
                 () = tokio::time::sleep_until(deadline) => break,
-                () = &mut gone => return Ok(Waited { submitted, client_gone: true }),
-                _ = changes.recv() => submitted.invocation = self.records().owned(&tenant, id)?,
+                _ = changes.recv() => inv = self.records().owned(tenant, id)?,
             }
         }
-        Ok(Waited { submitted, client_gone: false })
+        Ok(inv)
     }
 
     async fn get(&self, tenant: &TenantId, id: InvocationId) -> Result<Invocation, Error> {

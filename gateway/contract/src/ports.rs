@@ -152,6 +152,9 @@ pub trait Invocations: Send + Sync + std::fmt::Debug {
     /// it waits is missed (it listens before admitting).
     async fn submit_and_wait(&self, submission: Submission, limit: Duration, gone: ClientGone)
     -> Result<Waited, Error>;
+    /// Waits up to `limit` for invocation `id` of `tenant` to settle and returns it as it is
+    /// then. Push-based: woken by the change, not by reading the store in a loop.
+    async fn wait(&self, tenant: &TenantId, id: InvocationId, limit: Duration) -> Result<Invocation, Error>;
     /// The invocation, if it belongs to `tenant` (else `NotFound`).
     async fn get(&self, tenant: &TenantId, id: InvocationId) -> Result<Invocation, Error>;
     async fn list(&self, tenant: &TenantId, query: ListQuery) -> Result<Page, Error>;

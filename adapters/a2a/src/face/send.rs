@@ -236,7 +236,9 @@ impl A2aFace {
     }
 
     /// Waits until the run's task exists (a follow-up's does at once), or the run answered
-    /// with a message.
+    /// with a message. Both waits are woken by the change itself: the task's creation rings the
+    /// hub, the run's outcome the engine; neither store is read in a loop. (A message reply
+    /// creates no task, so the task alone cannot be the signal.)
     async fn first_answer(
         &self,
         scope: &TaskScope,
@@ -244,29 +246,33 @@ impl A2aFace {
         inv: InvocationId,
         who: &Principal,
     ) -> Result<First, A2aError> {
-        let deadline = tokio::time::Instant::now() + Duration::from_millis(self.config.call_wait_ms);
-        loop {
-            let state = self.engine.get(&who.tenant, inv).await?.state;
-            if let InvocationState::Succeeded { result, .. } = &state
-                && let Some(m) = result.get("message")
-            {
-                let m = serde_json::from_value(m.clone())
-                    .map_err(|e| A2aError::new(Kind::InvalidAgentResponse, e.to_string()))?;
-                return Ok(First::Message(m));
-            }
-            if let Some(rec) = self.hub.wait_for(scope, task_id, Duration::from_millis(100)).await? {
-                return Ok(First::Task(rec));
-            }
-            if matches!(state, InvocationState::Unknown { .. }) {
-                return Err(lost_send(inv));
-            }
-            if matches!(state, InvocationState::Failed { .. } | InvocationState::Canceled { .. }) {
-                return Err(A2aError::new(Kind::InvalidAgentResponse, format!("agent run {inv} did not start a task")));
-            }
-            if tokio::time::Instant::now() >= deadline {
-                return Err(A2aError::new(Kind::Unavailable, format!("agent run {inv} has not started yet")));
-            }
+        let limit = Duration::from_millis(self.config.call_wait_ms);
+        let settled = tokio::select! {
+            biased;
+            created = self.hub.wait_for(scope, task_id, limit) => match created? {
+                Some(rec) => return Ok(First::Task(rec)),
+                None => return Err(A2aError::new(Kind::Unavailable, format!("agent run {inv} has not started yet"))),
+            },
+            settled = self.engine.wait(&who.tenant, inv, limit) => settled?,
+        };
+        if let InvocationState::Succeeded { result, .. } = &settled.state
+            && let Some(m) = result.get("message")
+        {
+            let m = serde_json::from_value(m.clone())
+                .map_err(|e| A2aError::new(Kind::InvalidAgentResponse, e.to_string()))?;
+            return Ok(First::Message(m));
         }
+        // Settled without a message: its task, if the run made one before it ended.
+        if let Some(rec) = self.hub.get(scope, task_id).await? {
+            return Ok(First::Task(rec));
+        }
+        Err(match settled.state {
+            InvocationState::Unknown { .. } => lost_send(inv),
+            InvocationState::Failed { .. } | InvocationState::Canceled { .. } => {
+                A2aError::new(Kind::InvalidAgentResponse, format!("agent run {inv} did not start a task"))
+            }
+            _ => A2aError::new(Kind::Unavailable, format!("agent run {inv} has not started yet")),
+        })
     }
 }
 

@@ -388,6 +388,12 @@ impl Invocations for Engine {
         }
     }
 
+    async fn wait(&self, tenant: &TenantId, id: InvocationId, limit: Duration) -> Result<Invocation, Error> {
+        let changes = self.inner.changed.subscribe();
+        let current = self.inner.owned(tenant, id).await?;
+        self.follow(changes, current, limit).await
+    }
+
     async fn get(&self, tenant: &TenantId, id: InvocationId) -> Result<Invocation, Error> {
         self.inner.owned(tenant, id).await
     }
