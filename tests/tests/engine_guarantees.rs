@@ -71,6 +71,7 @@ on_both!(
     shutdown_releases_leases_for_immediate_recovery,
     a_store_outage_at_the_outcome_commit_does_not_lose_the_outcome,
     a_panicking_driver_does_not_hold_up_shutdown,
+    a_held_call_runs_once_approved_by_another_principal_on_any_worker,
 );
 
 fn config(ttl_ms: u64) -> EngineConfig {
@@ -496,4 +497,65 @@ async fn a_panicking_driver_does_not_hold_up_shutdown(db: Db) {
     let t0 = std::time::Instant::now();
     e.shutdown(Duration::from_secs(5)).await.unwrap_or_else(|err| panic!("{err}"));
     assert!(t0.elapsed() < Duration::from_secs(1), "shutdown waited {:?}", t0.elapsed());
+}
+
+/// A policy enforcement point that holds every call for approval.
+#[derive(Debug)]
+struct HoldAll;
+
+#[async_trait]
+impl switchyard_contract::PolicyPoint for HoldAll {
+    async fn decide(&self, _: &switchyard_contract::CallFacts<'_>) -> switchyard_contract::Ruling {
+        let verdict = switchyard_contract::Verdict::Hold { reason: "needs review".into() };
+        switchyard_contract::Ruling { verdict, basis: "test policy".into() }
+    }
+}
+
+/// A held call is committed without a lease, neither dispatched nor recovered; its caller cannot
+/// approve it; another principal's approval on another worker runs it exactly once; a denial
+/// runs nothing.
+async fn a_held_call_runs_once_approved_by_another_principal_on_any_worker(db: Db) {
+    let up = Scripted::new(false);
+    let policy: Arc<dyn switchyard_contract::PolicyPoint> = Arc::new(HoldAll);
+    let a = Engine::with_policy(
+        db.open().await,
+        Arc::new(OneUpstream(up.clone())),
+        Arc::new(NoFaults),
+        policy,
+        config(300),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let _recovery = a.start();
+    let inv = submit(&a, "w_ok").await;
+    assert_eq!(inv.state.name(), StateName::AwaitingApproval);
+    tokio::time::sleep(Duration::from_millis(800)).await; // longer than a lease and several recovery passes
+    let stored = a.get(&alice().tenant, inv.id).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(stored.state.name(), StateName::AwaitingApproval);
+    assert_eq!((stored.lease.owner, stored.lease.expires_at_ms), (None, None), "a held call has no lease");
+    assert!(up.calls().is_empty(), "neither dispatched nor recovered");
+    let evs = events(&a, inv.id).await;
+    assert!(
+        matches!(&evs[0].kind, EventKind::Admitted { held: Some(h), .. } if h.reason == "needs review" && h.basis == "test policy"),
+        "{evs:?}"
+    );
+
+    let own = a.approve(&alice(), inv.id).await.err();
+    assert_eq!(own.map(|e| e.kind), Some(ErrorKind::Forbidden), "its caller cannot approve it");
+    let mallory = Principal::new(TenantId::new("other").unwrap_or_else(|e| panic!("{e}")), "mallory");
+    assert_eq!(a.approve(&mallory, inv.id).await.err().map(|e| e.kind), Some(ErrorKind::NotFound));
+
+    let b = engine(db.open().await, &up, Arc::new(NoFaults), config(300));
+    let bob = Principal::new(alice().tenant, "bob");
+    b.approve(&bob, inv.id).await.unwrap_or_else(|e| panic!("{e}"));
+    until(&b, inv.id, StateName::Succeeded).await;
+    assert_eq!(up.calls().len(), 1, "approved: dispatched exactly once");
+    assert_eq!(kinds(&events(&b, inv.id).await), ["admitted", "approved", "dispatch_started", "succeeded"]);
+    assert_eq!(b.approve(&bob, inv.id).await.err().map(|e| e.kind), Some(ErrorKind::Conflict), "only once");
+
+    let second = submit(&a, "w_ok").await;
+    let denied = b.deny(&bob, second.id, "not today".into()).await.unwrap_or_else(|e| panic!("{e}"));
+    let switchyard_contract::InvocationState::Failed { error, .. } = &denied.state else { panic!("{denied:?}") };
+    assert_eq!((error.code.as_str(), error.message.as_str(), error.retry_safe), ("approval_denied", "not today", true));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(up.calls().len(), 1, "a denied call runs nothing");
 }

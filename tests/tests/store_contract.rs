@@ -78,6 +78,7 @@ fn draft(t: &str, key: Option<&str>, request: serde_json::Value, ttl_ms: i64) ->
         ingress_key: key.map(|k| IngressKey::new(k).unwrap_or_else(|e| panic!("{e}"))),
         worker: WorkerId::new(),
         lease_ttl_ms: ttl_ms,
+        hold: None,
     }
 }
 

@@ -32,6 +32,7 @@ fn source(s: ErrorSource) -> &'static str {
         ErrorSource::Client => "client",
         ErrorSource::Gateway => "gateway",
         ErrorSource::Upstream => "upstream",
+        ErrorSource::Policy => "policy",
     }
 }
 

@@ -155,6 +155,28 @@ async fn every_error_kind_at_admission_has_its_code_and_data() {
     }
 }
 
+/// The policy enforcement point's answers are tool results a model can read, not protocol
+/// errors: a denial (nothing admitted) and a call held for approval.
+#[tokio::test]
+async fn policy_denials_and_holds_are_tool_results() {
+    let port = MemoryInvocations::new(|_| Reply::Refuse(Error::denied("not this tool")));
+    let router = face(port.clone(), 2000).await;
+    let answer = call(&router, json!({"text": "x"}), json!({})).await;
+    let r = &answer["result"];
+    assert_eq!(r["isError"], true, "{answer}");
+    assert_eq!(r["structuredContent"], json!({"state": "denied", "reason": "not this tool", "retrySafe": true}));
+    assert!(r["content"][0]["text"].as_str().is_some_and(|t| t.contains("not this tool")), "{answer}");
+
+    let port = MemoryInvocations::new(|_| Reply::Settle(switchyard_contract::InvocationState::AwaitingApproval));
+    let router = face(port.clone(), 2000).await;
+    let answer = call(&router, json!({"text": "x"}), json!({})).await;
+    let r = &answer["result"];
+    assert_eq!(r["isError"], true, "{answer}");
+    assert_eq!(r["structuredContent"]["state"], "awaiting_approval", "{answer}");
+    let id = r["structuredContent"]["invocation"].as_str().unwrap_or_default();
+    assert_eq!(port.admitted().first().map(|i| i.to_string()).as_deref(), Some(id), "names the held invocation");
+}
+
 #[tokio::test]
 async fn outcomes_render_as_results_or_errors() {
     // An upstream JSON-RPC error is passed on with its own code and data.

@@ -23,6 +23,8 @@ pub enum ErrorSource {
     Client,
     Gateway,
     Upstream,
+    /// The policy enforcement point decided (a denial, a deferral).
+    Policy,
 }
 
 /// A contract error. `message` is safe to show to clients (no internals).
@@ -60,6 +62,10 @@ impl Error {
     /// The caller may not do this; nothing was changed.
     pub fn forbidden(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Forbidden, ErrorSource::Client, false, message)
+    }
+    /// The policy enforcement point refused the call; nothing was admitted.
+    pub fn denied(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Forbidden, ErrorSource::Policy, true, message)
     }
     /// The gateway could not do its part (e.g. the database is down); nothing was admitted.
     pub fn unavailable(message: impl Into<String>) -> Self {
@@ -119,13 +125,16 @@ pub enum FailureCode {
     /// The upstream answered with a JSON-RPC error; `details` carry its `code` and `data`, so a
     /// face of the same protocol passes it on unchanged. Stored as `mcp_error` (its first user).
     RpcError,
+    /// An approver denied a call the policy enforcement point held (`approval_denied`); nothing
+    /// ran.
+    ApprovalDenied,
     /// A code the upstream named itself (an A2A `ErrorInfo.reason` such as
     /// `TASK_NOT_CANCELABLE`), kept verbatim.
     Upstream(String),
 }
 
 impl FailureCode {
-    const NAMED: [FailureCode; 10] = [
+    const NAMED: [FailureCode; 11] = [
         Self::UpstreamUnavailable,
         Self::OutcomeLost,
         Self::AttemptLost,
@@ -136,6 +145,7 @@ impl FailureCode {
         Self::UnexpectedResult,
         Self::UnknownOperation,
         Self::RpcError,
+        Self::ApprovalDenied,
     ];
 
     pub fn as_str(&self) -> &str {
@@ -150,6 +160,7 @@ impl FailureCode {
             Self::UnexpectedResult => "unexpected_result",
             Self::UnknownOperation => "unknown_operation",
             Self::RpcError => "mcp_error",
+            Self::ApprovalDenied => "approval_denied",
             Self::Upstream(code) => code,
         }
     }

@@ -32,6 +32,13 @@ pub enum EventKind {
         target: Target,
         digest: RequestDigest,
         ingress_key: Option<IngressKey>,
+        /// Held for approval (the invocation starts `awaiting_approval`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        held: Option<crate::state::Hold>,
+    },
+    /// An approver let a held call run.
+    Approved {
+        by: Principal,
     },
     DispatchStarted {
         attempt: AttemptId,
@@ -93,6 +100,7 @@ impl EventKind {
             Self::CancelRequested { .. } => "cancel_requested",
             Self::Canceled { .. } => "canceled",
             Self::Reconciled { .. } => "reconciled",
+            Self::Approved { .. } => "approved",
             Self::LateOutcome { .. } => "late_outcome",
         }
     }

@@ -13,6 +13,7 @@ pub mod error;
 pub mod event;
 pub mod id;
 pub mod memory;
+pub mod policy;
 pub mod ports;
 pub mod principal;
 pub mod relay;
@@ -29,6 +30,7 @@ pub use engine::{Engine, EngineConfig, FaultHook, FaultPoint, NoFaults};
 pub use error::{Error, ErrorKind, ErrorSource, FailureCode, FailureRecord, InvalidConfig};
 pub use event::{Event, EventKind};
 pub use id::{ArtifactId, AttemptId, EventId, InvocationId, WorkerId};
+pub use policy::{AllowAll, CallFacts, PolicyPoint, Ruling, Verdict};
 pub use ports::{
     Admission, Binding, BindingStore, CancelAck, ClientGone, DispatchCall, FIRST_USE, Ingress, InvocationStore,
     Invocations, ListQuery, Page, RESOLVE_CLAIM, SecretVault, Submission, Submitted, Transition, Upstream,

@@ -215,6 +215,7 @@ impl MemoryInvocations {
             ingress_key: s.ingress_key.clone(),
             worker: self.worker,
             lease_ttl_ms: 30_000,
+            hold: None,
         };
         let (mut inv, admitted) = Invocation::admit(draft, now);
         let attempt = AttemptId::new();
@@ -335,6 +336,16 @@ impl Invocations for MemoryInvocations {
 
     async fn reconcile(&self, by: &Principal, id: InvocationId, decision: Decision) -> Result<Invocation, Error> {
         self.transition(&by.tenant, id, |inv, _| inv.reconcile(decision, by.clone()))
+    }
+
+    /// As the engine does; the approved call then stays `admitted` until [`Self::settle`].
+    async fn approve(&self, by: &Principal, id: InvocationId) -> Result<Invocation, Error> {
+        let worker = self.worker;
+        self.transition(&by.tenant, id, |inv, now| inv.approve(by.clone(), worker, now, 30_000))
+    }
+
+    async fn deny(&self, by: &Principal, id: InvocationId, reason: String) -> Result<Invocation, Error> {
+        self.transition(&by.tenant, id, |inv, _| inv.deny_approval(by.clone(), reason))
     }
 
     async fn events(&self, tenant: &TenantId, id: InvocationId, after: u64, limit: u32) -> Result<Vec<Event>, Error> {

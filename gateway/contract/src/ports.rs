@@ -162,6 +162,11 @@ pub trait Invocations: Send + Sync + std::fmt::Debug {
     async fn cancel(&self, by: &Principal, id: InvocationId) -> Result<Invocation, Error>;
     /// Resolves an `unknown` outcome (G4), audited as an event, idempotent on retry.
     async fn reconcile(&self, by: &Principal, id: InvocationId, decision: Decision) -> Result<Invocation, Error>;
+    /// Lets a call the policy enforcement point held run. `by` must be of the call's tenant and
+    /// not its caller; the call runs once, on this worker or, if it stops, on recovery.
+    async fn approve(&self, by: &Principal, id: InvocationId) -> Result<Invocation, Error>;
+    /// Denies a held call: it fails `approval_denied` with `reason`, and nothing runs.
+    async fn deny(&self, by: &Principal, id: InvocationId, reason: String) -> Result<Invocation, Error>;
     /// Events with sequence numbers strictly after `after`, in order, at most `limit`.
     async fn events(&self, tenant: &TenantId, id: InvocationId, after: u64, limit: u32) -> Result<Vec<Event>, Error>;
     /// Every event strictly after `after`, in order, without gaps or duplicates (G9); the

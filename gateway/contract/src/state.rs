@@ -38,6 +38,8 @@ pub enum Resolution {
     Upstream,
     /// An operator reconciled an `unknown` outcome.
     Reconciled { principal: Principal },
+    /// An approver denied a held call.
+    Denied { principal: Principal },
 }
 
 /// An operator's verdict on an `unknown` invocation.
@@ -60,7 +62,8 @@ pub enum InvocationState {
     Dispatching { attempt: AttemptId, attempt_no: u32, fence: Fence },
     /// A `read_only` attempt failed or was lost; the next one starts at `retry_at_ms`.
     Retrying { attempt_no: u32, retry_at_ms: Millis, last_error: FailureRecord },
-    /// Reserved for the approval flow (policy enforcement point).
+    /// Held by the policy enforcement point: committed, not dispatched, no lease; it runs once
+    /// a human approves it ([`Invocation::approve`]) and fails once one denies it.
     AwaitingApproval,
     /// Terminal. Invariant: `result` never changes once committed. An upstream that asks the
     /// caller for more input (an MCP `input_required` round) succeeded with that request as its
@@ -236,6 +239,18 @@ pub struct NewInvocation {
     /// that dies before dispatching is found by recovery once the lease expires.
     pub worker: WorkerId,
     pub lease_ttl_ms: Millis,
+    /// Held for approval by the policy enforcement point: admitted as `awaiting_approval`,
+    /// without a lease, and not dispatched.
+    pub hold: Option<Hold>,
+}
+
+/// Why a call waits for approval, as the policy enforcement point said.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hold {
+    /// Said to the caller and the approver.
+    pub reason: String,
+    /// What decided it (policy version, rule).
+    pub basis: String,
 }
 
 impl Invocation {
@@ -246,6 +261,15 @@ impl Invocation {
             target: d.target.clone(),
             digest: d.digest.clone(),
             ingress_key: d.ingress_key.clone(),
+            held: d.hold.clone(),
+        };
+        let (state, lease) = match d.hold {
+            // Nothing drives a held call: no lease, so recovery passes it over too.
+            Some(_) => (InvocationState::AwaitingApproval, Lease { owner: None, fence: Fence(1), expires_at_ms: None }),
+            None => (
+                InvocationState::Admitted,
+                Lease { owner: Some(d.worker), fence: Fence(1), expires_at_ms: Some(now + d.lease_ttl_ms) },
+            ),
         };
         let inv = Self {
             id: d.id,
@@ -254,10 +278,10 @@ impl Invocation {
             request: d.request,
             digest: d.digest,
             ingress_key: d.ingress_key,
-            state: InvocationState::Admitted,
+            state,
             attempts: 0,
             cancel: None,
-            lease: Lease { owner: Some(d.worker), fence: Fence(1), expires_at_ms: Some(now + d.lease_ttl_ms) },
+            lease,
             last_seq: 0,
             created_at_ms: now,
             updated_at_ms: now,
@@ -382,9 +406,13 @@ impl Invocation {
     }
 
     fn fail(&mut self, error: FailureRecord) -> Vec<EventKind> {
+        self.fail_with(error, Resolution::Upstream)
+    }
+
+    fn fail_with(&mut self, error: FailureRecord, resolution: Resolution) -> Vec<EventKind> {
         self.park();
-        self.state = InvocationState::Failed { error: error.clone(), resolution: Resolution::Upstream };
-        vec![EventKind::Failed { error, resolution: Resolution::Upstream }]
+        self.state = InvocationState::Failed { error: error.clone(), resolution: resolution.clone() };
+        vec![EventKind::Failed { error, resolution }]
     }
 
     fn unknown(&mut self, attempt: AttemptId, reason: String) -> Vec<EventKind> {
@@ -466,6 +494,41 @@ impl Invocation {
         self.lease =
             Lease { owner: Some(worker), fence: Fence(self.lease.fence.0 + 1), expires_at_ms: Some(now + ttl) };
         Ok(Vec::new())
+    }
+
+    /// Lets a held call run: it becomes `admitted` under `worker`'s lease (the fence rises, as
+    /// with any takeover), so a crash right after the approval leaves it to recovery. The call's
+    /// own caller cannot approve it (four eyes); approving twice is refused.
+    pub fn approve(
+        &mut self,
+        by: Principal,
+        worker: WorkerId,
+        now: Millis,
+        ttl: Millis,
+    ) -> Result<Vec<EventKind>, Error> {
+        self.check_approver(&by, "approve")?;
+        self.lease =
+            Lease { owner: Some(worker), fence: Fence(self.lease.fence.0 + 1), expires_at_ms: Some(now + ttl) };
+        self.state = InvocationState::Admitted;
+        Ok(vec![EventKind::Approved { by }])
+    }
+
+    /// Denies a held call: it fails (`approval_denied`, retry-safe: nothing ran) with `reason`.
+    pub fn deny_approval(&mut self, by: Principal, reason: String) -> Result<Vec<EventKind>, Error> {
+        self.check_approver(&by, "deny")?;
+        let error = FailureRecord::new(FailureCode::ApprovalDenied, reason, true, ErrorSource::Client);
+        let resolution = Resolution::Denied { principal: by };
+        Ok(self.fail_with(error, resolution))
+    }
+
+    fn check_approver(&self, by: &Principal, what: &str) -> Result<(), Error> {
+        if !matches!(self.state, InvocationState::AwaitingApproval) {
+            return Err(self.wrong_state(&format!("{what} (only calls awaiting approval)")));
+        }
+        if *by == self.principal {
+            return Err(Error::forbidden(format!("{} was made by {}, who cannot {what} it too", self.id, by.subject)));
+        }
+        Ok(())
     }
 
     /// Resolves an `unknown` outcome (G4). Repeating the same decision changes nothing; any

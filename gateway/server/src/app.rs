@@ -78,7 +78,13 @@ impl App {
         );
         let registry = Arc::new(registry(cfg, &mcp, &a2a));
         let worker = worker_identity(&cfg.server.data_dir)?;
-        let engine = Engine::new(stores.invocations.clone(), registry, fault_hook()?, cfg.engine_config(worker))?;
+        let engine = Engine::with_policy(
+            stores.invocations.clone(),
+            registry,
+            fault_hook()?,
+            policy_point(cfg)?,
+            cfg.engine_config(worker),
+        )?;
         let (admin_token, token_source) = admin_token(cfg)?;
         let oauth = match &cfg.auth {
             Some(a) => Some(Arc::new(Authenticator::new(a.clone()).map_err(anyhow::Error::msg)?)),
@@ -221,6 +227,18 @@ pub fn mcp_sealer(cfg: &Config) -> anyhow::Result<Sealer> {
 }
 
 /// Creates the data dir and opens (and migrates) the store.
+/// The policy enforcement point `[policy]` configures, else one that allows every call.
+fn policy_point(cfg: &Config) -> anyhow::Result<Arc<dyn switchyard_contract::PolicyPoint>> {
+    Ok(match &cfg.policy {
+        Some(p) => {
+            let evaluator = switchyard_policy::Evaluator::new(p.clone())?;
+            tracing::info!(policy = evaluator.version(), "policy enforcement point on");
+            Arc::new(evaluator)
+        }
+        None => Arc::new(switchyard_contract::AllowAll),
+    })
+}
+
 async fn open_stores(cfg: &Config) -> anyhow::Result<switchyard_store::Stores> {
     std::fs::create_dir_all(&cfg.server.data_dir)
         .with_context(|| format!("cannot create data dir {}", cfg.server.data_dir.display()))?;

@@ -17,6 +17,8 @@ pub mod scope {
     pub const READ: &str = "invocations:read";
     pub const WRITE: &str = "invocations:write";
     pub const RECONCILE: &str = "invocations:reconcile";
+    /// Approve or deny calls the policy enforcement point held.
+    pub const APPROVE: &str = "invocations:approve";
     pub const ARTIFACTS_READ: &str = "artifacts:read";
     /// Use the MCP endpoints (list and call tools, read resources, get prompts).
     pub const MCP: &str = "mcp:call";

@@ -28,6 +28,8 @@ pub struct Config {
     pub mcp: switchyard_mcp::McpConfig,
     /// A2A: the agents exposed over JSON-RPC, HTTP+JSON and gRPC.
     pub a2a: switchyard_a2a::A2aConfig,
+    /// The policy enforcement point (`[policy]`): without it every call runs.
+    pub policy: Option<switchyard_policy::PolicyConfig>,
 }
 
 impl Default for Config {
@@ -43,6 +45,7 @@ impl Default for Config {
             artifacts: switchyard_artifacts::ArtifactsConfig::default(),
             mcp: switchyard_mcp::McpConfig::default(),
             a2a: switchyard_a2a::A2aConfig::default(),
+            policy: None,
         }
     }
 }
@@ -229,6 +232,9 @@ impl Config {
         }
         if !(100..=60_000).contains(&self.store.acquire_timeout_ms) {
             return bad("store.acquire_timeout_ms must be within 100..=60000".into());
+        }
+        if let Some(p) = &self.policy {
+            p.check().map_err(|e| ConfigError::Invalid(e.to_string()))?;
         }
         if !["text", "json"].contains(&self.log.format.as_str()) {
             return bad(format!("log.format must be `text` or `json` (got `{}`)", self.log.format));

@@ -56,7 +56,8 @@ impl<D: Dialect> SqlInvocations<D> {
             .text(m.state_data)
             .opt_text(m.lease_owner)
             .int(m.fence)
-            .int(ttl)
+            // A held call takes no lease: NULL + clock is NULL.
+            .opt_int(m.lease_expires_ms.map(|_| ttl))
             .int(m.last_seq)
             .text(event.id.to_string())
             .text(event.kind.name())
@@ -65,7 +66,7 @@ impl<D: Dialect> SqlInvocations<D> {
             let now = row.int(0)?;
             new.created_at_ms = now;
             new.updated_at_ms = now;
-            new.lease.expires_at_ms = Some(now + ttl);
+            new.lease.expires_at_ms = new.lease.expires_at_ms.map(|_| now + ttl);
             return Ok(Admission::Created(new));
         }
         let existing = self.by_key(self.pools.read(), &new.principal.tenant, new.ingress_key.as_ref()).await?;

@@ -4,7 +4,7 @@
 //! request for input.
 
 use super::*;
-use switchyard_contract::Invocation;
+use switchyard_contract::{ErrorKind, ErrorSource, Invocation};
 
 /// Where a call is in its rounds. Round 1 is the client's request; each later round answers the
 /// upstream's request for input and continues the invocation before it.
@@ -90,12 +90,15 @@ impl McpFace {
             let submission = round.submission(&entry, &params, &who, &relay)?;
             let ct = ctx.ct.clone();
             let gone = Box::pin(async move { ct.cancelled().await });
-            let waited = self
-                .shared
-                .engine
-                .submit_and_wait(submission, wait, gone)
-                .await
-                .map_err(|e| crate::error::rpc_error(&e, None))?;
+            let waited = match self.shared.engine.submit_and_wait(submission, wait, gone).await {
+                Ok(waited) => waited,
+                // A policy denial is the tool's answer, not a protocol error: a model reads it
+                // and adapts.
+                Err(e) if e.source == ErrorSource::Policy && e.kind == ErrorKind::Forbidden => {
+                    return Ok(CallToolResponse::Complete(denied_result(&e)));
+                }
+                Err(e) => return Err(crate::error::rpc_error(&e, None)),
+            };
             let inv = waited.submitted.invocation.clone();
             if waited.client_gone {
                 let answer = self.client_gone(ctx.id.clone(), &who, &waited.submitted, round.key.is_some());
@@ -207,6 +210,27 @@ impl McpFace {
     }
 }
 
+/// A call the policy enforcement point refused: nothing was admitted.
+fn denied_result(e: &switchyard_contract::Error) -> CallToolResult {
+    let mut r =
+        CallToolResult::error(vec![ContentBlock::text(format!("refused by the gateway's policy: {}", e.message))]);
+    r.structured_content = Some(json!({ "state": "denied", "reason": e.message, "retrySafe": e.retry_safe }));
+    r
+}
+
+/// A call the policy enforcement point holds: it runs once a human approves it.
+fn held_result(id: InvocationId) -> CallToolResult {
+    let mut r = error_result(
+        id,
+        &format!(
+            "the call waits for approval under the gateway's policy (invocation {id}); it runs once approved. \
+             Retry with the same idempotency key to attach to it and get its outcome."
+        ),
+    );
+    r.structured_content = Some(json!({ "invocation": id.to_string(), "state": "awaiting_approval" }));
+    r
+}
+
 /// A settled (or still running) round as the client sees it.
 fn render(inv: &Invocation) -> Result<Rendered, ErrorData> {
     let complete = |r: CallToolResult| Ok(Rendered::Answer(CallToolResponse::Complete(r)));
@@ -227,6 +251,7 @@ fn render(inv: &Invocation) -> Result<Rendered, ErrorData> {
         }
         InvocationState::Unknown { reason, .. } => return complete(unknown_result(inv.id, reason)),
         InvocationState::Canceled { .. } => return complete(error_result(inv.id, "the call was canceled")),
+        InvocationState::AwaitingApproval => return complete(held_result(inv.id)),
         other => return complete(pending_result(inv.id, other.name().as_str())),
     };
     if result.get("resultType").and_then(Value::as_str) == Some("input_required") {

@@ -58,6 +58,9 @@ impl McpFace {
         if matches!(inv.state, InvocationState::Unknown { .. }) {
             task = task.with_status_message("the outcome is unknown: see the result");
         }
+        if matches!(inv.state, InvocationState::AwaitingApproval) {
+            task = task.with_status_message("waiting for approval under the gateway's policy");
+        }
         task
     }
 

@@ -20,15 +20,16 @@ use tokio::sync::Notify;
 use tracing::{info, warn};
 
 use crate::digest::RequestDigest;
-use crate::error::Error;
+use crate::error::{Error, ErrorKind, ErrorSource};
 use crate::event::Event;
 use crate::id::{InvocationId, WorkerId};
+use crate::policy::{AllowAll, CallFacts, PolicyPoint, Verdict};
 use crate::ports::{
     Admission, ClientGone, InvocationStore, Invocations, ListQuery, Page, Submission, Submitted, UpstreamRegistry,
     Waited,
 };
-use crate::principal::{Principal, TenantId};
-use crate::state::{Decision, Invocation, NewInvocation};
+use crate::principal::{Principal, Target, TenantId};
+use crate::state::{Decision, Hold, Invocation, NewInvocation};
 
 pub use policy::RetryPolicy;
 
@@ -132,6 +133,8 @@ pub(crate) struct Inner {
     store: Arc<dyn InvocationStore>,
     upstreams: Arc<dyn UpstreamRegistry>,
     faults: Arc<dyn FaultHook>,
+    /// Asked before every admission.
+    policy: Arc<dyn PolicyPoint>,
     cfg: EngineConfig,
     /// Every invocation changed by this process, as committed; watchers wait for theirs.
     changed: tokio::sync::broadcast::Sender<Arc<Invocation>>,
@@ -160,12 +163,24 @@ impl Engine {
         faults: Arc<dyn FaultHook>,
         cfg: EngineConfig,
     ) -> Result<Self, Error> {
+        Self::with_policy(store, upstreams, faults, Arc::new(AllowAll), cfg)
+    }
+
+    /// As [`Engine::new`], asking `policy` before every admission.
+    pub fn with_policy(
+        store: Arc<dyn InvocationStore>,
+        upstreams: Arc<dyn UpstreamRegistry>,
+        faults: Arc<dyn FaultHook>,
+        policy: Arc<dyn PolicyPoint>,
+        cfg: EngineConfig,
+    ) -> Result<Self, Error> {
         cfg.validate().map_err(|e| Error::invalid_input(e.0))?;
         Ok(Self {
             inner: Arc::new(Inner {
                 store,
                 upstreams,
                 faults,
+                policy,
                 cfg,
                 changed: tokio::sync::broadcast::channel(4096).0,
                 running: Mutex::new(HashMap::new()),
@@ -173,6 +188,31 @@ impl Engine {
                 drained: tokio::sync::watch::channel(false).0,
             }),
         })
+    }
+
+    /// The policy enforcement point's ruling on a submission: `None` runs it, a [`Hold`] admits
+    /// it held for approval; a denial or deferral is the caller's error (nothing is admitted).
+    async fn rule(&self, s: &Submission, target: &Target, digest: &RequestDigest) -> Result<Option<Hold>, Error> {
+        let facts = CallFacts { principal: &s.principal, ingress: s.ingress, target, digest, request: &s.request };
+        let ruling = self.inner.policy.decide(&facts).await;
+        let (upstream, operation) = (&target.upstream, &target.operation);
+        match ruling.verdict {
+            Verdict::Allow => Ok(None),
+            Verdict::Hold { reason } => {
+                info!(%upstream, %operation, basis = %ruling.basis, "call held for approval");
+                Ok(Some(Hold { reason, basis: ruling.basis }))
+            }
+            Verdict::Deny { reason } => {
+                info!(%upstream, %operation, basis = %ruling.basis, "call denied by policy");
+                Err(Error::denied(reason))
+            }
+            Verdict::Defer { retry_after_ms, reason } => Err(Error::new(
+                ErrorKind::Unavailable,
+                ErrorSource::Policy,
+                true,
+                format!("{reason}; nothing was admitted, retry after {retry_after_ms} ms"),
+            )),
+        }
     }
 
     pub fn worker(&self) -> WorkerId {
@@ -338,6 +378,7 @@ impl Invocations for Engine {
             )));
         }
         let digest = RequestDigest::compute(&target.upstream, &target.operation, &s.request)?;
+        let hold = self.rule(&s, &target, &digest).await?;
         let draft = NewInvocation {
             id: InvocationId::new(),
             principal: s.principal,
@@ -347,11 +388,14 @@ impl Invocations for Engine {
             ingress_key: s.ingress_key,
             worker: inner.cfg.worker,
             lease_ttl_ms: inner.cfg.ttl_ms(),
+            hold,
         };
         let submitted = match inner.store.admit(draft).await? {
             Admission::Created(inv) => {
                 inner.notify_changed(&inv);
-                inner.spawn_driver(inv.clone(), s.context, s.ingress.name());
+                if inv.state.name().is_active() {
+                    inner.spawn_driver(inv.clone(), s.context, s.ingress.name());
+                }
                 Submitted { invocation: inv, created: true }
             }
             Admission::Existing(inv) if inv.digest == digest => Submitted { invocation: inv, created: false },
@@ -432,6 +476,45 @@ impl Invocations for Engine {
 
     async fn reconcile(&self, by: &Principal, id: InvocationId, decision: Decision) -> Result<Invocation, Error> {
         reconcile(&self.inner, by, id, decision).await
+    }
+
+    async fn approve(&self, by: &Principal, id: InvocationId) -> Result<Invocation, Error> {
+        let (who, worker, ttl) = (by.clone(), self.inner.cfg.worker, self.inner.cfg.ttl_ms());
+        let (inv, _) = self
+            .inner
+            .store
+            .transition(
+                id,
+                Box::new(move |inv, now| {
+                    check_tenant(inv, &who.tenant)?;
+                    inv.approve(who.clone(), worker, now, ttl)
+                }),
+            )
+            .await?;
+        info!(invocation.id = %id, by = %by.subject, "held call approved");
+        self.inner.notify_changed(&inv);
+        // This worker holds the lease it took with the approval; if it stops first, recovery
+        // drives the call once the lease runs out.
+        self.inner.spawn_driver(inv.clone(), None, "approval");
+        Ok(inv)
+    }
+
+    async fn deny(&self, by: &Principal, id: InvocationId, reason: String) -> Result<Invocation, Error> {
+        let who = by.clone();
+        let (inv, _) = self
+            .inner
+            .store
+            .transition(
+                id,
+                Box::new(move |inv, _| {
+                    check_tenant(inv, &who.tenant)?;
+                    inv.deny_approval(who.clone(), reason.clone())
+                }),
+            )
+            .await?;
+        info!(invocation.id = %id, by = %by.subject, "held call denied");
+        self.inner.notify_changed(&inv);
+        Ok(inv)
     }
 
     async fn events(&self, tenant: &TenantId, id: InvocationId, after: u64, limit: u32) -> Result<Vec<Event>, Error> {

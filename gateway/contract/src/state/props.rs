@@ -66,6 +66,7 @@ proptest! {
             ingress_key: None,
             worker,
             lease_ttl_ms: TTL,
+            hold: None,
         };
         let mut now: Millis = 1_000;
         let (mut inv, first) = Invocation::admit(draft, now);

@@ -22,6 +22,7 @@ fn admitted(effect: EffectClass, worker: WorkerId) -> Invocation {
         ingress_key: None,
         worker,
         lease_ttl_ms: TTL,
+        hold: None,
     };
     Invocation::admit(draft, 100).0
 }

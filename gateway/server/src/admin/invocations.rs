@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use switchyard_contract::{
-    Decision, IngressKey, InvocationId, Invocations, ListQuery, StateName, Submission, client_stays,
+    Decision, IngressKey, InvocationId, InvocationState, Invocations, ListQuery, StateName, Submission, client_stays,
 };
 
 use super::{AdminState, ApiError};
@@ -83,7 +83,12 @@ pub(super) async fn submit(
         state.engine.submit(submission).await?
     };
     let inv = submitted.invocation;
-    let status = if submitted.created { StatusCode::CREATED } else { StatusCode::OK };
+    let status = match (submitted.created, &inv.state) {
+        // Held by the policy enforcement point: accepted, runs once approved.
+        (_, InvocationState::AwaitingApproval) => StatusCode::ACCEPTED,
+        (true, _) => StatusCode::CREATED,
+        (false, _) => StatusCode::OK,
+    };
     let mut resp = (status, Json(&inv)).into_response();
     if let Ok(loc) = HeaderValue::from_str(&format!("/admin/v1/invocations/{}", inv.id)) {
         resp.headers_mut().insert(header::LOCATION, loc);
@@ -186,4 +191,32 @@ pub(super) async fn reconcile(
     let who = who.principal;
     let decision: Decision = parse(&body)?;
     Ok(Json(state.engine.reconcile(&who, id(&raw)?, decision).await?).into_response())
+}
+
+/// `POST …/{id}/approve`: lets a held call run (by someone other than its caller).
+pub(super) async fn approve(
+    State(state): State<AdminState>,
+    Extension(who): Extension<Identity>,
+    Path(raw): Path<String>,
+) -> Result<Response, ApiError> {
+    Ok(Json(state.engine.approve(&who.principal, id(&raw)?).await?).into_response())
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DenyBody {
+    reason: Option<String>,
+}
+
+/// `POST …/{id}/deny` with an optional `{"reason": …}`: the held call fails, nothing runs.
+pub(super) async fn deny(
+    State(state): State<AdminState>,
+    Extension(who): Extension<Identity>,
+    Path(raw): Path<String>,
+    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
+) -> Result<Response, ApiError> {
+    let body = body.map_err(|_| ApiError::too_large(state.body_limit))?;
+    let b: DenyBody = if body.is_empty() { DenyBody::default() } else { parse(&body)? };
+    let reason = b.reason.unwrap_or_else(|| format!("denied by {}", who.principal.subject));
+    Ok(Json(state.engine.deny(&who.principal, id(&raw)?, reason).await?).into_response())
 }

@@ -37,6 +37,8 @@ pub fn router(state: AdminState) -> Router {
         .route("/admin/v1/invocations/{id}/events", get(invocations::events))
         .route("/admin/v1/invocations/{id}/cancel", post(invocations::cancel))
         .route("/admin/v1/invocations/{id}/reconcile", post(invocations::reconcile))
+        .route("/admin/v1/invocations/{id}/approve", post(invocations::approve))
+        .route("/admin/v1/invocations/{id}/deny", post(invocations::deny))
         .route_layer(middleware::from_fn_with_state(state.clone(), authorize))
         .with_state(state)
 }
@@ -46,6 +48,7 @@ fn needed(method: &Method, path: &str) -> &'static str {
     match (method, path) {
         (&Method::GET, _) => scope::READ,
         (_, p) if p.ends_with("/reconcile") => scope::RECONCILE,
+        (_, p) if p.ends_with("/approve") || p.ends_with("/deny") => scope::APPROVE,
         _ => scope::WRITE,
     }
 }

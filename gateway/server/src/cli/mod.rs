@@ -1,5 +1,6 @@
 //! The command line: one file per subcommand.
 
+mod approvals;
 mod artifacts;
 mod auth;
 mod invocations;
@@ -41,6 +42,9 @@ enum Command {
     Invocations(invocations::Command),
     /// Resolve an invocation whose outcome is unknown.
     Reconcile(reconcile::Args),
+    /// The calls the policy enforcement point holds for approval.
+    #[command(subcommand)]
+    Approvals(approvals::Command),
     /// Inspect, download and collect stored artifacts.
     #[command(subcommand)]
     Artifacts(artifacts::Command),
@@ -82,6 +86,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Migrate => migrate::run(&cfg).await,
         Command::Invocations(cmd) => invocations::run(cmd, &cfg).await,
         Command::Reconcile(args) => reconcile::run(args, &cfg).await,
+        Command::Approvals(cmd) => approvals::run(cmd, &cfg).await,
         Command::Artifacts(cmd) => artifacts::run(cmd, &cfg).await,
         Command::Upstreams(cmd) => upstreams::run(cmd, &cfg).await,
         Command::Auth(cmd) => auth::run(cmd, &cfg).await,

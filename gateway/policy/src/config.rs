@@ -1,0 +1,263 @@
+//! What operators write (`[policy]` in the gateway's TOML): an envelope of hard denies, rules,
+//! and what each tier does when no grant applies. Checked once at start ([`PolicyConfig::check`]):
+//! a policy that cannot mean one thing is refused, not guessed at.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::request::{DecisionRequest, Tier};
+
+/// A policy that cannot be used as written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("policy: {0}")]
+pub struct PolicyError(pub String);
+
+/// What a tier does when no grant applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TierAction {
+    Allow,
+    /// Held for a human's approval.
+    Hold,
+    Deny,
+}
+
+/// Each tier's default action: routine calls run, sensitive and critical ones wait for approval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TierActions {
+    #[serde(default = "allow")]
+    pub routine: TierAction,
+    #[serde(default = "hold")]
+    pub sensitive: TierAction,
+    #[serde(default = "hold")]
+    pub critical: TierAction,
+}
+
+fn allow() -> TierAction {
+    TierAction::Allow
+}
+
+fn hold() -> TierAction {
+    TierAction::Hold
+}
+
+impl Default for TierActions {
+    fn default() -> Self {
+        Self { routine: TierAction::Allow, sensitive: TierAction::Hold, critical: TierAction::Hold }
+    }
+}
+
+impl TierActions {
+    pub fn of(&self, tier: Tier) -> TierAction {
+        match tier {
+            Tier::Routine => self.routine,
+            Tier::Sensitive => self.sensitive,
+            Tier::Critical => self.critical,
+        }
+    }
+}
+
+/// One argument condition: the value at `pointer` (RFC 6901, into the request as the face
+/// submitted it) equals a value, is one of a list, starts with a prefix, or lies in a numeric
+/// range (`min`/`max`, inclusive). Exactly one comparison per condition.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Condition {
+    pub pointer: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub equals: Option<Value>,
+    #[serde(default, rename = "in", skip_serializing_if = "Option::is_none")]
+    pub one_of: Option<Vec<Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<f64>,
+}
+
+impl Condition {
+    fn check(&self) -> Result<(), String> {
+        if !(self.pointer.is_empty() || self.pointer.starts_with('/')) {
+            return Err(format!("pointer `{}` is not a JSON pointer (it starts with `/`)", self.pointer));
+        }
+        let range = self.min.is_some() || self.max.is_some();
+        let kinds = [self.equals.is_some(), self.one_of.is_some(), self.prefix.is_some(), range];
+        if kinds.iter().filter(|k| **k).count() != 1 {
+            return Err(format!("condition on `{}` needs exactly one of equals, in, prefix, min/max", self.pointer));
+        }
+        Ok(())
+    }
+
+    /// Whether the condition holds on `request`; `Err` when it cannot be evaluated (the value
+    /// is absent or of another type), which the evaluator turns into a denial.
+    pub fn holds(&self, request: &Value) -> Result<bool, String> {
+        let v = request.pointer(&self.pointer).ok_or_else(|| format!("`{}` is absent", self.pointer))?;
+        if let Some(e) = &self.equals {
+            return Ok(v == e);
+        }
+        if let Some(set) = &self.one_of {
+            return Ok(set.contains(v));
+        }
+        if let Some(p) = &self.prefix {
+            let s = v.as_str().ok_or_else(|| format!("`{}` is not a string", self.pointer))?;
+            return Ok(s.starts_with(p.as_str()));
+        }
+        let n = v.as_f64().ok_or_else(|| format!("`{}` is not a number", self.pointer))?;
+        Ok(self.min.is_none_or(|m| n >= m) && self.max.is_none_or(|m| n <= m))
+    }
+}
+
+fn any() -> String {
+    "*".into()
+}
+
+/// A rule: which calls it is about (glob patterns, `*` = any run of characters), under which
+/// argument conditions (all must hold), and what it says: deny, or a tier.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rule {
+    /// A name for decisions and the audit trail (default: its place, e.g. `rules[2]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    #[serde(default = "any")]
+    pub upstream: String,
+    #[serde(default = "any")]
+    pub operation: String,
+    /// The subject (principal) pattern; any when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
+    /// The tenant pattern; any when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
+    #[serde(default)]
+    pub deny: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tier: Option<Tier>,
+    /// Said to the caller when the rule denies or holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub when: Vec<Condition>,
+}
+
+impl Rule {
+    /// Whether the rule's patterns name this call (conditions aside).
+    pub fn names(&self, req: &DecisionRequest) -> bool {
+        glob(&self.upstream, &req.resource.upstream)
+            && glob(&self.operation, &req.resource.operation)
+            && self.subject.as_deref().is_none_or(|p| glob(p, &req.subject.id))
+            && self.tenant.as_deref().is_none_or(|p| glob(p, req.subject.tenant.as_str()))
+    }
+
+    /// Whether every condition holds (`Err`: one cannot be evaluated).
+    pub fn conditions_hold(&self, req: &DecisionRequest) -> Result<bool, String> {
+        for c in &self.when {
+            if !c.holds(&req.context.request)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// The operator's policy.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyConfig {
+    /// The tier of a write no rule assigns one.
+    #[serde(default = "sensitive")]
+    pub default_write_tier: Tier,
+    /// The tier of a `read_only` operation no rule assigns one.
+    #[serde(default = "routine")]
+    pub default_read_tier: Tier,
+    #[serde(default)]
+    pub tiers: TierActions,
+    /// Hard denies: nothing (no rule, no grant) overrides them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub envelope: Vec<Rule>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<Rule>,
+}
+
+fn sensitive() -> Tier {
+    Tier::Sensitive
+}
+
+fn routine() -> Tier {
+    Tier::Routine
+}
+
+impl Default for PolicyConfig {
+    fn default() -> Self {
+        Self {
+            default_write_tier: Tier::Sensitive,
+            default_read_tier: Tier::Routine,
+            tiers: TierActions::default(),
+            envelope: Vec::new(),
+            rules: Vec::new(),
+        }
+    }
+}
+
+impl PolicyConfig {
+    /// Refuses a policy that cannot mean one thing: an envelope entry that assigns a tier, a
+    /// rule that neither denies nor assigns a tier (or does both), an empty pattern, a
+    /// condition with no comparison or with two.
+    pub fn check(&self) -> Result<(), PolicyError> {
+        let bad = |place: String, why: String| PolicyError(format!("{place}: {why}"));
+        for (i, r) in self.envelope.iter().enumerate() {
+            if r.tier.is_some() {
+                return Err(bad(
+                    format!("envelope[{i}]"),
+                    "the envelope only denies; give tiers in [[policy.rules]]".into(),
+                ));
+            }
+            Self::check_rule(r).map_err(|why| bad(format!("envelope[{i}]"), why))?;
+        }
+        for (i, r) in self.rules.iter().enumerate() {
+            if r.deny == r.tier.is_some() {
+                return Err(bad(
+                    format!("rules[{i}]"),
+                    "a rule says `deny = true` or gives a `tier`, one of them".into(),
+                ));
+            }
+            Self::check_rule(r).map_err(|why| bad(format!("rules[{i}]"), why))?;
+        }
+        Ok(())
+    }
+
+    fn check_rule(r: &Rule) -> Result<(), String> {
+        let patterns = [Some(&r.upstream), Some(&r.operation), r.subject.as_ref(), r.tenant.as_ref()];
+        if patterns.into_iter().flatten().any(String::is_empty) {
+            return Err("an empty pattern matches nothing; use `*` for any".into());
+        }
+        r.when.iter().try_for_each(Condition::check)
+    }
+}
+
+/// Whether `text` matches `pattern`, where `*` stands for any run of characters (none
+/// included) and every other character for itself.
+pub(crate) fn glob(pattern: &str, text: &str) -> bool {
+    let (p, t): (Vec<char>, Vec<char>) = (pattern.chars().collect(), text.chars().collect());
+    let (mut pi, mut ti) = (0, 0);
+    // Where the last `*` was, and how much of the text it has taken so far.
+    let mut star: Option<(usize, usize)> = None;
+    while ti < t.len() {
+        if pi < p.len() && p[pi] == '*' {
+            star = Some((pi, ti));
+            pi += 1;
+        } else if pi < p.len() && p[pi] == t[ti] {
+            pi += 1;
+            ti += 1;
+        } else if let Some((sp, st)) = star {
+            pi = sp + 1;
+            ti = st + 1;
+            star = Some((sp, st + 1));
+        } else {
+            return false;
+        }
+    }
+    p[pi..].iter().all(|c| *c == '*')
+}

@@ -1,0 +1,168 @@
+//! The built-in decision point: precedence envelope > explicit deny > grant > tier default,
+//! with argument conditions that fail closed.
+
+use async_trait::async_trait;
+use sha2::{Digest, Sha256};
+use switchyard_contract::{CallFacts, EffectClass, PolicyPoint, Ruling, Verdict};
+
+use crate::config::{PolicyConfig, PolicyError, Rule, TierAction};
+use crate::request::{DecisionRequest, Tier};
+
+/// What a decision says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    Allow,
+    Deny {
+        reason: String,
+    },
+    /// Wait for a human's approval.
+    Hold {
+        reason: String,
+    },
+    /// Not now: ask again after `retry_after_ms`.
+    Defer {
+        retry_after_ms: u64,
+        reason: String,
+    },
+}
+
+/// A decision and why: the tier it applied (none for a denial that came before tiers), the
+/// rule or default that decided (`basis`), the tier the upstream's own hints would suggest
+/// (shown, never applied), and the version of the policy that decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    pub decision: Decision,
+    pub tier: Option<Tier>,
+    pub basis: String,
+    pub suggested: Option<Tier>,
+    pub policy: String,
+}
+
+/// The built-in evaluator over one checked [`PolicyConfig`].
+#[derive(Debug, Clone)]
+pub struct Evaluator {
+    config: PolicyConfig,
+    version: String,
+}
+
+impl Evaluator {
+    /// Checks `config` and fixes its version: the first 16 hex digits of the SHA-256 of its
+    /// canonical JSON, recorded with every decision.
+    pub fn new(config: PolicyConfig) -> Result<Self, PolicyError> {
+        config.check()?;
+        let json = serde_json::to_value(&config).map_err(|e| PolicyError(e.to_string()))?;
+        let canonical = serde_json_canonicalizer::to_string(&json).map_err(|e| PolicyError(e.to_string()))?;
+        let version = hex::encode(Sha256::digest(canonical.as_bytes()))[..16].to_string();
+        Ok(Self { config, version })
+    }
+
+    /// The policy's version (see [`Evaluator::new`]).
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    /// Decides one call.
+    pub fn evaluate(&self, req: &DecisionRequest) -> Outcome {
+        let outcome = |decision, tier, basis: String| Outcome {
+            decision,
+            tier,
+            basis,
+            suggested: suggested(req),
+            policy: self.version.clone(),
+        };
+        let deny = |rule: &Rule, place: &str, default: &str| {
+            let reason = rule.reason.clone().unwrap_or_else(|| default.to_string());
+            outcome(Decision::Deny { reason }, None, name(rule, place))
+        };
+        // 1. The envelope (every entry denies), then 2. the rules that deny.
+        for (place, rules, default, envelope) in [
+            ("envelope", &self.config.envelope, "refused by the operator's envelope", true),
+            ("rules", &self.config.rules, "refused by policy", false),
+        ] {
+            for (i, rule) in rules.iter().enumerate().filter(|(_, r)| (envelope || r.deny) && r.names(req)) {
+                let place = format!("{place}[{i}]");
+                match rule.conditions_hold(req) {
+                    Ok(true) => return deny(rule, &place, default),
+                    Ok(false) => {}
+                    Err(why) => return unevaluable(outcome, rule, &place, &why),
+                }
+            }
+        }
+        // 3. Grants: none are issued yet, so none apply.
+        // 4. The most severe tier a matching rule assigns, else the default for the effect.
+        let mut chosen: Option<(Tier, String)> = None;
+        for (i, rule) in self.config.rules.iter().enumerate().filter(|(_, r)| !r.deny && r.names(req)) {
+            let place = format!("rules[{i}]");
+            match rule.conditions_hold(req) {
+                Ok(true) => {
+                    let tier = rule.tier.unwrap_or(Tier::Critical);
+                    if chosen.as_ref().is_none_or(|(t, _)| tier > *t) {
+                        chosen = Some((tier, name(rule, &place)));
+                    }
+                }
+                Ok(false) => {}
+                Err(why) => return unevaluable(outcome, rule, &place, &why),
+            }
+        }
+        let (tier, basis) = chosen.unwrap_or_else(|| match req.resource.effect {
+            EffectClass::Write => (self.config.default_write_tier, "the default tier of a write".into()),
+            EffectClass::ReadOnly => (self.config.default_read_tier, "the default tier of a read".into()),
+        });
+        let decision = match self.config.tiers.of(tier) {
+            TierAction::Allow => Decision::Allow,
+            TierAction::Hold => Decision::Hold {
+                reason: format!("`{}` is {} ({basis}): it waits for approval", req.resource.operation, tier.as_str()),
+            },
+            TierAction::Deny => Decision::Deny {
+                reason: format!(
+                    "`{}` is {} ({basis}), which this gateway refuses",
+                    req.resource.operation,
+                    tier.as_str()
+                ),
+            },
+        };
+        outcome(decision, Some(tier), basis)
+    }
+}
+
+fn name(rule: &Rule, place: &str) -> String {
+    rule.id.clone().unwrap_or_else(|| place.to_string())
+}
+
+/// A condition that cannot be evaluated fails closed: the call is denied, saying which.
+fn unevaluable(
+    outcome: impl Fn(Decision, Option<Tier>, String) -> Outcome,
+    rule: &Rule,
+    place: &str,
+    why: &str,
+) -> Outcome {
+    let basis = name(rule, place);
+    let reason = format!("policy rule `{basis}` cannot be evaluated on this call ({why}); refused");
+    outcome(Decision::Deny { reason }, None, basis)
+}
+
+/// What the upstream's own hints would suggest: shown beside a decision, never applied.
+fn suggested(req: &DecisionRequest) -> Option<Tier> {
+    let hints = req.context.hints.claim();
+    match (hints.destructive, hints.read_only) {
+        (Some(true), _) => Some(Tier::Critical),
+        (_, Some(true)) => Some(Tier::Routine),
+        _ => None,
+    }
+}
+
+#[async_trait]
+impl PolicyPoint for Evaluator {
+    async fn decide(&self, facts: &CallFacts<'_>) -> Ruling {
+        let outcome = self.evaluate(&DecisionRequest::from_facts(facts));
+        let tier = outcome.tier.map(|t| format!(", tier {}", t.as_str())).unwrap_or_default();
+        let basis = format!("policy {}: {}{tier}", outcome.policy, outcome.basis);
+        let verdict = match outcome.decision {
+            Decision::Allow => Verdict::Allow,
+            Decision::Deny { reason } => Verdict::Deny { reason },
+            Decision::Hold { reason } => Verdict::Hold { reason },
+            Decision::Defer { retry_after_ms, reason } => Verdict::Defer { retry_after_ms, reason },
+        };
+        Ruling { verdict, basis }
+    }
+}

@@ -1,0 +1,279 @@
+use proptest::prelude::*;
+use serde_json::{Value, json};
+use switchyard_contract::{EffectClass, Ingress, RequestDigest, TenantId};
+
+use crate::config::glob;
+use crate::{
+    Action, Condition, Context, Decision, DecisionRequest, Evaluator, PolicyConfig, Resource, Rule, Subject, Tier,
+    ToolHints, Untrusted,
+};
+
+fn req(upstream: &str, operation: &str, effect: EffectClass, request: Value) -> DecisionRequest {
+    DecisionRequest {
+        subject: Subject { tenant: TenantId::new("red").unwrap_or_else(|e| panic!("{e}")), id: "alice".into() },
+        action: Action { name: "tools/call".into() },
+        resource: Resource { upstream: upstream.into(), operation: operation.into(), effect },
+        context: Context {
+            ingress: Ingress::Mcp,
+            agent: None,
+            digest: RequestDigest::compute(upstream, operation, &request).unwrap_or_else(|e| panic!("{e}")),
+            request,
+            hints: Untrusted::default(),
+        },
+    }
+}
+
+fn policy(toml_text: &str) -> Evaluator {
+    let cfg: PolicyConfig = toml::from_str(toml_text).unwrap_or_else(|e| panic!("{e}"));
+    Evaluator::new(cfg).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn rule(upstream: &str, operation: &str) -> Rule {
+    Rule {
+        id: None,
+        upstream: upstream.into(),
+        operation: operation.into(),
+        subject: None,
+        tenant: None,
+        deny: false,
+        tier: None,
+        reason: None,
+        when: Vec::new(),
+    }
+}
+
+#[test]
+fn globs_match_runs_of_characters() {
+    for (p, t) in
+        [("*", ""), ("*", "abc"), ("a*", "abc"), ("*c", "abc"), ("a*c", "abbbc"), ("a**c", "ac"), ("abc", "abc")]
+    {
+        assert!(glob(p, t), "{p} ~ {t}");
+    }
+    for (p, t) in [("a", "ab"), ("ab", "a"), ("a*c", "abd"), ("", "a"), ("*b", "bc")] {
+        assert!(!glob(p, t), "{p} !~ {t}");
+    }
+}
+
+#[test]
+fn a_policy_that_cannot_mean_one_thing_is_refused() {
+    for (bad, says) in [
+        ("[[envelope]]\nupstream = \"x\"\ntier = \"routine\"", "envelope[0]"),
+        ("[[rules]]\nupstream = \"x\"", "one of them"),
+        ("[[rules]]\nupstream = \"x\"\ndeny = true\ntier = \"critical\"", "one of them"),
+        ("[[rules]]\nupstream = \"\"\ndeny = true", "empty pattern"),
+        ("[[rules]]\ndeny = true\n[[rules.when]]\npointer = \"/a\"\nequals = 1\nprefix = \"x\"", "exactly one"),
+        ("[[rules]]\ndeny = true\n[[rules.when]]\npointer = \"a\"\nequals = 1", "JSON pointer"),
+    ] {
+        let cfg: PolicyConfig = toml::from_str(bad).unwrap_or_else(|e| panic!("{bad}: {e}"));
+        let err = Evaluator::new(cfg).err().unwrap_or_else(|| panic!("accepted: {bad}"));
+        assert!(err.to_string().contains(says), "{bad}: {err}");
+    }
+    assert!(toml::from_str::<PolicyConfig>("[[rules]]\nnope = 1").is_err(), "unknown keys are refused");
+}
+
+#[test]
+fn defaults_hold_writes_and_allow_reads() {
+    let p = policy("");
+    let write = p.evaluate(&req("fx", "delete", EffectClass::Write, json!({})));
+    assert!(matches!(write.decision, Decision::Hold { .. }), "{write:?}");
+    assert_eq!(write.tier, Some(Tier::Sensitive));
+    let read = p.evaluate(&req("fx", "list", EffectClass::ReadOnly, json!({})));
+    assert_eq!((read.decision, read.tier), (Decision::Allow, Some(Tier::Routine)));
+}
+
+#[test]
+fn precedence_is_envelope_then_deny_then_tier() {
+    let p = policy(
+        r#"
+        [[envelope]]
+        upstream = "prod-*"
+        reason = "production is off limits"
+
+        [[rules]]
+        id = "no-drops"
+        operation = "drop_*"
+        deny = true
+
+        [[rules]]
+        upstream = "*"
+        tier = "routine"
+
+        [[rules]]
+        operation = "pay"
+        tier = "critical"
+        "#,
+    );
+    let prod = p.evaluate(&req("prod-db", "select", EffectClass::ReadOnly, json!({})));
+    assert_eq!(prod.decision, Decision::Deny { reason: "production is off limits".into() });
+    assert_eq!(prod.basis, "envelope[0]");
+    let drop = p.evaluate(&req("dev", "drop_table", EffectClass::Write, json!({})));
+    assert!(matches!(drop.decision, Decision::Deny { .. }) && drop.basis == "no-drops", "{drop:?}");
+    let routine = p.evaluate(&req("dev", "echo", EffectClass::Write, json!({})));
+    assert_eq!(routine.decision, Decision::Allow, "a routine rule lets a write run");
+    let pay = p.evaluate(&req("dev", "pay", EffectClass::Write, json!({})));
+    assert_eq!(pay.tier, Some(Tier::Critical), "the most severe matching tier wins");
+    assert!(matches!(pay.decision, Decision::Hold { .. }));
+}
+
+#[test]
+fn argument_conditions_compare_and_fail_closed() {
+    let p = policy(
+        r#"
+        [[rules]]
+        operation = "pay"
+        tier = "routine"
+        [[rules.when]]
+        pointer = "/arguments/amount"
+        max = 100
+
+        [[rules]]
+        operation = "pay"
+        deny = true
+        reason = "not to that bank"
+        [[rules.when]]
+        pointer = "/arguments/iban"
+        prefix = "XX"
+
+        [[rules]]
+        operation = "mail"
+        tier = "routine"
+        [[rules.when]]
+        pointer = "/arguments/to"
+        in = ["ops@example.com", "dev@example.com"]
+        "#,
+    );
+    let pay = |args: Value| p.evaluate(&req("bank", "pay", EffectClass::Write, json!({"arguments": args})));
+    assert_eq!(pay(json!({"amount": 5, "iban": "DE1"})).decision, Decision::Allow);
+    assert!(matches!(pay(json!({"amount": 500, "iban": "DE1"})).decision, Decision::Hold { .. }), "over the limit");
+    assert_eq!(pay(json!({"amount": 5, "iban": "XX1"})).decision, Decision::Deny { reason: "not to that bank".into() });
+    for unevaluable in [json!({"iban": "DE1"}), json!({"amount": "5", "iban": "DE1"}), json!({"amount": 5})] {
+        let out = pay(unevaluable.clone());
+        let Decision::Deny { reason } = &out.decision else { panic!("{unevaluable}: {out:?}") };
+        assert!(reason.contains("cannot be evaluated"), "{reason}");
+    }
+    let mail = |to: &str| p.evaluate(&req("smtp", "mail", EffectClass::Write, json!({"arguments": {"to": to}})));
+    assert_eq!(mail("ops@example.com").decision, Decision::Allow);
+    assert!(matches!(mail("x@evil.example").decision, Decision::Hold { .. }));
+}
+
+#[test]
+fn subject_and_tenant_patterns_narrow_a_rule() {
+    let mut r = rule("*", "*");
+    (r.deny, r.subject, r.tenant) = (true, Some("bot-*".into()), Some("red".into()));
+    let p =
+        Evaluator::new(PolicyConfig { rules: vec![r], ..PolicyConfig::default() }).unwrap_or_else(|e| panic!("{e}"));
+    let mut call = req("fx", "list", EffectClass::ReadOnly, json!({}));
+    assert_eq!(p.evaluate(&call).decision, Decision::Allow, "alice is not a bot");
+    call.subject.id = "bot-7".into();
+    assert!(matches!(p.evaluate(&call).decision, Decision::Deny { .. }));
+    call.subject.tenant = TenantId::new("blue").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(p.evaluate(&call).decision, Decision::Allow, "another tenant");
+}
+
+fn pattern() -> impl Strategy<Value = String> {
+    prop_oneof![Just("*".to_string()), Just("a".to_string()), Just("b".to_string()), Just("a*".to_string())]
+}
+
+fn tier() -> impl Strategy<Value = Tier> {
+    prop_oneof![Just(Tier::Routine), Just(Tier::Sensitive), Just(Tier::Critical)]
+}
+
+fn any_rule() -> impl Strategy<Value = Rule> {
+    (pattern(), pattern(), any::<bool>(), tier(), proptest::option::of(0i64..10)).prop_map(|(u, o, deny, t, limit)| {
+        let mut r = rule(&u, &o);
+        if deny {
+            r.deny = true
+        } else {
+            r.tier = Some(t)
+        }
+        r.when = limit
+            .map(|m| Condition {
+                pointer: "/n".into(),
+                equals: None,
+                one_of: None,
+                prefix: None,
+                min: None,
+                max: Some(m as f64),
+            })
+            .into_iter()
+            .collect();
+        r
+    })
+}
+
+fn call() -> impl Strategy<Value = DecisionRequest> {
+    (prop_oneof![Just("a"), Just("ab"), Just("b")], prop_oneof![Just("a"), Just("b")], any::<bool>(), 0i64..10)
+        .prop_map(|(u, o, write, n)| {
+            let effect = if write { EffectClass::Write } else { EffectClass::ReadOnly };
+            req(u, o, effect, json!({ "n": n }))
+        })
+}
+
+fn severity(d: &Decision) -> u8 {
+    match d {
+        Decision::Allow => 0,
+        Decision::Defer { .. } => 1,
+        Decision::Hold { .. } => 2,
+        Decision::Deny { .. } => 3,
+    }
+}
+
+proptest! {
+    /// An unconditional envelope entry that names the call denies it, whatever the rules say.
+    #[test]
+    fn the_envelope_beats_every_rule(rules in proptest::collection::vec(any_rule(), 0..6), c in call()) {
+        let envelope = vec![rule(&c.resource.upstream, "*")];
+        let p = Evaluator::new(PolicyConfig { envelope, rules, ..PolicyConfig::default() }).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let out = p.evaluate(&c);
+        prop_assert!(matches!(out.decision, Decision::Deny { .. }), "{:?}", out);
+        prop_assert_eq!(out.basis, "envelope[0]");
+    }
+
+    /// Adding a rule never makes a decision more permissive: a deny stays a deny, and a
+    /// tier never drops.
+    #[test]
+    fn adding_a_rule_never_relaxes_a_decision(rules in proptest::collection::vec(any_rule(), 0..6), extra in any_rule(), c in call()) {
+        let base = Evaluator::new(PolicyConfig { rules: rules.clone(), ..PolicyConfig::default() }).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let mut more = rules;
+        more.push(extra);
+        let grown = Evaluator::new(PolicyConfig { rules: more, ..PolicyConfig::default() }).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let (before, after) = (base.evaluate(&c), grown.evaluate(&c));
+        // A tier rule only ever raises the tier; a matching default is replaced only by a
+        // rule, which the precedence applies the same way.
+        if matches!(before.decision, Decision::Deny { .. }) {
+            prop_assert!(matches!(after.decision, Decision::Deny { .. }), "{:?} then {:?}", before, after);
+        }
+        if let (Some(a), Some(b)) = (after.tier, before.tier)
+            && before.basis != "the default tier of a write" && before.basis != "the default tier of a read"
+        {
+            prop_assert!(a >= b, "{:?} then {:?}", before, after);
+        }
+        if before.basis.starts_with("rules[") {
+            prop_assert!(severity(&after.decision) >= severity(&before.decision), "{:?} then {:?}", before, after);
+        }
+    }
+
+    /// What an upstream says of its own tool never changes a decision.
+    #[test]
+    fn upstream_hints_never_decide(rules in proptest::collection::vec(any_rule(), 0..6), c in call(), ro in any::<bool>(), destructive in any::<bool>()) {
+        let p = Evaluator::new(PolicyConfig { rules, ..PolicyConfig::default() }).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let mut hinted = c.clone();
+        hinted.context.hints = Untrusted::new(ToolHints { read_only: Some(ro), destructive: Some(destructive) });
+        let (plain, with_hints) = (p.evaluate(&c), p.evaluate(&hinted));
+        prop_assert_eq!(plain.decision, with_hints.decision);
+        prop_assert_eq!(plain.tier, with_hints.tier);
+    }
+
+    /// The policy version (part of every decision, and of any cache key) is a function of the
+    /// policy: the same policy has the same version, a changed one another.
+    #[test]
+    fn the_version_follows_the_policy(rules in proptest::collection::vec(any_rule(), 1..6), extra in any_rule()) {
+        let a = Evaluator::new(PolicyConfig { rules: rules.clone(), ..PolicyConfig::default() }).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let again = Evaluator::new(PolicyConfig { rules: rules.clone(), ..PolicyConfig::default() }).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_eq!(a.version(), again.version());
+        let mut changed = rules;
+        changed.push(extra);
+        let b = Evaluator::new(PolicyConfig { rules: changed, ..PolicyConfig::default() }).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        prop_assert_ne!(a.version(), b.version());
+    }
+}

@@ -1,0 +1,141 @@
+//! The policy enforcement point end to end: the real gateway binary with a `[policy]` section,
+//! fronting the fixture upstream over stdio, driven by rmcp clients of both eras and the admin
+//! API. A denial is the tool's `isError` answer and nothing is admitted; a held call is
+//! committed `awaiting_approval`, reaches the upstream only once approved (the fixture's call
+//! log counts physical calls), and survives `kill -9` of the gateway; a denied approval runs
+//! nothing; a caller cannot approve its own call.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use switchyard_tests::gateway::{Gateway, Options};
+use switchyard_tests::mcp::{UpstreamSpec, call, connect, text_of, write_config};
+
+const POLICY: &str = r#"
+[[policy.envelope]]
+upstream = "fx"
+operation = "ask_name"
+reason = "the assistant may not ask for names"
+
+[[policy.rules]]
+upstream = "fx"
+operation = "echo"
+tier = "routine"
+"#;
+
+fn to_json<T: serde::Serialize>(v: &T) -> Value {
+    serde_json::to_value(v).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn calls(log: &Path) -> usize {
+    std::fs::read_to_string(log).unwrap_or_default().lines().count()
+}
+
+/// Polls the invocation until it is in `state` (or 30 s pass).
+async fn wait_state(gw: &Gateway, id: &str, state: &str) -> Value {
+    for _ in 0..300 {
+        let (_, inv) =
+            gw.get("default", &format!("/admin/v1/invocations/{id}")).await.unwrap_or_else(|e| panic!("{e}"));
+        if inv["state"]["state"] == state {
+            return inv;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("invocation {id} did not reach {state}");
+}
+
+async fn held_call(gw: &Gateway, modern: bool, key: &str) -> String {
+    let client = connect(&format!("{}/mcp", gw.base), modern).await;
+    let r = client.call_tool(call("fx__count_write", json!({"key": key}))).await.unwrap_or_else(|e| panic!("{e}"));
+    let r = to_json(&r);
+    assert_eq!(r["isError"], true, "{r}");
+    assert_eq!(r["structuredContent"]["state"], "awaiting_approval", "{r}");
+    assert!(text_of(&r).contains("waits for approval"), "{r}");
+    let _ = client.cancel().await;
+    r["structuredContent"]["invocation"].as_str().unwrap_or_else(|| panic!("no invocation: {r}")).to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_are_allowed_denied_or_held_for_approval() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let log = dir.path().join("calls.log");
+    let log_s = log.display().to_string();
+    let upstream = UpstreamSpec::stdio("fx", &[("FIXTURE_CALL_LOG", &log_s)]);
+    let config = write_config(dir.path(), &[upstream], POLICY);
+    let opts = Options { data_dir: dir.path().to_path_buf(), config: Some(config), ..Options::default() };
+    let mut gw = Gateway::start(opts.clone());
+    let url = format!("{}/mcp", gw.base);
+
+    for modern in [true, false] {
+        let client = connect(&url, modern).await;
+        // A routine call runs.
+        let r = client.call_tool(call("fx__echo", json!({"text": "hi"}))).await.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(text_of(&to_json(&r)), "hi");
+        // A call the envelope refuses is the tool's answer, and nothing is admitted.
+        let before = gw.all("default").await.len();
+        let r = client.call_tool(call("fx__ask_name", json!({}))).await.unwrap_or_else(|e| panic!("{e}"));
+        let r = to_json(&r);
+        assert_eq!(r["isError"], true, "{r}");
+        assert_eq!(r["structuredContent"]["state"], "denied", "{r}");
+        assert_eq!(r["structuredContent"]["reason"], "the assistant may not ask for names", "{r}");
+        assert_eq!(gw.all("default").await.len(), before, "a denied call leaves no invocation");
+        let _ = client.cancel().await;
+    }
+
+    // An unlisted write is sensitive: held, committed, not sent.
+    let id = held_call(&gw, true, "k1").await;
+    let (status, shown) =
+        gw.get("default", &format!("/admin/v1/invocations/{id}")).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((status, shown["state"]["state"].as_str()), (200, Some("awaiting_approval")), "{shown}");
+    let (_, listed) = gw.cli(&["approvals", "list"]);
+    assert!(listed.contains(&id) && listed.contains("sensitive"), "{listed}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(calls(&log), 0, "a held call does not reach the upstream");
+
+    // Its own caller cannot approve it; someone else can, and it runs once.
+    let own = gw
+        .http
+        .post(format!("{}/admin/v1/invocations/{id}/approve", gw.base))
+        .bearer_auth(switchyard_tests::gateway::TOKEN)
+        .header("x-switchyard-tenant", "default")
+        .header("x-switchyard-subject", "anonymous")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(own.status().as_u16(), 403, "four eyes");
+    let (status, approved) = gw
+        .post("default", &format!("/admin/v1/invocations/{id}/approve"), json!({}))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(status, 200, "{approved}");
+    let done = wait_state(&gw, &id, "succeeded").await;
+    assert_eq!(done["state"]["result"]["content"][0]["text"], "wrote k1", "{done}");
+    assert_eq!(calls(&log), 1, "approved: exactly one physical call");
+    let (status, again) = gw
+        .post("default", &format!("/admin/v1/invocations/{id}/approve"), json!({}))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(status, 409, "approving twice is refused: {again}");
+
+    // A denied approval runs nothing.
+    let id = held_call(&gw, false, "k2").await;
+    let (status, denied) = gw
+        .post("default", &format!("/admin/v1/invocations/{id}/deny"), json!({"reason": "not today"}))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(status, 200, "{denied}");
+    assert_eq!(denied["state"]["error"]["code"], "approval_denied", "{denied}");
+    assert_eq!(denied["state"]["error"]["message"], "not today", "{denied}");
+    assert_eq!(calls(&log), 1);
+
+    // A held call survives kill -9; approved from the CLI, the restarted gateway runs it once.
+    let id = held_call(&gw, true, "k3").await;
+    gw.kill9();
+    let gw = Gateway::start(opts);
+    let (ok, out) = gw.cli(&["approvals", "approve", &id, "--by", "ops"]);
+    assert!(ok, "{out}");
+    let done = wait_state(&gw, &id, "succeeded").await;
+    assert_eq!(done["state"]["result"]["content"][0]["text"], "wrote k3", "{done}");
+    assert_eq!(calls(&log), 2, "exactly one physical call for k3");
+}
