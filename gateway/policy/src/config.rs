@@ -12,6 +12,12 @@ use crate::request::{DecisionRequest, Tier};
 #[error("policy: {0}")]
 pub struct PolicyError(pub String);
 
+/// A condition that cannot be evaluated on a call (the value is absent or of another type): the
+/// evaluator denies the call (fail closed).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Unevaluable(pub String);
+
 /// What a tier does when no grant applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -78,22 +84,26 @@ pub struct Condition {
 }
 
 impl Condition {
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), PolicyError> {
         if !(self.pointer.is_empty() || self.pointer.starts_with('/')) {
-            return Err(format!("pointer `{}` is not a JSON pointer (it starts with `/`)", self.pointer));
+            return Err(PolicyError(format!("pointer `{}` is not a JSON pointer (it starts with `/`)", self.pointer)));
         }
         let range = self.min.is_some() || self.max.is_some();
         let kinds = [self.equals.is_some(), self.one_of.is_some(), self.prefix.is_some(), range];
         if kinds.iter().filter(|k| **k).count() != 1 {
-            return Err(format!("condition on `{}` needs exactly one of equals, in, prefix, min/max", self.pointer));
+            return Err(PolicyError(format!(
+                "condition on `{}` needs exactly one of equals, in, prefix, min/max",
+                self.pointer
+            )));
         }
         Ok(())
     }
 
     /// Whether the condition holds on `request`; `Err` when it cannot be evaluated (the value
     /// is absent or of another type), which the evaluator turns into a denial.
-    pub fn holds(&self, request: &Value) -> Result<bool, String> {
-        let v = request.pointer(&self.pointer).ok_or_else(|| format!("`{}` is absent", self.pointer))?;
+    pub fn holds(&self, request: &Value) -> Result<bool, Unevaluable> {
+        let absent = || Unevaluable(format!("`{}` is absent", self.pointer));
+        let v = request.pointer(&self.pointer).ok_or_else(absent)?;
         if let Some(e) = &self.equals {
             return Ok(v == e);
         }
@@ -101,10 +111,10 @@ impl Condition {
             return Ok(set.contains(v));
         }
         if let Some(p) = &self.prefix {
-            let s = v.as_str().ok_or_else(|| format!("`{}` is not a string", self.pointer))?;
+            let s = v.as_str().ok_or_else(|| Unevaluable(format!("`{}` is not a string", self.pointer)))?;
             return Ok(s.starts_with(p.as_str()));
         }
-        let n = v.as_f64().ok_or_else(|| format!("`{}` is not a number", self.pointer))?;
+        let n = v.as_f64().ok_or_else(|| Unevaluable(format!("`{}` is not a number", self.pointer)))?;
         Ok(self.min.is_none_or(|m| n >= m) && self.max.is_none_or(|m| n <= m))
     }
 }
@@ -152,7 +162,7 @@ impl Rule {
     }
 
     /// Whether every condition holds (`Err`: one cannot be evaluated).
-    pub fn conditions_hold(&self, req: &DecisionRequest) -> Result<bool, String> {
+    pub fn conditions_hold(&self, req: &DecisionRequest) -> Result<bool, Unevaluable> {
         for c in &self.when {
             if !c.holds(&req.context.request)? {
                 return Ok(false);
@@ -207,6 +217,7 @@ impl PolicyConfig {
     /// condition with no comparison or with two.
     pub fn check(&self) -> Result<(), PolicyError> {
         let bad = |place: String, why: String| PolicyError(format!("{place}: {why}"));
+        let at = |place: String| move |why: PolicyError| bad(place.clone(), why.0);
         for (i, r) in self.envelope.iter().enumerate() {
             if r.tier.is_some() {
                 return Err(bad(
@@ -214,7 +225,7 @@ impl PolicyConfig {
                     "the envelope only denies; give tiers in [[policy.rules]]".into(),
                 ));
             }
-            Self::check_rule(r).map_err(|why| bad(format!("envelope[{i}]"), why))?;
+            Self::check_rule(r).map_err(at(format!("envelope[{i}]")))?;
         }
         for (i, r) in self.rules.iter().enumerate() {
             if r.deny == r.tier.is_some() {
@@ -223,15 +234,15 @@ impl PolicyConfig {
                     "a rule says `deny = true` or gives a `tier`, one of them".into(),
                 ));
             }
-            Self::check_rule(r).map_err(|why| bad(format!("rules[{i}]"), why))?;
+            Self::check_rule(r).map_err(at(format!("rules[{i}]")))?;
         }
         Ok(())
     }
 
-    fn check_rule(r: &Rule) -> Result<(), String> {
+    fn check_rule(r: &Rule) -> Result<(), PolicyError> {
         let patterns = [Some(&r.upstream), Some(&r.operation), r.subject.as_ref(), r.tenant.as_ref()];
         if patterns.into_iter().flatten().any(String::is_empty) {
-            return Err("an empty pattern matches nothing; use `*` for any".into());
+            return Err(PolicyError("an empty pattern matches nothing; use `*` for any".into()));
         }
         r.when.iter().try_for_each(Condition::check)
     }

@@ -5,33 +5,15 @@ use async_trait::async_trait;
 use sha2::{Digest, Sha256};
 use switchyard_contract::{CallFacts, EffectClass, PolicyPoint, Ruling, Verdict};
 
-use crate::config::{PolicyConfig, PolicyError, Rule, TierAction};
+use crate::config::{PolicyConfig, PolicyError, Rule, TierAction, Unevaluable};
 use crate::request::{DecisionRequest, Tier};
 
-/// What a decision says.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Decision {
-    Allow,
-    Deny {
-        reason: String,
-    },
-    /// Wait for a human's approval.
-    Hold {
-        reason: String,
-    },
-    /// Not now: ask again after `retry_after_ms`.
-    Defer {
-        retry_after_ms: u64,
-        reason: String,
-    },
-}
-
-/// A decision and why: the tier it applied (none for a denial that came before tiers), the
+/// A decision (the contract's [`Verdict`]: allow, deny, hold or defer) and why: the tier it applied (none for a denial that came before tiers), the
 /// rule or default that decided (`basis`), the tier the upstream's own hints would suggest
 /// (shown, never applied), and the version of the policy that decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outcome {
-    pub decision: Decision,
+    pub decision: Verdict,
     pub tier: Option<Tier>,
     pub basis: String,
     pub suggested: Option<Tier>,
@@ -72,7 +54,7 @@ impl Evaluator {
         };
         let deny = |rule: &Rule, place: &str, default: &str| {
             let reason = rule.reason.clone().unwrap_or_else(|| default.to_string());
-            outcome(Decision::Deny { reason }, None, name(rule, place))
+            outcome(Verdict::Deny { reason }, None, name(rule, place))
         };
         // 1. The envelope (every entry denies), then 2. the rules that deny.
         for (place, rules, default, envelope) in [
@@ -109,11 +91,11 @@ impl Evaluator {
             EffectClass::ReadOnly => (self.config.default_read_tier, "the default tier of a read".into()),
         });
         let decision = match self.config.tiers.of(tier) {
-            TierAction::Allow => Decision::Allow,
-            TierAction::Hold => Decision::Hold {
+            TierAction::Allow => Verdict::Allow,
+            TierAction::Hold => Verdict::Hold {
                 reason: format!("`{}` is {} ({basis}): it waits for approval", req.resource.operation, tier.as_str()),
             },
-            TierAction::Deny => Decision::Deny {
+            TierAction::Deny => Verdict::Deny {
                 reason: format!(
                     "`{}` is {} ({basis}), which this gateway refuses",
                     req.resource.operation,
@@ -131,14 +113,14 @@ fn name(rule: &Rule, place: &str) -> String {
 
 /// A condition that cannot be evaluated fails closed: the call is denied, saying which.
 fn unevaluable(
-    outcome: impl Fn(Decision, Option<Tier>, String) -> Outcome,
+    outcome: impl Fn(Verdict, Option<Tier>, String) -> Outcome,
     rule: &Rule,
     place: &str,
-    why: &str,
+    why: &Unevaluable,
 ) -> Outcome {
     let basis = name(rule, place);
     let reason = format!("policy rule `{basis}` cannot be evaluated on this call ({why}); refused");
-    outcome(Decision::Deny { reason }, None, basis)
+    outcome(Verdict::Deny { reason }, None, basis)
 }
 
 /// What the upstream's own hints would suggest: shown beside a decision, never applied.
@@ -157,12 +139,6 @@ impl PolicyPoint for Evaluator {
         let outcome = self.evaluate(&DecisionRequest::from_facts(facts));
         let tier = outcome.tier.map(|t| format!(", tier {}", t.as_str())).unwrap_or_default();
         let basis = format!("policy {}: {}{tier}", outcome.policy, outcome.basis);
-        let verdict = match outcome.decision {
-            Decision::Allow => Verdict::Allow,
-            Decision::Deny { reason } => Verdict::Deny { reason },
-            Decision::Hold { reason } => Verdict::Hold { reason },
-            Decision::Defer { retry_after_ms, reason } => Verdict::Defer { retry_after_ms, reason },
-        };
-        Ruling { verdict, basis }
+        Ruling { verdict: outcome.decision, basis }
     }
 }

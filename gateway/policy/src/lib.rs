@@ -1,6 +1,6 @@
 //! `switchyard-policy`: the decision core of the gateway's policy enforcement point. It knows no
 //! protocol: its one input is a [`DecisionRequest`] shaped like the OpenID AuthZEN model
-//! (subject, action, resource, context), and its one output an [`Outcome`] whose [`Decision`]
+//! (subject, action, resource, context), and its one output an [`Outcome`] whose [`Verdict`]
 //! is exactly one of allow, deny, hold (for a human's approval) or defer.
 //!
 //! Operators write a [`PolicyConfig`] (TOML `[policy]`): an envelope of hard denies, rules that
@@ -16,9 +16,10 @@ mod config;
 mod evaluate;
 mod request;
 
-pub use config::{Condition, PolicyConfig, PolicyError, Rule, TierAction, TierActions};
-pub use evaluate::{Decision, Evaluator, Outcome};
+pub use config::{Condition, PolicyConfig, PolicyError, Rule, TierAction, TierActions, Unevaluable};
+pub use evaluate::{Evaluator, Outcome};
 pub use request::{Action, Context, DecisionRequest, Resource, Subject, Tier, ToolHints, Untrusted};
+pub use switchyard_contract::Verdict;
 
 #[cfg(test)]
 mod tests;

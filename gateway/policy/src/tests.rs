@@ -1,11 +1,11 @@
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use switchyard_contract::{EffectClass, Ingress, RequestDigest, TenantId};
+use switchyard_contract::{EffectClass, Ingress, RequestDigest, TenantId, Verdict};
 
 use crate::config::glob;
 use crate::{
-    Action, Condition, Context, Decision, DecisionRequest, Evaluator, PolicyConfig, Resource, Rule, Subject, Tier,
-    ToolHints, Untrusted,
+    Action, Condition, Context, DecisionRequest, Evaluator, PolicyConfig, Resource, Rule, Subject, Tier, ToolHints,
+    Untrusted,
 };
 
 fn req(upstream: &str, operation: &str, effect: EffectClass, request: Value) -> DecisionRequest {
@@ -75,10 +75,10 @@ fn a_policy_that_cannot_mean_one_thing_is_refused() {
 fn defaults_hold_writes_and_allow_reads() {
     let p = policy("");
     let write = p.evaluate(&req("fx", "delete", EffectClass::Write, json!({})));
-    assert!(matches!(write.decision, Decision::Hold { .. }), "{write:?}");
+    assert!(matches!(write.decision, Verdict::Hold { .. }), "{write:?}");
     assert_eq!(write.tier, Some(Tier::Sensitive));
     let read = p.evaluate(&req("fx", "list", EffectClass::ReadOnly, json!({})));
-    assert_eq!((read.decision, read.tier), (Decision::Allow, Some(Tier::Routine)));
+    assert_eq!((read.decision, read.tier), (Verdict::Allow, Some(Tier::Routine)));
 }
 
 #[test]
@@ -104,15 +104,15 @@ fn precedence_is_envelope_then_deny_then_tier() {
         "#,
     );
     let prod = p.evaluate(&req("prod-db", "select", EffectClass::ReadOnly, json!({})));
-    assert_eq!(prod.decision, Decision::Deny { reason: "production is off limits".into() });
+    assert_eq!(prod.decision, Verdict::Deny { reason: "production is off limits".into() });
     assert_eq!(prod.basis, "envelope[0]");
     let drop = p.evaluate(&req("dev", "drop_table", EffectClass::Write, json!({})));
-    assert!(matches!(drop.decision, Decision::Deny { .. }) && drop.basis == "no-drops", "{drop:?}");
+    assert!(matches!(drop.decision, Verdict::Deny { .. }) && drop.basis == "no-drops", "{drop:?}");
     let routine = p.evaluate(&req("dev", "echo", EffectClass::Write, json!({})));
-    assert_eq!(routine.decision, Decision::Allow, "a routine rule lets a write run");
+    assert_eq!(routine.decision, Verdict::Allow, "a routine rule lets a write run");
     let pay = p.evaluate(&req("dev", "pay", EffectClass::Write, json!({})));
     assert_eq!(pay.tier, Some(Tier::Critical), "the most severe matching tier wins");
-    assert!(matches!(pay.decision, Decision::Hold { .. }));
+    assert!(matches!(pay.decision, Verdict::Hold { .. }));
 }
 
 #[test]
@@ -143,17 +143,17 @@ fn argument_conditions_compare_and_fail_closed() {
         "#,
     );
     let pay = |args: Value| p.evaluate(&req("bank", "pay", EffectClass::Write, json!({"arguments": args})));
-    assert_eq!(pay(json!({"amount": 5, "iban": "DE1"})).decision, Decision::Allow);
-    assert!(matches!(pay(json!({"amount": 500, "iban": "DE1"})).decision, Decision::Hold { .. }), "over the limit");
-    assert_eq!(pay(json!({"amount": 5, "iban": "XX1"})).decision, Decision::Deny { reason: "not to that bank".into() });
+    assert_eq!(pay(json!({"amount": 5, "iban": "DE1"})).decision, Verdict::Allow);
+    assert!(matches!(pay(json!({"amount": 500, "iban": "DE1"})).decision, Verdict::Hold { .. }), "over the limit");
+    assert_eq!(pay(json!({"amount": 5, "iban": "XX1"})).decision, Verdict::Deny { reason: "not to that bank".into() });
     for unevaluable in [json!({"iban": "DE1"}), json!({"amount": "5", "iban": "DE1"}), json!({"amount": 5})] {
         let out = pay(unevaluable.clone());
-        let Decision::Deny { reason } = &out.decision else { panic!("{unevaluable}: {out:?}") };
+        let Verdict::Deny { reason } = &out.decision else { panic!("{unevaluable}: {out:?}") };
         assert!(reason.contains("cannot be evaluated"), "{reason}");
     }
     let mail = |to: &str| p.evaluate(&req("smtp", "mail", EffectClass::Write, json!({"arguments": {"to": to}})));
-    assert_eq!(mail("ops@example.com").decision, Decision::Allow);
-    assert!(matches!(mail("x@evil.example").decision, Decision::Hold { .. }));
+    assert_eq!(mail("ops@example.com").decision, Verdict::Allow);
+    assert!(matches!(mail("x@evil.example").decision, Verdict::Hold { .. }));
 }
 
 #[test]
@@ -163,11 +163,11 @@ fn subject_and_tenant_patterns_narrow_a_rule() {
     let p =
         Evaluator::new(PolicyConfig { rules: vec![r], ..PolicyConfig::default() }).unwrap_or_else(|e| panic!("{e}"));
     let mut call = req("fx", "list", EffectClass::ReadOnly, json!({}));
-    assert_eq!(p.evaluate(&call).decision, Decision::Allow, "alice is not a bot");
+    assert_eq!(p.evaluate(&call).decision, Verdict::Allow, "alice is not a bot");
     call.subject.id = "bot-7".into();
-    assert!(matches!(p.evaluate(&call).decision, Decision::Deny { .. }));
+    assert!(matches!(p.evaluate(&call).decision, Verdict::Deny { .. }));
     call.subject.tenant = TenantId::new("blue").unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(p.evaluate(&call).decision, Decision::Allow, "another tenant");
+    assert_eq!(p.evaluate(&call).decision, Verdict::Allow, "another tenant");
 }
 
 fn pattern() -> impl Strategy<Value = String> {
@@ -209,12 +209,12 @@ fn call() -> impl Strategy<Value = DecisionRequest> {
         })
 }
 
-fn severity(d: &Decision) -> u8 {
+fn severity(d: &Verdict) -> u8 {
     match d {
-        Decision::Allow => 0,
-        Decision::Defer { .. } => 1,
-        Decision::Hold { .. } => 2,
-        Decision::Deny { .. } => 3,
+        Verdict::Allow => 0,
+        Verdict::Defer { .. } => 1,
+        Verdict::Hold { .. } => 2,
+        Verdict::Deny { .. } => 3,
     }
 }
 
@@ -225,7 +225,7 @@ proptest! {
         let envelope = vec![rule(&c.resource.upstream, "*")];
         let p = Evaluator::new(PolicyConfig { envelope, rules, ..PolicyConfig::default() }).map_err(|e| TestCaseError::fail(e.to_string()))?;
         let out = p.evaluate(&c);
-        prop_assert!(matches!(out.decision, Decision::Deny { .. }), "{:?}", out);
+        prop_assert!(matches!(out.decision, Verdict::Deny { .. }), "{:?}", out);
         prop_assert_eq!(out.basis, "envelope[0]");
     }
 
@@ -240,8 +240,8 @@ proptest! {
         let (before, after) = (base.evaluate(&c), grown.evaluate(&c));
         // A tier rule only ever raises the tier; a matching default is replaced only by a
         // rule, which the precedence applies the same way.
-        if matches!(before.decision, Decision::Deny { .. }) {
-            prop_assert!(matches!(after.decision, Decision::Deny { .. }), "{:?} then {:?}", before, after);
+        if matches!(before.decision, Verdict::Deny { .. }) {
+            prop_assert!(matches!(after.decision, Verdict::Deny { .. }), "{:?} then {:?}", before, after);
         }
         if let (Some(a), Some(b)) = (after.tier, before.tier)
             && before.basis != "the default tier of a write" && before.basis != "the default tier of a read"

@@ -19,14 +19,15 @@ use futures::stream::BoxStream;
 use tokio::sync::Notify;
 use tracing::{info, warn};
 
+use crate::Millis;
 use crate::digest::RequestDigest;
 use crate::error::{Error, ErrorKind, ErrorSource};
-use crate::event::Event;
+use crate::event::{Event, EventKind};
 use crate::id::{InvocationId, WorkerId};
 use crate::policy::{AllowAll, CallFacts, PolicyPoint, Verdict};
 use crate::ports::{
-    Admission, ClientGone, InvocationStore, Invocations, ListQuery, Page, Submission, Submitted, UpstreamRegistry,
-    Waited,
+    Admission, ClientGone, InvocationStore, Invocations, ListQuery, Page, Submission, Submitted, Transition,
+    UpstreamRegistry, Waited,
 };
 use crate::principal::{Principal, Target, TenantId};
 use crate::state::{Decision, Hold, Invocation, NewInvocation};
@@ -357,6 +358,27 @@ impl Inner {
     async fn owned(&self, tenant: &TenantId, id: InvocationId) -> Result<Invocation, Error> {
         self.store.get(Some(tenant), id).await?.ok_or_else(|| Error::not_found(format!("invocation {id} not found")))
     }
+
+    /// Applies `change` to invocation `id` on behalf of `by` (another tenant's is `NotFound`)
+    /// and tells waiters if it changed anything; returns the invocation and whether it did.
+    async fn act_for(
+        &self,
+        by: &Principal,
+        id: InvocationId,
+        change: impl Fn(&mut Invocation, &Principal, Millis) -> Result<Vec<EventKind>, Error> + Send + Sync + 'static,
+    ) -> Result<(Invocation, bool), Error> {
+        let who = by.clone();
+        let f: Transition = Box::new(move |inv, now| {
+            check_tenant(inv, &who.tenant)?;
+            change(inv, &who, now)
+        });
+        let (inv, events) = self.store.transition(id, f).await?;
+        let changed = !events.is_empty();
+        if changed {
+            self.notify_changed(&inv);
+        }
+        Ok((inv, changed))
+    }
 }
 
 #[async_trait]
@@ -449,21 +471,7 @@ impl Invocations for Engine {
     }
 
     async fn cancel(&self, by: &Principal, id: InvocationId) -> Result<Invocation, Error> {
-        let who = by.clone();
-        let (inv, events) = self
-            .inner
-            .store
-            .transition(
-                id,
-                Box::new(move |inv, now| {
-                    check_tenant(inv, &who.tenant)?;
-                    inv.request_cancel(who.clone(), now)
-                }),
-            )
-            .await?;
-        if !events.is_empty() {
-            self.inner.notify_changed(&inv);
-        }
+        let (inv, _) = self.inner.act_for(by, id, |inv, who, now| inv.request_cancel(who.clone(), now)).await?;
         if inv.cancel.is_some()
             && !inv.state.is_terminal()
             && let Ok(m) = self.inner.running.lock()
@@ -479,20 +487,10 @@ impl Invocations for Engine {
     }
 
     async fn approve(&self, by: &Principal, id: InvocationId) -> Result<Invocation, Error> {
-        let (who, worker, ttl) = (by.clone(), self.inner.cfg.worker, self.inner.cfg.ttl_ms());
-        let (inv, _) = self
-            .inner
-            .store
-            .transition(
-                id,
-                Box::new(move |inv, now| {
-                    check_tenant(inv, &who.tenant)?;
-                    inv.approve(who.clone(), worker, now, ttl)
-                }),
-            )
-            .await?;
+        let (worker, ttl) = (self.inner.cfg.worker, self.inner.cfg.ttl_ms());
+        let (inv, _) =
+            self.inner.act_for(by, id, move |inv, who, now| inv.approve(who.clone(), worker, now, ttl)).await?;
         info!(invocation.id = %id, by = %by.subject, "held call approved");
-        self.inner.notify_changed(&inv);
         // This worker holds the lease it took with the approval; if it stops first, recovery
         // drives the call once the lease runs out.
         self.inner.spawn_driver(inv.clone(), None, "approval");
@@ -500,20 +498,9 @@ impl Invocations for Engine {
     }
 
     async fn deny(&self, by: &Principal, id: InvocationId, reason: String) -> Result<Invocation, Error> {
-        let who = by.clone();
-        let (inv, _) = self
-            .inner
-            .store
-            .transition(
-                id,
-                Box::new(move |inv, _| {
-                    check_tenant(inv, &who.tenant)?;
-                    inv.deny_approval(who.clone(), reason.clone())
-                }),
-            )
-            .await?;
+        let (inv, _) =
+            self.inner.act_for(by, id, move |inv, who, _| inv.deny_approval(who.clone(), reason.clone())).await?;
         info!(invocation.id = %id, by = %by.subject, "held call denied");
-        self.inner.notify_changed(&inv);
         Ok(inv)
     }
 
@@ -529,20 +516,9 @@ impl Invocations for Engine {
 
 /// Reconciles `id` for `by` (an operator, or recovery on an upstream's evidence).
 async fn reconcile(inner: &Inner, by: &Principal, id: InvocationId, decision: Decision) -> Result<Invocation, Error> {
-    let who = by.clone();
-    let (inv, events) = inner
-        .store
-        .transition(
-            id,
-            Box::new(move |inv, _| {
-                check_tenant(inv, &who.tenant)?;
-                inv.reconcile(decision.clone(), who.clone())
-            }),
-        )
-        .await?;
-    if !events.is_empty() {
+    let (inv, changed) = inner.act_for(by, id, move |inv, who, _| inv.reconcile(decision.clone(), who.clone())).await?;
+    if changed {
         info!(invocation.id = %id, by = %by.subject, state = inv.state.name().as_str(), "invocation reconciled");
-        inner.notify_changed(&inv);
     }
     Ok(inv)
 }
