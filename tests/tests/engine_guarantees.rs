@@ -72,6 +72,7 @@ on_both!(
     a_store_outage_at_the_outcome_commit_does_not_lose_the_outcome,
     a_panicking_driver_does_not_hold_up_shutdown,
     a_held_call_runs_once_approved_by_another_principal_on_any_worker,
+    a_held_call_nobody_approves_in_time_expires_and_runs_nothing,
 );
 
 fn config(ttl_ms: u64) -> EngineConfig {
@@ -558,4 +559,25 @@ async fn a_held_call_runs_once_approved_by_another_principal_on_any_worker(db: D
     assert_eq!((error.code.as_str(), error.message.as_str(), error.retry_safe), ("approval_denied", "not today", true));
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(up.calls().len(), 1, "a denied call runs nothing");
+}
+
+/// Recovery ends a held call nobody approved within the approval time: it fails
+/// `approval_expired` (retry-safe), runs nothing, and can no longer be approved.
+async fn a_held_call_nobody_approves_in_time_expires_and_runs_nothing(db: Db) {
+    let up = Scripted::new(false);
+    let policy: Arc<dyn switchyard_contract::PolicyPoint> = Arc::new(HoldAll);
+    let cfg = EngineConfig { approval_ttl: Duration::from_millis(300), ..config(2000) };
+    let e = Engine::with_policy(db.open().await, Arc::new(OneUpstream(up.clone())), Arc::new(NoFaults), policy, cfg)
+        .unwrap_or_else(|err| panic!("{err}"));
+    let _recovery = e.start();
+    let inv = submit(&e, "w_ok").await;
+    let expired = until(&e, inv.id, StateName::Failed).await;
+    let switchyard_contract::InvocationState::Failed { error, resolution } = &expired.state else {
+        panic!("{expired:?}")
+    };
+    assert_eq!((error.code.as_str(), error.retry_safe), ("approval_expired", true), "{expired:?}");
+    assert_eq!(*resolution, switchyard_contract::state::Resolution::Expired);
+    let bob = Principal::new(alice().tenant, "bob");
+    assert_eq!(e.approve(&bob, inv.id).await.err().map(|err| err.kind), Some(ErrorKind::Conflict), "too late");
+    assert!(up.calls().is_empty(), "an expired call runs nothing");
 }

@@ -118,6 +118,28 @@ async fn calls_are_allowed_denied_or_held_for_approval() {
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(status, 409, "approving twice is refused: {again}");
 
+    // The approval binds to the exact call: with its key, the same call attaches to the held
+    // invocation; the same key with another argument is refused and admits nothing.
+    let client = connect(&url, true).await;
+    let keyed = |key: &str| {
+        let mut p = call("fx__count_write", json!({"key": key}));
+        let mut meta = rmcp::model::RequestMetaObject::default();
+        meta.0.insert("dev.switchyard/idempotencyKey".into(), json!("pay-1"));
+        p.meta = Some(meta);
+        p
+    };
+    let held = to_json(&client.call_tool(keyed("k9")).await.unwrap_or_else(|e| panic!("{e}")));
+    let again = to_json(&client.call_tool(keyed("k9")).await.unwrap_or_else(|e| panic!("{e}")));
+    assert_eq!(held["structuredContent"]["state"], "awaiting_approval", "{held}");
+    assert_eq!(held["structuredContent"]["invocation"], again["structuredContent"]["invocation"], "{again}");
+    let changed = client.call_tool(keyed("k10")).await.err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(changed.contains("different request"), "a changed argument is another call: {changed}");
+    let _ = client.cancel().await;
+    let held_id = held["structuredContent"]["invocation"].as_str().unwrap_or_default().to_string();
+    gw.post("default", &format!("/admin/v1/invocations/{held_id}/deny"), json!({}))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+
     // A denied approval runs nothing.
     let id = held_call(&gw, false, "k2").await;
     let (status, denied) = gw

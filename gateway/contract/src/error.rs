@@ -128,13 +128,15 @@ pub enum FailureCode {
     /// An approver denied a call the policy enforcement point held (`approval_denied`); nothing
     /// ran.
     ApprovalDenied,
+    /// No approval came within the policy's approval time (`approval_expired`); nothing ran.
+    ApprovalExpired,
     /// A code the upstream named itself (an A2A `ErrorInfo.reason` such as
     /// `TASK_NOT_CANCELABLE`), kept verbatim.
     Upstream(String),
 }
 
 impl FailureCode {
-    const NAMED: [FailureCode; 11] = [
+    const NAMED: [FailureCode; 12] = [
         Self::UpstreamUnavailable,
         Self::OutcomeLost,
         Self::AttemptLost,
@@ -146,6 +148,7 @@ impl FailureCode {
         Self::UnknownOperation,
         Self::RpcError,
         Self::ApprovalDenied,
+        Self::ApprovalExpired,
     ];
 
     pub fn as_str(&self) -> &str {
@@ -161,6 +164,7 @@ impl FailureCode {
             Self::UnknownOperation => "unknown_operation",
             Self::RpcError => "mcp_error",
             Self::ApprovalDenied => "approval_denied",
+            Self::ApprovalExpired => "approval_expired",
             Self::Upstream(code) => code,
         }
     }

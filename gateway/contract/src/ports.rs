@@ -235,6 +235,13 @@ pub trait InvocationStore: Send + Sync {
         Ok(Vec::new())
     }
 
+    /// Up to `limit` calls held for approval (of every tenant) for longer than `ttl_ms` on the
+    /// store's clock, oldest first, for recovery to expire.
+    async fn held_longer_than(&self, ttl_ms: Millis, limit: u32) -> Result<Vec<InvocationId>, Error> {
+        let _ = (ttl_ms, limit);
+        Ok(Vec::new())
+    }
+
     /// Ends every lease `worker` holds now, so that recovery can take them at once.
     async fn release_leases(&self, worker: WorkerId) -> Result<u64, Error>;
 

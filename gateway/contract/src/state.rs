@@ -40,6 +40,8 @@ pub enum Resolution {
     Reconciled { principal: Principal },
     /// An approver denied a held call.
     Denied { principal: Principal },
+    /// The policy enforcement point decided: no approval came in time.
+    Expired,
 }
 
 /// An operator's verdict on an `unknown` invocation.
@@ -519,6 +521,18 @@ impl Invocation {
         let error = FailureRecord::new(FailureCode::ApprovalDenied, reason, true, ErrorSource::Client);
         let resolution = Resolution::Denied { principal: by };
         Ok(self.fail_with(error, resolution))
+    }
+
+    /// Ends a held call nobody approved within `ttl` of its admission: it fails
+    /// `approval_expired` (retry-safe: nothing ran). A call already decided, or not yet due,
+    /// changes nothing.
+    pub fn expire_approval(&mut self, now: Millis, ttl: Millis) -> Vec<EventKind> {
+        if !matches!(self.state, InvocationState::AwaitingApproval) || self.created_at_ms + ttl > now {
+            return Vec::new();
+        }
+        let message = format!("no approval within {} s; nothing ran", ttl / 1000);
+        let error = FailureRecord::new(FailureCode::ApprovalExpired, message, true, ErrorSource::Policy);
+        self.fail_with(error, Resolution::Expired)
     }
 
     fn check_approver(&self, by: &Principal, what: &str) -> Result<(), Error> {

@@ -184,11 +184,18 @@ pub struct PolicyConfig {
     pub default_read_tier: Tier,
     #[serde(default)]
     pub tiers: TierActions,
+    /// How long a held call waits for approval; then it fails `approval_expired`.
+    #[serde(default = "a_day")]
+    pub approval_ttl_s: u64,
     /// Hard denies: nothing (no rule, no grant) overrides them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub envelope: Vec<Rule>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rules: Vec<Rule>,
+}
+
+fn a_day() -> u64 {
+    24 * 3600
 }
 
 fn sensitive() -> Tier {
@@ -205,6 +212,7 @@ impl Default for PolicyConfig {
             default_write_tier: Tier::Sensitive,
             default_read_tier: Tier::Routine,
             tiers: TierActions::default(),
+            approval_ttl_s: a_day(),
             envelope: Vec::new(),
             rules: Vec::new(),
         }
@@ -216,6 +224,9 @@ impl PolicyConfig {
     /// rule that neither denies nor assigns a tier (or does both), an empty pattern, a
     /// condition with no comparison or with two.
     pub fn check(&self) -> Result<(), PolicyError> {
+        if self.approval_ttl_s == 0 {
+            return Err(PolicyError("approval_ttl_s must be at least 1".into()));
+        }
         let bad = |place: String, why: String| PolicyError(format!("{place}: {why}"));
         let at = |place: String| move |why: PolicyError| bad(place.clone(), why.0);
         for (i, r) in self.envelope.iter().enumerate() {

@@ -289,6 +289,10 @@ impl Config {
                 backoff_base: ms(e.backoff_base_ms),
                 backoff_max: ms(e.backoff_max_ms),
             },
+            approval_ttl: self
+                .policy
+                .as_ref()
+                .map_or(EngineConfig::default().approval_ttl, |p| Duration::from_secs(p.approval_ttl_s)),
             ..EngineConfig::default()
         }
     }

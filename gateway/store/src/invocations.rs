@@ -268,6 +268,18 @@ impl<D: Dialect> InvocationStore for SqlInvocations<D> {
         sql::all::<D>(self.pools.write(), stmt).await?.iter().map(decode_invocation).collect()
     }
 
+    async fn held_longer_than(&self, ttl_ms: Millis, limit: u32) -> Result<Vec<InvocationId>, Error> {
+        let stmt = Stmt::new(format!(
+            "SELECT id FROM invocations WHERE state = 'awaiting_approval' AND created_ms < {} - $1 \
+             ORDER BY created_ms LIMIT $2",
+            D::NOW
+        ))
+        .int(ttl_ms)
+        .int(i64::from(limit));
+        let rows = sql::all::<D>(self.pools.read(), stmt).await?;
+        rows.iter().map(|r| r.text(0)?.parse().map_err(corrupt)).collect()
+    }
+
     async fn release_leases(&self, worker: WorkerId) -> Result<u64, Error> {
         let stmt =
             Stmt::new(format!("UPDATE invocations SET lease_expires_ms = 0 WHERE lease_owner = $1 AND {ACTIVE}"))

@@ -79,6 +79,8 @@ pub struct EngineConfig {
     /// How often recovery scans the `unknown` invocations of upstreams that resolve them from
     /// evidence ([`Upstream::resolver`](crate::Upstream::resolver)); one page per upstream a pass.
     pub resolve_interval: Duration,
+    /// How long a call held for approval waits; then recovery fails it `approval_expired`.
+    pub approval_ttl: Duration,
 }
 
 impl Default for EngineConfig {
@@ -92,6 +94,7 @@ impl Default for EngineConfig {
             retry: RetryPolicy::default(),
             watch_poll: Duration::from_millis(250),
             resolve_interval: Duration::from_secs(1),
+            approval_ttl: Duration::from_secs(24 * 3600),
         }
     }
 }
@@ -328,7 +331,22 @@ impl Inner {
             info!(invocation.id = %inv.id, state = inv.state.name().as_str(), fence = inv.lease.fence.0, "recovering invocation");
             self.spawn_driver(inv, None, "recovery");
         }
+        self.expire_holds().await?;
         Ok(n)
+    }
+
+    /// Fails the calls held for approval longer than `approval_ttl` (on the store's clock).
+    async fn expire_holds(&self) -> Result<(), Error> {
+        let ttl = i64::try_from(self.cfg.approval_ttl.as_millis()).unwrap_or(i64::MAX);
+        for id in self.store.held_longer_than(ttl, self.cfg.recovery_batch).await? {
+            let (inv, events) =
+                self.store.transition(id, Box::new(move |inv, now| Ok(inv.expire_approval(now, ttl)))).await?;
+            if !events.is_empty() {
+                info!(invocation.id = %id, "approval expired");
+                self.notify_changed(&inv);
+            }
+        }
+        Ok(())
     }
 
     /// `via`: where the call came from (its ingress, or `recovery`), for the driver's span.
