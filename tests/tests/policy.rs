@@ -161,3 +161,61 @@ async fn calls_are_allowed_denied_or_held_for_approval() {
     assert_eq!(done["state"]["result"]["content"][0]["text"], "wrote k3", "{done}");
     assert_eq!(calls(&log), 2, "exactly one physical call for k3");
 }
+
+/// A quota defers a flooding tenant (429 with `Retry-After` on the admin API, a JSON-RPC error
+/// with `retryAfterMs` on MCP) while another tenant's calls go through; nothing deferred is
+/// admitted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quota_defers_a_flooding_tenant_and_not_the_others() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let quota = r#"
+[policy]
+default_write_tier = "routine"
+
+[[policy.quotas]]
+id = "demo-per-tenant"
+upstream = "demo"
+rate_per_s = 0.01
+burst = 3
+
+[[policy.quotas]]
+upstream = "fx"
+rate_per_s = 0.01
+burst = 1
+"#;
+    let config = write_config(dir.path(), &[UpstreamSpec::stdio("fx", &[])], quota);
+    let gw = Gateway::start(Options { data_dir: dir.path().to_path_buf(), config: Some(config), ..Options::default() });
+
+    let mut statuses = Vec::new();
+    for i in 0..8 {
+        let url = format!("{}/admin/v1/invocations", gw.base);
+        let resp = gw
+            .http
+            .post(url)
+            .bearer_auth(switchyard_tests::gateway::TOKEN)
+            .header("x-switchyard-tenant", "flood")
+            .json(&json!({"upstream": "demo", "operation": "echo", "request": {"i": i}}))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let retry_after = resp.headers().get("retry-after").and_then(|v| v.to_str().ok()).map(str::to_string);
+        statuses.push((resp.status().as_u16(), retry_after));
+    }
+    assert!(statuses[..3].iter().all(|(s, _)| *s == 201), "the burst goes through: {statuses:?}");
+    for (status, retry_after) in &statuses[3..] {
+        assert_eq!(*status, 429, "{statuses:?}");
+        let secs: u64 = retry_after.as_deref().and_then(|v| v.parse().ok()).unwrap_or(0);
+        assert!(secs >= 1, "Retry-After says when: {statuses:?}");
+    }
+    assert_eq!(gw.all("flood").await.len(), 3, "nothing deferred was admitted");
+    let (status, calm) = gw.submit("calm", "echo", json!({}), None, 0).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(status, 201, "another tenant is not starved: {calm}");
+
+    let client = connect(&format!("{}/mcp", gw.base), true).await;
+    let first = client.call_tool(call("fx__echo", json!({"text": "a"}))).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(text_of(&to_json(&first)), "a");
+    let over = client.call_tool(call("fx__echo", json!({"text": "b"}))).await.err().map(|e| e.to_string());
+    let over = over.unwrap_or_default();
+    assert!(over.contains("over quota") && over.contains("retryAfterMs"), "{over}");
+    let _ = client.cancel().await;
+}

@@ -45,6 +45,9 @@ fn data(e: &Error, invocation: Option<InvocationId>) -> Value {
     if let Some(id) = invocation {
         d["invocation"] = json!(id.to_string());
     }
+    if let Some(ms) = e.retry_after_ms {
+        d["retryAfterMs"] = json!(ms);
+    }
     d
 }
 

@@ -35,6 +35,8 @@ pub struct Error {
     /// Whether repeating the same request cannot cause a second effect.
     pub retry_safe: bool,
     pub source: ErrorSource,
+    /// Come back after this long (a quota deferred the call; nothing was admitted).
+    pub retry_after_ms: Option<u64>,
 }
 
 impl std::fmt::Display for Error {
@@ -48,7 +50,7 @@ impl std::error::Error for Error {}
 
 impl Error {
     pub fn new(kind: ErrorKind, source: ErrorSource, retry_safe: bool, message: impl Into<String>) -> Self {
-        Self { kind, message: message.into(), retry_safe, source }
+        Self { kind, message: message.into(), retry_safe, source, retry_after_ms: None }
     }
     pub fn not_found(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::NotFound, ErrorSource::Client, true, message)
@@ -66,6 +68,14 @@ impl Error {
     /// The policy enforcement point refused the call; nothing was admitted.
     pub fn denied(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Forbidden, ErrorSource::Policy, true, message)
+    }
+    /// The policy enforcement point deferred the call (a quota): nothing was admitted; ask again
+    /// after `retry_after_ms`.
+    pub fn deferred(message: impl Into<String>, retry_after_ms: u64) -> Self {
+        Self {
+            retry_after_ms: Some(retry_after_ms),
+            ..Self::new(ErrorKind::Unavailable, ErrorSource::Policy, true, message)
+        }
     }
     /// The gateway could not do its part (e.g. the database is down); nothing was admitted.
     pub fn unavailable(message: impl Into<String>) -> Self {

@@ -153,6 +153,21 @@ pub struct Rule {
 }
 
 impl Rule {
+    /// A rule naming `upstream` and `operation`, saying nothing yet.
+    pub(crate) fn any(upstream: &str, operation: &str) -> Self {
+        Self {
+            id: None,
+            upstream: upstream.into(),
+            operation: operation.into(),
+            subject: None,
+            tenant: None,
+            deny: false,
+            tier: None,
+            reason: None,
+            when: Vec::new(),
+        }
+    }
+
     /// Whether the rule's patterns name this call (conditions aside).
     pub fn names(&self, req: &DecisionRequest) -> bool {
         glob(&self.upstream, &req.resource.upstream)
@@ -192,6 +207,9 @@ pub struct PolicyConfig {
     pub envelope: Vec<Rule>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rules: Vec<Rule>,
+    /// Rate limits at admission (see [`crate::quota`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub quotas: Vec<crate::quota::Quota>,
 }
 
 fn a_day() -> u64 {
@@ -215,6 +233,7 @@ impl Default for PolicyConfig {
             approval_ttl_s: a_day(),
             envelope: Vec::new(),
             rules: Vec::new(),
+            quotas: Vec::new(),
         }
     }
 }
@@ -246,6 +265,11 @@ impl PolicyConfig {
                 ));
             }
             Self::check_rule(r).map_err(at(format!("rules[{i}]")))?;
+        }
+        for (i, q) in self.quotas.iter().enumerate() {
+            q.check().map_err(at(format!("quotas[{i}]")))?;
+            Self::check_rule(&Rule { tenant: q.tenant.clone(), ..Rule::any(&q.upstream, &q.operation) })
+                .map_err(at(format!("quotas[{i}]")))?;
         }
         Ok(())
     }

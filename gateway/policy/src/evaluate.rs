@@ -1,11 +1,14 @@
 //! The built-in decision point: precedence envelope > explicit deny > grant > tier default,
 //! with argument conditions that fail closed.
 
+use std::time::Instant;
+
 use async_trait::async_trait;
 use sha2::{Digest, Sha256};
 use switchyard_contract::{CallFacts, EffectClass, PolicyPoint, Ruling, Verdict};
 
 use crate::config::{PolicyConfig, PolicyError, Rule, TierAction, Unevaluable};
+use crate::quota::Buckets;
 use crate::request::{DecisionRequest, Tier};
 
 /// A decision (the contract's [`Verdict`]: allow, deny, hold or defer) and why: the tier it applied (none for a denial that came before tiers), the
@@ -20,11 +23,12 @@ pub struct Outcome {
     pub policy: String,
 }
 
-/// The built-in evaluator over one checked [`PolicyConfig`].
-#[derive(Debug, Clone)]
+/// The built-in evaluator over one checked [`PolicyConfig`], with this replica's quota buckets.
+#[derive(Debug)]
 pub struct Evaluator {
     config: PolicyConfig,
     version: String,
+    buckets: Buckets,
 }
 
 impl Evaluator {
@@ -35,7 +39,7 @@ impl Evaluator {
         let json = serde_json::to_value(&config).map_err(|e| PolicyError(e.to_string()))?;
         let canonical = serde_json_canonicalizer::to_string(&json).map_err(|e| PolicyError(e.to_string()))?;
         let version = hex::encode(Sha256::digest(canonical.as_bytes()))[..16].to_string();
-        Ok(Self { config, version })
+        Ok(Self { config, version, buckets: Buckets::default() })
     }
 
     /// The policy's version (see [`Evaluator::new`]).
@@ -69,6 +73,12 @@ impl Evaluator {
                     Err(why) => return unevaluable(outcome, rule, &place, &why),
                 }
             }
+        }
+        // Quotas: a call over one waits its turn (deferred, nothing admitted). A denied call
+        // above spent no token.
+        if let Err((quota, retry_after_ms)) = self.buckets.take(&self.config.quotas, req, Instant::now()) {
+            let reason = format!("over quota `{quota}`");
+            return outcome(Verdict::Defer { retry_after_ms, reason }, None, quota);
         }
         // 3. Grants: none are issued yet, so none apply.
         // 4. The most severe tier a matching rule assigns, else the default for the effect.

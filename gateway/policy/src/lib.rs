@@ -14,6 +14,7 @@
 
 mod config;
 mod evaluate;
+pub mod quota;
 mod request;
 
 pub use config::{Condition, PolicyConfig, PolicyError, Rule, TierAction, TierActions, Unevaluable};

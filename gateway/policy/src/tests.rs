@@ -29,17 +29,7 @@ fn policy(toml_text: &str) -> Evaluator {
 }
 
 fn rule(upstream: &str, operation: &str) -> Rule {
-    Rule {
-        id: None,
-        upstream: upstream.into(),
-        operation: operation.into(),
-        subject: None,
-        tenant: None,
-        deny: false,
-        tier: None,
-        reason: None,
-        when: Vec::new(),
-    }
+    Rule::any(upstream, operation)
 }
 
 #[test]
@@ -168,6 +158,59 @@ fn subject_and_tenant_patterns_narrow_a_rule() {
     assert!(matches!(p.evaluate(&call).decision, Verdict::Deny { .. }));
     call.subject.tenant = TenantId::new("blue").unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(p.evaluate(&call).decision, Verdict::Allow, "another tenant");
+}
+
+#[test]
+fn a_quota_defers_its_tenant_only_and_says_when_to_come_back() {
+    let p = policy(
+        r#"
+        [[quotas]]
+        id = "per-tenant"
+        rate_per_s = 1.0
+        burst = 2
+        "#,
+    );
+    let red = req("fx", "list", EffectClass::ReadOnly, json!({}));
+    let mut blue = red.clone();
+    blue.subject.tenant = TenantId::new("blue").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(p.evaluate(&red).decision, Verdict::Allow);
+    assert_eq!(p.evaluate(&red).decision, Verdict::Allow, "the burst");
+    let over = p.evaluate(&red);
+    let Verdict::Defer { retry_after_ms, reason } = &over.decision else { panic!("{over:?}") };
+    assert!((1..=1000).contains(retry_after_ms), "{retry_after_ms}");
+    assert!(reason.contains("per-tenant"), "{reason}");
+    assert_eq!(p.evaluate(&blue).decision, Verdict::Allow, "another tenant has its own bucket");
+}
+
+#[test]
+fn a_denied_call_spends_no_token_and_shares_split_across_replicas() {
+    let p = policy(
+        r#"
+        [[envelope]]
+        operation = "drop"
+
+        [[quotas]]
+        rate_per_s = 0.001
+        burst = 3
+        replicas = 2
+        "#,
+    );
+    for _ in 0..5 {
+        assert!(matches!(p.evaluate(&req("fx", "drop", EffectClass::Write, json!({}))).decision, Verdict::Deny { .. }));
+    }
+    let read = req("fx", "list", EffectClass::ReadOnly, json!({}));
+    // ceil(3 / 2) = 2 tokens on this replica.
+    assert_eq!(p.evaluate(&read).decision, Verdict::Allow);
+    assert_eq!(p.evaluate(&read).decision, Verdict::Allow);
+    assert!(matches!(p.evaluate(&read).decision, Verdict::Defer { .. }));
+    for bad in [
+        "[[quotas]]\nrate_per_s = 0.0\nburst = 1",
+        "[[quotas]]\nrate_per_s = 1.0\nburst = 0",
+        "[[quotas]]\nrate_per_s = 1.0\nburst = 1\nper = []",
+    ] {
+        let cfg: PolicyConfig = toml::from_str(bad).unwrap_or_else(|e| panic!("{bad}: {e}"));
+        assert!(Evaluator::new(cfg).is_err(), "accepted: {bad}");
+    }
 }
 
 fn pattern() -> impl Strategy<Value = String> {

@@ -21,7 +21,7 @@ use tracing::{info, warn};
 
 use crate::Millis;
 use crate::digest::RequestDigest;
-use crate::error::{Error, ErrorKind, ErrorSource};
+use crate::error::Error;
 use crate::event::{Event, EventKind};
 use crate::id::{InvocationId, WorkerId};
 use crate::policy::{AllowAll, CallFacts, PolicyPoint, Verdict};
@@ -210,12 +210,13 @@ impl Engine {
                 info!(%upstream, %operation, basis = %ruling.basis, "call denied by policy");
                 Err(Error::denied(reason))
             }
-            Verdict::Defer { retry_after_ms, reason } => Err(Error::new(
-                ErrorKind::Unavailable,
-                ErrorSource::Policy,
-                true,
-                format!("{reason}; nothing was admitted, retry after {retry_after_ms} ms"),
-            )),
+            Verdict::Defer { retry_after_ms, reason } => {
+                info!(%upstream, %operation, basis = %ruling.basis, "call deferred by a quota");
+                Err(Error::deferred(
+                    format!("{reason}; nothing was admitted, retry after {retry_after_ms} ms"),
+                    retry_after_ms,
+                ))
+            }
         }
     }
 

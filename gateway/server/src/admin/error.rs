@@ -51,7 +51,9 @@ impl ApiError {
 
 impl From<Error> for ApiError {
     fn from(error: Error) -> Self {
-        Self { status: status(error.kind), error }
+        // A quota deferred the call: the standard answer, with when to come back.
+        let status = if error.retry_after_ms.is_some() { StatusCode::TOO_MANY_REQUESTS } else { status(error.kind) };
+        Self { status, error }
     }
 }
 
@@ -60,6 +62,11 @@ impl IntoResponse for ApiError {
         let e = &self.error;
         let body = json!({ "error": { "kind": e.kind, "message": e.message, "retry_safe": e.retry_safe, "source": e.source } });
         let mut resp = (self.status, Json(body)).into_response();
+        if let Some(ms) = e.retry_after_ms
+            && let Ok(v) = HeaderValue::from_str(&ms.div_ceil(1000).max(1).to_string())
+        {
+            resp.headers_mut().insert(header::RETRY_AFTER, v);
+        }
         if self.status == StatusCode::UNAUTHORIZED {
             resp.headers_mut()
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"switchyard-admin\""));
