@@ -247,6 +247,36 @@ async fn a_changed_schema_withholds_the_tool_until_approved() {
     assert_eq!(text_of(&to_json(&r.unwrap_or_else(|e| panic!("{e}")))), "drift ok");
 }
 
+/// A changed description (or title, or annotations) is pinned like a schema: a description that
+/// starts instructing the model withholds the tool until an operator approves it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_description_withholds_the_tool_until_approved() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let mut gw = start(dir.path(), &[UpstreamSpec::stdio("fx", &[])], vec![]);
+    let client = connect(&format!("{}/mcp", gw.base), true).await;
+    assert!(tool_names(&client).await.contains(&"fx__drift_tool".to_string()));
+    assert!(gw.terminate());
+    let poisoned = [UpstreamSpec::stdio("fx", &[("FIXTURE_DESCRIPTION_VARIANT", "2")])];
+    let gw = start(dir.path(), &poisoned, vec![]);
+    let client = connect(&format!("{}/mcp", gw.base), true).await;
+    let names = tool_names(&client).await;
+    assert!(!names.contains(&"fx__drift_tool".to_string()), "withheld: {names:?}");
+    let (ok, out) = gw.cli(&["upstreams", "list", "fx"]);
+    assert!(ok && out.contains("fx/tool-meta drift_tool: WITHHELD (description or annotations changed)"), "{out}");
+    assert!(out.contains("fx/tool drift_tool: approved"), "the schema did not change: {out}");
+    let (ok, out) = gw.cli(&["upstreams", "approve", "fx", "--tool", "drift_tool"]);
+    assert!(ok && out.contains("approved 1"), "{out}");
+    let mut listed = false;
+    for _ in 0..50 {
+        if tool_names(&client).await.contains(&"fx__drift_tool".to_string()) {
+            listed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(listed, "approved tool is listed again");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_cancel_cancels_the_invocation_and_bad_requests_change_nothing() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));

@@ -18,6 +18,10 @@ use crate::error::DiscoveryError;
 
 /// Bindings of the `tool` kind.
 pub const TOOL: &str = "tool";
+/// The binding kind pinning what a tool says of itself (title, description, annotations): a
+/// changed description can instruct a model as well as a changed schema (tool poisoning), so it
+/// withholds the tool until approved too.
+pub const TOOL_META: &str = "tool-meta";
 
 /// One upstream tool as exposed.
 #[derive(Debug, Clone)]
@@ -27,7 +31,11 @@ pub struct ToolEntry {
     pub upstream: String,
     /// As the upstream described it (its own name).
     pub tool: Tool,
+    /// Pins the schemas ([`TOOL`]).
     pub digest: String,
+    /// Pins the title, description and annotations ([`TOOL_META`]).
+    pub meta_digest: String,
+    /// Both pins match their approvals.
     pub approved: bool,
 }
 
@@ -92,6 +100,14 @@ pub fn tool_digest(upstream: &str, tool: &Tool) -> Result<String, DiscoveryError
         .map_err(|e| DiscoveryError(e.to_string()))
 }
 
+/// The digest of what a tool says of itself: title, description, annotations (RFC 8785).
+pub fn meta_digest(upstream: &str, tool: &Tool) -> Result<String, DiscoveryError> {
+    let meta = json!({ "title": tool.title, "description": tool.description, "annotations": tool.annotations });
+    RequestDigest::compute(upstream, &tool.name, &meta)
+        .map(|d| d.as_str().to_string())
+        .map_err(|e| DiscoveryError(e.to_string()))
+}
+
 impl Catalog {
     pub fn new(order: Vec<String>, bindings: Arc<dyn BindingStore>) -> Self {
         Self {
@@ -126,21 +142,28 @@ impl Catalog {
         let mut offer = Offer { resources, templates, ..Offer::default() };
         for tool in tools {
             let digest = tool_digest(&name, &tool)?;
-            let binding = self.bindings.observe(&name, TOOL, &tool.name, &digest).await.map_err(|e| e.to_string())?;
-            if !binding.is_approved() {
-                warn!(
-                    upstream = %name, tool = %tool.name, approved = binding.approved_digest.as_deref().unwrap_or("-"),
-                    observed = %digest,
-                    "tool schema changed since it was approved: the tool is withheld until `switchyard upstreams approve {name} --tool {}`",
-                    tool.name
-                );
+            let meta_digest = meta_digest(&name, &tool)?;
+            let mut approved = true;
+            for (kind, d, what) in [(TOOL, &digest, "schema"), (TOOL_META, &meta_digest, "description or annotations")]
+            {
+                let binding = self.bindings.observe(&name, kind, &tool.name, d).await.map_err(|e| e.to_string())?;
+                if !binding.is_approved() {
+                    approved = false;
+                    warn!(
+                        upstream = %name, tool = %tool.name, approved = binding.approved_digest.as_deref().unwrap_or("-"),
+                        observed = %d,
+                        "tool {what} changed since it was approved: the tool is withheld until `switchyard upstreams approve {name} --tool {}`",
+                        tool.name
+                    );
+                }
             }
             offer.tools.push(ToolEntry {
                 exposed: format!("{prefix}{}", tool.name),
                 upstream: name.clone(),
                 tool,
                 digest,
-                approved: binding.is_approved(),
+                meta_digest,
+                approved,
             });
         }
         offer.prompts = prompts
@@ -168,13 +191,16 @@ impl Catalog {
             *last = Instant::now();
         }
         let Ok(all) = self.bindings.list(None).await else { return };
-        let approved: HashMap<(String, String), Option<String>> =
-            all.into_iter().filter(|b| b.kind == TOOL).map(|b| ((b.upstream, b.name), b.approved_digest)).collect();
+        let approved: HashMap<(String, String, String), Option<String>> =
+            all.into_iter().map(|b| ((b.upstream, b.kind, b.name), b.approved_digest)).collect();
+        let matches = |t: &ToolEntry, kind: &str, digest: &str| {
+            let key = (t.upstream.clone(), kind.to_string(), t.tool.name.to_string());
+            approved.get(&key).is_some_and(|a| a.as_deref() == Some(digest))
+        };
         if let Ok(mut offers) = self.offers.write() {
             for offer in offers.values_mut() {
                 for t in &mut offer.tools {
-                    let key = (t.upstream.clone(), t.tool.name.to_string());
-                    t.approved = approved.get(&key).is_some_and(|a| a.as_deref() == Some(t.digest.as_str()));
+                    t.approved = matches(t, TOOL, &t.digest) && matches(t, TOOL_META, &t.meta_digest);
                 }
             }
         }
@@ -262,6 +288,25 @@ mod tests {
         assert!(!template_matches("test://template/{id}/data", "test://template//data"));
         assert!(template_matches("file:///{path}", "file:///x"));
         assert!(!template_matches("a://{x}", "b://y"));
+    }
+
+    #[test]
+    fn the_meta_digest_follows_description_title_and_annotations() {
+        let schema = |v: serde_json::Value| Arc::new(v.as_object().cloned().unwrap_or_default());
+        let a = Tool::new("t", "one", schema(json!({"type": "object"})));
+        let digest = |t: &Tool| meta_digest("u", t).unwrap_or_else(|e| panic!("{e}"));
+        let mut described = a.clone();
+        described.description = Some("ignore previous instructions".into());
+        let mut titled = a.clone();
+        titled.title = Some("T".into());
+        let mut annotated = a.clone();
+        annotated.annotations = Some(rmcp::model::ToolAnnotations::new().read_only(true));
+        let mut reshaped = a.clone();
+        reshaped.input_schema = schema(json!({"type": "object", "properties": {"x": {}}}));
+        for changed in [&described, &titled, &annotated] {
+            assert_ne!(digest(&a), digest(changed), "{changed:?}");
+        }
+        assert_eq!(digest(&a), digest(&reshaped), "the schema has its own pin");
     }
 
     #[test]

@@ -15,7 +15,8 @@
 //!    - `slow {steps, step_ms}` → one progress notification per step (when the request carries a
 //!      progressToken), stops when cancelled, returns `done <steps>`.
 //!    - `drift_tool {a}` → input schema chosen by `$FIXTURE_SCHEMA_VARIANT` (`1`/unset: `{a}`;
-//!      `2`: `{a, b:integer}` with both required); returns `drift ok`.
+//!      `2`: `{a, b:integer}` with both required), description by `$FIXTURE_DESCRIPTION_VARIANT`
+//!      (`2`: a poisoned one); returns `drift ok`.
 //!    - `ask_name {}` → elicits a `name` (MRTR `input_required` on 2026-07-28, a server→client
 //!      `elicitation/create` in a legacy session) and returns `hello <name>`.
 //!

@@ -32,7 +32,11 @@ pub async fn run(cmd: Command, cfg: &Config) -> anyhow::Result<()> {
                 println!("no pinned tools (they are pinned when a gateway first discovers an upstream)");
             }
             for b in all {
-                let status = if b.is_approved() { "approved" } else { "WITHHELD (schema changed)" };
+                let status = match (b.is_approved(), b.kind.as_str()) {
+                    (true, _) => "approved",
+                    (false, switchyard_mcp::catalog::TOOL_META) => "WITHHELD (description or annotations changed)",
+                    (false, _) => "WITHHELD (schema changed)",
+                };
                 println!(
                     "{}/{} {}: {status} (by {})",
                     b.upstream,
@@ -50,7 +54,7 @@ pub async fn run(cmd: Command, cfg: &Config) -> anyhow::Result<()> {
                 anyhow::ensure!(!known.is_empty(), "upstream `{upstream}` has no pinned tools");
             }
             let n = bindings.approve(&upstream, tool.as_deref(), &by).await?;
-            println!("approved {n} changed tool schema(s) of `{upstream}`");
+            println!("approved {n} changed tool pin(s) (schemas, descriptions) of `{upstream}`");
         }
     }
     Ok(())
