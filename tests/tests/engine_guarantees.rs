@@ -108,6 +108,7 @@ fn call(op: &str, request: Value, key: Option<&str>) -> Submission {
         ingress_key: key.map(|k| IngressKey::new(k).unwrap_or_else(|e| panic!("{e}"))),
         ingress: switchyard_contract::Ingress::Admin,
         context: None,
+        grant: None,
     }
 }
 

@@ -219,3 +219,55 @@ burst = 1
     assert!(over.contains("over quota") && over.contains("retryAfterMs"), "{over}");
     let _ = client.cancel().await;
 }
+
+/// A grant minted with `switchyard grants mint` lets its subject's sensitive call run at once;
+/// a forged one, or the same grant once revoked, changes nothing (the call is held again).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grant_lets_its_subjects_calls_run_until_revoked() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let log = dir.path().join("calls.log");
+    let log_s = log.display().to_string();
+    let config = write_config(dir.path(), &[UpstreamSpec::stdio("fx", &[("FIXTURE_CALL_LOG", &log_s)])], POLICY);
+    let gw = Gateway::start(Options { data_dir: dir.path().to_path_buf(), config: Some(config), ..Options::default() });
+    let mint = [
+        "grants",
+        "mint",
+        "--subject",
+        "anonymous",
+        "--upstream",
+        "fx",
+        "--operation",
+        "count_write",
+        "--ceiling",
+        "sensitive",
+    ];
+    let (ok, out) = gw.cli(&mint);
+    assert!(ok, "{out}");
+    let token = out.lines().next().unwrap_or_default().to_string();
+    let with_grant = |key: &str, grant: &str| {
+        let mut p = call("fx__count_write", json!({"key": key}));
+        let mut meta = rmcp::model::RequestMetaObject::default();
+        meta.0.insert("dev.switchyard/grant".into(), json!(grant));
+        p.meta = Some(meta);
+        p
+    };
+    let client = connect(&format!("{}/mcp", gw.base), true).await;
+    let r = to_json(&client.call_tool(with_grant("g1", &token)).await.unwrap_or_else(|e| panic!("{e}")));
+    assert_eq!(text_of(&r), "wrote g1", "the grant lets it run: {r}");
+    assert_eq!(calls(&log), 1);
+
+    let mut forged = token.clone();
+    forged.push('x');
+    let r = to_json(&client.call_tool(with_grant("g2", &forged)).await.unwrap_or_else(|e| panic!("{e}")));
+    assert_eq!(r["structuredContent"]["state"], "awaiting_approval", "a forged grant changes nothing: {r}");
+
+    let (_, listed) = gw.cli(&["grants", "list"]);
+    let id = listed.lines().nth(1).and_then(|l| l.split_whitespace().next()).unwrap_or_default().to_string();
+    assert!(id.starts_with("grt_") && listed.contains("active"), "{listed}");
+    let (ok, out) = gw.cli(&["grants", "revoke", &id]);
+    assert!(ok, "{out}");
+    let r = to_json(&client.call_tool(with_grant("g3", &token)).await.unwrap_or_else(|e| panic!("{e}")));
+    assert_eq!(r["structuredContent"]["state"], "awaiting_approval", "a revoked grant changes nothing: {r}");
+    assert_eq!(calls(&log), 1, "only the granted call reached the upstream");
+    let _ = client.cancel().await;
+}

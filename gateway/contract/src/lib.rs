@@ -30,7 +30,7 @@ pub use engine::{Engine, EngineConfig, FaultHook, FaultPoint, NoFaults};
 pub use error::{Error, ErrorKind, ErrorSource, FailureCode, FailureRecord, InvalidConfig};
 pub use event::{Event, EventKind};
 pub use id::{ArtifactId, AttemptId, EventId, InvocationId, WorkerId};
-pub use policy::{AllowAll, CallFacts, PolicyPoint, Ruling, Verdict};
+pub use policy::{AllowAll, CallFacts, GrantRecord, GrantStore, PolicyPoint, Ruling, Verdict};
 pub use ports::{
     Admission, Binding, BindingStore, CancelAck, ClientGone, DispatchCall, FIRST_USE, Ingress, InvocationStore,
     Invocations, ListQuery, Page, RESOLVE_CLAIM, SecretVault, Submission, Submitted, Transition, Upstream,

@@ -652,6 +652,7 @@ mod tests {
             ingress_key: key.map(|k| IngressKey::new(k).unwrap_or_else(|e| panic!("{e}"))),
             ingress: Ingress::Admin,
             context: None,
+            grant: None,
         }
     }
 

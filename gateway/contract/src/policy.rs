@@ -4,11 +4,14 @@
 //! (`switchyard-policy`); without one configured every call is allowed ([`AllowAll`]).
 
 use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::Millis;
 use crate::digest::RequestDigest;
+use crate::error::Error;
 use crate::ports::Ingress;
-use crate::principal::{Principal, Target};
+use crate::principal::{Principal, Target, TenantId};
 
 /// What the enforcement point sees of a call about to be admitted.
 #[derive(Debug, Clone, Copy)]
@@ -20,6 +23,8 @@ pub struct CallFacts<'a> {
     pub digest: &'a RequestDigest,
     /// The request as the face submitted it.
     pub request: &'a Value,
+    /// A grant the caller presented, unverified.
+    pub grant: Option<&'a str>,
 }
 
 /// Whether a call may run.
@@ -51,6 +56,32 @@ pub struct Ruling {
 #[async_trait]
 pub trait PolicyPoint: Send + Sync + std::fmt::Debug {
     async fn decide(&self, facts: &CallFacts<'_>) -> Ruling;
+}
+
+/// A grant as minted: who may do what up to which tier, until when; and whether it was revoked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GrantRecord {
+    pub id: String,
+    pub tenant: TenantId,
+    pub subject: String,
+    /// The signed claims, as JSON.
+    pub claims: Value,
+    pub minted_ms: Millis,
+    pub revoked_ms: Option<Millis>,
+    pub revoked_by: Option<String>,
+}
+
+/// Minted grants and their revocations, shared by every replica: a revocation takes effect at
+/// each replica's next decision on that grant.
+#[async_trait]
+pub trait GrantStore: Send + Sync + std::fmt::Debug {
+    /// Records a minted grant.
+    async fn record(&self, id: &str, tenant: &TenantId, subject: &str, claims: &Value) -> Result<(), Error>;
+    /// Revokes grant `id`; `Ok(false)` when it is unknown or already revoked.
+    async fn revoke(&self, id: &str, by: &str) -> Result<bool, Error>;
+    async fn is_revoked(&self, id: &str) -> Result<bool, Error>;
+    /// The grants of `tenant` (or every tenant), newest first.
+    async fn list(&self, tenant: Option<&TenantId>) -> Result<Vec<GrantRecord>, Error>;
 }
 
 /// No policy configured: every call runs.

@@ -34,6 +34,9 @@ pub struct Submission {
     /// stored: an attempt driven after a restart or by another replica has none, and upstreams
     /// must work without it.
     pub context: Option<CallContext>,
+    /// A grant the caller presented (a compact JWS), for the policy enforcement point to
+    /// verify; untrusted until it does, and never stored.
+    pub grant: Option<String>,
 }
 
 /// The entry point a call came through. An upstream that a protocol face serves (its

@@ -202,6 +202,10 @@ pub struct PolicyConfig {
     /// How long a held call waits for approval; then it fails `approval_expired`.
     #[serde(default = "a_day")]
     pub approval_ttl_s: u64,
+    /// The Ed25519 key (PKCS#8, hex) grants are signed and verified with; default
+    /// `<data_dir>/grant-signing-key`, generated once. Replicas share it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grant_key_file: Option<String>,
     /// Hard denies: nothing (no rule, no grant) overrides them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub envelope: Vec<Rule>,
@@ -231,6 +235,7 @@ impl Default for PolicyConfig {
             default_read_tier: Tier::Routine,
             tiers: TierActions::default(),
             approval_ttl_s: a_day(),
+            grant_key_file: None,
             envelope: Vec::new(),
             rules: Vec::new(),
             quotas: Vec::new(),

@@ -7,7 +7,12 @@ use async_trait::async_trait;
 use sha2::{Digest, Sha256};
 use switchyard_contract::{CallFacts, EffectClass, PolicyPoint, Ruling, Verdict};
 
+use std::sync::Arc;
+
+use switchyard_contract::GrantStore;
+
 use crate::config::{PolicyConfig, PolicyError, Rule, TierAction, Unevaluable};
+use crate::grants::{GrantClaims, GrantKey};
 use crate::quota::Buckets;
 use crate::request::{DecisionRequest, Tier};
 
@@ -29,6 +34,8 @@ pub struct Evaluator {
     config: PolicyConfig,
     version: String,
     buckets: Buckets,
+    /// The key grants are verified with, and where revocations are kept.
+    grants: Option<(GrantKey, Arc<dyn GrantStore>)>,
 }
 
 impl Evaluator {
@@ -39,7 +46,30 @@ impl Evaluator {
         let json = serde_json::to_value(&config).map_err(|e| PolicyError(e.to_string()))?;
         let canonical = serde_json_canonicalizer::to_string(&json).map_err(|e| PolicyError(e.to_string()))?;
         let version = hex::encode(Sha256::digest(canonical.as_bytes()))[..16].to_string();
-        Ok(Self { config, version, buckets: Buckets::default() })
+        Ok(Self { config, version, buckets: Buckets::default(), grants: None })
+    }
+
+    /// Accepts grants signed with `key`, unless `store` has them revoked.
+    pub fn with_grants(mut self, key: GrantKey, store: Arc<dyn GrantStore>) -> Self {
+        self.grants = Some((key, store));
+        self
+    }
+
+    /// The claims of a presented grant this gateway accepts, or why it does not: a grant that
+    /// does not verify, has expired, or is revoked (or whose revocation cannot be checked) is
+    /// set aside and the call decided without it.
+    async fn accepted(&self, token: Option<&str>) -> (Option<GrantClaims>, Option<String>) {
+        let Some(token) = token else { return (None, None) };
+        let Some((key, store)) = &self.grants else { return (None, Some("grants are not enabled".into())) };
+        let claims = match key.verify(token) {
+            Ok(c) => c,
+            Err(e) => return (None, Some(format!("grant refused: {e}"))),
+        };
+        match store.is_revoked(&claims.jti).await {
+            Ok(false) => (Some(claims), None),
+            Ok(true) => (None, Some(format!("grant {} is revoked", claims.jti))),
+            Err(e) => (None, Some(format!("grant {} set aside: its revocation cannot be checked ({e})", claims.jti))),
+        }
     }
 
     /// The policy's version (see [`Evaluator::new`]).
@@ -47,8 +77,13 @@ impl Evaluator {
         &self.version
     }
 
-    /// Decides one call.
+    /// Decides one call presented without a grant.
     pub fn evaluate(&self, req: &DecisionRequest) -> Outcome {
+        self.evaluate_with(req, None)
+    }
+
+    /// Decides one call; `grant`: the claims of a grant it presented, already verified.
+    pub fn evaluate_with(&self, req: &DecisionRequest, grant: Option<&GrantClaims>) -> Outcome {
         let outcome = |decision, tier, basis: String| Outcome {
             decision,
             tier,
@@ -80,7 +115,7 @@ impl Evaluator {
             let reason = format!("over quota `{quota}`");
             return outcome(Verdict::Defer { retry_after_ms, reason }, None, quota);
         }
-        // 3. Grants: none are issued yet, so none apply.
+        // 3. (below) A grant that covers the call lets it run up to the grant's ceiling.
         // 4. The most severe tier a matching rule assigns, else the default for the effect.
         let mut chosen: Option<(Tier, String)> = None;
         for (i, rule) in self.config.rules.iter().enumerate().filter(|(_, r)| !r.deny && r.names(req)) {
@@ -100,6 +135,9 @@ impl Evaluator {
             EffectClass::Write => (self.config.default_write_tier, "the default tier of a write".into()),
             EffectClass::ReadOnly => (self.config.default_read_tier, "the default tier of a read".into()),
         });
+        if let Some(g) = grant.filter(|g| g.covers(req) && tier <= g.ceiling) {
+            return outcome(Verdict::Allow, Some(tier), format!("grant {} (ceiling {})", g.jti, g.ceiling.as_str()));
+        }
         let decision = match self.config.tiers.of(tier) {
             TierAction::Allow => Verdict::Allow,
             TierAction::Hold => Verdict::Hold {
@@ -146,9 +184,11 @@ fn suggested(req: &DecisionRequest) -> Option<Tier> {
 #[async_trait]
 impl PolicyPoint for Evaluator {
     async fn decide(&self, facts: &CallFacts<'_>) -> Ruling {
-        let outcome = self.evaluate(&DecisionRequest::from_facts(facts));
+        let (grant, set_aside) = self.accepted(facts.grant).await;
+        let outcome = self.evaluate_with(&DecisionRequest::from_facts(facts), grant.as_ref());
         let tier = outcome.tier.map(|t| format!(", tier {}", t.as_str())).unwrap_or_default();
-        let basis = format!("policy {}: {}{tier}", outcome.policy, outcome.basis);
+        let note = set_aside.map(|n| format!("; {n}")).unwrap_or_default();
+        let basis = format!("policy {}: {}{tier}{note}", outcome.policy, outcome.basis);
         Ruling { verdict: outcome.decision, basis }
     }
 }

@@ -14,6 +14,7 @@
 
 mod config;
 mod evaluate;
+pub mod grants;
 pub mod quota;
 mod request;
 

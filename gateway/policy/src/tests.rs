@@ -3,6 +3,7 @@ use serde_json::{Value, json};
 use switchyard_contract::{EffectClass, Ingress, RequestDigest, TenantId, Verdict};
 
 use crate::config::glob;
+use crate::grants::{GrantClaims, GrantKey};
 use crate::{
     Action, Condition, Context, DecisionRequest, Evaluator, PolicyConfig, Resource, Rule, Subject, Tier, ToolHints,
     Untrusted,
@@ -213,6 +214,55 @@ fn a_denied_call_spends_no_token_and_shares_split_across_replicas() {
     }
 }
 
+fn claims(sub: &str, operation: &str, ceiling: Tier, exp_in_s: i64) -> GrantClaims {
+    let now = switchyard_contract::wall_clock_ms() / 1000;
+    GrantClaims {
+        jti: "grt_test".into(),
+        iss: String::new(),
+        tenant: "red".into(),
+        sub: sub.into(),
+        upstream: "*".into(),
+        operation: operation.into(),
+        ceiling,
+        when: Vec::new(),
+        iat: u64::try_from(now).unwrap_or(0),
+        exp: u64::try_from(now + exp_in_s).unwrap_or(0),
+    }
+}
+
+fn key() -> GrantKey {
+    GrantKey::from_pkcs8(&GrantKey::generate().unwrap_or_else(|e| panic!("{e}"))).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn grants_verify_offline_and_refuse_forgeries_and_expiry() {
+    let (k, other) = (key(), key());
+    let token = k.mint(claims("alice", "pay", Tier::Sensitive, 60)).unwrap_or_else(|e| panic!("{e}"));
+    let back = k.verify(&token).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((back.sub.as_str(), back.iss.as_str(), back.ceiling), ("alice", "switchyard", Tier::Sensitive));
+    assert!(other.verify(&token).is_err(), "another key's grant");
+    let expired = k.mint(claims("alice", "pay", Tier::Sensitive, -5)).unwrap_or_else(|e| panic!("{e}"));
+    assert!(k.verify(&expired).is_err(), "expired");
+    let mut parts: Vec<String> = token.split('.').map(str::to_string).collect();
+    parts[1] = parts[1].chars().rev().collect();
+    assert!(k.verify(&parts.join(".")).is_err(), "tampered");
+}
+
+#[test]
+fn a_grant_lets_a_held_call_run_up_to_its_ceiling_only() {
+    let p = policy("[[rules]]\noperation = \"wire\"\ntier = \"critical\"");
+    let pay = req("bank", "pay", EffectClass::Write, json!({}));
+    assert!(matches!(p.evaluate(&pay).decision, Verdict::Hold { .. }), "sensitive by default");
+    let g = claims("alice", "*", Tier::Sensitive, 60);
+    let out = p.evaluate_with(&pay, Some(&g));
+    assert_eq!(out.decision, Verdict::Allow);
+    assert!(out.basis.starts_with("grant grt_test"), "{}", out.basis);
+    let wire = req("bank", "wire", EffectClass::Write, json!({}));
+    assert!(matches!(p.evaluate_with(&wire, Some(&g)).decision, Verdict::Hold { .. }), "critical is above the ceiling");
+    let bob = claims("bob", "*", Tier::Critical, 60);
+    assert!(matches!(p.evaluate_with(&pay, Some(&bob)).decision, Verdict::Hold { .. }), "another subject's grant");
+}
+
 fn pattern() -> impl Strategy<Value = String> {
     prop_oneof![Just("*".to_string()), Just("a".to_string()), Just("b".to_string()), Just("a*".to_string())]
 }
@@ -305,6 +355,21 @@ proptest! {
         let (plain, with_hints) = (p.evaluate(&c), p.evaluate(&hinted));
         prop_assert_eq!(plain.decision, with_hints.decision);
         prop_assert_eq!(plain.tier, with_hints.tier);
+    }
+
+    /// A grant never lets a call run above its ceiling, and never beats a denial.
+    #[test]
+    fn a_grant_never_raises_a_tier_above_its_ceiling(rules in proptest::collection::vec(any_rule(), 0..6), c in call(), ceiling in tier()) {
+        let p = Evaluator::new(PolicyConfig { rules, ..PolicyConfig::default() }).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let mut g = claims("alice", "*", ceiling, 60);
+        g.tenant = c.subject.tenant.as_str().to_string();
+        let (without, with) = (p.evaluate(&c), p.evaluate_with(&c, Some(&g)));
+        if with.basis.starts_with("grant ") {
+            prop_assert!(with.tier.is_some_and(|t| t <= ceiling), "{:?}", with);
+            prop_assert!(!matches!(without.decision, Verdict::Deny { .. }), "{:?} then {:?}", without, with);
+        } else {
+            prop_assert_eq!(without.decision, with.decision);
+        }
     }
 
     /// The policy version (part of every decision, and of any cache key) is a function of the

@@ -82,7 +82,7 @@ impl App {
             stores.invocations.clone(),
             registry,
             fault_hook()?,
-            policy_point(cfg)?,
+            policy_point(cfg, stores.grants.clone())?,
             cfg.engine_config(worker),
         )?;
         let (admin_token, token_source) = admin_token(cfg)?;
@@ -226,12 +226,40 @@ pub fn mcp_sealer(cfg: &Config) -> anyhow::Result<Sealer> {
     Sealer::from_hex(&key.0).map_err(|e| anyhow::anyhow!("mcp.token_key: {e}"))
 }
 
-/// Creates the data dir and opens (and migrates) the store.
+/// The key grants are signed and verified with: `[policy] grant_key_file`, else
+/// `<data_dir>/grant-signing-key` (generated once; replicas share it).
+pub fn grant_key(
+    cfg: &Config,
+    policy: &switchyard_policy::PolicyConfig,
+) -> anyhow::Result<switchyard_policy::grants::GrantKey> {
+    use switchyard_policy::grants::GrantKey;
+    let path = policy
+        .grant_key_file
+        .as_ref()
+        .map_or_else(|| cfg.server.data_dir.join("grant-signing-key"), std::path::PathBuf::from);
+    let der = match std::fs::read_to_string(&path) {
+        Ok(text) => hex::decode(text.trim()).with_context(|| format!("{} is not hex", path.display()))?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let der = GrantKey::generate()?;
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            write_private(&path, &hex::encode(&der)).with_context(|| format!("cannot write {}", path.display()))?;
+            der
+        }
+        Err(e) => return Err(anyhow::Error::new(e).context(format!("cannot read {}", path.display()))),
+    };
+    Ok(GrantKey::from_pkcs8(&der)?)
+}
+
 /// The policy enforcement point `[policy]` configures, else one that allows every call.
-fn policy_point(cfg: &Config) -> anyhow::Result<Arc<dyn switchyard_contract::PolicyPoint>> {
+fn policy_point(
+    cfg: &Config,
+    grants: Arc<dyn switchyard_contract::GrantStore>,
+) -> anyhow::Result<Arc<dyn switchyard_contract::PolicyPoint>> {
     Ok(match &cfg.policy {
         Some(p) => {
-            let evaluator = switchyard_policy::Evaluator::new(p.clone())?;
+            let evaluator = switchyard_policy::Evaluator::new(p.clone())?.with_grants(grant_key(cfg, p)?, grants);
             tracing::info!(policy = evaluator.version(), "policy enforcement point on");
             Arc::new(evaluator)
         }
@@ -239,6 +267,7 @@ fn policy_point(cfg: &Config) -> anyhow::Result<Arc<dyn switchyard_contract::Pol
     })
 }
 
+/// Creates the data dir and opens (and migrates) the store.
 async fn open_stores(cfg: &Config) -> anyhow::Result<switchyard_store::Stores> {
     std::fs::create_dir_all(&cfg.server.data_dir)
         .with_context(|| format!("cannot create data dir {}", cfg.server.data_dir.display()))?;

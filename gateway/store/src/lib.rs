@@ -12,6 +12,7 @@ pub mod artifacts;
 pub mod bindings;
 pub mod dialect;
 mod error;
+pub mod grants;
 pub mod invocations;
 pub mod invocations_fast;
 mod migrate;
@@ -22,12 +23,15 @@ pub mod tasks;
 
 use std::sync::Arc;
 
-use switchyard_contract::{ArtifactIndex, BindingStore, InvocationStore, PushOutbox, SecretVault, TaskStore};
+use switchyard_contract::{
+    ArtifactIndex, BindingStore, GrantStore, InvocationStore, PushOutbox, SecretVault, TaskStore,
+};
 
 pub use artifacts::SqlArtifacts;
 pub use bindings::SqlBindings;
 pub use dialect::{Dialect, Pg, Pools, Sqlite};
 pub use error::StoreError;
+pub use grants::SqlGrants;
 pub use invocations::{PgStore, SqlInvocations, SqliteStore};
 pub use outbox::SqlOutbox;
 pub use secrets::SqlSecrets;
@@ -65,6 +69,8 @@ pub struct Stores {
     pub tasks: Arc<dyn TaskStore>,
     /// The push deliveries those tasks queue.
     pub outbox: Arc<dyn PushOutbox>,
+    /// The policy enforcement point's minted grants and revocations.
+    pub grants: Arc<dyn GrantStore>,
 }
 
 impl std::fmt::Debug for Stores {
@@ -92,7 +98,8 @@ fn stores<D: Dialect>(pools: Pools<D>) -> Stores {
         bindings: Arc::new(SqlBindings::new(pools.clone())),
         vault: Arc::new(SqlSecrets::new(pools.clone())),
         tasks: Arc::new(SqlTasks::new(pools.clone())),
-        outbox: Arc::new(SqlOutbox::new(pools)),
+        outbox: Arc::new(SqlOutbox::new(pools.clone())),
+        grants: Arc::new(SqlGrants::new(pools)),
     }
 }
 

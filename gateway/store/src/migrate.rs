@@ -27,6 +27,7 @@ pub(crate) const POSTGRES: Files = &[
     (20261130000006, "a2a_tasks", include_str!("../../../migrations/postgres/20261130000006_a2a_tasks.sql")),
     (20261201000007, "unknown_index", include_str!("../../../migrations/postgres/20261201000007_unknown_index.sql")),
     (20261201000008, "held_index", include_str!("../../../migrations/postgres/20261201000008_held_index.sql")),
+    (20261201000009, "grants", include_str!("../../../migrations/postgres/20261201000009_grants.sql")),
 ];
 
 pub(crate) const SQLITE: Files = &[
@@ -42,6 +43,7 @@ pub(crate) const SQLITE: Files = &[
     (20261130000006, "a2a_tasks", include_str!("../../../migrations/sqlite/20261130000006_a2a_tasks.sql")),
     (20261201000007, "unknown_index", include_str!("../../../migrations/sqlite/20261201000007_unknown_index.sql")),
     (20261201000008, "held_index", include_str!("../../../migrations/sqlite/20261201000008_held_index.sql")),
+    (20261201000009, "grants", include_str!("../../../migrations/sqlite/20261201000009_grants.sql")),
 ];
 
 #[derive(Debug, Clone, Copy)]

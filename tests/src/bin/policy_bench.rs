@@ -42,8 +42,14 @@ async fn measure(point: &dyn PolicyPoint, n: usize) -> (f64, f64) {
     let target = Target { upstream: "fx".into(), operation: "echo".into(), effect: EffectClass::Write };
     let request = json!({"tool": "echo", "arguments": {"text": "hi", "amount": 3}});
     let digest = RequestDigest::compute("fx", "echo", &request).unwrap_or_else(|e| panic!("{e}"));
-    let facts =
-        CallFacts { principal: &principal, ingress: Ingress::Mcp, target: &target, digest: &digest, request: &request };
+    let facts = CallFacts {
+        principal: &principal,
+        ingress: Ingress::Mcp,
+        target: &target,
+        digest: &digest,
+        request: &request,
+        grant: None,
+    };
     for _ in 0..n / 10 {
         std::hint::black_box(point.decide(&facts).await);
     }

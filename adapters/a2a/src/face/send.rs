@@ -111,6 +111,7 @@ impl A2aFace {
             ingress_key: key,
             ingress: switchyard_contract::Ingress::A2a,
             context: None,
+            grant: None,
         };
         Ok(Send { scope, task_id, new_task, message_id: message.message_id, history_length, before, submission })
     }

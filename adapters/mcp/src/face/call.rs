@@ -46,6 +46,7 @@ impl Round {
         params: &CallToolRequestParams,
         who: &Principal,
         relay: &Arc<McpRelay>,
+        grant: Option<&str>,
     ) -> Result<Submission, ErrorData> {
         let request = ToolRequest {
             tool: entry.tool.name.to_string(),
@@ -62,6 +63,7 @@ impl Round {
             ingress_key: self.ingress_key()?,
             ingress: switchyard_contract::Ingress::Mcp,
             context: Some(CallContext::new(relay.clone())),
+            grant: grant.map(str::to_string),
         })
     }
 }
@@ -86,8 +88,10 @@ impl McpFace {
         let who = principal(&ctx)?;
         let mut round = self.first_round(&params, &ctx, &who, &name)?;
         let relay = self.relay(&ctx);
+        let grant = params.meta.as_ref().and_then(|m| m.get(GRANT_META)).or_else(|| ctx.meta.get(GRANT_META));
+        let grant = grant.and_then(Value::as_str).map(str::to_string);
         loop {
-            let submission = round.submission(&entry, &params, &who, &relay)?;
+            let submission = round.submission(&entry, &params, &who, &relay, grant.as_deref())?;
             let ct = ctx.ct.clone();
             let gone = Box::pin(async move { ct.cancelled().await });
             let waited = match self.shared.engine.submit_and_wait(submission, wait, gone).await {
@@ -209,6 +213,9 @@ impl McpFace {
         Ok(Round { key, prev: None, up_state: None, responses, n: 1 })
     }
 }
+
+/// Where an MCP client presents a grant for a call: `_meta["dev.switchyard/grant"]`.
+pub const GRANT_META: &str = "dev.switchyard/grant";
 
 /// A call the policy enforcement point refused: nothing was admitted.
 fn denied_result(e: &switchyard_contract::Error) -> CallToolResult {

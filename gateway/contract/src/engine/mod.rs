@@ -197,7 +197,14 @@ impl Engine {
     /// The policy enforcement point's ruling on a submission: `None` runs it, a [`Hold`] admits
     /// it held for approval; a denial or deferral is the caller's error (nothing is admitted).
     async fn rule(&self, s: &Submission, target: &Target, digest: &RequestDigest) -> Result<Option<Hold>, Error> {
-        let facts = CallFacts { principal: &s.principal, ingress: s.ingress, target, digest, request: &s.request };
+        let facts = CallFacts {
+            principal: &s.principal,
+            ingress: s.ingress,
+            target,
+            digest,
+            request: &s.request,
+            grant: s.grant.as_deref(),
+        };
         let ruling = self.inner.policy.decide(&facts).await;
         let (upstream, operation) = (&target.upstream, &target.operation);
         match ruling.verdict {

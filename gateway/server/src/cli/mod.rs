@@ -3,6 +3,7 @@
 mod approvals;
 mod artifacts;
 mod auth;
+mod grants;
 mod invocations;
 mod migrate;
 mod reconcile;
@@ -45,6 +46,9 @@ enum Command {
     /// The calls the policy enforcement point holds for approval.
     #[command(subcommand)]
     Approvals(approvals::Command),
+    /// Grants that let a subject's calls run without approval, up to a tier.
+    #[command(subcommand)]
+    Grants(grants::Command),
     /// Inspect, download and collect stored artifacts.
     #[command(subcommand)]
     Artifacts(artifacts::Command),
@@ -87,6 +91,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Invocations(cmd) => invocations::run(cmd, &cfg).await,
         Command::Reconcile(args) => reconcile::run(args, &cfg).await,
         Command::Approvals(cmd) => approvals::run(cmd, &cfg).await,
+        Command::Grants(cmd) => grants::run(cmd, &cfg).await,
         Command::Artifacts(cmd) => artifacts::run(cmd, &cfg).await,
         Command::Upstreams(cmd) => upstreams::run(cmd, &cfg).await,
         Command::Auth(cmd) => auth::run(cmd, &cfg).await,

@@ -1,0 +1,102 @@
+//! Grants: Ed25519-signed compact JWS (`alg: EdDSA`) that let a subject's calls run up to a tier
+//! without waiting for approval, verified offline by every replica with the shared key, and
+//! revocable in the store (a revocation takes effect at every replica's next decision on that
+//! grant). A grant only ever lowers the bar up to its ceiling: a call above the ceiling, or one
+//! an envelope or deny rule refuses, is decided as if no grant were presented.
+
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use serde::{Deserialize, Serialize};
+
+use crate::config::{Condition, PolicyError, glob};
+use crate::request::{DecisionRequest, Tier};
+
+const ISSUER: &str = "switchyard";
+
+fn any() -> String {
+    "*".into()
+}
+
+/// What a grant allows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GrantClaims {
+    /// The grant's id (for listing and revocation).
+    pub jti: String,
+    pub iss: String,
+    pub tenant: String,
+    /// The subject (principal) it is for.
+    pub sub: String,
+    #[serde(default = "any")]
+    pub upstream: String,
+    #[serde(default = "any")]
+    pub operation: String,
+    /// The highest tier it lets run without approval.
+    pub ceiling: Tier,
+    /// Argument conditions every call under it must meet (they fail closed: then the grant
+    /// does not apply).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub when: Vec<Condition>,
+    pub iat: u64,
+    pub exp: u64,
+}
+
+impl GrantClaims {
+    /// Whether this grant covers the call: its tenant, subject, upstream and operation, and
+    /// every argument condition.
+    pub fn covers(&self, req: &DecisionRequest) -> bool {
+        self.tenant == req.subject.tenant.as_str()
+            && self.sub == req.subject.id
+            && glob(&self.upstream, &req.resource.upstream)
+            && glob(&self.operation, &req.resource.operation)
+            && self.when.iter().all(|c| c.holds(&req.context.request).unwrap_or(false))
+    }
+}
+
+/// The key grants are signed and verified with.
+pub struct GrantKey {
+    encoding: EncodingKey,
+    decoding: DecodingKey,
+}
+
+impl std::fmt::Debug for GrantKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("GrantKey(..)")
+    }
+}
+
+impl GrantKey {
+    /// A new Ed25519 key, PKCS#8 DER.
+    pub fn generate() -> Result<Vec<u8>, PolicyError> {
+        let rng = aws_lc_rs::rand::SystemRandom::new();
+        aws_lc_rs::signature::Ed25519KeyPair::generate_pkcs8(&rng)
+            .map(|d| d.as_ref().to_vec())
+            .map_err(|_| PolicyError("cannot generate an Ed25519 key".into()))
+    }
+
+    pub fn from_pkcs8(der: &[u8]) -> Result<Self, PolicyError> {
+        use aws_lc_rs::signature::KeyPair as _;
+        let pair = aws_lc_rs::signature::Ed25519KeyPair::from_pkcs8(der)
+            .map_err(|e| PolicyError(format!("the grant key is not an Ed25519 PKCS#8 key: {e}")))?;
+        Ok(Self {
+            encoding: EncodingKey::from_ed_der(der),
+            decoding: DecodingKey::from_ed_der(pair.public_key().as_ref()),
+        })
+    }
+
+    /// Signs `claims` (`iss` is set to this gateway's).
+    pub fn mint(&self, mut claims: GrantClaims) -> Result<String, PolicyError> {
+        claims.iss = ISSUER.into();
+        jsonwebtoken::encode(&Header::new(Algorithm::EdDSA), &claims, &self.encoding)
+            .map_err(|e| PolicyError(format!("cannot sign the grant: {e}")))
+    }
+
+    /// The claims of `token` if this key signed it and it has not expired (no leeway).
+    pub fn verify(&self, token: &str) -> Result<GrantClaims, String> {
+        let mut v = Validation::new(Algorithm::EdDSA);
+        v.set_issuer(&[ISSUER]);
+        v.set_required_spec_claims(&["exp", "iss"]);
+        v.validate_aud = false;
+        v.leeway = 0;
+        jsonwebtoken::decode::<GrantClaims>(token, &self.decoding, &v).map(|d| d.claims).map_err(|e| e.to_string())
+    }
+}
