@@ -5,18 +5,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::error::{PolicyError, Unevaluable};
+use crate::pattern::glob;
 use crate::request::{DecisionRequest, Tier};
-
-/// A policy that cannot be used as written.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("policy: {0}")]
-pub struct PolicyError(pub String);
-
-/// A condition that cannot be evaluated on a call (the value is absent or of another type): the
-/// evaluator denies the call (fail closed).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct Unevaluable(pub String);
 
 /// What a tier does when no grant applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -286,29 +277,4 @@ impl PolicyConfig {
         }
         r.when.iter().try_for_each(Condition::check)
     }
-}
-
-/// Whether `text` matches `pattern`, where `*` stands for any run of characters (none
-/// included) and every other character for itself.
-pub(crate) fn glob(pattern: &str, text: &str) -> bool {
-    let (p, t): (Vec<char>, Vec<char>) = (pattern.chars().collect(), text.chars().collect());
-    let (mut pi, mut ti) = (0, 0);
-    // Where the last `*` was, and how much of the text it has taken so far.
-    let mut star: Option<(usize, usize)> = None;
-    while ti < t.len() {
-        if pi < p.len() && p[pi] == '*' {
-            star = Some((pi, ti));
-            pi += 1;
-        } else if pi < p.len() && p[pi] == t[ti] {
-            pi += 1;
-            ti += 1;
-        } else if let Some((sp, st)) = star {
-            pi = sp + 1;
-            ti = st + 1;
-            star = Some((sp, st + 1));
-        } else {
-            return false;
-        }
-    }
-    p[pi..].iter().all(|c| *c == '*')
 }

@@ -11,7 +11,8 @@ use std::sync::Arc;
 
 use switchyard_contract::GrantStore;
 
-use crate::config::{PolicyConfig, PolicyError, Rule, TierAction, Unevaluable};
+use crate::config::{PolicyConfig, Rule, TierAction};
+use crate::error::{PolicyError, Unevaluable};
 use crate::grants::{GrantClaims, GrantKey};
 use crate::quota::Buckets;
 use crate::request::{DecisionRequest, Tier};

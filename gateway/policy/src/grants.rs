@@ -7,7 +7,9 @@
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 
-use crate::config::{Condition, PolicyError, glob};
+use crate::config::Condition;
+use crate::error::PolicyError;
+use crate::pattern::glob;
 use crate::request::{DecisionRequest, Tier};
 
 const ISSUER: &str = "switchyard";

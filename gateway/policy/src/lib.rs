@@ -13,12 +13,15 @@
 //! [`PolicyPoint`]: switchyard_contract::PolicyPoint
 
 mod config;
+mod error;
 mod evaluate;
 pub mod grants;
+mod pattern;
 pub mod quota;
 mod request;
 
-pub use config::{Condition, PolicyConfig, PolicyError, Rule, TierAction, TierActions, Unevaluable};
+pub use config::{Condition, PolicyConfig, Rule, TierAction, TierActions};
+pub use error::{PolicyError, Unevaluable};
 pub use evaluate::{Evaluator, Outcome};
 pub use request::{Action, Context, DecisionRequest, Resource, Subject, Tier, ToolHints, Untrusted};
 pub use switchyard_contract::Verdict;

@@ -13,7 +13,8 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{PolicyError, glob};
+use crate::error::PolicyError;
+use crate::pattern::glob;
 use crate::request::DecisionRequest;
 
 /// What a quota counts calls by.

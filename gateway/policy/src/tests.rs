@@ -2,8 +2,8 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 use switchyard_contract::{EffectClass, Ingress, RequestDigest, TenantId, Verdict};
 
-use crate::config::glob;
 use crate::grants::{GrantClaims, GrantKey};
+use crate::pattern::glob;
 use crate::{
     Action, Condition, Context, DecisionRequest, Evaluator, PolicyConfig, Resource, Rule, Subject, Tier, ToolHints,
     Untrusted,
