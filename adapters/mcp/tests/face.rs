@@ -175,6 +175,14 @@ async fn policy_denials_and_holds_are_tool_results() {
     assert_eq!(r["structuredContent"]["state"], "awaiting_approval", "{answer}");
     let id = r["structuredContent"]["invocation"].as_str().unwrap_or_default();
     assert_eq!(port.admitted().first().map(|i| i.to_string()).as_deref(), Some(id), "names the held invocation");
+
+    // A Tasks client gets a task that stays working, saying why, until the call is decided.
+    let tasks =
+        json!({"io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}});
+    let answer = call(&router, json!({"text": "y"}), tasks).await;
+    assert_eq!(answer["result"]["resultType"], "task", "{answer}");
+    assert_eq!(answer["result"]["status"], "working", "{answer}");
+    assert!(answer["result"]["statusMessage"].as_str().is_some_and(|m| m.contains("approval")), "{answer}");
 }
 
 #[tokio::test]

@@ -108,9 +108,10 @@ impl McpFace {
                 let answer = self.client_gone(ctx.id.clone(), &who, &waited.submitted, round.key.is_some());
                 return Ok(CallToolResponse::Complete(answer));
             }
-            // A task: the call is still running, or the tool always answers with one (unless
-            // this round only asks for input, which stays an MRTR round).
-            if tasks && (!inv.state.is_settled() || support == TaskSupport::Required && !asks_input(&inv)) {
+            // A task: the call is still running or waits for approval, or the tool always
+            // answers with one (unless this round only asks for input, which stays an MRTR round).
+            let open = !inv.state.is_settled() || matches!(inv.state, InvocationState::AwaitingApproval);
+            if tasks && (open || support == TaskSupport::Required && !asks_input(&inv)) {
                 return Ok(CallToolResponse::Task(CreateTaskResult::new(self.task_of(&inv))));
             }
             let asked = match render(&inv)? {
