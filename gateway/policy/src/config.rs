@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{PolicyError, Unevaluable};
-use crate::pattern::glob;
+use crate::pattern::{any, glob, names_resource};
 use crate::request::{DecisionRequest, Tier};
 
 /// What a tier does when no grant applies.
@@ -110,10 +110,6 @@ impl Condition {
     }
 }
 
-fn any() -> String {
-    "*".into()
-}
-
 /// A rule: which calls it is about (glob patterns, `*` = any run of characters), under which
 /// argument conditions (all must hold), and what it says: deny, or a tier.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -161,8 +157,7 @@ impl Rule {
 
     /// Whether the rule's patterns name this call (conditions aside).
     pub fn names(&self, req: &DecisionRequest) -> bool {
-        glob(&self.upstream, &req.resource.upstream)
-            && glob(&self.operation, &req.resource.operation)
+        names_resource(&self.upstream, &self.operation, req)
             && self.subject.as_deref().is_none_or(|p| glob(p, &req.subject.id))
             && self.tenant.as_deref().is_none_or(|p| glob(p, req.subject.tenant.as_str()))
     }

@@ -9,14 +9,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::Condition;
 use crate::error::PolicyError;
-use crate::pattern::glob;
+use crate::pattern::{any, names_resource};
 use crate::request::{DecisionRequest, Tier};
 
 const ISSUER: &str = "switchyard";
-
-fn any() -> String {
-    "*".into()
-}
 
 /// What a grant allows.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -48,8 +44,7 @@ impl GrantClaims {
     pub fn covers(&self, req: &DecisionRequest) -> bool {
         self.tenant == req.subject.tenant.as_str()
             && self.sub == req.subject.id
-            && glob(&self.upstream, &req.resource.upstream)
-            && glob(&self.operation, &req.resource.operation)
+            && names_resource(&self.upstream, &self.operation, req)
             && self.when.iter().all(|c| c.holds(&req.context.request).unwrap_or(false))
     }
 }

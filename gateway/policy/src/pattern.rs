@@ -1,5 +1,17 @@
 //! Glob patterns for upstream, operation, subject and tenant names.
 
+use crate::request::DecisionRequest;
+
+/// The pattern that matches every name (the default of every pattern field).
+pub(crate) fn any() -> String {
+    "*".into()
+}
+
+/// Whether the `upstream` and `operation` patterns name the call's resource.
+pub(crate) fn names_resource(upstream: &str, operation: &str, req: &DecisionRequest) -> bool {
+    glob(upstream, &req.resource.upstream) && glob(operation, &req.resource.operation)
+}
+
 /// Whether `text` matches `pattern`, where `*` stands for any run of characters (none
 /// included) and every other character for itself.
 pub(crate) fn glob(pattern: &str, text: &str) -> bool {

@@ -14,7 +14,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use crate::error::PolicyError;
-use crate::pattern::glob;
+use crate::pattern::{any, glob, names_resource};
 use crate::request::DecisionRequest;
 
 /// What a quota counts calls by.
@@ -25,10 +25,6 @@ pub enum Dimension {
     Subject,
     Upstream,
     Operation,
-}
-
-fn any() -> String {
-    "*".into()
 }
 
 fn per_tenant() -> Vec<Dimension> {
@@ -77,8 +73,7 @@ impl Quota {
     }
 
     fn names(&self, req: &DecisionRequest) -> bool {
-        glob(&self.upstream, &req.resource.upstream)
-            && glob(&self.operation, &req.resource.operation)
+        names_resource(&self.upstream, &self.operation, req)
             && self.tenant.as_deref().is_none_or(|p| glob(p, req.subject.tenant.as_str()))
     }
 

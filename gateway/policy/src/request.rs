@@ -2,6 +2,8 @@
 //! evaluation request: who (subject) wants to do what (action) to which thing (resource), and
 //! what else is known (context).
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use switchyard_contract::{CallFacts, EffectClass, Ingress, RequestDigest, TenantId};
@@ -70,33 +72,34 @@ pub struct ToolHints {
     pub destructive: Option<bool>,
 }
 
-/// Everything else known about the call.
+/// Everything else known about the call. The request and its digest are borrowed from the
+/// call being decided (owned where a caller builds one by hand).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Context {
+pub struct Context<'a> {
     /// The entry point it came through.
     pub ingress: Ingress,
     /// The agent acting for the subject, if one is known, kept apart from the subject.
     pub agent: Option<String>,
     /// The canonical digest of the request (what an approval is bound to).
-    pub digest: RequestDigest,
+    pub digest: Cow<'a, RequestDigest>,
     /// The request as the face submitted it; argument conditions address it by JSON pointer
     /// (MCP: `/arguments/<name>`; A2A: `/message/…`; the admin API: the request itself).
-    pub request: Value,
+    pub request: Cow<'a, Value>,
     pub hints: Untrusted<ToolHints>,
 }
 
 /// One decision's input.
 #[derive(Debug, Clone, PartialEq)]
-pub struct DecisionRequest {
+pub struct DecisionRequest<'a> {
     pub subject: Subject,
     pub action: Action,
     pub resource: Resource,
-    pub context: Context,
+    pub context: Context<'a>,
 }
 
-impl DecisionRequest {
+impl<'a> DecisionRequest<'a> {
     /// The request for a call the engine is about to admit.
-    pub fn from_facts(facts: &CallFacts<'_>) -> Self {
+    pub fn from_facts(facts: &CallFacts<'a>) -> Self {
         let action = match facts.ingress {
             Ingress::Mcp => "tools/call",
             Ingress::A2a => "SendMessage",
@@ -113,8 +116,8 @@ impl DecisionRequest {
             context: Context {
                 ingress: facts.ingress,
                 agent: None,
-                digest: facts.digest.clone(),
-                request: facts.request.clone(),
+                digest: Cow::Borrowed(facts.digest),
+                request: Cow::Borrowed(facts.request),
                 hints: Untrusted::default(),
             },
         }

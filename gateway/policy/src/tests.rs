@@ -9,7 +9,7 @@ use crate::{
     Untrusted,
 };
 
-fn req(upstream: &str, operation: &str, effect: EffectClass, request: Value) -> DecisionRequest {
+fn req(upstream: &str, operation: &str, effect: EffectClass, request: Value) -> DecisionRequest<'static> {
     DecisionRequest {
         subject: Subject { tenant: TenantId::new("red").unwrap_or_else(|e| panic!("{e}")), id: "alice".into() },
         action: Action { name: "tools/call".into() },
@@ -17,8 +17,10 @@ fn req(upstream: &str, operation: &str, effect: EffectClass, request: Value) -> 
         context: Context {
             ingress: Ingress::Mcp,
             agent: None,
-            digest: RequestDigest::compute(upstream, operation, &request).unwrap_or_else(|e| panic!("{e}")),
-            request,
+            digest: std::borrow::Cow::Owned(
+                RequestDigest::compute(upstream, operation, &request).unwrap_or_else(|e| panic!("{e}")),
+            ),
+            request: std::borrow::Cow::Owned(request),
             hints: Untrusted::default(),
         },
     }
@@ -294,7 +296,7 @@ fn any_rule() -> impl Strategy<Value = Rule> {
     })
 }
 
-fn call() -> impl Strategy<Value = DecisionRequest> {
+fn call() -> impl Strategy<Value = DecisionRequest<'static>> {
     (prop_oneof![Just("a"), Just("ab"), Just("b")], prop_oneof![Just("a"), Just("b")], any::<bool>(), 0i64..10)
         .prop_map(|(u, o, write, n)| {
             let effect = if write { EffectClass::Write } else { EffectClass::ReadOnly };
