@@ -172,7 +172,9 @@ impl<D: Dialect> InvocationStore for SqlInvocations<D> {
             .await?
             .ok_or_else(|| Error::not_found(format!("invocation {id} not found")))?;
         let now = row.int(COLUMN_COUNT)?;
-        self.observe_clock(now);
+        if D::FAST_PATHS {
+            self.observe_clock(now); // the held-lease fast path's estimate
+        }
         let mut current = decode_invocation(&row)?;
         let before = current.clone();
         let kinds = f(&mut current, now)?;

@@ -88,8 +88,7 @@ impl McpFace {
         let who = principal(&ctx)?;
         let mut round = self.first_round(&params, &ctx, &who, &name)?;
         let relay = self.relay(&ctx);
-        let grant = params.meta.as_ref().and_then(|m| m.get(GRANT_META)).or_else(|| ctx.meta.get(GRANT_META));
-        let grant = grant.and_then(Value::as_str).map(str::to_string);
+        let grant = request_meta(&params, &ctx, GRANT_META).and_then(Value::as_str).map(str::to_string);
         loop {
             let submission = round.submission(&entry, &params, &who, &relay, grant.as_deref())?;
             let ct = ctx.ct.clone();
@@ -202,7 +201,7 @@ impl McpFace {
                 n: sealed.round + 1,
             });
         }
-        let key = params.meta.as_ref().and_then(|m| m.get(IDEMPOTENCY_KEY)).or_else(|| ctx.meta.get(IDEMPOTENCY_KEY));
+        let key = request_meta(params, ctx, IDEMPOTENCY_KEY);
         let key = match key {
             Some(k) => {
                 let k = k.as_str().ok_or_else(|| invalid(format!("_meta.{IDEMPOTENCY_KEY} must be a string")))?;
@@ -213,6 +212,15 @@ impl McpFace {
         };
         Ok(Round { key, prev: None, up_state: None, responses, n: 1 })
     }
+}
+
+/// The value of `key` in the call's `_meta` (in the params, or where rmcp put it: the context).
+fn request_meta<'a>(
+    params: &'a CallToolRequestParams,
+    ctx: &'a RequestContext<RoleServer>,
+    key: &str,
+) -> Option<&'a Value> {
+    params.meta.as_ref().and_then(|m| m.get(key)).or_else(|| ctx.meta.get(key))
 }
 
 /// Where an MCP client presents a grant for a call: `_meta["dev.switchyard/grant"]`.
