@@ -43,3 +43,31 @@ async fn the_python_sdk_works_through_the_gateway_in_both_eras() {
     }
     assert_eq!(states, vec!["canceled"; 4], "the client's cancellations reached the invocations");
 }
+
+/// The Python SDK sees the policy enforcement point's answers as the tool results they are: a
+/// routine call runs, a refused one is an `isError` result saying "denied" and why, a held
+/// write an `isError` result naming its invocation — which the upstream has not received.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_sdk_sees_policy_denials_and_holds_as_tool_results() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let log = dir.path().join("calls.log");
+    let log_s = log.display().to_string();
+    let policy = "[[policy.envelope]]\nupstream = \"fx\"\noperation = \"ask_name\"\n\
+                  reason = \"the assistant may not ask for names\"\n\
+                  [[policy.rules]]\nupstream = \"fx\"\noperation = \"echo\"\ntier = \"routine\"\n";
+    let config = write_config(dir.path(), &[UpstreamSpec::stdio("fx", &[("FIXTURE_CALL_LOG", &log_s)])], policy);
+    let gw = Gateway::start(Options { data_dir: dir.path().to_path_buf(), config: Some(config), ..Options::default() });
+    let script = python_client_script().with_file_name("mcp_client_policy.py");
+    for mode in ["2026-07-28", "legacy"] {
+        let out = tokio::process::Command::new(python())
+            .arg(&script)
+            .args([&format!("{}/mcp", gw.base), mode, "fx__"])
+            .output()
+            .await
+            .unwrap_or_else(|e| panic!("python: {e}"));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{mode}:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(stdout.lines().filter(|l| l.contains("\"ok\": true")).count(), 4, "{stdout}");
+    }
+    assert_eq!(std::fs::read_to_string(&log).unwrap_or_default().lines().count(), 0, "held writes reached no upstream");
+}

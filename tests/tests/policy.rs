@@ -104,6 +104,16 @@ async fn calls_are_allowed_denied_or_held_for_approval() {
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(own.status().as_u16(), 403, "four eyes");
+    let (status, _) = gw
+        .post("other", &format!("/admin/v1/invocations/{id}/approve"), json!({}))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(status, 404, "another tenant cannot see it, let alone approve it");
+    let (status, _) = gw
+        .post("other", &format!("/admin/v1/invocations/{id}/deny"), json!({}))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(status, 404);
     let (status, approved) = gw
         .post("default", &format!("/admin/v1/invocations/{id}/approve"), json!({}))
         .await
