@@ -369,6 +369,49 @@ async fn a_skewed_local_clock_does_not_judge_a_lease_on_postgres() {
     assert!(evs.iter().all(|e| !matches!(e.kind, EventKind::LateOutcome { .. })), "{evs:?}");
 }
 
+/// A local clock behind the database must not shorten a retry's backoff: the time a retry may
+/// start is counted on the database's clock, like the event that records it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_skewed_local_clock_does_not_shorten_a_backoff_on_postgres() {
+    let url = switchyard_tests::pg::database().await;
+    let pg = switchyard_store::PgStore::connect(&url, &StoreOptions::default()).await.unwrap_or_else(|e| panic!("{e}"));
+    let store: Arc<dyn InvocationStore> = Arc::new(pg.clone());
+    let d = draft("a", None, json!({}), 30_000);
+    let worker = d.worker;
+    let admitted = created(&store, d).await;
+    let fence = admitted.lease.fence;
+    let (dispatching, evs) = store
+        .transition_held(&admitted, Box::new(move |i, now| i.begin_attempt(worker, fence, now, 30_000)))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let EventKind::DispatchStarted { attempt, .. } = evs[0].kind else { panic!("{evs:?}") };
+    pg.skew_estimate_for_tests(-5_000); // the local clock runs five seconds behind
+    let error = switchyard_contract::FailureRecord::new(
+        switchyard_contract::FailureCode::UpstreamUnavailable,
+        "down",
+        true,
+        switchyard_contract::ErrorSource::Upstream,
+    );
+    let (retrying, evs) = store
+        .transition_held(
+            &dispatching,
+            Box::new(move |i, now| {
+                let outcome = switchyard_contract::state::AttemptOutcome::Retry {
+                    error: error.clone(),
+                    retry_at_ms: now + 1_000,
+                };
+                Ok(i.record_outcome(worker, fence, attempt, outcome, now, 30_000))
+            }),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let InvocationState::Retrying { retry_at_ms, .. } = retrying.state else { panic!("{:?}", retrying.state) };
+    let recorded = evs.iter().find(|e| e.kind.name() == "attempt_failed").map(|e| e.at_ms);
+    assert!(recorded.is_some_and(|at| retry_at_ms - at >= 1_000), "retry at {retry_at_ms}, recorded at {recorded:?}");
+    let stored = store.get(None, retrying.id).await.ok().flatten().map(|i| i.state);
+    assert_eq!(stored, Some(retrying.state), "what the caller holds is what the database holds");
+}
+
 /// A database that cannot hand out a connection fails a call fast ("unavailable, nothing
 /// changed") after `acquire_timeout`, instead of stalling it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

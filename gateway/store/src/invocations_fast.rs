@@ -85,14 +85,19 @@ impl<D: Dialect> SqlInvocations<D> {
         };
         let estimate = self.estimate_now();
         // The estimate only chooses the path; it never judges a lease. If it says the lease has
-        // run out (or nearly), or the change it computes is a late outcome, the locked path
-        // decides on the database's clock.
+        // run out (or nearly), the locked path decides on the database's clock.
         if !expected.holds_lease(owner, expected.lease.fence, estimate + FAST_PATH_MARGIN_MS) {
             return Ok(None);
         }
         let mut current = expected.clone();
         let Ok(kinds) = f(&mut current, estimate) else { return Ok(None) };
-        if kinds.iter().any(|k| matches!(k, EventKind::LateOutcome { .. })) {
+        // A late outcome is judged on the database's clock; so is a retry's start time, which
+        // the change computes from `now` and stores (an estimate behind the database would
+        // shorten the backoff). Both are rare; the locked path reads the database's now.
+        if kinds
+            .iter()
+            .any(|k| matches!(k, EventKind::LateOutcome { .. } | EventKind::AttemptFailed { retry_at_ms: Some(_), .. }))
+        {
             return Ok(None);
         }
         if kinds.is_empty() && current == *expected {
