@@ -56,7 +56,7 @@ fn call(tenant: &str, inv: InvocationId, req: &RunRequest) -> DispatchCall {
 #[tokio::test]
 async fn a_run_with_an_inline_push_config_driven_again_finishes_its_task() {
     let (_dir, hub, store) = hub().await;
-    let up = AgentUpstream::new("echo".into(), AgentKind::Echo, hub.clone(), None);
+    let up = AgentUpstream::new("echo".into(), AgentKind::Echo, hub.clone(), None, None);
     let inv = InvocationId::new();
     let req = run("red/", "task-1", true, Some(json!({"url": "https://hooks.example.com/x"})));
     // The first drive created the task (step 0) and stopped there: a crash.
@@ -77,7 +77,7 @@ async fn a_run_with_an_inline_push_config_driven_again_finishes_its_task() {
 #[tokio::test]
 async fn a_run_request_is_checked_against_the_principal_that_submitted_it() {
     let (_dir, hub, store) = hub().await;
-    let up = AgentUpstream::new("echo".into(), AgentKind::Echo, hub.clone(), None);
+    let up = AgentUpstream::new("echo".into(), AgentKind::Echo, hub.clone(), None, None);
     let red = run("red/", "task-red", true, None);
     up.dispatch(&call("red", InvocationId::new(), &red)).await.unwrap_or_else(|e| panic!("{e}"));
     let refused = |r: Result<Value, UpstreamError>| match r {

@@ -38,6 +38,15 @@ pub struct RunRequest {
 pub enum Item {
     Change(Change),
     Sleep(Duration),
+    /// Call the tool the message selects (kind `tools`); its outcome's changes follow.
+    Tool,
+}
+
+/// What separates two batches of a run.
+#[derive(Debug, Clone, Copy)]
+enum Pause {
+    Sleep(Duration),
+    Tool,
 }
 
 /// What an agent does with a message.
@@ -59,6 +68,8 @@ pub enum AgentKind {
     Echo,
     /// An upstream A2A agent (`card_url`), exposed through the gateway.
     Upstream,
+    /// The tools of upstream MCP servers (`upstreams`, `tools`), one skill per tool.
+    Tools,
 }
 
 /// The TCK's required-extension test URI: declared on the tck agent's card.
@@ -146,6 +157,9 @@ impl AgentKind {
         let working = || C(status(Working, None, ctx, task));
         let art = |parts: Vec<Part>| C(artifact(parts, false, true, "artifact-1"));
         let text = message.text().unwrap_or_default().to_string();
+        if self == Self::Tools {
+            return Plan::Task(vec![working(), Item::Tool]);
+        }
         if self != Self::Tck {
             return Plan::Task(vec![working(), done(Some(&format!("echo: {text}")))]);
         }
@@ -208,12 +222,20 @@ pub struct AgentUpstream {
     hub: Hub,
     /// For kind `upstream`: the agent behind the gateway.
     proxy: Option<Arc<crate::proxy::Proxy>>,
+    /// For kind `tools`: the tools it exposes.
+    tools: Option<Arc<crate::tools::ToolsAgent>>,
     running: Mutex<HashMap<InvocationId, CancellationToken>>,
 }
 
 impl AgentUpstream {
-    pub fn new(name: String, kind: AgentKind, hub: Hub, proxy: Option<Arc<crate::proxy::Proxy>>) -> Arc<Self> {
-        Arc::new(Self { name, kind, hub, proxy, running: Mutex::new(HashMap::new()) })
+    pub fn new(
+        name: String,
+        kind: AgentKind,
+        hub: Hub,
+        proxy: Option<Arc<crate::proxy::Proxy>>,
+        tools: Option<Arc<crate::tools::ToolsAgent>>,
+    ) -> Arc<Self> {
+        Arc::new(Self { name, kind, hub, proxy, tools, running: Mutex::new(HashMap::new()) })
     }
 
     /// Checks a run request against the principal that submitted it, before anything is
@@ -266,10 +288,11 @@ impl AgentUpstream {
 
     async fn run(
         &self,
+        call: &DispatchCall,
         req: &RunRequest,
-        run: InvocationId,
         cancel: &CancellationToken,
     ) -> Result<Value, UpstreamError> {
+        let run = call.invocation;
         let fail = |e: crate::error::A2aError| UpstreamError::Unavailable { message: e.message };
         let plan = self.kind.plan(&req.message, &req.context_id, &req.task_id);
         let items = match plan {
@@ -282,10 +305,11 @@ impl AgentUpstream {
         // Consecutive changes commit together (one transaction, one event each); a pause
         // separates batches. Batch k is step k + 1 of this run, so a run driven again after a
         // crash skips the batches already committed.
-        let mut batches: Vec<(Option<std::time::Duration>, Vec<Change>)> = vec![(None, Vec::new())];
+        let mut batches: Vec<(Option<Pause>, Vec<Change>)> = vec![(None, Vec::new())];
         for item in items {
             match item {
-                Item::Sleep(d) => batches.push((Some(d), Vec::new())),
+                Item::Sleep(d) => batches.push((Some(Pause::Sleep(d)), Vec::new())),
+                Item::Tool => batches.push((Some(Pause::Tool), Vec::new())),
                 Item::Change(c) => {
                     if let Some((_, b)) = batches.last_mut() {
                         b.push(c);
@@ -317,12 +341,19 @@ impl AgentUpstream {
             first_batch.insert(0, Change::UserMessage(m));
         }
         let all = std::iter::once((None, first_batch)).chain(batches);
-        for (n, (pause, changes)) in (1u32..).zip(all) {
-            if let Some(d) = pause {
-                tokio::select! {
+        for (n, (pause, mut changes)) in (1u32..).zip(all) {
+            match pause {
+                Some(Pause::Sleep(d)) => tokio::select! {
                     () = tokio::time::sleep(d) => {}
                     () = cancel.cancelled() => return Err(UpstreamError::Canceled),
+                },
+                Some(Pause::Tool) => {
+                    let tools = self.tools.as_ref().ok_or_else(|| UpstreamError::Unavailable {
+                        message: format!("agent `{}` has no tools", self.name),
+                    })?;
+                    changes = tools.call(call, req, cancel).await?;
                 }
+                None => {}
             }
             if cancel.is_cancelled() {
                 return Err(UpstreamError::Canceled);
@@ -358,7 +389,7 @@ impl Upstream for AgentUpstream {
         let token = self.track(run);
         let out = match &self.proxy {
             Some(p) => p.run(&self.hub, &req, run, &token).await,
-            None => self.run(&req, run, &token).await,
+            None => self.run(call, &req, &token).await,
         };
         self.untrack(run);
         out
@@ -373,6 +404,9 @@ impl Upstream for AgentUpstream {
             && !p.take_confirmed(run)
         {
             return CancelAck::Unsupported;
+        }
+        if let Some(tools) = &self.tools {
+            tools.cancel(call).await;
         }
         let token = self.running.lock().ok().and_then(|m| m.get(&run).cloned());
         match token {

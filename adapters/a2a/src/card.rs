@@ -63,6 +63,7 @@ pub fn card_with(
         AgentKind::Tck => ("tck", "The A2A 1.0 TCK test agent: behaves by messageId prefix"),
         AgentKind::Echo => ("echo", "Echoes the text of each message"),
         AgentKind::Upstream => ("proxy", "An internal agent exposed through the gateway; every message is recorded"),
+        AgentKind::Tools => ("tools", "MCP tools exposed as an A2A agent; every tool call is a durable invocation"),
     };
     let mut skills = vec![json!({
         "id": skill,

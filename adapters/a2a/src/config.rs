@@ -92,6 +92,12 @@ pub struct AgentConfig {
     /// Kind `upstream`: how long one upstream read may take (default 60 s).
     #[serde(default)]
     pub timeout_ms: Option<u64>,
+    /// Kind `tools`: the upstream MCP servers whose tools the agent exposes (by name).
+    #[serde(default)]
+    pub upstreams: Vec<String>,
+    /// Kind `tools`: which of their tools (names, or prefixes ending in `*`); empty: all.
+    #[serde(default)]
+    pub tools: Vec<String>,
     /// OAuth scope a caller needs (default `a2a:call`).
     #[serde(default)]
     pub scope: Option<String>,
@@ -130,8 +136,14 @@ impl AgentConfig {
             (AgentKind::Upstream, None) => {
                 Err(format!("a2a agent `{}`: kind upstream needs card_url", self.name).into())
             }
-            (AgentKind::Tck | AgentKind::Echo, Some(_)) => {
+            (AgentKind::Tck | AgentKind::Echo | AgentKind::Tools, Some(_)) => {
                 Err(format!("a2a agent `{}`: card_url is only for kind upstream", self.name).into())
+            }
+            (AgentKind::Tools, None) if self.upstreams.is_empty() => {
+                Err(format!("a2a agent `{}`: kind tools needs upstreams (MCP upstream names)", self.name).into())
+            }
+            (kind, _) if kind != AgentKind::Tools && !(self.upstreams.is_empty() && self.tools.is_empty()) => {
+                Err(format!("a2a agent `{}`: upstreams and tools are only for kind tools", self.name).into())
             }
             _ => Ok(()),
         }

@@ -19,12 +19,13 @@ pub mod origin;
 pub mod proxy;
 pub mod push;
 pub mod sealing;
+pub mod tools;
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
-use switchyard_contract::{ArtifactKeeper, EffectClass, Invocations, PushOutbox, TaskStore, Upstream};
+use switchyard_contract::{ArtifactKeeper, Catalog, EffectClass, Invocations, PushOutbox, TaskStore, Upstream};
 
 pub use config::{A2aConfig, AgentConfig};
 pub use error::{A2aError, Profile};
@@ -50,6 +51,10 @@ pub struct A2aAgents {
     outbox: Arc<dyn PushOutbox>,
     /// The upstream agents, by agent name.
     proxies: Arc<HashMap<String, Arc<proxy::Proxy>>>,
+    /// The `tools` agents, by agent name.
+    tools: Arc<HashMap<String, Arc<tools::ToolsAgent>>>,
+    /// The driving port, set when the face is built (the `tools` agents call through it).
+    engine: Arc<OnceLock<Arc<dyn Invocations>>>,
     signer: Option<Arc<card::CardSigner>>,
 }
 
@@ -61,13 +66,14 @@ impl std::fmt::Debug for A2aAgents {
 
 impl A2aAgents {
     /// `keeper`: where large artifact parts go (the gateway's artifact store); `sealer`: the key
-    /// for webhook credentials at rest.
+    /// for webhook credentials at rest; `catalog`: the upstream tools `tools` agents expose.
     pub fn new(
         config: A2aConfig,
         tasks: Arc<dyn TaskStore>,
         outbox: Arc<dyn PushOutbox>,
         keeper: Option<Arc<dyn ArtifactKeeper>>,
         sealer: sealing::CredentialSealer,
+        catalog: Option<Arc<dyn Catalog>>,
     ) -> Result<Self, switchyard_contract::InvalidConfig> {
         let mut seen = std::collections::HashSet::new();
         for a in &config.agents {
@@ -85,6 +91,15 @@ impl A2aAgents {
                 Some((a.name.clone(), proxy::Proxy::new(url, timeout)))
             })
             .collect();
+        let engine = Arc::new(OnceLock::new());
+        let mut tools = HashMap::new();
+        for a in config.agents.iter().filter(|a| a.kind == agent::AgentKind::Tools) {
+            let Some(catalog) = catalog.clone() else {
+                return Err(format!("a2a agent `{}`: kind tools needs the MCP upstreams' catalog", a.name).into());
+            };
+            let agent = tools::ToolsAgent::new(catalog, a.upstreams.clone(), a.tools.clone(), engine.clone());
+            tools.insert(a.name.clone(), Arc::new(agent));
+        }
         let signer = match &config.card_signing_key_file {
             // A signed card must not carry whatever Host a request named: it needs a fixed URL.
             Some(_) if config.public_url.is_none() => {
@@ -101,12 +116,21 @@ impl A2aAgents {
             None => None,
         };
         let hub = hub::Hub::new(tasks, keeper, config.inline_max_bytes, sealer);
-        Ok(Self { config: Arc::new(config), hub, outbox, proxies: Arc::new(proxies), signer })
+        Ok(Self {
+            config: Arc::new(config),
+            hub,
+            outbox,
+            proxies: Arc::new(proxies),
+            tools: Arc::new(tools),
+            engine,
+            signer,
+        })
     }
 
     /// The agents' engine upstreams, for the registry. A built-in agent's run is replay-safe
     /// (it resumes from its last recorded step), so its `SendMessage` is `read_only`: a run lost
-    /// in a crash is driven again. An upstream agent's is a `write`: never resent blindly.
+    /// in a crash is driven again (a `tools` agent's tool call is keyed by the run, so the run
+    /// driven again attaches to it). An upstream agent's is a `write`: never resent blindly.
     pub fn upstreams(&self) -> Vec<RegisteredAgent> {
         self.config
             .agents
@@ -114,7 +138,9 @@ impl A2aAgents {
             .map(|a| {
                 let proxy = self.proxies.get(&a.name).cloned();
                 let effect = if proxy.is_some() { EffectClass::Write } else { EffectClass::ReadOnly };
-                let up: Arc<dyn Upstream> = agent::AgentUpstream::new(a.name.clone(), a.kind, self.hub.clone(), proxy);
+                let tools = self.tools.get(&a.name).cloned();
+                let up: Arc<dyn Upstream> =
+                    agent::AgentUpstream::new(a.name.clone(), a.kind, self.hub.clone(), proxy, tools);
                 RegisteredAgent {
                     name: a.upstream(),
                     upstream: up,
@@ -127,11 +153,15 @@ impl A2aAgents {
     /// The face, once the engine runs. `security`: the cards' `securitySchemes` and
     /// `securityRequirements`.
     pub fn face(&self, engine: Arc<dyn Invocations>, security: Option<(Value, Value)>) -> face::A2aFace {
+        let _ = self.engine.set(engine.clone());
         let agents: HashMap<_, _> = self
             .config
             .agents
             .iter()
-            .map(|a| (a.name.clone(), Arc::new(face::AgentEntry { config: a.clone() })))
+            .map(|a| {
+                let entry = face::AgentEntry { config: a.clone(), tools: self.tools.get(&a.name).cloned() };
+                (a.name.clone(), Arc::new(entry))
+            })
             .collect();
         face::A2aFace {
             engine,

@@ -17,6 +17,7 @@
 // clients and upstreams speak; the gateway relays them.
 #![allow(deprecated)]
 
+pub mod bridge;
 pub mod catalog;
 pub mod client;
 pub mod config;
@@ -109,6 +110,12 @@ impl McpGateway {
 
     pub fn catalog(&self) -> Arc<Catalog> {
         self.catalog.clone()
+    }
+
+    /// The upstreams' tools for faces of other protocols (the bridge).
+    pub fn bridge(&self) -> Arc<bridge::McpCatalog> {
+        let effects = self.cfg.upstreams.iter().map(|u| (u.name.clone(), u.operations.clone())).collect();
+        Arc::new(bridge::McpCatalog::new(self.catalog.clone(), effects))
     }
 
     /// Discovers every upstream once (in parallel, each bounded by the connect timeout), then

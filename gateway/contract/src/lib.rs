@@ -7,6 +7,7 @@
 //! protocol SDK and no database: stores persist what [`state`] decides.
 
 pub mod artifact;
+pub mod catalog;
 pub mod digest;
 pub mod engine;
 pub mod error;
@@ -25,6 +26,7 @@ pub use artifact::{
     ArtifactError, ArtifactIndex, ArtifactKeeper, ArtifactMeta, ArtifactPage, ArtifactStore, BlobRef, ByteRange,
     ByteStream, ChunkSums, Commit, ContentDigest, Keep, NewArtifact, OpenedBlob, StagedBlob,
 };
+pub use catalog::{Catalog, Content, NeedsInput, Operation, Part};
 pub use digest::RequestDigest;
 pub use engine::{Engine, EngineConfig, FaultHook, FaultPoint, NoFaults};
 pub use error::{Error, ErrorKind, ErrorSource, FailureCode, FailureRecord, InvalidConfig};

@@ -73,6 +73,7 @@ impl App {
                 stores.outbox.clone(),
                 Some(keeper),
                 a2a_sealer(cfg)?,
+                Some(mcp.bridge()),
             )
             .map_err(anyhow::Error::msg)?,
         );

@@ -254,6 +254,13 @@ impl Config {
         self.artifacts.validate().map_err(|e| ConfigError::Invalid(e.0))?;
         let taken = self.upstreams.iter().map(|u| u.name.clone()).collect();
         self.mcp.validate(&taken).map_err(|e| ConfigError::Invalid(e.0))?;
+        // A `tools` agent bridges configured MCP upstreams only.
+        for agent in &self.a2a.agents {
+            agent.validate().map_err(|e| ConfigError::Invalid(e.0))?;
+            if let Some(u) = agent.upstreams.iter().find(|u| !self.mcp.upstreams.iter().any(|m| &m.name == *u)) {
+                return bad(format!("a2a agent `{}`: upstream `{u}` is not an [[mcp.upstreams]] name", agent.name));
+            }
+        }
         if self.mcp.anonymous && !self.server.listen.ip().is_loopback() {
             return bad("mcp.anonymous is only allowed while server.listen is a loopback address".into());
         }
@@ -351,6 +358,19 @@ mod tests {
         assert!(e.is_some_and(|m| m.contains("log.format")));
         let e = Config::load(None, env(&[("SWITCHYARD__ENGINE__NOPE", "1")])).err().map(|e| e.to_string());
         assert!(e.is_some_and(|m| m.contains("nope")));
+    }
+
+    #[test]
+    fn a_tools_agent_names_configured_mcp_upstreams() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("c.toml");
+        let agent = "[[a2a.agents]]\nname = \"t\"\nkind = \"tools\"\nupstreams = [\"nope\"]\n";
+        std::fs::write(&path, agent).unwrap_or_else(|e| panic!("{e}"));
+        let e = Config::load(Some(&path), std::iter::empty()).err().map(|e| e.to_string());
+        assert!(e.as_deref().is_some_and(|m| m.contains("upstream `nope`")), "{e:?}");
+        std::fs::write(&path, "[[a2a.agents]]\nname = \"t\"\nkind = \"tools\"\n").unwrap_or_else(|e| panic!("{e}"));
+        let e = Config::load(Some(&path), std::iter::empty()).err().map(|e| e.to_string());
+        assert!(e.as_deref().is_some_and(|m| m.contains("needs upstreams")), "{e:?}");
     }
 
     #[test]

@@ -103,6 +103,8 @@ pub fn check_version(v: Option<&str>) -> Result<(), A2aError> {
 #[derive(Debug)]
 pub struct AgentEntry {
     pub config: AgentConfig,
+    /// Kind `tools`: the tools it exposes.
+    pub tools: Option<Arc<crate::tools::ToolsAgent>>,
 }
 
 /// The A2A face of the gateway.
@@ -283,6 +285,11 @@ impl A2aFace {
     /// The card of `agent` as served (with the security declaration, signed when configured).
     pub fn card(&self, agent: &AgentConfig, host: Option<&str>, extended: bool) -> Result<Value, A2aError> {
         let mut card = crate::card::card_with(&self.config, agent, host, extended, self.security.as_deref());
+        if let Some(tools) = self.agents.get(&agent.name).and_then(|a| a.tools.as_ref())
+            && let Some(obj) = card.as_object_mut()
+        {
+            obj.insert("skills".into(), Value::Array(tools.card_skills()));
+        }
         if let Some(s) = &self.signer {
             s.sign(&mut card)?;
         }

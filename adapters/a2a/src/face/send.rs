@@ -67,6 +67,9 @@ impl A2aFace {
             return Err(A2aError::invalid_params("message.parts must not be empty"));
         }
         cfg.kind.admit(&message, &who.extensions)?;
+        if let Some(tools) = &agent.tools {
+            tools.check(&who.principal, &message)?;
+        }
         let push = req.configuration.as_ref().and_then(|c| c.task_push_notification_config.clone());
         let history_length = req.configuration.as_ref().and_then(|c| c.history_length);
         check_history(history_length)?;

@@ -1,0 +1,409 @@
+//! `kind = "tools"` agents: the tools of upstream MCP servers (any upstream in the contract's
+//! [`Catalog`]) as one A2A agent. The card lists one skill per exposed tool; a message selects a
+//! skill and carries its arguments; the call is its own invocation (a child of the message's
+//! run, keyed by it, so a run driven again after a crash attaches to the same call instead of
+//! making a second one); its result becomes the task's artifact and final status. The mapping
+//! tables are in this crate's README.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use a2a::{Artifact, Message, Part, PartContent, TaskState};
+use serde_json::{Map, Value, json};
+use switchyard_contract::{
+    Catalog, Content, DispatchCall, FailureCode, IngressKey, Invocation, InvocationId, InvocationState, Invocations,
+    Operation, UpstreamError,
+};
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::{RunRequest, status_saying};
+use crate::error::A2aError;
+use crate::hub::Change;
+
+/// Message metadata naming the skill to run.
+pub const SKILL_METADATA: &str = "dev.switchyard/skill";
+/// Task metadata naming the tool call's invocation (and its state).
+pub const CALL_METADATA: &str = "dev.switchyard/call";
+
+/// How long one wait for the tool call lasts before it is renewed (the run's lease and the
+/// attempt timeout bound the whole).
+const WAIT_SLICE: Duration = Duration::from_secs(30);
+
+/// How long a run waits for its agent's upstreams to be discovered (after a restart).
+const DISCOVERY_WAIT: Duration = Duration::from_secs(15);
+
+/// One exposed tool.
+#[derive(Debug, Clone)]
+pub struct Skill {
+    /// The skill id: the tool's name on a single-upstream agent, else `upstream.tool`.
+    pub id: String,
+    pub operation: Operation,
+}
+
+/// The tools an agent exposes and how a message calls one.
+pub struct ToolsAgent {
+    catalog: Arc<dyn Catalog>,
+    upstreams: Vec<String>,
+    tools: Vec<String>,
+    /// The driving port, once the engine runs (the agent's upstream exists before it).
+    engine: Arc<OnceLock<Arc<dyn Invocations>>>,
+    /// The tool call each run in this process waits for, by run.
+    calls: Mutex<HashMap<InvocationId, InvocationId>>,
+}
+
+impl std::fmt::Debug for ToolsAgent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolsAgent").field("upstreams", &self.upstreams).field("tools", &self.tools).finish()
+    }
+}
+
+/// `pattern` is a name, or a prefix ending in `*`.
+fn matches(pattern: &str, name: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => name.starts_with(prefix),
+        None => pattern == name,
+    }
+}
+
+impl ToolsAgent {
+    pub fn new(
+        catalog: Arc<dyn Catalog>,
+        upstreams: Vec<String>,
+        tools: Vec<String>,
+        engine: Arc<OnceLock<Arc<dyn Invocations>>>,
+    ) -> Self {
+        Self { catalog, upstreams, tools, engine, calls: Mutex::new(HashMap::new()) }
+    }
+
+    /// The skills as of now (tools withheld for a changed definition are absent).
+    pub fn skills(&self) -> Vec<Skill> {
+        let qualify = self.upstreams.len() > 1;
+        self.upstreams
+            .iter()
+            .flat_map(|u| self.catalog.operations(u))
+            .filter(|op| self.tools.is_empty() || self.tools.iter().any(|p| matches(p, &op.name)))
+            .map(|op| Skill {
+                id: if qualify { format!("{}.{}", op.upstream, op.name) } else { op.name.clone() },
+                operation: op,
+            })
+            .collect()
+    }
+
+    /// The card's skills.
+    pub fn card_skills(&self) -> Vec<Value> {
+        self.skills()
+            .iter()
+            .map(|s| {
+                let op = &s.operation;
+                let mut input = vec!["application/json"];
+                if op.sole_string_argument().is_some() {
+                    input.push("text/plain");
+                }
+                json!({
+                    "id": s.id,
+                    "name": op.title.clone().unwrap_or_else(|| op.name.clone()),
+                    "description": op.description.clone().unwrap_or_else(|| format!("Tool `{}` of `{}`", op.name, op.upstream)),
+                    "tags": ["switchyard", "mcp", op.upstream],
+                    "inputModes": input,
+                    "outputModes": ["application/json", "text/plain"],
+                })
+            })
+            .collect()
+    }
+
+    /// The skill a message selects and its arguments, checked against the tool's input schema.
+    /// A message selects a skill by `metadata["dev.switchyard/skill"]` (arguments: its first
+    /// data part, or its text for a tool with one required string argument) or by a data part
+    /// `{"skill": …, "arguments": {…}}`; on an agent with one skill, a data part is its
+    /// arguments and a text part the sole string argument.
+    pub fn select(&self, message: &Message) -> Result<(Skill, Map<String, Value>), A2aError> {
+        let skills = self.skills();
+        let data = message.parts.iter().find_map(|p| match &p.content {
+            PartContent::Data(Value::Object(m)) => Some(m.clone()),
+            _ => None,
+        });
+        let text = message.text().map(str::to_string);
+        let by_metadata =
+            message.metadata.as_ref().and_then(|m| m.get(SKILL_METADATA)).and_then(Value::as_str).map(str::to_string);
+        let by_part = data.as_ref().and_then(|d| d.get("skill")).and_then(Value::as_str).map(str::to_string);
+        let (skill, arguments) = match (by_metadata, by_part) {
+            (Some(id), _) => {
+                let skill = find(&skills, &id)?;
+                let args = match &data {
+                    Some(d) if d.contains_key("skill") => nested_arguments(d)?,
+                    Some(d) => d.clone(),
+                    None => text_arguments(&skill, text.as_deref()).unwrap_or_default(),
+                };
+                (skill, args)
+            }
+            (None, Some(id)) => {
+                let d = data.unwrap_or_default();
+                (find(&skills, &id)?, nested_arguments(&d)?)
+            }
+            (None, None) => match skills.as_slice() {
+                [only] => {
+                    let args = match data {
+                        Some(d) => d,
+                        None => text_arguments(only, text.as_deref()).ok_or_else(|| unselected(&skills))?,
+                    };
+                    (only.clone(), args)
+                }
+                _ => return Err(unselected(&skills)),
+            },
+        };
+        Ok((skill, whole_numbers(arguments)))
+    }
+
+    /// Checks the arguments as the owning face would (the tool is offered and approved, the
+    /// arguments match its schema); nothing is recorded.
+    pub fn check(&self, who: &switchyard_contract::Principal, message: &Message) -> Result<(), A2aError> {
+        let (skill, arguments) = self.select(message)?;
+        self.catalog
+            .prepare(who, &skill.operation.upstream, &skill.operation.name, arguments)
+            .map(|_| ())
+            .map_err(|e| A2aError::invalid_params(e.message.to_string()))
+    }
+
+    /// Runs the tool the message selects as a child invocation of `call` (the message's run)
+    /// and returns the task changes its outcome means.
+    pub async fn call(
+        &self,
+        call: &DispatchCall,
+        req: &RunRequest,
+        cancel: &CancellationToken,
+    ) -> Result<Vec<Change>, UpstreamError> {
+        let (ctx, task) = (req.context_id.as_str(), req.task_id.as_str());
+        let engine = self
+            .engine
+            .get()
+            .ok_or_else(|| UpstreamError::Unavailable { message: "the engine is not running yet".into() })?;
+        let rejected = |message: String| Ok(vec![status_saying(TaskState::Rejected, &message, ctx, task)]);
+        // A run driven again right after a restart may start before the upstreams are
+        // discovered: wait for them a while rather than refuse a message checked on arrival.
+        let discovering = tokio::time::Instant::now() + DISCOVERY_WAIT;
+        while self.skills().is_empty() && tokio::time::Instant::now() < discovering && !cancel.is_cancelled() {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let (skill, arguments) = match self.select(&req.message) {
+            Ok(s) => s,
+            Err(e) => return rejected(e.message),
+        };
+        let op = &skill.operation;
+        let mut submission = match self.catalog.prepare(&call.principal, &op.upstream, &op.name, arguments) {
+            Ok(s) => s,
+            Err(e) => return rejected(e.message.to_string()),
+        };
+        // The run's own invocation keys the call: driven again, the run attaches to it.
+        submission.ingress_key = Some(
+            IngressKey::new(format!("a2a-tool/{}", call.invocation))
+                .map_err(|e| UpstreamError::Unavailable { message: e.message.to_string() })?,
+        );
+        submission.context = call.context.clone();
+        let submitted = match engine.submit(submission).await {
+            Ok(s) => s,
+            Err(e) if e.source == switchyard_contract::ErrorSource::Policy => {
+                return rejected(format!("the policy refused the call: {}", e.message));
+            }
+            Err(e) => return Err(UpstreamError::Unavailable { message: e.message.to_string() }),
+        };
+        let mut child = submitted.invocation;
+        if let Ok(mut m) = self.calls.lock() {
+            m.insert(call.invocation, child.id);
+        }
+        let waited = async {
+            while !child.state.is_settled() || matches!(child.state, InvocationState::AwaitingApproval) {
+                child = engine
+                    .wait(&call.principal.tenant, child.id, WAIT_SLICE)
+                    .await
+                    .map_err(|e| UpstreamError::Unavailable { message: e.message.to_string() })?;
+            }
+            Ok(self.changes(&child, op, ctx, task))
+        };
+        let out = tokio::select! {
+            r = waited => r,
+            () = cancel.cancelled() => Err(UpstreamError::Canceled),
+        };
+        if let Ok(mut m) = self.calls.lock() {
+            m.remove(&call.invocation);
+        }
+        out
+    }
+
+    /// Cancels the tool call of run `call`, if this process runs it: the call's own rule
+    /// applies (a write in flight becomes `unknown`).
+    pub async fn cancel(&self, call: &DispatchCall) {
+        let child = self.calls.lock().ok().and_then(|m| m.get(&call.invocation).copied());
+        if let (Some(child), Some(engine)) = (child, self.engine.get())
+            && let Err(e) = engine.cancel(&call.principal, child).await
+        {
+            tracing::warn!(invocation.id = %child, error = %e, "cannot cancel the tool call of a canceled run");
+        }
+    }
+
+    /// What the tool call's outcome means for the task.
+    fn changes(&self, child: &Invocation, op: &Operation, ctx: &str, task: &str) -> Vec<Change> {
+        let note = |state: &str| Change::Annotate {
+            key: CALL_METADATA.into(),
+            value: json!({"invocation": child.id.to_string(), "upstream": op.upstream, "tool": op.name, "state": state}),
+        };
+        match &child.state {
+            InvocationState::Succeeded { result, .. } => match self.catalog.content(&op.upstream, result) {
+                Ok(content) => outcome(content, op, ctx, task, note("succeeded")),
+                Err(e) => vec![
+                    note("succeeded"),
+                    status_saying(
+                        TaskState::Failed,
+                        &format!("the tool's result cannot be read: {}", e.message),
+                        ctx,
+                        task,
+                    ),
+                ],
+            },
+            InvocationState::Failed { error, .. } => {
+                let state =
+                    if error.code == FailureCode::ApprovalDenied { TaskState::Rejected } else { TaskState::Failed };
+                let text = format!("the tool call failed ({}): {}", error.code, error.message);
+                vec![note("failed"), status_saying(state, &text, ctx, task)]
+            }
+            InvocationState::Unknown { reason, .. } => {
+                let text = format!(
+                    "the outcome of the tool call is unknown ({reason}): it may or may not have taken effect, and it \
+                     is not sent again; an operator reconciles invocation {}",
+                    child.id
+                );
+                vec![note("unknown"), status_saying(TaskState::Failed, &text, ctx, task)]
+            }
+            InvocationState::Canceled { .. } => {
+                vec![note("canceled"), status_saying(TaskState::Canceled, "the tool call was canceled", ctx, task)]
+            }
+            other => {
+                let text = format!("the tool call ended in state {}", other.name().as_str());
+                vec![note(other.name().as_str()), status_saying(TaskState::Failed, &text, ctx, task)]
+            }
+        }
+    }
+}
+
+/// A tool's answer as task changes: its content as one artifact and the final status.
+fn outcome(content: Content, op: &Operation, ctx: &str, task: &str, note: Change) -> Vec<Change> {
+    if let Some(asked) = &content.needs_input {
+        let mut status = status_saying(TaskState::InputRequired, &asked.message, ctx, task);
+        if let (Change::Status(s), Some(schema)) = (&mut status, &asked.schema)
+            && let Some(m) = s.message.as_mut()
+        {
+            m.parts.push(Part::data(json!({"requestedSchema": schema})));
+        }
+        return vec![note, status];
+    }
+    if content.is_error {
+        let text = content.text();
+        let text = if text.is_empty() { "the tool reported an error".to_string() } else { text };
+        return vec![note, status_saying(TaskState::Failed, &text, ctx, task)];
+    }
+    let mut parts = Vec::with_capacity(content.parts.len() + 1);
+    if let Some(s) = &content.structured {
+        parts.push(Part::data(s.clone()));
+    }
+    for p in content.parts {
+        parts.push(match p {
+            switchyard_contract::Part::Text { text } => Part::text(text),
+            switchyard_contract::Part::Data { data } => Part::data(data),
+            switchyard_contract::Part::Bytes { data, media_type, name } => {
+                let mut part = Part::raw(data);
+                part.media_type = media_type;
+                part.filename = name;
+                part
+            }
+            switchyard_contract::Part::Link { uri, media_type, name, .. } => {
+                let mut part = Part::url(uri);
+                part.media_type = media_type;
+                part.filename = name;
+                part
+            }
+        });
+    }
+    let mut changes = vec![note];
+    if !parts.is_empty() {
+        changes.push(Change::Artifact {
+            artifact: Artifact {
+                artifact_id: "result".into(),
+                name: Some(op.name.clone()),
+                description: None,
+                parts,
+                metadata: None,
+                extensions: None,
+            },
+            append: false,
+            last_chunk: true,
+        });
+    }
+    changes.push(Change::Status(a2a::TaskStatus { state: TaskState::Completed, message: None, timestamp: None }));
+    changes
+}
+
+/// Arguments with every whole number as an integer: protobuf's `Struct` (the gRPC binding)
+/// carries all numbers as doubles, and a tool that wants an integer may refuse `20.0`. JSON
+/// does not tell the two apart, so nothing else changes.
+fn whole_numbers(arguments: Map<String, Value>) -> Map<String, Value> {
+    fn fix(v: Value) -> Value {
+        match v {
+            Value::Number(n) if !n.is_i64() && !n.is_u64() => match n.as_f64() {
+                #[allow(clippy::cast_possible_truncation)]
+                Some(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => Value::from(f as i64),
+                _ => Value::Number(n),
+            },
+            Value::Array(a) => Value::Array(a.into_iter().map(fix).collect()),
+            Value::Object(m) => Value::Object(m.into_iter().map(|(k, v)| (k, fix(v))).collect()),
+            other => other,
+        }
+    }
+    arguments.into_iter().map(|(k, v)| (k, fix(v))).collect()
+}
+
+fn find(skills: &[Skill], id: &str) -> Result<Skill, A2aError> {
+    skills.iter().find(|s| s.id == id).cloned().ok_or_else(|| {
+        let mut e = unselected(skills);
+        e.message = format!("no skill `{id}`: {}", e.message);
+        e
+    })
+}
+
+fn nested_arguments(data: &Map<String, Value>) -> Result<Map<String, Value>, A2aError> {
+    match data.get("arguments") {
+        None => Ok(Map::new()),
+        Some(Value::Object(m)) => Ok(m.clone()),
+        Some(_) => Err(A2aError::invalid_params("`arguments` must be an object")),
+    }
+}
+
+/// A text-only message's arguments: the text as the tool's sole required string argument.
+fn text_arguments(skill: &Skill, text: Option<&str>) -> Option<Map<String, Value>> {
+    let name = skill.operation.sole_string_argument()?;
+    let mut m = Map::new();
+    m.insert(name.to_string(), Value::String(text?.to_string()));
+    Some(m)
+}
+
+fn unselected(skills: &[Skill]) -> A2aError {
+    let ids: Vec<&str> = skills.iter().map(|s| s.id.as_str()).collect();
+    A2aError::invalid_params(format!(
+        "select a skill with metadata[\"{SKILL_METADATA}\"] or a data part {{\"skill\": …, \"arguments\": {{…}}}}; \
+         skills: {}",
+        if ids.is_empty() { "(none offered now)".to_string() } else { ids.join(", ") }
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn whole_doubles_become_integers_and_nothing_else_changes() {
+        let args = json!({"steps": 20.0, "ratio": 0.5, "big": 1.0e20, "nested": [{"n": 3.0}], "s": "20.0", "i": 7});
+        let Value::Object(m) = args else { panic!() };
+        let fixed = Value::Object(whole_numbers(m));
+        assert_eq!(fixed, json!({"steps": 20, "ratio": 0.5, "big": 1.0e20, "nested": [{"n": 3}], "s": "20.0", "i": 7}));
+        assert!(fixed["steps"].is_i64());
+    }
+}

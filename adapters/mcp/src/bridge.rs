@@ -1,0 +1,244 @@
+//! The MCP side of the bridge: the contract's [`Catalog`] over the upstream MCP servers, so that
+//! a face of another protocol (the A2A face's `tools` agents) can call their tools. It applies
+//! the MCP face's own checks — the tool is offered and its pins are approved — and one the MCP
+//! face leaves to the upstream: the arguments must match the tool's pinned input schema before
+//! anything is recorded. Results are read from the stored `CallToolResult` (mapping table in
+//! this crate's README).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use base64::Engine as _;
+use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
+use serde_json::{Map, Value};
+use switchyard_contract::{
+    Catalog, Content, EffectClass, Error, Ingress, NeedsInput, Operation, Part, Principal, Submission,
+};
+
+use crate::catalog::{self, ToolEntry};
+use crate::upstream::ToolRequest;
+
+/// The upstream MCP servers' tools, for faces of other protocols.
+#[derive(Debug)]
+pub struct McpCatalog {
+    catalog: Arc<catalog::Catalog>,
+    /// Each upstream's configured effect classes (an unnamed tool is a `write`).
+    effects: HashMap<String, BTreeMap<String, EffectClass>>,
+}
+
+impl McpCatalog {
+    pub(crate) fn new(catalog: Arc<catalog::Catalog>, effects: HashMap<String, BTreeMap<String, EffectClass>>) -> Self {
+        Self { catalog, effects }
+    }
+
+    fn tools(&self, upstream: &str) -> Vec<ToolEntry> {
+        self.catalog.offers(|u| u == upstream).into_iter().flat_map(|o| o.tools).collect()
+    }
+
+    fn effect(&self, upstream: &str, tool: &str) -> EffectClass {
+        self.effects.get(upstream).and_then(|m| m.get(tool)).copied().unwrap_or(EffectClass::Write)
+    }
+}
+
+impl Catalog for McpCatalog {
+    fn operations(&self, upstream: &str) -> Vec<Operation> {
+        self.tools(upstream)
+            .into_iter()
+            .filter(|t| t.approved)
+            .map(|t| Operation {
+                upstream: t.upstream.clone(),
+                name: t.tool.name.to_string(),
+                title: t.tool.title.clone(),
+                description: t.tool.description.as_ref().map(ToString::to_string),
+                input_schema: Value::Object(t.tool.input_schema.as_ref().clone()),
+                output_schema: t.tool.output_schema.as_ref().map(|s| Value::Object(s.as_ref().clone())),
+                effect: self.effect(upstream, &t.tool.name),
+            })
+            .collect()
+    }
+
+    fn prepare(
+        &self,
+        principal: &Principal,
+        upstream: &str,
+        operation: &str,
+        arguments: Map<String, Value>,
+    ) -> Result<Submission, Error> {
+        let entry = self
+            .tools(upstream)
+            .into_iter()
+            .find(|t| t.tool.name == operation)
+            .ok_or_else(|| Error::not_found(format!("upstream `{upstream}` offers no tool `{operation}`")))?;
+        if !entry.approved {
+            return Err(Error::invalid_input(format!(
+                "tool `{operation}` of `{upstream}` is withheld: its definition changed since it was approved; an \
+                 operator must review and run `switchyard upstreams approve {upstream} --tool {operation}`"
+            )));
+        }
+        check_arguments(&entry, &arguments)?;
+        let request = ToolRequest {
+            tool: operation.to_string(),
+            arguments: Some(arguments),
+            input_responses: None,
+            request_state: None,
+            continues: None,
+        };
+        Ok(Submission {
+            principal: principal.clone(),
+            upstream: upstream.to_string(),
+            operation: operation.to_string(),
+            request: serde_json::to_value(&request).map_err(|e| Error::internal(e.to_string()))?,
+            ingress_key: None,
+            // The MCP face's checks were applied here: the call enters as the MCP face's own.
+            ingress: Ingress::Mcp,
+            context: None,
+            grant: None,
+        })
+    }
+
+    fn content(&self, _upstream: &str, result: &Value) -> Result<Content, Error> {
+        content_of(result)
+    }
+}
+
+/// At most this many schema errors are named in a refusal.
+const MAX_REPORTED: usize = 5;
+
+fn check_arguments(entry: &ToolEntry, arguments: &Map<String, Value>) -> Result<(), Error> {
+    let schema = Value::Object(entry.tool.input_schema.as_ref().clone());
+    let validator = jsonschema::validator_for(&schema).map_err(|e| {
+        Error::invalid_input(format!("tool `{}` has an input schema that cannot be used: {e}", entry.tool.name))
+    })?;
+    let instance = Value::Object(arguments.clone());
+    let errors: Vec<String> = validator
+        .iter_errors(&instance)
+        .take(MAX_REPORTED)
+        .map(|e| {
+            let at = e.instance_path().to_string();
+            if at.is_empty() { e.to_string() } else { format!("{at}: {e}") }
+        })
+        .collect();
+    if errors.is_empty() {
+        return Ok(());
+    }
+    Err(Error::invalid_input(format!(
+        "the arguments do not match the input schema of tool `{}`: {}",
+        entry.tool.name,
+        errors.join("; ")
+    )))
+}
+
+/// A stored tools/call result as content: a `CallToolResult`, or an MRTR `input_required`
+/// round (the upstream asks for input first).
+pub fn content_of(result: &Value) -> Result<Content, Error> {
+    if result.get("resultType").and_then(Value::as_str) == Some("input_required") {
+        return Ok(Content { needs_input: Some(needs_input(result)), ..Content::default() });
+    }
+    let r: CallToolResult = serde_json::from_value(result.clone())
+        .map_err(|e| Error::internal(format!("the stored result is not a tool result: {e}")))?;
+    let b64 = |data: &str| {
+        base64::engine::general_purpose::STANDARD
+            .decode(data)
+            .map_err(|e| Error::internal(format!("a tool result's base64 content is malformed: {e}")))
+    };
+    let mut parts = Vec::with_capacity(r.content.len());
+    for block in &r.content {
+        parts.push(match block {
+            ContentBlock::Text(t) => Part::Text { text: t.text.clone() },
+            ContentBlock::Image(i) => {
+                Part::Bytes { data: b64(&i.data)?, media_type: Some(i.mime_type.clone()), name: None }
+            }
+            ContentBlock::Audio(a) => {
+                Part::Bytes { data: b64(&a.data)?, media_type: Some(a.mime_type.clone()), name: None }
+            }
+            ContentBlock::Resource(e) => match &e.resource {
+                ResourceContents::TextResourceContents { uri, mime_type, text, .. } => Part::Bytes {
+                    data: text.clone().into_bytes(),
+                    media_type: mime_type.clone().or_else(|| Some("text/plain".into())),
+                    name: Some(uri.clone()),
+                },
+                ResourceContents::BlobResourceContents { uri, mime_type, blob, .. } => {
+                    Part::Bytes { data: b64(blob)?, media_type: mime_type.clone(), name: Some(uri.clone()) }
+                }
+                other => Part::Data { data: serde_json::to_value(other).map_err(|e| Error::internal(e.to_string()))? },
+            },
+            ContentBlock::ResourceLink(l) => Part::Link {
+                uri: l.uri.clone(),
+                media_type: l.mime_type.clone(),
+                name: Some(l.name.clone()),
+                description: l.description.clone(),
+            },
+            other => Part::Data { data: serde_json::to_value(other).map_err(|e| Error::internal(e.to_string()))? },
+        });
+    }
+    Ok(Content {
+        parts,
+        structured: r.structured_content.filter(|v| !v.is_null()),
+        is_error: r.is_error == Some(true),
+        needs_input: None,
+    })
+}
+
+/// The first elicitation of an `input_required` round: its message and requested schema.
+fn needs_input(result: &Value) -> NeedsInput {
+    let first = result.get("inputRequests").and_then(Value::as_object).and_then(|m| m.values().next());
+    let params = first.and_then(|r| r.get("params"));
+    NeedsInput {
+        message: params
+            .and_then(|p| p.get("message"))
+            .and_then(Value::as_str)
+            .unwrap_or("the tool needs input")
+            .to_string(),
+        schema: params.and_then(|p| p.get("requestedSchema")).cloned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn every_content_block_kind_maps_to_a_neutral_part() {
+        let result = json!({
+            "content": [
+                {"type": "text", "text": "hello"},
+                {"type": "image", "data": "aGkh", "mimeType": "image/png"},
+                {"type": "audio", "data": "AAE=", "mimeType": "audio/wav"},
+                {"type": "resource", "resource": {"uri": "file:///a.txt", "mimeType": "text/plain", "text": "abc"}},
+                {"type": "resource", "resource": {"uri": "file:///b.bin", "blob": "AQID"}},
+                {"type": "resource_link", "uri": "https://x.test/r", "name": "r", "mimeType": "text/csv"},
+            ],
+            "structuredContent": {"n": 1},
+        });
+        let c = content_of(&result).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(c.text(), "hello");
+        assert_eq!(c.structured, Some(json!({"n": 1})));
+        assert!(!c.is_error);
+        assert!(
+            matches!(&c.parts[1], Part::Bytes { data, media_type: Some(m), .. } if data == b"hi!" && m == "image/png")
+        );
+        assert!(matches!(&c.parts[2], Part::Bytes { data, .. } if data == &[0, 1]));
+        assert!(
+            matches!(&c.parts[3], Part::Bytes { data, name: Some(n), .. } if data == b"abc" && n == "file:///a.txt")
+        );
+        assert!(matches!(&c.parts[4], Part::Bytes { data, .. } if data == &[1, 2, 3]));
+        assert!(
+            matches!(&c.parts[5], Part::Link { uri, media_type: Some(m), .. } if uri == "https://x.test/r" && m == "text/csv")
+        );
+    }
+
+    #[test]
+    fn errors_and_input_rounds_are_told_apart() {
+        let failed = content_of(&json!({"content": [{"type": "text", "text": "no"}], "isError": true}));
+        assert!(failed.is_ok_and(|c| c.is_error && c.text() == "no"));
+        let asked = json!({"resultType": "input_required", "inputRequests": {"k": {"method": "elicitation/create",
+            "params": {"message": "Which city?", "requestedSchema": {"type": "object"}}}}, "requestState": "s"});
+        let c = content_of(&asked).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            c.needs_input.map(|n| (n.message, n.schema)),
+            Some(("Which city?".into(), Some(json!({"type": "object"}))))
+        );
+        assert!(content_of(&json!({"content": [{"type": "image", "data": "%%", "mimeType": "image/png"}]})).is_err());
+    }
+}

@@ -1,0 +1,167 @@
+//! The bridge, MCP tools as an A2A agent: the official Python A2A SDK (on JSON-RPC, HTTP+JSON
+//! and gRPC) calls the fixture MCP server's tools through a `tools` agent; each tool call is its
+//! own invocation, keyed by the message's run; and a `kill -9` of the gateway while a write is
+//! at the MCP server neither loses the task nor sends the write a second time.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use switchyard_tests::a2a::{lines, rpc};
+use switchyard_tests::gateway::{Gateway, Options};
+use switchyard_tests::mcp::UpstreamSpec;
+
+fn script() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("python/a2a_bridge_client.py")
+}
+
+async fn py(args: &[&str]) -> std::process::Output {
+    tokio::process::Command::new(switchyard_tests::mcp::python())
+        .arg(script())
+        .args(args)
+        .output()
+        .await
+        .unwrap_or_else(|e| panic!("python: {e}"))
+}
+
+/// One fixture MCP upstream (`fx`, over stdio, logging `count_write` calls to `calls`) and a
+/// `tools` agent exposing some of its tools.
+fn config(dir: &std::path::Path, calls: &std::path::Path) -> std::path::PathBuf {
+    let calls = calls.display().to_string();
+    let mcp =
+        switchyard_tests::mcp::write_config(dir, &[UpstreamSpec::stdio("fx", &[("FIXTURE_CALL_LOG", &calls)])], "");
+    let agents = r#"[[a2a.agents]]
+name = "tools"
+kind = "tools"
+upstreams = ["fx"]
+tools = ["echo", "count_write", "slow", "test_image_content", "test_error_handling", "test_streaming_elicitation"]
+"#;
+    let a2a = switchyard_tests::a2a::write_gateway_config(dir, "anonymous = true", agents);
+    let text = format!(
+        "{}\n{}",
+        std::fs::read_to_string(&mcp).unwrap_or_else(|e| panic!("{e}")),
+        std::fs::read_to_string(&a2a).unwrap_or_else(|e| panic!("{e}"))
+    );
+    std::fs::write(&a2a, text).unwrap_or_else(|e| panic!("{e}"));
+    a2a
+}
+
+/// Waits until the gateway has discovered the upstream (the card lists its tools).
+async fn discovered(gw: &Gateway) {
+    for _ in 0..100 {
+        let card: Value = match gw.http.get(format!("{}/.well-known/agent-card.json", gw.base)).send().await {
+            Ok(r) => r.json().await.unwrap_or(Value::Null),
+            Err(_) => Value::Null,
+        };
+        if card["skills"].as_array().is_some_and(|s| s.iter().any(|s| s["id"] == "echo")) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the fixture's tools never reached the card");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_a2a_sdk_calls_mcp_tools_on_every_binding() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let calls = dir.path().join("calls.log");
+    let opts =
+        Options { data_dir: dir.path().join("d"), config: Some(config(dir.path(), &calls)), ..Options::default() };
+    let gw = Gateway::start(opts);
+    discovered(&gw).await;
+    for binding in ["JSONRPC", "HTTP+JSON", "GRPC"] {
+        let out = py(&["full", &gw.base, binding]).await;
+        let checks = lines(&out);
+        assert!(
+            out.status.success() && checks.iter().all(|c| c["ok"] == true),
+            "{binding}: {checks:#?}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(checks.len(), 16, "{binding}: every check ran: {checks:#?}");
+    }
+
+    // Each tool call is an invocation of its own, keyed by the message's run, and recorded as
+    // an MCP call of the fixture.
+    let all = gw.all("default").await;
+    let runs: Vec<&Value> = all.iter().filter(|i| i["target"]["upstream"] == "a2a-agent-tools").collect();
+    let tool_calls: Vec<&Value> = all.iter().filter(|i| i["target"]["upstream"] == "fx").collect();
+    assert!(!runs.is_empty() && !tool_calls.is_empty(), "{all:#?}");
+    for call in &tool_calls {
+        let key = call["ingress_key"].as_str().unwrap_or_default();
+        let parent = key.strip_prefix("a2a-tool/").unwrap_or_else(|| panic!("keyed by its run: {call}"));
+        assert!(runs.iter().any(|r| r["id"] == parent), "its run exists: {call}");
+    }
+    // A canceled task canceled its tool call (read_only, so stopped at once).
+    let mut slow = Vec::new();
+    for _ in 0..50 {
+        slow = gw.all("default").await.into_iter().filter(|i| i["target"]["operation"] == "slow").collect();
+        if slow.iter().all(|i| i["state"]["state"] == "canceled") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(slow.len(), 3, "{slow:#?}");
+    assert!(slow.iter().all(|i| i["state"]["state"] == "canceled"), "{slow:#?}");
+    // Refused messages recorded nothing: every run made exactly one tool call.
+    assert_eq!(runs.len(), tool_calls.len(), "runs {} / tool calls {}", runs.len(), tool_calls.len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_killed_mid_bridge_sends_the_write_once() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let calls = dir.path().join("calls.log");
+    let opts = Options {
+        data_dir: dir.path().join("d"),
+        config: Some(config(dir.path(), &calls)),
+        store_url: Some(switchyard_tests::pg::database().await),
+        ..Options::default()
+    };
+    let mut gw = Gateway::start(opts.clone());
+    discovered(&gw).await;
+    let key = format!("k-{}", uuid::Uuid::new_v4().simple());
+    let message_id = format!("bridge-kill-{}", uuid::Uuid::new_v4().simple());
+    let started = lines(&py(&["start", &gw.base, "JSONRPC", &message_id, &key, "4000"]).await);
+    let task = started.first().and_then(|l| l["task"].as_str()).unwrap_or_else(|| panic!("{started:?}")).to_string();
+    let received = || std::fs::read_to_string(&calls).unwrap_or_default().lines().filter(|l| *l == key).count();
+    for _ in 0..100 {
+        if received() > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(received(), 1, "the write reached the MCP server");
+    gw.kill9();
+
+    // After the restart the run is driven again; it attaches to its tool call, whose write was
+    // in flight: its outcome is unknown, shown on the task, and never sent again.
+    let gw = Gateway::start(opts);
+    let url = format!("{}/a2a/tools", gw.base);
+    let mut final_task = Value::Null;
+    for _ in 0..150 {
+        let (_, got) = rpc(&gw.http, &url, None, "GetTask", json!({"id": task})).await;
+        let state = got["result"]["status"]["state"].as_str().unwrap_or_default().to_string();
+        if ["TASK_STATE_FAILED", "TASK_STATE_COMPLETED"].contains(&state.as_str()) {
+            final_task = got["result"].clone();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(final_task["status"]["state"], "TASK_STATE_FAILED", "{final_task}");
+    let text = final_task["status"]["message"]["parts"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("unknown") && text.contains("not sent again"), "{final_task}");
+    assert_eq!(final_task["metadata"]["dev.switchyard/call"]["state"], "unknown", "{final_task}");
+
+    // The client retries the same message: the same task, and still one write.
+    let again = lines(&py(&["send", &gw.base, "JSONRPC", &message_id, &key, "4000"]).await);
+    assert_eq!(again.first().map(|l| l["task"]["id"].clone()), Some(json!(task)), "{again:?}");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(received(), 1, "the MCP server received the write exactly once");
+
+    // The chain is consistent: one run, one tool call keyed by it, unknown until reconciled.
+    let all = gw.all("default").await;
+    let runs: Vec<&Value> = all.iter().filter(|i| i["target"]["upstream"] == "a2a-agent-tools").collect();
+    let tool_calls: Vec<&Value> = all.iter().filter(|i| i["target"]["upstream"] == "fx").collect();
+    assert_eq!((runs.len(), tool_calls.len()), (1, 1), "{all:#?}");
+    assert_eq!(tool_calls[0]["ingress_key"], json!(format!("a2a-tool/{}", runs[0]["id"].as_str().unwrap_or_default())));
+    assert_eq!(tool_calls[0]["state"]["state"], "unknown", "{}", tool_calls[0]);
+    assert_eq!(runs[0]["state"]["state"], "succeeded", "{}", runs[0]);
+}
