@@ -138,6 +138,13 @@ async def full(base, binding):
     states = [state_name(e.status_update.status.state) for e in events if kind(e) == "status_update"]
     check("stream: working, the artifact, completed", "artifact_update" in kinds and states[:1] == ["TASK_STATE_WORKING"] and states[-1:] == ["TASK_STATE_COMPLETED"], kinds=kinds, states=states)
 
+    events = await collect(streaming.send_message(SendMessageRequest(message=msg([data_part({"skill": "slow", "arguments": {"steps": 3, "step_ms": 100}})]))))
+    texts = [" ".join(p.text for p in e.status_update.status.message.parts) for e in events if kind(e) == "status_update" and state_name(e.status_update.status.state) == "TASK_STATE_WORKING"]
+    check("progress arrives as WORKING updates", [t for t in texts if "step" in t] == ["step 1/3", "step 2/3", "step 3/3"], texts=texts)
+
+    sampled = await task_of(c, msg([data_part({"skill": "test_sampling", "arguments": {"prompt": "hi"}})]))
+    check("a tool's sampling request is refused, saying why", state_name(sampled.status.state) == "TASK_STATE_FAILED" and "sampling" in status_text(sampled), state=state_name(sampled.status.state), status=status_text(sampled))
+
     slow = await task_of(c, msg([data_part({"skill": "slow", "arguments": {"steps": 20, "step_ms": 500}})]), immediately=True)
     for _ in range(50):
         got = await c.get_task(GetTaskRequest(id=slow.id))

@@ -33,7 +33,7 @@ fn config(dir: &std::path::Path, calls: &std::path::Path) -> std::path::PathBuf 
 name = "tools"
 kind = "tools"
 upstreams = ["fx"]
-tools = ["echo", "count_write", "slow", "test_image_content", "test_error_handling", "test_streaming_elicitation"]
+tools = ["echo", "count_write", "slow", "test_image_content", "test_error_handling", "test_streaming_elicitation", "test_sampling"]
 "#;
     let a2a = switchyard_tests::a2a::write_gateway_config(dir, "anonymous = true", agents);
     let text = format!(
@@ -76,7 +76,7 @@ async fn the_python_a2a_sdk_calls_mcp_tools_on_every_binding() {
             "{binding}: {checks:#?}\n{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        assert_eq!(checks.len(), 16, "{binding}: every check ran: {checks:#?}");
+        assert_eq!(checks.len(), 18, "{binding}: every check ran: {checks:#?}");
     }
 
     // Each tool call is an invocation of its own, keyed by the message's run, and recorded as
@@ -93,7 +93,12 @@ async fn the_python_a2a_sdk_calls_mcp_tools_on_every_binding() {
     // A canceled task canceled its tool call (read_only, so stopped at once).
     let mut slow = Vec::new();
     for _ in 0..50 {
-        slow = gw.all("default").await.into_iter().filter(|i| i["target"]["operation"] == "slow").collect();
+        slow = gw
+            .all("default")
+            .await
+            .into_iter()
+            .filter(|i| i["target"]["operation"] == "slow" && i["request"]["arguments"]["steps"] == 20)
+            .collect();
         if slow.iter().all(|i| i["state"]["state"] == "canceled") {
             break;
         }

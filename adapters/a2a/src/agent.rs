@@ -351,7 +351,7 @@ impl AgentUpstream {
                     let tools = self.tools.as_ref().ok_or_else(|| UpstreamError::Unavailable {
                         message: format!("agent `{}` has no tools", self.name),
                     })?;
-                    changes = tools.call(call, req, cancel).await?;
+                    changes = tools.call(&self.hub, call, req, cancel).await?;
                 }
                 None => {}
             }

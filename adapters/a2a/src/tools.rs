@@ -6,20 +6,21 @@
 //! tables are in this crate's README.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use a2a::{Artifact, Message, Part, PartContent, TaskState};
 use serde_json::{Map, Value, json};
 use switchyard_contract::{
-    Catalog, Content, DispatchCall, FailureCode, IngressKey, Invocation, InvocationId, InvocationState, Invocations,
-    Operation, UpstreamError,
+    CallContext, CallRelay, Catalog, Content, DispatchCall, FailureCode, IngressKey, Interim, Invocation, InvocationId,
+    InvocationState, Invocations, Operation, Question, RelayError, TaskId, TaskScope, UpstreamError,
 };
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{RunRequest, status_saying};
 use crate::error::A2aError;
-use crate::hub::Change;
+use crate::hub::{Change, Hub};
 
 /// Message metadata naming the skill to run.
 pub const SKILL_METADATA: &str = "dev.switchyard/skill";
@@ -169,6 +170,7 @@ impl ToolsAgent {
     /// and returns the task changes its outcome means.
     pub async fn call(
         &self,
+        hub: &Hub,
         call: &DispatchCall,
         req: &RunRequest,
         cancel: &CancellationToken,
@@ -199,7 +201,14 @@ impl ToolsAgent {
             IngressKey::new(format!("a2a-tool/{}", call.invocation))
                 .map_err(|e| UpstreamError::Unavailable { message: e.message.to_string() })?,
         );
-        submission.context = call.context.clone();
+        let relay = TaskRelay {
+            hub: hub.clone(),
+            scope: req.scope.clone(),
+            task: req.task_id.clone(),
+            ctx: req.context_id.to_string(),
+            sent: AtomicU32::new(0),
+        };
+        submission.context = Some(CallContext::new(Arc::new(relay)));
         let submitted = match engine.submit(submission).await {
             Ok(s) => s,
             Err(e) if e.source == switchyard_contract::ErrorSource::Policy => {
@@ -282,6 +291,66 @@ impl ToolsAgent {
                 vec![note(other.name().as_str()), status_saying(TaskState::Failed, &text, ctx, task)]
             }
         }
+    }
+}
+
+/// At most this many progress notifications of one tool call become status updates (each joins
+/// the task's history).
+const MAX_PROGRESS_UPDATES: u32 = 64;
+
+/// Where a tool call's interim traffic goes while a `tools` agent runs it: progress becomes a
+/// `WORKING` status update on the task (streamed, pushed); questions mid-call have no A2A
+/// equivalent (an A2A client answers only between turns) and are refused saying so.
+#[derive(Debug)]
+struct TaskRelay {
+    hub: Hub,
+    scope: TaskScope,
+    task: TaskId,
+    ctx: String,
+    sent: AtomicU32,
+}
+
+#[async_trait::async_trait]
+impl CallRelay for TaskRelay {
+    async fn notify(&self, interim: Interim) -> Result<(), RelayError> {
+        let Interim::Progress(p) = interim else { return Ok(()) };
+        if self.sent.fetch_add(1, Ordering::Relaxed) >= MAX_PROGRESS_UPDATES {
+            return Ok(());
+        }
+        let text = match (&p.message, p.total) {
+            (Some(m), _) => m.clone(),
+            (None, Some(total)) => format!("progress {}/{total}", p.progress),
+            (None, None) => format!("progress {}", p.progress),
+        };
+        let update = status_saying(TaskState::Working, &text, &self.ctx, &self.task);
+        self.hub.apply(&self.scope, &self.task, None, update).await.map(|_| ()).map_err(|e| RelayError {
+            code: -32603,
+            message: e.message,
+            data: None,
+        })
+    }
+
+    async fn ask(&self, question: Question) -> Result<Value, RelayError> {
+        let what = match question {
+            Question::Input(_) => "input from the user mid-call (the tool may ask between turns instead: MRTR)",
+            Question::Sample(_) => "a model completion (MCP sampling)",
+            Question::Roots => "the client's roots",
+        };
+        Err(RelayError {
+            code: -32601,
+            message: format!(
+                "the caller is an A2A client behind a Switchyard `tools` agent, which cannot provide {what}"
+            ),
+            data: None,
+        })
+    }
+
+    fn capabilities(&self) -> Option<Value> {
+        None
+    }
+
+    fn log_level(&self) -> Option<String> {
+        None
     }
 }
 

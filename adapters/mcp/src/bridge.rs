@@ -132,7 +132,7 @@ fn check_arguments(entry: &ToolEntry, arguments: &Map<String, Value>) -> Result<
 /// round (the upstream asks for input first).
 pub fn content_of(result: &Value) -> Result<Content, Error> {
     if result.get("resultType").and_then(Value::as_str) == Some("input_required") {
-        return Ok(Content { needs_input: Some(needs_input(result)), ..Content::default() });
+        return Ok(asked(result));
     }
     let r: CallToolResult = serde_json::from_value(result.clone())
         .map_err(|e| Error::internal(format!("the stored result is not a tool result: {e}")))?;
@@ -179,18 +179,29 @@ pub fn content_of(result: &Value) -> Result<Content, Error> {
     })
 }
 
-/// The first elicitation of an `input_required` round: its message and requested schema.
-fn needs_input(result: &Value) -> NeedsInput {
-    let first = result.get("inputRequests").and_then(Value::as_object).and_then(|m| m.values().next());
-    let params = first.and_then(|r| r.get("params"));
-    NeedsInput {
-        message: params
-            .and_then(|p| p.get("message"))
-            .and_then(Value::as_str)
-            .unwrap_or("the tool needs input")
-            .to_string(),
-        schema: params.and_then(|p| p.get("requestedSchema")).cloned(),
+/// An `input_required` round: an elicitation is a request for input (its message and requested
+/// schema); a request for a model completion (`sampling/createMessage`) or the client's roots
+/// has no counterpart in a caller of another protocol, so the round is a tool error saying so.
+fn asked(result: &Value) -> Content {
+    let requests: Vec<&Value> =
+        result.get("inputRequests").and_then(Value::as_object).map(|m| m.values().collect()).unwrap_or_default();
+    let method = |r: &Value| r.get("method").and_then(Value::as_str).unwrap_or_default().to_string();
+    if let Some(other) = requests.iter().map(|r| method(r)).find(|m| m != "elicitation/create") {
+        let what = match other.as_str() {
+            "sampling/createMessage" => "a model completion (MCP sampling)",
+            "roots/list" => "its roots (MCP roots)",
+            _ => "something",
+        };
+        let text = format!(
+            "the tool asks its caller for {what} (`{other}`), which a caller of another protocol cannot provide \
+             through the bridge"
+        );
+        return Content { parts: vec![Part::Text { text }], is_error: true, ..Content::default() };
     }
+    let params = requests.first().and_then(|r| r.get("params"));
+    let message = params.and_then(|p| p.get("message")).and_then(Value::as_str).unwrap_or("the tool needs input");
+    let schema = params.and_then(|p| p.get("requestedSchema")).cloned();
+    Content { needs_input: Some(NeedsInput { message: message.to_string(), schema }), ..Content::default() }
 }
 
 #[cfg(test)]
@@ -240,5 +251,9 @@ mod tests {
             Some(("Which city?".into(), Some(json!({"type": "object"}))))
         );
         assert!(content_of(&json!({"content": [{"type": "image", "data": "%%", "mimeType": "image/png"}]})).is_err());
+        let sample = json!({"resultType": "input_required", "inputRequests": {"s": {"method": "sampling/createMessage",
+            "params": {"messages": [], "maxTokens": 5}}}, "requestState": "s"});
+        let c = content_of(&sample).unwrap_or_else(|e| panic!("{e}"));
+        assert!(c.is_error && c.needs_input.is_none() && c.text().contains("MCP sampling"), "{c:?}");
     }
 }
