@@ -129,6 +129,18 @@ async def full(base, binding):
     asked = await task_of(c, msg([data_part({"skill": "test_streaming_elicitation"})]))
     check("a tool's input round is INPUT_REQUIRED with the question", state_name(asked.status.state) == "TASK_STATE_INPUT_REQUIRED" and status_text(asked), state=state_name(asked.status.state), status=status_text(asked))
 
+    def follow_up(task, parts):
+        m = msg(parts)
+        m.task_id, m.context_id = task.id, task.context_id
+        return m
+
+    await refused("an answer that breaks the requested schema is refused", c.send_message(SendMessageRequest(message=follow_up(asked, [data_part({"value": 5})]))).__anext__(), ["schema"])
+    answered = await task_of(c, follow_up(asked, [data_part({"value": "blue"})]))
+    check("the follow-up answers the tool's question on the same task", answered.id == asked.id and state_name(answered.status.state) == "TASK_STATE_COMPLETED" and any(p.get("text") == "Received value: blue" for p in parts_of(answered)), state=state_name(answered.status.state), parts=parts_of(answered), status=status_text(answered))
+    asked2 = await task_of(c, msg([data_part({"skill": "test_streaming_elicitation"})]))
+    by_text = await task_of(c, follow_up(asked2, [Part(text="green")]))
+    check("a text answer fills a one-property schema", any(p.get("text") == "Received value: green" for p in parts_of(by_text)), parts=parts_of(by_text), status=status_text(by_text))
+
     await refused("an unknown skill is refused, naming the skills", c.send_message(SendMessageRequest(message=msg([data_part({"skill": "nope"})]))).__anext__(), ["nope", "echo"])
     await refused("arguments that break the schema are refused", c.send_message(SendMessageRequest(message=msg([data_part({"text": 5})], skill="echo"))).__anext__(), ["schema", "echo"])
 

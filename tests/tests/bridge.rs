@@ -76,7 +76,7 @@ async fn the_python_a2a_sdk_calls_mcp_tools_on_every_binding() {
             "{binding}: {checks:#?}\n{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        assert_eq!(checks.len(), 18, "{binding}: every check ran: {checks:#?}");
+        assert_eq!(checks.len(), 21, "{binding}: every check ran: {checks:#?}");
     }
 
     // Each tool call is an invocation of its own, keyed by the message's run, and recorded as
@@ -106,8 +106,15 @@ async fn the_python_a2a_sdk_calls_mcp_tools_on_every_binding() {
     }
     assert_eq!(slow.len(), 3, "{slow:#?}");
     assert!(slow.iter().all(|i| i["state"]["state"] == "canceled"), "{slow:#?}");
-    // Refused messages recorded nothing: every run made exactly one tool call.
+    // Refused messages recorded nothing: every run made exactly one tool call. A follow-up's
+    // call continues the round it answers.
     assert_eq!(runs.len(), tool_calls.len(), "runs {} / tool calls {}", runs.len(), tool_calls.len());
+    let rounds: Vec<&&Value> = tool_calls.iter().filter(|i| i["request"]["continues"].is_string()).collect();
+    assert_eq!(rounds.len(), 6, "two answered rounds per binding: {rounds:#?}");
+    for r in rounds {
+        let previous = tool_calls.iter().find(|i| i["id"] == r["request"]["continues"]);
+        assert!(previous.is_some_and(|p| p["state"]["result"]["resultType"] == "input_required"), "{r}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

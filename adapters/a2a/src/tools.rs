@@ -14,7 +14,7 @@ use a2a::{Artifact, Message, Part, PartContent, TaskState};
 use serde_json::{Map, Value, json};
 use switchyard_contract::{
     CallContext, CallRelay, Catalog, Content, DispatchCall, FailureCode, IngressKey, Interim, Invocation, InvocationId,
-    InvocationState, Invocations, Operation, Question, RelayError, TaskId, TaskScope, UpstreamError,
+    InvocationState, Invocations, Operation, Question, RelayError, Submission, TaskId, TaskScope, UpstreamError,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -156,14 +156,77 @@ impl ToolsAgent {
         Ok((skill, whole_numbers(arguments)))
     }
 
-    /// Checks the arguments as the owning face would (the tool is offered and approved, the
-    /// arguments match its schema); nothing is recorded.
-    pub fn check(&self, who: &switchyard_contract::Principal, message: &Message) -> Result<(), A2aError> {
+    /// Checks a message before anything is recorded, as the owning face would: a first message
+    /// selects a tool that is offered and approved with arguments that match its schema; a
+    /// follow-up (`task`: the task before it) answers the tool's question with a value that
+    /// matches the requested schema.
+    pub async fn check(
+        &self,
+        who: &switchyard_contract::Principal,
+        message: &Message,
+        task: Option<&a2a::Task>,
+    ) -> Result<(), A2aError> {
+        match task {
+            None => self.first_round(who, message).map(|_| ()),
+            Some(t) => {
+                let call = t.metadata.as_ref().and_then(|m| m.get(CALL_METADATA));
+                self.next_round(who, message, call).await.map(|_| ())
+            }
+        }
+    }
+
+    /// A first message's tool call.
+    fn first_round(
+        &self,
+        who: &switchyard_contract::Principal,
+        message: &Message,
+    ) -> Result<(Operation, Submission), A2aError> {
         let (skill, arguments) = self.select(message)?;
-        self.catalog
-            .prepare(who, &skill.operation.upstream, &skill.operation.name, arguments)
-            .map(|_| ())
-            .map_err(|e| A2aError::invalid_params(e.message.to_string()))
+        let op = skill.operation;
+        let submission = self
+            .catalog
+            .prepare(who, &op.upstream, &op.name, arguments)
+            .map_err(|e| A2aError::invalid_params(e.message.to_string()))?;
+        Ok((op, submission))
+    }
+
+    /// A follow-up's tool call: the next round of the call the task's metadata names (`call`),
+    /// which asked for input, with the message as the answer (a data part; or a text part when
+    /// the requested schema has one property).
+    async fn next_round(
+        &self,
+        who: &switchyard_contract::Principal,
+        message: &Message,
+        call: Option<&Value>,
+    ) -> Result<(Operation, Submission), A2aError> {
+        let not_asked = || A2aError::invalid_params("this task's tool call did not ask for input");
+        let engine = self.engine.get().ok_or_else(|| A2aError::internal("the engine is not running yet"))?;
+        let id: InvocationId = call
+            .and_then(|c| c.get("invocation"))
+            .and_then(Value::as_str)
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(not_asked)?;
+        let previous = engine.get(&who.tenant, id).await.map_err(A2aError::from)?;
+        let InvocationState::Succeeded { result, .. } = &previous.state else { return Err(not_asked()) };
+        let content = self
+            .catalog
+            .content(&previous.target.upstream, result)
+            .map_err(|e| A2aError::internal(e.message.to_string()))?;
+        let asked = content.needs_input.ok_or_else(not_asked)?;
+        let answer = answer_of(message, asked.schema.as_ref())?;
+        let submission = self
+            .catalog
+            .prepare_answer(who, &previous, answer)
+            .map_err(|e| A2aError::invalid_params(e.message.to_string()))?;
+        let op = self
+            .catalog
+            .operations(&previous.target.upstream)
+            .into_iter()
+            .find(|o| o.name == previous.target.operation)
+            .ok_or_else(|| {
+                A2aError::invalid_params(format!("tool `{}` is no longer offered", previous.target.operation))
+            })?;
+        Ok((op, submission))
     }
 
     /// Runs the tool the message selects as a child invocation of `call` (the message's run)
@@ -187,15 +250,21 @@ impl ToolsAgent {
         while self.skills().is_empty() && tokio::time::Instant::now() < discovering && !cancel.is_cancelled() {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        let (skill, arguments) = match self.select(&req.message) {
-            Ok(s) => s,
+        let round = if req.new_task {
+            self.first_round(&call.principal, &req.message)
+        } else {
+            let rec = hub
+                .get(&req.scope, &req.task_id)
+                .await
+                .map_err(|e| UpstreamError::Unavailable { message: e.message })?;
+            let meta = rec.as_ref().and_then(|r| r.body.get("metadata")).and_then(|m| m.get(CALL_METADATA));
+            self.next_round(&call.principal, &req.message, meta).await
+        };
+        let (op, mut submission) = match round {
+            Ok(r) => r,
             Err(e) => return rejected(e.message),
         };
-        let op = &skill.operation;
-        let mut submission = match self.catalog.prepare(&call.principal, &op.upstream, &op.name, arguments) {
-            Ok(s) => s,
-            Err(e) => return rejected(e.message.to_string()),
-        };
+        let op = &op;
         // The run's own invocation keys the call: driven again, the run attaches to it.
         submission.ingress_key = Some(
             IngressKey::new(format!("a2a-tool/{}", call.invocation))
@@ -428,6 +497,29 @@ fn whole_numbers(arguments: Map<String, Value>) -> Map<String, Value> {
         }
     }
     arguments.into_iter().map(|(k, v)| (k, fix(v))).collect()
+}
+
+/// A follow-up message as the answer to a request for input: its first data part, or its text
+/// as the one property of the requested schema.
+fn answer_of(message: &Message, schema: Option<&Value>) -> Result<Map<String, Value>, A2aError> {
+    if let Some(m) = message.parts.iter().find_map(|p| match &p.content {
+        PartContent::Data(Value::Object(m)) => Some(m.clone()),
+        _ => None,
+    }) {
+        return Ok(whole_numbers(m));
+    }
+    let props = schema.and_then(|s| s.get("properties")).and_then(Value::as_object);
+    match (props.map(|p| p.keys().collect::<Vec<_>>()).as_deref(), message.text()) {
+        (Some([only]), Some(text)) => {
+            let mut m = Map::new();
+            m.insert((*only).clone(), Value::String(text.to_string()));
+            Ok(m)
+        }
+        _ => Err(A2aError::invalid_params(
+            "answer the tool's question with a data part matching the requested schema (a text part answers a \
+             schema with one property)",
+        )),
+    }
 }
 
 fn find(skills: &[Skill], id: &str) -> Result<Skill, A2aError> {

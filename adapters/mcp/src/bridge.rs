@@ -12,7 +12,8 @@ use base64::Engine as _;
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 use serde_json::{Map, Value};
 use switchyard_contract::{
-    Catalog, Content, EffectClass, Error, Ingress, NeedsInput, Operation, Part, Principal, Submission,
+    Catalog, Content, EffectClass, Error, Ingress, Invocation, InvocationState, NeedsInput, Operation, Part, Principal,
+    Submission,
 };
 
 use crate::catalog::{self, ToolEntry};
@@ -75,7 +76,8 @@ impl Catalog for McpCatalog {
                  operator must review and run `switchyard upstreams approve {upstream} --tool {operation}`"
             )));
         }
-        check_arguments(&entry, &arguments)?;
+        let schema = Value::Object(entry.tool.input_schema.as_ref().clone());
+        check(&schema, &arguments, &format!("the input schema of tool `{operation}`"))?;
         let request = ToolRequest {
             tool: operation.to_string(),
             arguments: Some(arguments),
@@ -83,17 +85,46 @@ impl Catalog for McpCatalog {
             request_state: None,
             continues: None,
         };
-        Ok(Submission {
-            principal: principal.clone(),
-            upstream: upstream.to_string(),
-            operation: operation.to_string(),
-            request: serde_json::to_value(&request).map_err(|e| Error::internal(e.to_string()))?,
-            ingress_key: None,
-            // The MCP face's checks were applied here: the call enters as the MCP face's own.
-            ingress: Ingress::Mcp,
-            context: None,
-            grant: None,
-        })
+        submission(principal, upstream, &request)
+    }
+
+    /// The next MRTR round: the previous round's tool and arguments, its `requestState` passed
+    /// back verbatim, and the answer as an accepted elicitation under the round's request key.
+    fn prepare_answer(
+        &self,
+        principal: &Principal,
+        previous: &Invocation,
+        answer: Map<String, Value>,
+    ) -> Result<Submission, Error> {
+        let InvocationState::Succeeded { result, .. } = &previous.state else {
+            return Err(Error::conflict("the call did not ask for input"));
+        };
+        let keys: Vec<(&String, &Value)> = result
+            .get("inputRequests")
+            .and_then(Value::as_object)
+            .map(|m| m.iter().collect())
+            .filter(|k: &Vec<_>| {
+                result.get("resultType").and_then(Value::as_str) == Some("input_required") && !k.is_empty()
+            })
+            .ok_or_else(|| Error::conflict("the call did not ask for input"))?;
+        let [(key, asked)] = keys.as_slice() else {
+            return Err(Error::invalid_input("the tool asked several questions at once; the bridge answers one"));
+        };
+        if let Some(schema) = asked.get("params").and_then(|p| p.get("requestedSchema")) {
+            check(schema, &answer, "the requested schema")?;
+        }
+        let prev: ToolRequest = serde_json::from_value(previous.request.clone())
+            .map_err(|e| Error::internal(format!("the previous round is not a tool call: {e}")))?;
+        let mut responses = rmcp::model::InputResponses::new();
+        responses.insert((*key).clone(), serde_json::json!({"action": "accept", "content": answer}));
+        let request = ToolRequest {
+            tool: prev.tool,
+            arguments: prev.arguments,
+            input_responses: Some(responses),
+            request_state: result.get("requestState").and_then(Value::as_str).map(str::to_string),
+            continues: Some(previous.id.to_string()),
+        };
+        submission(principal, &previous.target.upstream, &request)
     }
 
     fn content(&self, _upstream: &str, result: &Value) -> Result<Content, Error> {
@@ -104,12 +135,25 @@ impl Catalog for McpCatalog {
 /// At most this many schema errors are named in a refusal.
 const MAX_REPORTED: usize = 5;
 
-fn check_arguments(entry: &ToolEntry, arguments: &Map<String, Value>) -> Result<(), Error> {
-    let schema = Value::Object(entry.tool.input_schema.as_ref().clone());
-    let validator = jsonschema::validator_for(&schema).map_err(|e| {
-        Error::invalid_input(format!("tool `{}` has an input schema that cannot be used: {e}", entry.tool.name))
-    })?;
-    let instance = Value::Object(arguments.clone());
+fn submission(principal: &Principal, upstream: &str, request: &ToolRequest) -> Result<Submission, Error> {
+    Ok(Submission {
+        principal: principal.clone(),
+        upstream: upstream.to_string(),
+        operation: request.tool.clone(),
+        request: serde_json::to_value(request).map_err(|e| Error::internal(e.to_string()))?,
+        ingress_key: None,
+        // The MCP face's checks were applied here: the call enters as the MCP face's own.
+        ingress: Ingress::Mcp,
+        context: None,
+        grant: None,
+    })
+}
+
+/// Checks `value` against `schema` (`what` names the schema in the refusal).
+fn check(schema: &Value, value: &Map<String, Value>, what: &str) -> Result<(), Error> {
+    let validator =
+        jsonschema::validator_for(schema).map_err(|e| Error::invalid_input(format!("{what} cannot be used: {e}")))?;
+    let instance = Value::Object(value.clone());
     let errors: Vec<String> = validator
         .iter_errors(&instance)
         .take(MAX_REPORTED)
@@ -121,11 +165,7 @@ fn check_arguments(entry: &ToolEntry, arguments: &Map<String, Value>) -> Result<
     if errors.is_empty() {
         return Ok(());
     }
-    Err(Error::invalid_input(format!(
-        "the arguments do not match the input schema of tool `{}`: {}",
-        entry.tool.name,
-        errors.join("; ")
-    )))
+    Err(Error::invalid_input(format!("the value does not match {what}: {}", errors.join("; "))))
 }
 
 /// A stored tools/call result as content: a `CallToolResult`, or an MRTR `input_required`

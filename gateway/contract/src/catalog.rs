@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::{EffectClass, Error, Principal, Submission};
+use crate::{EffectClass, Error, Invocation, Principal, Submission};
 
 /// One operation an upstream offers, as a caller of any protocol needs to know it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -115,6 +115,17 @@ pub trait Catalog: Send + Sync + std::fmt::Debug {
         upstream: &str,
         operation: &str,
         arguments: Map<String, Value>,
+    ) -> Result<Submission, Error>;
+
+    /// The submission that answers the request for input of `previous` (a succeeded invocation
+    /// of this catalog's upstreams whose content [`needs_input`](Content::needs_input)) with
+    /// `answer`, which must match the requested schema: the next round of the same call. The
+    /// caller adds the ingress key, context and grant; nothing is submitted here.
+    fn prepare_answer(
+        &self,
+        principal: &Principal,
+        previous: &Invocation,
+        answer: Map<String, Value>,
     ) -> Result<Submission, Error>;
 
     /// A result of `upstream` (the invocation's stored result) as content.

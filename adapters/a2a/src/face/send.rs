@@ -67,9 +67,6 @@ impl A2aFace {
             return Err(A2aError::invalid_params("message.parts must not be empty"));
         }
         cfg.kind.admit(&message, &who.extensions)?;
-        if let Some(tools) = &agent.tools {
-            tools.check(&who.principal, &message)?;
-        }
         let push = req.configuration.as_ref().and_then(|c| c.task_push_notification_config.clone());
         let history_length = req.configuration.as_ref().and_then(|c| c.history_length);
         check_history(history_length)?;
@@ -90,6 +87,9 @@ impl A2aFace {
         };
         let (task_id, context_id, before) = self.task_for(agent, &scope, &message, &content).await?;
         let new_task = before.is_none();
+        if let Some(tools) = &agent.tools {
+            tools.check(&who.principal, &message, before.as_ref().map(|(t, _)| t)).await?;
+        }
         let run = RunRequest {
             scope: scope.clone(),
             agent: cfg.name.clone(),
