@@ -7,6 +7,8 @@ Usage:
       results, an image as a raw part, a tool error as FAILED, an input round as INPUT_REQUIRED,
       refusals (unknown skill, arguments that break the schema), a stream with WORKING then the
       artifact then COMPLETED, and cancel. Prints one JSON line per check.
+  a2a_bridge_client.py fastmcp <base-url> <binding>
+      the same through a `tools` agent over a FastMCP server (tests/python/fastmcp_peer.py).
   a2a_bridge_client.py start <base-url> <binding> <message-id> <key> <delay-ms>
       sends `count_write` (returnImmediately) and prints {"task": id}.
   a2a_bridge_client.py send <base-url> <binding> <message-id> <key> <delay-ms>
@@ -168,6 +170,29 @@ async def full(base, binding):
     check("cancel stops the tool call", state_name(canceled.status.state) == "TASK_STATE_CANCELED", state=state_name(canceled.status.state))
 
 
+async def fastmcp(base, binding):
+    c = await client_for(base, binding, streaming=False)
+    card = await A2ACardResolver(httpx.AsyncClient(timeout=30), base).get_agent_card()
+    skills = {s.id: s for s in card.skills}
+    check("FastMCP's tools are skills", {"add", "greet", "chart", "fail", "steps"} <= set(skills), skills=sorted(skills))
+    added = await task_of(c, msg([data_part({"a": 2, "b": 3})], skill="add"))
+    parts = parts_of(added)
+    check("add: FastMCP's structured result and its text", {"result": 5} in [p.get("data") for p in parts] and any(p.get("text") == "5" for p in parts), parts=parts)
+    greeted = await task_of(c, msg([Part(text="Ada")], skill="greet"))
+    check("greet by text", any(p.get("text") == "Hello, Ada!" for p in parts_of(greeted)), parts=parts_of(greeted))
+    chart = await task_of(c, msg([data_part({"skill": "chart"})]))
+    raw = [p for p in parts_of(chart) if "raw" in p]
+    check("chart: a PNG as a raw part", raw and raw[0].get("mediaType") == "image/png" and raw[0]["raw"].startswith("iVBORw"), parts=parts_of(chart))
+    failed = await task_of(c, msg([data_part({"skill": "fail"})]))
+    check("fail: FAILED with FastMCP's message", state_name(failed.status.state) == "TASK_STATE_FAILED" and "as designed" in status_text(failed), status=status_text(failed))
+    await refused("add with a string is refused by the pinned schema", c.send_message(SendMessageRequest(message=msg([data_part({"a": "two", "b": 3})], skill="add"))).__anext__(), ["schema"])
+    streaming = await client_for(base, binding, streaming=True)
+    events = await collect(streaming.send_message(SendMessageRequest(message=msg([data_part({"n": 3})], skill="steps"))))
+    texts = [" ".join(p.text for p in e.status_update.status.message.parts) for e in events if kind(e) == "status_update" and state_name(e.status_update.status.state) == "TASK_STATE_WORKING"]
+    states = [state_name(e.status_update.status.state) for e in events if kind(e) == "status_update"]
+    check("steps: progress as WORKING updates, then COMPLETED", [t for t in texts if t.startswith("step")] == ["step 1 of 3", "step 2 of 3", "step 3 of 3"] and states[-1:] == ["TASK_STATE_COMPLETED"], texts=texts, states=states)
+
+
 def count_write(message_id, key, delay_ms):
     return msg([data_part({"skill": "count_write", "arguments": {"key": key, "delay_ms": int(delay_ms)}})], message_id=message_id)
 
@@ -188,6 +213,8 @@ def main():
     mode, base, binding = sys.argv[1], sys.argv[2], sys.argv[3]
     if mode == "full":
         asyncio.run(full(base, binding))
+    elif mode == "fastmcp":
+        asyncio.run(fastmcp(base, binding))
     elif mode == "start":
         asyncio.run(start(base, binding, *sys.argv[4:7]))
     elif mode == "send":

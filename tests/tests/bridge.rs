@@ -45,14 +45,14 @@ tools = ["echo", "count_write", "slow", "test_image_content", "test_error_handli
     a2a
 }
 
-/// Waits until the gateway has discovered the upstream (the card lists its tools).
-async fn discovered(gw: &Gateway) {
+/// Waits until the gateway has discovered the upstream (the card lists `skill`).
+async fn discovered(gw: &Gateway, skill: &str) {
     for _ in 0..100 {
         let card: Value = match gw.http.get(format!("{}/.well-known/agent-card.json", gw.base)).send().await {
             Ok(r) => r.json().await.unwrap_or(Value::Null),
             Err(_) => Value::Null,
         };
-        if card["skills"].as_array().is_some_and(|s| s.iter().any(|s| s["id"] == "echo")) {
+        if card["skills"].as_array().is_some_and(|s| s.iter().any(|s| s["id"] == skill)) {
             return;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -67,7 +67,7 @@ async fn the_python_a2a_sdk_calls_mcp_tools_on_every_binding() {
     let opts =
         Options { data_dir: dir.path().join("d"), config: Some(config(dir.path(), &calls)), ..Options::default() };
     let gw = Gateway::start(opts);
-    discovered(&gw).await;
+    discovered(&gw, "echo").await;
     for binding in ["JSONRPC", "HTTP+JSON", "GRPC"] {
         let out = py(&["full", &gw.base, binding]).await;
         let checks = lines(&out);
@@ -117,6 +117,37 @@ async fn the_python_a2a_sdk_calls_mcp_tools_on_every_binding() {
     }
 }
 
+/// A `tools` agent over an MCP server built with FastMCP (PyPI), spawned over stdio.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_a2a_sdk_calls_a_fastmcp_server_through_the_bridge() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let peer = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("python/fastmcp_peer.py");
+    let python = switchyard_tests::mcp::python();
+    let toml = |s: &str| Value::String(s.to_string()).to_string();
+    let upstream = format!(
+        "[mcp]\nanonymous = true\nconnect_timeout_ms = 30000\n\n[[mcp.upstreams]]\nname = \"fm\"\ncommand = [{}, {}]\n\
+         operations = {{ add = \"read_only\", greet = \"read_only\", chart = \"read_only\", steps = \"read_only\" }}\n",
+        toml(&python.display().to_string()),
+        toml(&peer.display().to_string())
+    );
+    let agent = "[[a2a.agents]]\nname = \"fastmcp\"\nkind = \"tools\"\nupstreams = [\"fm\"]\n";
+    let path = switchyard_tests::a2a::write_gateway_config(dir.path(), "anonymous = true", agent);
+    let text = format!("{upstream}\n{}", std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}")));
+    std::fs::write(&path, text).unwrap_or_else(|e| panic!("{e}"));
+    let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(path), ..Options::default() });
+    discovered(&gw, "add").await;
+    for binding in ["JSONRPC", "HTTP+JSON", "GRPC"] {
+        let out = py(&["fastmcp", &gw.base, binding]).await;
+        let checks = lines(&out);
+        assert!(
+            out.status.success() && checks.iter().all(|c| c["ok"] == true),
+            "{binding}: {checks:#?}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(checks.len(), 7, "{binding}: every check ran: {checks:#?}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gateway_killed_mid_bridge_sends_the_write_once() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
@@ -128,7 +159,7 @@ async fn a_gateway_killed_mid_bridge_sends_the_write_once() {
         ..Options::default()
     };
     let mut gw = Gateway::start(opts.clone());
-    discovered(&gw).await;
+    discovered(&gw, "echo").await;
     let key = format!("k-{}", uuid::Uuid::new_v4().simple());
     let message_id = format!("bridge-kill-{}", uuid::Uuid::new_v4().simple());
     let started = lines(&py(&["start", &gw.base, "JSONRPC", &message_id, &key, "4000"]).await);
@@ -176,4 +207,53 @@ async fn a_gateway_killed_mid_bridge_sends_the_write_once() {
     assert_eq!(tool_calls[0]["ingress_key"], json!(format!("a2a-tool/{}", runs[0]["id"].as_str().unwrap_or_default())));
     assert_eq!(tool_calls[0]["state"]["state"], "unknown", "{}", tool_calls[0]);
     assert_eq!(runs[0]["state"]["state"], "succeeded", "{}", runs[0]);
+}
+
+/// A `tools` agent over the reference MCP server of the TypeScript SDK
+/// (`@modelcontextprotocol/server-everything` from npm, spawned with `npx`), as
+/// `config/bridge.toml` configures it, called by plain A2A JSON-RPC.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reference_typescript_server_through_the_bridge() {
+    let npx = std::process::Command::new("npx").arg("--version").output();
+    assert!(npx.is_ok_and(|o| o.status.success()), "npx is missing: install Node.js and npm (the test command does)");
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let shipped = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../config/bridge.toml");
+    let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(shipped), ..Options::default() });
+    for _ in 0..600 {
+        let card: Value = match gw.http.get(format!("{}/.well-known/agent-card.json", gw.base)).send().await {
+            Ok(r) => r.json().await.unwrap_or(Value::Null),
+            Err(_) => Value::Null,
+        };
+        if card["skills"].as_array().is_some_and(|s| s.iter().any(|s| s["id"] == "get-sum")) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let url = format!("{}/a2a/tools", gw.base);
+    let send = |skill: &str, part: Value| {
+        let message = json!({"messageId": format!("m-{}", uuid::Uuid::new_v4().simple()), "role": "ROLE_USER",
+            "parts": [part], "metadata": {"dev.switchyard/skill": skill}});
+        let (http, url) = (gw.http.clone(), url.clone());
+        async move { rpc(&http, &url, None, "SendMessage", json!({"message": message})).await.1 }
+    };
+    let parts = |v: &Value| v["result"]["task"]["artifacts"][0]["parts"].as_array().cloned().unwrap_or_default();
+
+    let echo = send("echo", json!({"text": "hello bridge"})).await;
+    assert_eq!(echo["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{echo}");
+    assert!(parts(&echo).iter().any(|p| p["text"] == "Echo: hello bridge"), "{echo}");
+    let sum = send("get-sum", json!({"data": {"a": 2, "b": 3}})).await;
+    assert!(parts(&sum).iter().any(|p| p["text"].as_str().is_some_and(|t| t.contains("is 5"))), "{sum}");
+    let image = send("get-tiny-image", json!({"data": {}})).await;
+    let raw: Vec<Value> = parts(&image).into_iter().filter(|p| p.get("raw").is_some()).collect();
+    assert!(
+        raw.first().is_some_and(
+            |p| p["mediaType"] == "image/png" && p["raw"].as_str().is_some_and(|b| b.starts_with("iVBORw"))
+        ),
+        "{image}"
+    );
+    let links = send("get-resource-links", json!({"data": {"count": 2}})).await;
+    let urls: Vec<Value> = parts(&links).into_iter().filter(|p| p.get("url").is_some()).collect();
+    assert_eq!(urls.len(), 2, "resource links become url parts: {links}");
+    let bad = send("get-sum", json!({"data": {"a": "two", "b": 3}})).await;
+    assert_eq!(bad["error"]["code"], -32602, "the pinned schema refuses a string: {bad}");
 }
