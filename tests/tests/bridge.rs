@@ -88,6 +88,7 @@ async fn the_python_a2a_sdk_calls_mcp_tools_on_every_binding() {
     for call in &tool_calls {
         let key = call["ingress_key"].as_str().unwrap_or_default();
         let parent = key.strip_prefix("a2a-tool/").unwrap_or_else(|| panic!("keyed by its run: {call}"));
+        assert_eq!(call["parent"], json!(parent), "and names it as its parent: {call}");
         assert!(runs.iter().any(|r| r["id"] == parent), "its run exists: {call}");
     }
     // A canceled task canceled its tool call (read_only, so stopped at once).
@@ -206,6 +207,7 @@ async fn a_gateway_killed_mid_bridge_sends_the_write_once() {
     assert_eq!((runs.len(), tool_calls.len()), (1, 1), "{all:#?}");
     assert_eq!(tool_calls[0]["ingress_key"], json!(format!("a2a-tool/{}", runs[0]["id"].as_str().unwrap_or_default())));
     assert_eq!(tool_calls[0]["state"]["state"], "unknown", "{}", tool_calls[0]);
+    assert_eq!(tool_calls[0]["parent"], runs[0]["id"], "{}", tool_calls[0]);
     assert_eq!(runs[0]["state"]["state"], "succeeded", "{}", runs[0]);
 }
 

@@ -73,6 +73,7 @@ on_both!(
     a_panicking_driver_does_not_hold_up_shutdown,
     a_held_call_runs_once_approved_by_another_principal_on_any_worker,
     a_held_call_nobody_approves_in_time_expires_and_runs_nothing,
+    a_call_names_its_parent_only_within_its_tenant,
 );
 
 fn config(ttl_ms: u64) -> EngineConfig {
@@ -109,6 +110,7 @@ fn call(op: &str, request: Value, key: Option<&str>) -> Submission {
         ingress: switchyard_contract::Ingress::Admin,
         context: None,
         grant: None,
+        parent: None,
     }
 }
 
@@ -448,6 +450,30 @@ async fn g10_terminal_results_cannot_change(db: Db) {
     let r = e.reconcile(&alice(), inv.id, Decision::Applied { result: json!("other") }).await;
     assert_eq!(r.err().map(|e| e.kind), Some(ErrorKind::Conflict));
     assert_eq!(e.get(&alice().tenant, inv.id).await.ok().map(|i| i.state), Some(done.state));
+}
+
+/// A call made for another (a bridged call's run) names it as its parent: stored and read back
+/// with the call; a parent of another tenant is refused, as is one that does not exist, and
+/// nothing is admitted.
+async fn a_call_names_its_parent_only_within_its_tenant(db: Db) {
+    let up = Scripted::new(false);
+    let e = engine(db.open().await, &up, Arc::new(NoFaults), config(2000));
+    let run = submit(&e, "w_ok").await;
+    let keyed = |k: &str, parent| Submission { parent: Some(parent), ..call("w_ok", json!({}), Some(k)) };
+    let child = e.submit(keyed("child", run.id)).await.unwrap_or_else(|err| panic!("{err}")).invocation;
+    assert_eq!(child.parent, Some(run.id));
+    let stored = until(&e, child.id, StateName::Succeeded).await;
+    assert_eq!(stored.parent, Some(run.id), "the parent is stored with the call");
+    assert_eq!(until(&e, run.id, StateName::Succeeded).await.parent, None);
+
+    let stranger = Principal::new(TenantId::new("other").unwrap_or_else(|e| panic!("{e}")), "mallory");
+    let foreign = Submission { principal: stranger.clone(), ..keyed("foreign", run.id) };
+    assert_eq!(e.submit(foreign).await.err().map(|e| e.kind), Some(ErrorKind::InvalidInput));
+    let missing = e.submit(keyed("missing", InvocationId::new())).await;
+    assert_eq!(missing.err().map(|e| e.kind), Some(ErrorKind::InvalidInput));
+    let theirs = e.list(&stranger.tenant, ListQuery::default()).await.map(|p| p.items.len()).ok();
+    assert_eq!(theirs, Some(0), "nothing was admitted for the stranger");
+    assert_eq!(up.calls().len(), 2, "only the run and its child ran");
 }
 
 async fn shutdown_releases_leases_for_immediate_recovery(db: Db) {

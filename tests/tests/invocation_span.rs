@@ -89,6 +89,7 @@ async fn the_driver_span_is_a_child_of_the_submitting_span_which_names_the_invoc
         ingress: switchyard_contract::Ingress::Admin,
         context: None,
         grant: None,
+        parent: None,
     };
     let face = tracing::info_span!("face", invocation.id = tracing::field::Empty);
     let inv = e.submit(submission).instrument(face).await.unwrap_or_else(|e| panic!("{e}")).invocation;

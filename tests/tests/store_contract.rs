@@ -79,6 +79,7 @@ fn draft(t: &str, key: Option<&str>, request: serde_json::Value, ttl_ms: i64) ->
         worker: WorkerId::new(),
         lease_ttl_ms: ttl_ms,
         hold: None,
+        parent: None,
     }
 }
 

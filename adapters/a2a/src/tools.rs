@@ -278,6 +278,7 @@ impl ToolsAgent {
             sent: AtomicU32::new(0),
         };
         submission.context = Some(CallContext::new(Arc::new(relay)));
+        submission.parent = Some(call.invocation);
         let submitted = match engine.submit(submission).await {
             Ok(s) => s,
             Err(e) if e.source == switchyard_contract::ErrorSource::Policy => {

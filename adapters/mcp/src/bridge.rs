@@ -146,6 +146,7 @@ fn submission(principal: &Principal, upstream: &str, request: &ToolRequest) -> R
         ingress: Ingress::Mcp,
         context: None,
         grant: None,
+        parent: None,
     })
 }
 

@@ -213,6 +213,7 @@ impl MemoryInvocations {
             request: s.request.clone(),
             digest,
             ingress_key: s.ingress_key.clone(),
+            parent: s.parent,
             worker: self.worker,
             lease_ttl_ms: 30_000,
             hold: None,
@@ -653,6 +654,7 @@ mod tests {
             ingress: Ingress::Admin,
             context: None,
             grant: None,
+            parent: None,
         }
     }
 

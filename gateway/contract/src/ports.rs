@@ -37,6 +37,9 @@ pub struct Submission {
     /// A grant the caller presented (a compact JWS), for the policy enforcement point to
     /// verify; untrusted until it does, and never stored.
     pub grant: Option<String>,
+    /// The invocation this call is made for (a bridged call's run): stored and shown with it.
+    /// It must be the caller's tenant's.
+    pub parent: Option<InvocationId>,
 }
 
 /// The entry point a call came through. An upstream that a protocol face serves (its

@@ -178,6 +178,10 @@ pub struct Invocation {
     /// RFC 8785 + SHA-256 of target and request. Invariant: immutable.
     pub digest: RequestDigest,
     pub ingress_key: Option<IngressKey>,
+    /// The invocation this one was made for (a bridged call's run), of the same tenant.
+    /// Invariant: immutable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<InvocationId>,
     pub state: InvocationState,
     /// Attempts started so far. Invariant: a `write` target never has more than one.
     pub attempts: u32,
@@ -237,6 +241,8 @@ pub struct NewInvocation {
     pub request: Value,
     pub digest: RequestDigest,
     pub ingress_key: Option<IngressKey>,
+    /// The invocation this one is made for (checked to be of the same tenant).
+    pub parent: Option<InvocationId>,
     /// The admitting worker takes the first lease, so that an invocation admitted by a process
     /// that dies before dispatching is found by recovery once the lease expires.
     pub worker: WorkerId,
@@ -280,6 +286,7 @@ impl Invocation {
             request: d.request,
             digest: d.digest,
             ingress_key: d.ingress_key,
+            parent: d.parent,
             state,
             attempts: 0,
             cancel: None,

@@ -23,9 +23,9 @@ use crate::row::{corrupt, i64_of, parse_json, to_json, u64_of};
 /// The invocation columns, in the order [`decode_invocation`] reads them.
 pub(crate) const COLUMNS: &str = "id, tenant, subject, upstream, operation, effect, CAST(request AS TEXT), digest, \
     ingress_key, CAST(state_data AS TEXT), CAST(attempts AS BIGINT), CAST(cancel_data AS TEXT), lease_owner, fence, \
-    lease_expires_ms, last_seq, created_ms, updated_ms";
+    lease_expires_ms, last_seq, created_ms, updated_ms, parent_id";
 /// How many columns [`COLUMNS`] names (a statement's next column is at this index).
-pub(crate) const COLUMN_COUNT: usize = 18;
+pub(crate) const COLUMN_COUNT: usize = 19;
 const ACTIVE: &str = "state IN ('admitted', 'dispatching', 'retrying')";
 
 /// The invocation store on one database.
@@ -62,8 +62,9 @@ impl<D: Dialect> SqlInvocations<D> {
         let m = mutable(&new)?;
         let insert = Stmt::new(format!(
             "INSERT INTO invocations (id, tenant, subject, upstream, operation, effect, request, digest, ingress_key, \
-             state, state_data, attempts, lease_owner, fence, lease_expires_ms, last_seq, created_ms, updated_ms) \
-             VALUES ($1, $2, $3, $4, $5, $6, {}, $8, $9, $10, {}, 0, $12, $13, $14, $15, $16, $16) \
+             state, state_data, attempts, lease_owner, fence, lease_expires_ms, last_seq, created_ms, updated_ms, \
+             parent_id) \
+             VALUES ($1, $2, $3, $4, $5, $6, {}, $8, $9, $10, {}, 0, $12, $13, $14, $15, $16, $16, $17) \
              ON CONFLICT (tenant, ingress_key) WHERE ingress_key IS NOT NULL DO NOTHING",
             D::json(7),
             D::json(11)
@@ -75,7 +76,8 @@ impl<D: Dialect> SqlInvocations<D> {
             .int(m.fence)
             .opt_int(m.lease_expires_ms)
             .int(m.last_seq)
-            .int(now);
+            .int(now)
+            .opt_text(new.parent.map(|p| p.to_string()));
         if sql::affected::<D>(On::Tx(&mut tx), insert).await? == 0 {
             let existing = self.by_key(On::Tx(&mut tx), &new.principal.tenant, new.ingress_key.as_ref()).await?;
             return Ok(Admission::Existing(existing));
@@ -320,6 +322,7 @@ pub(crate) fn decode_invocation(row: &impl Cells) -> Result<Invocation, Error> {
         last_seq: u64_of(row.int(15)?, "last_seq")?,
         created_at_ms: row.int(16)?,
         updated_at_ms: row.int(17)?,
+        parent: row.opt_text(18)?.map(|p| p.parse()).transpose().map_err(corrupt)?,
     })
 }
 

@@ -43,8 +43,10 @@ impl<D: Dialect> SqlInvocations<D> {
         let stmt = Stmt::new(format!(
             "WITH clock AS (SELECT {} AS ms), \
              ins AS (INSERT INTO invocations (id, tenant, subject, upstream, operation, effect, request, digest, \
-                 ingress_key, state, state_data, attempts, lease_owner, fence, lease_expires_ms, last_seq, created_ms, updated_ms) \
-               SELECT $1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11::jsonb, 0, $12, $13, clock.ms + $14, $15, clock.ms, clock.ms FROM clock \
+                 ingress_key, state, state_data, attempts, lease_owner, fence, lease_expires_ms, last_seq, created_ms, updated_ms, \
+                parent_id) \
+               SELECT $1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11::jsonb, 0, $12, $13, clock.ms + $14, $15, clock.ms, clock.ms, \
+                 $19 FROM clock \
                ON CONFLICT (tenant, ingress_key) WHERE ingress_key IS NOT NULL DO NOTHING RETURNING id, created_ms), \
              ev AS (INSERT INTO invocation_events (invocation_id, seq, event_id, kind, data, at_ms) \
                SELECT ins.id, 1, $16, $17, $18::jsonb, ins.created_ms FROM ins RETURNING seq) \
@@ -61,7 +63,8 @@ impl<D: Dialect> SqlInvocations<D> {
             .int(m.last_seq)
             .text(event.id.to_string())
             .text(event.kind.name())
-            .text(event_data);
+            .text(event_data)
+            .opt_text(new.parent.map(|p| p.to_string()));
         if let Some(row) = sql::optional::<D>(self.pools.write(), stmt).await? {
             let now = row.int(0)?;
             new.created_at_ms = now;

@@ -28,6 +28,11 @@ pub(crate) const POSTGRES: Files = &[
     (20261201000007, "unknown_index", include_str!("../../../migrations/postgres/20261201000007_unknown_index.sql")),
     (20261201000008, "held_index", include_str!("../../../migrations/postgres/20261201000008_held_index.sql")),
     (20261201000009, "grants", include_str!("../../../migrations/postgres/20261201000009_grants.sql")),
+    (
+        20261201000010,
+        "invocation_parent",
+        include_str!("../../../migrations/postgres/20261201000010_invocation_parent.sql"),
+    ),
 ];
 
 pub(crate) const SQLITE: Files = &[
@@ -44,6 +49,11 @@ pub(crate) const SQLITE: Files = &[
     (20261201000007, "unknown_index", include_str!("../../../migrations/sqlite/20261201000007_unknown_index.sql")),
     (20261201000008, "held_index", include_str!("../../../migrations/sqlite/20261201000008_held_index.sql")),
     (20261201000009, "grants", include_str!("../../../migrations/sqlite/20261201000009_grants.sql")),
+    (
+        20261201000010,
+        "invocation_parent",
+        include_str!("../../../migrations/sqlite/20261201000010_invocation_parent.sql"),
+    ),
 ];
 
 #[derive(Debug, Clone, Copy)]

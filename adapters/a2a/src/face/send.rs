@@ -115,6 +115,7 @@ impl A2aFace {
             ingress: switchyard_contract::Ingress::A2a,
             context: None,
             grant: None,
+            parent: None,
         };
         Ok(Send { scope, task_id, new_task, message_id: message.message_id, history_length, before, submission })
     }

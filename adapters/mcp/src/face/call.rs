@@ -64,6 +64,7 @@ impl Round {
             ingress: switchyard_contract::Ingress::Mcp,
             context: Some(CallContext::new(relay.clone())),
             grant: grant.map(str::to_string),
+            parent: None,
         })
     }
 }

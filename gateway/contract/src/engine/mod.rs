@@ -425,6 +425,11 @@ impl Invocations for Engine {
                 s.ingress.describe()
             )));
         }
+        if let Some(parent) = s.parent
+            && inner.store.get(Some(&s.principal.tenant), parent).await?.is_none()
+        {
+            return Err(Error::invalid_input(format!("parent invocation {parent} not found")));
+        }
         let digest = RequestDigest::compute(&target.upstream, &target.operation, &s.request)?;
         let hold = self.rule(&s, &target, &digest).await?;
         let draft = NewInvocation {
@@ -434,6 +439,7 @@ impl Invocations for Engine {
             request: s.request,
             digest: digest.clone(),
             ingress_key: s.ingress_key,
+            parent: s.parent,
             worker: inner.cfg.worker,
             lease_ttl_ms: inner.cfg.ttl_ms(),
             hold,

@@ -67,6 +67,7 @@ proptest! {
             worker,
             lease_ttl_ms: TTL,
             hold: None,
+            parent: None,
         };
         let mut now: Millis = 1_000;
         let (mut inv, first) = Invocation::admit(draft, now);

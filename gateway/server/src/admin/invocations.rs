@@ -77,6 +77,7 @@ pub(super) async fn submit(
         ingress: switchyard_contract::Ingress::Admin,
         context: None,
         grant: headers.get("switchyard-grant").and_then(|v| v.to_str().ok()).map(str::to_string),
+        parent: None,
     };
     let submitted = if wait > 0 {
         state.engine.submit_and_wait(submission, Duration::from_millis(wait), client_stays()).await?.submitted
