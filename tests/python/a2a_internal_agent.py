@@ -1,8 +1,10 @@
 """An "internal" A2A agent served by the official Python SDK (a2a-sdk 1.3.0) on loopback, for
 the gateway's upstream-agent (proxy) tests and benchmark.
 
-Usage: a2a_internal_agent.py <received-log>
-Prints "listening http://127.0.0.1:<port>" once it serves JSON-RPC at / and HTTP+JSON at /rest.
+Usage: a2a_internal_agent.py <received-log> [--grpc-only]
+Prints "listening http://127.0.0.1:<port>" once it serves JSON-RPC at / and HTTP+JSON at /rest
+(with --grpc-only: the card, whose only interface is gRPC on another port, served by the SDK's
+gRPC handler).
 Every message it receives is appended to <received-log> as one JSON line {messageId, text}.
 Behaviour by text: "slow:<seconds>" works, emits a first artifact chunk, sleeps, emits the last
 chunk and completes; "big:<n>" answers with an artifact of n raw bytes (i % 251); "refuse" raises UnsupportedOperation; "ask" asks for input; anything else completes with "echo: <text>".
@@ -13,12 +15,15 @@ import json
 import socket
 import sys
 
+import grpc
 import uvicorn
 from starlette.applications import Starlette
 
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.request_handlers.grpc_handler import GrpcHandler
+from a2a.types import a2a_pb2_grpc
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.helpers.proto_helpers import new_task
@@ -64,18 +69,26 @@ class Internal(AgentExecutor):
 
 def main():
     log_path = sys.argv[1]
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    grpc_only = "--grpc-only" in sys.argv[2:]
+
+    def free_port():
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+
+    port, grpc_port = free_port(), free_port()
     base = f"http://127.0.0.1:{port}"
+    interfaces = [
+        AgentInterface(url=base, protocol_binding="JSONRPC", protocol_version="1.0"),
+        AgentInterface(url=f"{base}/rest", protocol_binding="HTTP+JSON", protocol_version="1.0"),
+    ]
+    if grpc_only:
+        interfaces = [AgentInterface(url=f"127.0.0.1:{grpc_port}", protocol_binding="GRPC", protocol_version="1.0")]
     card = AgentCard(
         name="internal",
         description="An internal agent behind the gateway",
         version="1.0.0",
-        supported_interfaces=[
-            AgentInterface(url=base, protocol_binding="JSONRPC", protocol_version="1.0"),
-            AgentInterface(url=f"{base}/rest", protocol_binding="HTTP+JSON", protocol_version="1.0"),
-        ],
+        supported_interfaces=interfaces,
         capabilities=AgentCapabilities(streaming=True, push_notifications=False),
         default_input_modes=["text"],
         default_output_modes=["text"],
@@ -87,6 +100,11 @@ def main():
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
 
     async def run():
+        if grpc_only:
+            grpc_server = grpc.aio.server()
+            a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(handler), grpc_server)
+            grpc_server.add_insecure_port(f"127.0.0.1:{grpc_port}")
+            await grpc_server.start()
         task = asyncio.create_task(server.serve())
         while not server.started:
             await asyncio.sleep(0.05)

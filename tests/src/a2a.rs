@@ -83,12 +83,22 @@ pub struct InternalAgent {
 
 impl InternalAgent {
     pub fn start(dir: &Path) -> InternalAgent {
+        Self::spawn(dir, &[])
+    }
+
+    /// The same agent, reachable only over gRPC (its card lists one `GRPC` interface).
+    pub fn start_grpc_only(dir: &Path) -> InternalAgent {
+        Self::spawn(dir, &["--grpc-only"])
+    }
+
+    fn spawn(dir: &Path, flags: &[&str]) -> InternalAgent {
         use std::io::BufRead;
         let log = dir.join("internal-received.jsonl");
         let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("python/a2a_internal_agent.py");
         let mut child = std::process::Command::new(crate::mcp::python())
             .arg(script)
             .arg(&log)
+            .args(flags)
             .stdout(std::process::Stdio::piped())
             .stderr(
                 std::fs::File::create(dir.join("internal-agent.log"))

@@ -165,3 +165,60 @@ async fn large_artifact_bytes_live_in_the_artifact_store_not_the_task_row() {
     let (_, got) = rpc(&gw.http, &url, None, "GetTask", json!({"id": task["id"]})).await;
     assert_eq!(got["result"]["artifacts"][0]["parts"][0]["raw"], part["raw"]);
 }
+
+/// An internal agent whose card lists only gRPC (the Python SDK's gRPC handler): the gateway's
+/// A2A client reaches it over gRPC for sends, streams, the agent's refusals and cancellation,
+/// and a client of the gateway sees the same as over HTTP.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grpc_only_internal_agent_is_reached_over_grpc() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let agent = InternalAgent::start_grpc_only(dir.path());
+    let card: serde_json::Value = reqwest::get(format!("{}/.well-known/agent-card.json", agent.url))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .json()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let bindings: Vec<&str> = card["supportedInterfaces"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|i| i["protocolBinding"].as_str())
+        .collect();
+    assert_eq!(bindings, ["GRPC"], "{card}");
+    let opts =
+        Options { data_dir: dir.path().join("d"), config: Some(config(dir.path(), &agent.url)), ..Options::default() };
+    let gw = Gateway::start(opts);
+    let url = format!("{}/a2a/internal", gw.base);
+    let send =
+        |id: &str, text: &str| json!({"message": {"messageId": id, "role": "ROLE_USER", "parts": [{"text": text}]}});
+
+    let (_, echo) = rpc(&gw.http, &url, None, "SendMessage", send("grpc-echo-1", "over grpc")).await;
+    let task = &echo["result"]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{echo}");
+    assert_eq!(task["status"]["message"]["parts"][0]["text"], "echo: over grpc", "{echo}");
+    assert!(task["metadata"]["dev.switchyard/upstream"]["taskId"].is_string(), "{task}");
+
+    let (_, refused) = rpc(&gw.http, &url, None, "SendMessage", send("grpc-refuse-1", "refuse")).await;
+    assert_eq!(refused["error"]["code"], -32004, "the agent's UnsupportedOperation, over gRPC: {refused}");
+
+    // A task waiting for input is canceled at the agent, over gRPC, then at the gateway.
+    let (_, asked) = rpc(&gw.http, &url, None, "SendMessage", send("grpc-ask-1", "ask")).await;
+    let waiting = &asked["result"]["task"];
+    assert_eq!(waiting["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{asked}");
+    let (_, canceled) = rpc(&gw.http, &url, None, "CancelTask", json!({"id": waiting["id"]})).await;
+    assert_eq!(canceled["result"]["status"]["state"], "TASK_STATE_CANCELED", "{canceled}");
+
+    // A streamed task: the gateway mirrors the agent's gRPC stream.
+    let started = lines(&py(&["start", &gw.base, "JSONRPC", "slow:1"]).await);
+    let id = started.first().and_then(|l| l["task"].as_str()).unwrap_or_else(|| panic!("{started:?}")).to_string();
+    let out = py(&["resubscribe", &gw.base, "GRPC", &id]).await;
+    let events = lines(&out);
+    assert!(out.status.success(), "{events:#?}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(events.last().map(|e| e["final"].clone()), Some(json!("TASK_STATE_COMPLETED")), "{events:#?}");
+
+    let received = agent.received();
+    for m in ["grpc-echo-1", "grpc-refuse-1", "grpc-ask-1"] {
+        assert_eq!(received.iter().filter(|r| *r == m).count(), 1, "{m} once: {received:?}");
+    }
+}

@@ -1,6 +1,6 @@
 //! The gateway's A2A client for upstream (internal) agents: reads the agent card, picks the
-//! first interface it speaks (JSON-RPC or HTTP+JSON, protocol 1.0), and calls the operations
-//! with `A2A-Version: 1.0`. Failures are classified for the engine: nothing sent (safe to
+//! first interface it speaks (JSON-RPC, HTTP+JSON or gRPC, protocol 1.0, in the card's order of
+//! preference), and calls the operations with `A2A-Version: 1.0`. Failures are classified for the engine: nothing sent (safe to
 //! retry), sent but no answer (outcome lost), or an A2A error from the agent.
 
 use std::time::Duration;
@@ -26,11 +26,16 @@ pub enum ClientError {
     Remote { reason: String, message: String, details: Value },
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 enum Binding {
     JsonRpc(String),
     Rest(String),
+    /// The official `a2a-pb` service client on a lazily connected channel (h2c or TLS).
+    Grpc(a2a_pb::a2a_service_client::A2aServiceClient<tonic::transport::Channel>),
 }
+
+/// The largest gRPC message accepted from an agent (tonic's default is 4 MiB).
+const GRPC_MAX_MESSAGE: usize = 16 << 20;
 
 /// A client bound to one upstream agent.
 #[derive(Debug, Clone)]
@@ -94,18 +99,19 @@ impl A2aClient {
         }
         let card: AgentCard =
             resp.json().await.map_err(|e| ClientError::NotSent(format!("agent card {card_url}: {e}")))?;
-        let binding = card
+        let interface = card
             .supported_interfaces
             .iter()
             .filter(|i| i.protocol_version == "1.0")
-            .find_map(|i| match i.protocol_binding.as_str() {
-                "JSONRPC" => Some(Binding::JsonRpc(i.url.clone())),
-                "HTTP+JSON" => Some(Binding::Rest(i.url.trim_end_matches('/').to_string())),
-                _ => None,
-            })
+            .find(|i| ["JSONRPC", "HTTP+JSON", "GRPC"].contains(&i.protocol_binding.as_str()))
             .ok_or_else(|| {
-                ClientError::NotSent(format!("agent card {card_url}: no JSON-RPC or HTTP+JSON 1.0 interface"))
+                ClientError::NotSent(format!("agent card {card_url}: no JSON-RPC, HTTP+JSON or gRPC 1.0 interface"))
             })?;
+        let binding = match interface.protocol_binding.as_str() {
+            "JSONRPC" => Binding::JsonRpc(interface.url.clone()),
+            "HTTP+JSON" => Binding::Rest(interface.url.trim_end_matches('/').to_string()),
+            _ => Binding::Grpc(grpc_client(&interface.url, timeout)?),
+        };
         Ok(Self { http, binding, streaming: card.capabilities.streaming == Some(true) })
     }
 
@@ -117,9 +123,11 @@ impl A2aClient {
             .body(body.to_string())
     }
 
-    /// One non-streaming operation: JSON-RPC `method`, or REST `verb path` with `body`.
+    /// One non-streaming operation: JSON-RPC `method`, REST `verb path` with `body`, or the
+    /// gRPC method of the same name (the ProtoJSON `params` as its message).
     async fn call(&self, method: &str, params: Value, verb: reqwest::Method, path: &str) -> Result<Value, ClientError> {
         match &self.binding {
+            Binding::Grpc(client) => grpc_call(client.clone(), method, params).await,
             Binding::JsonRpc(url) => {
                 let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
                 let resp = self.post(url, &body).send().await.map_err(|e| transport(&e))?;
@@ -209,6 +217,7 @@ impl A2aClient {
                 (self.post(url, &json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params})), true)
             }
             Binding::Rest(base) => (self.post(&format!("{base}{path}"), &params), false),
+            Binding::Grpc(client) => return grpc_stream(client.clone(), method, params).await,
         };
         let resp = req.header("accept", "text/event-stream").send().await.map_err(|e| transport(&e))?;
         let is_sse = resp
@@ -242,6 +251,128 @@ impl A2aClient {
             })
             .boxed())
     }
+}
+
+/// A client for the gRPC interface at `url` (`host:port`, or a URL with a scheme), connected on
+/// first use, with `timeout` per call.
+fn grpc_client(
+    url: &str,
+    timeout: Duration,
+) -> Result<a2a_pb::a2a_service_client::A2aServiceClient<tonic::transport::Channel>, ClientError> {
+    let uri = if url.contains("://") { url.to_string() } else { format!("http://{url}") };
+    let endpoint = tonic::transport::Endpoint::from_shared(uri)
+        .map_err(|e| ClientError::NotSent(format!("gRPC interface `{url}`: {e}")))?
+        .connect_timeout(Duration::from_secs(5))
+        .timeout(timeout);
+    Ok(a2a_pb::a2a_service_client::A2aServiceClient::new(endpoint.connect_lazy())
+        .max_decoding_message_size(GRPC_MAX_MESSAGE)
+        .max_encoding_message_size(GRPC_MAX_MESSAGE))
+}
+
+/// `message` with the A2A service parameters as gRPC metadata.
+fn grpc_request<T>(message: T) -> tonic::Request<T> {
+    let mut req = tonic::Request::new(message);
+    req.metadata_mut().insert("a2a-version", tonic::metadata::MetadataValue::from_static("1.0"));
+    req
+}
+
+/// A gRPC failure, classified: the agent's A2A error (a status with `google.rpc.ErrorInfo`, or
+/// a code that only a refusal carries), a connection that never opened (nothing sent), or a
+/// lost answer.
+fn grpc_error(status: &tonic::Status) -> ClientError {
+    use tonic::Code;
+    use tonic_types::StatusExt as _;
+    let message = status.message().to_string();
+    if let Some(info) = status.get_details_error_info() {
+        let details = json!([{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": info.reason,
+            "domain": info.domain, "metadata": info.metadata}]);
+        return ClientError::Remote { reason: info.reason, message, details };
+    }
+    match status.code() {
+        Code::InvalidArgument
+        | Code::NotFound
+        | Code::FailedPrecondition
+        | Code::Unimplemented
+        | Code::PermissionDenied
+        | Code::Unauthenticated
+        | Code::AlreadyExists
+        | Code::OutOfRange => {
+            ClientError::Remote { reason: format!("{:?}", status.code()), message, details: Value::Null }
+        }
+        // tonic reports a connection that could not be opened as UNAVAILABLE with a transport
+        // error as its source: then nothing was sent.
+        Code::Unavailable if std::error::Error::source(status).is_some() => ClientError::NotSent(message),
+        _ => ClientError::Lost(format!("gRPC {:?}: {message}", status.code())),
+    }
+}
+
+/// The native request a binding-neutral `params` names.
+fn native<T: serde::de::DeserializeOwned>(params: Value) -> Result<T, ClientError> {
+    serde_json::from_value(params).map_err(|e| ClientError::NotSent(format!("not an A2A request: {e}")))
+}
+
+fn json_of<T: serde::Serialize>(v: &T) -> Result<Value, ClientError> {
+    serde_json::to_value(v).map_err(|e| ClientError::Lost(format!("malformed answer from the agent: {e}")))
+}
+
+/// One unary operation on the gRPC binding: the same JSON the other bindings carry, through the
+/// official conversions (`a2a_pb::pbconv`), so one decoding serves all three.
+async fn grpc_call(
+    mut client: a2a_pb::a2a_service_client::A2aServiceClient<tonic::transport::Channel>,
+    method: &str,
+    params: Value,
+) -> Result<Value, ClientError> {
+    use a2a_pb::pbconv as conv;
+    let err = |s: tonic::Status| grpc_error(&s);
+    match method {
+        "SendMessage" => {
+            let req = grpc_request(conv::to_proto_send_message_request(&native(params)?));
+            let answer = client.send_message(req).await.map_err(err)?.into_inner();
+            let answer = conv::from_proto_send_message_response(&answer)
+                .ok_or_else(|| ClientError::Lost("a SendMessage answer with neither task nor message".into()))?;
+            json_of(&answer)
+        }
+        "GetTask" => {
+            let req = grpc_request(conv::to_proto_get_task_request(&native(params)?));
+            json_of(&conv::from_proto_task(&client.get_task(req).await.map_err(err)?.into_inner()))
+        }
+        "CancelTask" => {
+            let req = grpc_request(conv::to_proto_cancel_task_request(&native(params)?));
+            json_of(&conv::from_proto_task(&client.cancel_task(req).await.map_err(err)?.into_inner()))
+        }
+        "ListTasks" => {
+            let req = grpc_request(conv::to_proto_list_tasks_request(&native(params)?));
+            json_of(&conv::from_proto_list_tasks_response(&client.list_tasks(req).await.map_err(err)?.into_inner()))
+        }
+        other => Err(ClientError::NotSent(format!("`{other}` is not called over gRPC by this client"))),
+    }
+}
+
+/// A streaming operation on the gRPC binding.
+async fn grpc_stream(
+    mut client: a2a_pb::a2a_service_client::A2aServiceClient<tonic::transport::Channel>,
+    method: &str,
+    params: Value,
+) -> Result<BoxStream<'static, Result<StreamResponse, ClientError>>, ClientError> {
+    use a2a_pb::pbconv as conv;
+    let err = |s: tonic::Status| grpc_error(&s);
+    let events = match method {
+        "SendStreamingMessage" => {
+            let req = grpc_request(conv::to_proto_send_message_request(&native(params)?));
+            client.send_streaming_message(req).await.map_err(err)?.into_inner()
+        }
+        "SubscribeToTask" => {
+            let req = grpc_request(conv::to_proto_subscribe_to_task_request(&native(params)?));
+            client.subscribe_to_task(req).await.map_err(err)?.into_inner()
+        }
+        other => return Err(ClientError::NotSent(format!("`{other}` is not streamed over gRPC by this client"))),
+    };
+    Ok(events
+        .map(|ev| {
+            let ev = ev.map_err(|s| grpc_error(&s))?;
+            conv::from_proto_stream_response(&ev).ok_or_else(|| ClientError::Lost("an empty stream event".into()))
+        })
+        .boxed())
 }
 
 /// `id` as one URL path segment (an agent's ids are opaque strings).
@@ -348,6 +479,34 @@ mod tests {
         let aip193 = r#"{"error":{"code":400,"status":"INVALID_ARGUMENT","message":"bad part","details":[{"reason":"INVALID_PARAMS"}]}}"#;
         let got = proxy_answering(400, aip193).await.send(&send).await;
         assert!(matches!(got, Err(ClientError::Remote { ref reason, .. }) if reason == "INVALID_PARAMS"), "{got:?}");
+    }
+
+    #[test]
+    fn grpc_failures_are_refusals_only_when_the_agent_refused() {
+        use tonic_types::{ErrorDetails, StatusExt as _};
+        let info =
+            ErrorDetails::with_error_info("TASK_NOT_CANCELABLE", "a2a-protocol.org", std::collections::HashMap::new());
+        let refused = tonic::Status::with_error_details(tonic::Code::FailedPrecondition, "no", info);
+        assert!(matches!(grpc_error(&refused), ClientError::Remote { reason, .. } if reason == "TASK_NOT_CANCELABLE"));
+        let not_found = tonic::Status::not_found("no such task");
+        assert!(matches!(grpc_error(&not_found), ClientError::Remote { reason, .. } if reason == "NotFound"));
+        for lost in [
+            tonic::Status::internal("boom"),
+            tonic::Status::unavailable("reset"),
+            tonic::Status::deadline_exceeded("slow"),
+        ] {
+            assert!(matches!(grpc_error(&lost), ClientError::Lost(_)), "{lost:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_grpc_agent_that_is_not_listening_was_sent_nothing() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").map(|l| l.local_addr().map(|a| a.port()));
+        let port = port.ok().and_then(Result::ok).unwrap_or(9);
+        let client =
+            grpc_client(&format!("127.0.0.1:{port}"), Duration::from_secs(2)).unwrap_or_else(|e| panic!("{e}"));
+        let r = grpc_call(client, "GetTask", json!({"id": "t"})).await;
+        assert!(matches!(r, Err(ClientError::NotSent(_))), "{r:?}");
     }
 
     #[test]
