@@ -20,9 +20,8 @@ import json
 import sys
 import uuid
 
-import grpc
 import httpx
-from a2a.client import A2ACardResolver, ClientConfig, create_client
+from a2a.client import A2ACardResolver
 from a2a.types import (
     CancelTaskRequest,
     GetTaskRequest,
@@ -31,16 +30,11 @@ from a2a.types import (
     Role,
     SendMessageConfiguration,
     SendMessageRequest,
-    TaskState,
 )
 from google.protobuf.json_format import MessageToDict, ParseDict
 from google.protobuf.struct_pb2 import Struct, Value
 
-
-def check(name, ok, **detail):
-    print(json.dumps({"check": name, "ok": bool(ok), **detail}), flush=True)
-    if not ok:
-        raise SystemExit(f"check failed: {name} {detail}")
+from a2a_common import check, client_for, collect, kind, state_name
 
 
 def data_part(obj):
@@ -54,28 +48,6 @@ def msg(parts, skill=None, message_id=None):
         meta.update({"dev.switchyard/skill": skill})
         m.metadata.CopyFrom(meta)
     return m
-
-
-async def client_for(base, binding, streaming):
-    config = ClientConfig(
-        streaming=streaming,
-        supported_protocol_bindings=[binding],
-        httpx_client=httpx.AsyncClient(timeout=30),
-        grpc_channel_factory=lambda url: grpc.aio.insecure_channel(url),
-    )
-    return await create_client(base, client_config=config)
-
-
-async def collect(it):
-    return [ev async for ev in it]
-
-
-def kind(ev):
-    return ev.WhichOneof("payload")
-
-
-def state_name(s):
-    return TaskState.Name(s)
 
 
 async def task_of(client, message, immediately=False):

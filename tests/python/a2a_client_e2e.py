@@ -21,9 +21,7 @@ import sys
 import threading
 import uuid
 
-import grpc
-import httpx
-from a2a.client import ClientCallContext, ClientConfig, create_client
+from a2a.client import ClientCallContext
 from a2a.types import (
     CancelTaskRequest,
     GetExtendedAgentCardRequest,
@@ -36,16 +34,11 @@ from a2a.types import (
     SendMessageRequest,
     SubscribeToTaskRequest,
     TaskPushNotificationConfig,
-    TaskState,
 )
 from a2a.types import AuthenticationInfo
 from google.protobuf.json_format import MessageToDict
 
-
-def check(name, ok, **detail):
-    print(json.dumps({"check": name, "ok": bool(ok), **detail}), flush=True)
-    if not ok:
-        raise SystemExit(f"check failed: {name} {detail}")
+from a2a_common import check, client_for, collect, kind, state_name
 
 
 def msg(prefix, task_id=None, text="hello"):
@@ -53,28 +46,6 @@ def msg(prefix, task_id=None, text="hello"):
     if task_id:
         m.task_id = task_id
     return m
-
-
-async def client_for(base, binding, streaming):
-    config = ClientConfig(
-        streaming=streaming,
-        supported_protocol_bindings=[binding],
-        httpx_client=httpx.AsyncClient(timeout=30),
-        grpc_channel_factory=lambda url: grpc.aio.insecure_channel(url),
-    )
-    return await create_client(base, client_config=config)
-
-
-async def collect(it):
-    return [ev async for ev in it]
-
-
-def kind(ev):
-    return ev.WhichOneof("payload")
-
-
-def state_name(s):
-    return TaskState.Name(s)
 
 
 class Hook(http.server.BaseHTTPRequestHandler):

@@ -40,8 +40,13 @@ pub fn python_client_script() -> PathBuf {
 
 /// Runs the Python SDK client script with `args`.
 pub async fn py(args: &[&str]) -> std::process::Output {
+    py_script("a2a_client_e2e.py", args).await
+}
+
+/// Runs `tests/python/<script>` with `args` on the Python that has the official SDKs.
+pub async fn py_script(script: &str, args: &[&str]) -> std::process::Output {
     tokio::process::Command::new(crate::mcp::python())
-        .arg(python_client_script())
+        .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("python").join(script))
         .args(args)
         .output()
         .await

@@ -10,17 +10,22 @@ use switchyard_tests::a2a::{lines, rpc};
 use switchyard_tests::gateway::{Gateway, Options};
 use switchyard_tests::mcp::UpstreamSpec;
 
-fn script() -> std::path::PathBuf {
-    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("python/a2a_bridge_client.py")
+async fn py(args: &[&str]) -> std::process::Output {
+    switchyard_tests::a2a::py_script("a2a_bridge_client.py", args).await
 }
 
-async fn py(args: &[&str]) -> std::process::Output {
-    tokio::process::Command::new(switchyard_tests::mcp::python())
-        .arg(script())
-        .args(args)
-        .output()
-        .await
-        .unwrap_or_else(|e| panic!("python: {e}"))
+/// Runs the client script's `mode` on every binding: each must pass all `checks` checks.
+async fn on_every_binding(gw: &Gateway, mode: &str, checks: usize) {
+    for binding in ["JSONRPC", "HTTP+JSON", "GRPC"] {
+        let out = py(&[mode, &gw.base, binding]).await;
+        let seen = lines(&out);
+        assert!(
+            out.status.success() && seen.iter().all(|c| c["ok"] == true),
+            "{binding}: {seen:#?}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(seen.len(), checks, "{binding}: every check ran: {seen:#?}");
+    }
 }
 
 /// One fixture MCP upstream (`fx`, over stdio, logging `count_write` calls to `calls`) and a
@@ -68,16 +73,7 @@ async fn the_python_a2a_sdk_calls_mcp_tools_on_every_binding() {
         Options { data_dir: dir.path().join("d"), config: Some(config(dir.path(), &calls)), ..Options::default() };
     let gw = Gateway::start(opts);
     discovered(&gw, "echo").await;
-    for binding in ["JSONRPC", "HTTP+JSON", "GRPC"] {
-        let out = py(&["full", &gw.base, binding]).await;
-        let checks = lines(&out);
-        assert!(
-            out.status.success() && checks.iter().all(|c| c["ok"] == true),
-            "{binding}: {checks:#?}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert_eq!(checks.len(), 21, "{binding}: every check ran: {checks:#?}");
-    }
+    on_every_binding(&gw, "full", 21).await;
 
     // Each tool call is an invocation of its own, keyed by the message's run, and recorded as
     // an MCP call of the fixture.
@@ -137,16 +133,7 @@ async fn the_python_a2a_sdk_calls_a_fastmcp_server_through_the_bridge() {
     std::fs::write(&path, text).unwrap_or_else(|e| panic!("{e}"));
     let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(path), ..Options::default() });
     discovered(&gw, "add").await;
-    for binding in ["JSONRPC", "HTTP+JSON", "GRPC"] {
-        let out = py(&["fastmcp", &gw.base, binding]).await;
-        let checks = lines(&out);
-        assert!(
-            out.status.success() && checks.iter().all(|c| c["ok"] == true),
-            "{binding}: {checks:#?}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert_eq!(checks.len(), 7, "{binding}: every check ran: {checks:#?}");
-    }
+    on_every_binding(&gw, "fastmcp", 7).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -258,4 +245,65 @@ async fn the_reference_typescript_server_through_the_bridge() {
     assert_eq!(urls.len(), 2, "resource links become url parts: {links}");
     let bad = send("get-sum", json!({"data": {"a": "two", "b": 3}})).await;
     assert_eq!(bad["error"]["code"], -32602, "the pinned schema refuses a string: {bad}");
+}
+
+/// A tool call the policy holds for approval keeps its task `WORKING` for as long as the
+/// approval takes, beyond the engine's attempt timeout: approved, the write runs once and the
+/// task completes, its run made one attempt.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_tool_call_completes_its_task_once_approved() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let calls = dir.path().join("calls.log");
+    let path = config(dir.path(), &calls);
+    let policy = "\n[policy]\ndefault_write_tier = \"sensitive\"\ndefault_read_tier = \"routine\"\n";
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
+    let text = text.replace("[engine]\n", "[engine]\nattempt_timeout_ms = 1500\n");
+    std::fs::write(&path, format!("{text}{policy}")).unwrap_or_else(|e| panic!("{e}"));
+    let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(path), ..Options::default() });
+    discovered(&gw, "count_write").await;
+    let key = format!("k-{}", uuid::Uuid::new_v4().simple());
+    let started = lines(&py(&["start", &gw.base, "JSONRPC", "held-1", &key, "0"]).await);
+    let task = started.first().and_then(|l| l["task"].as_str()).unwrap_or_else(|| panic!("{started:?}")).to_string();
+
+    let url = format!("{}/a2a/tools", gw.base);
+    let held = |all: &[Value]| {
+        all.iter()
+            .find(|i| i["target"]["operation"] == "count_write" && i["state"]["state"] == "awaiting_approval")
+            .cloned()
+    };
+    let mut call = None;
+    for _ in 0..100 {
+        call = held(&gw.all("default").await);
+        if call.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let call = call.unwrap_or_else(|| panic!("the tool call is held"));
+    // Longer than the attempt timeout: the task still works, nothing reached the server.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let (_, got) = rpc(&gw.http, &url, None, "GetTask", json!({"id": task})).await;
+    assert_eq!(got["result"]["status"]["state"], "TASK_STATE_WORKING", "{got}");
+    assert_eq!(std::fs::read_to_string(&calls).unwrap_or_default().lines().count(), 0);
+
+    let id = call["id"].as_str().unwrap_or_default();
+    let (status, approved) = gw
+        .post("default", &format!("/admin/v1/invocations/{id}/approve"), json!({}))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(status, 200, "{approved}");
+    let mut done = Value::Null;
+    for _ in 0..100 {
+        let (_, got) = rpc(&gw.http, &url, None, "GetTask", json!({"id": task})).await;
+        if got["result"]["status"]["state"] == "TASK_STATE_COMPLETED" {
+            done = got["result"].clone();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(done["artifacts"][0]["parts"][0]["text"], json!(format!("wrote {key}")), "{done}");
+    assert_eq!(std::fs::read_to_string(&calls).unwrap_or_default().lines().filter(|l| *l == key).count(), 1);
+    let all = gw.all("default").await;
+    let run = all.iter().find(|i| i["id"] == call["parent"]).unwrap_or_else(|| panic!("{all:#?}"));
+    assert_eq!((run["attempts"].clone(), run["state"]["state"].clone()), (json!(1), json!("succeeded")), "{run}");
 }

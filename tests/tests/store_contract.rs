@@ -341,10 +341,17 @@ fn alice() -> Principal {
     Principal::new(tenant("a"), "alice")
 }
 
-/// PostgreSQL's held-lease fast path estimates the database clock locally; a local clock far
-/// ahead must not turn a live lease's outcome into a late one (the database's clock decides).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_skewed_local_clock_does_not_judge_a_lease_on_postgres() {
+/// An invocation whose attempt started, on a fresh PostgreSQL store.
+struct Dispatching {
+    pg: switchyard_store::PgStore,
+    store: Arc<dyn InvocationStore>,
+    dispatching: switchyard_contract::Invocation,
+    worker: WorkerId,
+    fence: switchyard_contract::Fence,
+    attempt: switchyard_contract::AttemptId,
+}
+
+async fn dispatching_on_postgres() -> Dispatching {
     let url = switchyard_tests::pg::database().await;
     let pg = switchyard_store::PgStore::connect(&url, &StoreOptions::default()).await.unwrap_or_else(|e| panic!("{e}"));
     let store: Arc<dyn InvocationStore> = Arc::new(pg.clone());
@@ -357,6 +364,14 @@ async fn a_skewed_local_clock_does_not_judge_a_lease_on_postgres() {
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     let EventKind::DispatchStarted { attempt, .. } = evs[0].kind else { panic!("{evs:?}") };
+    Dispatching { pg, store, dispatching, worker, fence, attempt }
+}
+
+/// PostgreSQL's held-lease fast path estimates the database clock locally; a local clock far
+/// ahead must not turn a live lease's outcome into a late one (the database's clock decides).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_skewed_local_clock_does_not_judge_a_lease_on_postgres() {
+    let Dispatching { pg, store, dispatching, worker, fence, attempt } = dispatching_on_postgres().await;
     pg.skew_estimate_for_tests(60_000); // the local clock runs a minute ahead
     let outcome = switchyard_contract::state::AttemptOutcome::Succeeded(json!({"ok": true}));
     let (done, evs) = store
@@ -374,18 +389,7 @@ async fn a_skewed_local_clock_does_not_judge_a_lease_on_postgres() {
 /// start is counted on the database's clock, like the event that records it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_skewed_local_clock_does_not_shorten_a_backoff_on_postgres() {
-    let url = switchyard_tests::pg::database().await;
-    let pg = switchyard_store::PgStore::connect(&url, &StoreOptions::default()).await.unwrap_or_else(|e| panic!("{e}"));
-    let store: Arc<dyn InvocationStore> = Arc::new(pg.clone());
-    let d = draft("a", None, json!({}), 30_000);
-    let worker = d.worker;
-    let admitted = created(&store, d).await;
-    let fence = admitted.lease.fence;
-    let (dispatching, evs) = store
-        .transition_held(&admitted, Box::new(move |i, now| i.begin_attempt(worker, fence, now, 30_000)))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let EventKind::DispatchStarted { attempt, .. } = evs[0].kind else { panic!("{evs:?}") };
+    let Dispatching { pg, store, dispatching, worker, fence, attempt } = dispatching_on_postgres().await;
     pg.skew_estimate_for_tests(-5_000); // the local clock runs five seconds behind
     let error = switchyard_contract::FailureRecord::new(
         switchyard_contract::FailureCode::UpstreamUnavailable,

@@ -72,6 +72,10 @@ pub enum AgentKind {
     Tools,
 }
 
+/// How long a `tools` run's attempt may wait for its tool call: a backstop beyond the longest
+/// approval wait the policy allows (7 days); the call settles within it.
+const TOOL_RUN_LIMIT: Duration = Duration::from_secs(8 * 24 * 3600);
+
 /// The TCK's required-extension test URI: declared on the tck agent's card.
 pub const TCK_REQUIRED_EXTENSION: &str = "urn:a2a:tck:required-extension";
 
@@ -416,6 +420,12 @@ impl Upstream for AgentUpstream {
             }
             None => CancelAck::Unsupported,
         }
+    }
+
+    /// A `tools` run waits for its tool call, however long the call takes: the call is bounded
+    /// by its own attempts, timeouts and approval expiry (and a run driven again attaches to it).
+    fn attempt_timeout(&self, default: Duration) -> Duration {
+        if self.tools.is_some() { TOOL_RUN_LIMIT } else { default }
     }
 
     /// A proxied send whose outcome is `unknown` is decided from evidence (see [`crate::proxy`]);

@@ -306,6 +306,13 @@ pub trait Upstream: Send + Sync {
     async fn dispatch(&self, call: &DispatchCall) -> Result<Value, UpstreamError>;
     /// Asks the upstream to stop an attempt in flight.
     async fn cancel(&self, call: &DispatchCall) -> CancelAck;
+    /// How long one attempt may run before its outcome counts as lost: `default`, the engine's
+    /// `attempt_timeout`, unless the upstream's attempts wait on invocations that are bounded
+    /// themselves (a bridged call's run waits for its tool call, which has its own attempts,
+    /// timeouts and approval expiry).
+    fn attempt_timeout(&self, default: Duration) -> Duration {
+        default
+    }
     /// Whether this upstream can tell, from its own evidence, what became of an attempt whose
     /// outcome is `unknown`: the subject its resolutions are audited under, or `None` (the
     /// default: only an operator reconciles its calls).

@@ -229,13 +229,17 @@ impl Default for PolicyConfig {
     }
 }
 
+/// The longest a call may wait for approval: what waits on a held call (a bridged call's run)
+/// is bounded by it.
+pub const MAX_APPROVAL_TTL_S: u64 = 7 * 24 * 3600;
+
 impl PolicyConfig {
     /// Refuses a policy that cannot mean one thing: an envelope entry that assigns a tier, a
     /// rule that neither denies nor assigns a tier (or does both), an empty pattern, a
     /// condition with no comparison or with two.
     pub fn check(&self) -> Result<(), PolicyError> {
-        if self.approval_ttl_s == 0 {
-            return Err(PolicyError("approval_ttl_s must be at least 1".into()));
+        if !(1..=MAX_APPROVAL_TTL_S).contains(&self.approval_ttl_s) {
+            return Err(PolicyError(format!("approval_ttl_s must be within 1..={MAX_APPROVAL_TTL_S} (7 days)")));
         }
         let bad = |place: String, why: String| PolicyError(format!("{place}: {why}"));
         let at = |place: String| move |why: PolicyError| bad(place.clone(), why.0);

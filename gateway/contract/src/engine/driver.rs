@@ -141,7 +141,8 @@ async fn attempt_call(
     };
     let (worker, fence, ttl) = (inner.cfg.worker, inv.lease.fence, inner.cfg.ttl_ms());
     let mut dispatch = pin!(upstream.dispatch(call));
-    let mut deadline = pin!(tokio::time::sleep(inner.cfg.attempt_timeout));
+    let limit = upstream.attempt_timeout(inner.cfg.attempt_timeout);
+    let mut deadline = pin!(tokio::time::sleep(limit));
     // First renewal one period from now. (Not `interval` + an initial `tick().await`: that
     // tick goes through the timer wheel and costs up to a millisecond on every attempt.)
     let period = inner.cfg.lease_ttl / 3;
@@ -154,9 +155,7 @@ async fn attempt_call(
         tokio::select! {
             r = &mut dispatch => return r,
             _ = &mut deadline => {
-                return Err(UpstreamError::Lost {
-                    message: format!("no reply within {} ms", inner.cfg.attempt_timeout.as_millis()),
-                });
+                return Err(UpstreamError::Lost { message: format!("no reply within {} ms", limit.as_millis()) });
             }
             _ = renew.tick() => {
                 match apply(inner, inv, move |i, now| i.renew(worker, fence, now, ttl)).await {
