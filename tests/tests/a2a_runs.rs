@@ -6,8 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use switchyard_a2a::agent::{AgentKind, AgentUpstream, RunRequest, submitted};
+use switchyard_a2a::agent::{AgentKind, AgentUpstream};
 use switchyard_a2a::hub::Hub;
+use switchyard_a2a::run::{RunRequest, submitted};
 use switchyard_contract::{
     AttemptId, DispatchCall, EffectClass, InvocationId, Principal, RunCursor, Target, TaskScope, TaskStore, TenantId,
     Upstream, UpstreamError,

@@ -7,31 +7,17 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use a2a::{Artifact, Message, Part, Role, Task, TaskPushNotificationConfig, TaskState, TaskStatus};
+use a2a::{Artifact, Message, Part, TaskState};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use switchyard_contract::{
-    CancelAck, ContextId, Decision, DispatchCall, Invocation, InvocationId, RunCursor, TaskId, TaskScope, Upstream,
-    UpstreamError,
+    CancelAck, Decision, DispatchCall, Invocation, InvocationId, RunCursor, Upstream, UpstreamError,
 };
 use tokio_util::sync::CancellationToken;
 
 use crate::hub::{Change, Hub};
-
-/// What the A2A face submits as the invocation request of one message.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RunRequest {
-    pub scope: TaskScope,
-    pub agent: String,
-    pub task_id: TaskId,
-    pub context_id: ContextId,
-    pub new_task: bool,
-    pub message: Message,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub push: Option<TaskPushNotificationConfig>,
-}
+use crate::run::{RunRequest, agent_message, status, submitted};
 
 /// One step of a run.
 #[derive(Debug, Clone)]
@@ -78,41 +64,6 @@ const TOOL_RUN_LIMIT: Duration = Duration::from_secs(8 * 24 * 3600);
 
 /// The TCK's required-extension test URI: declared on the tck agent's card.
 pub const TCK_REQUIRED_EXTENSION: &str = "urn:a2a:tck:required-extension";
-
-fn status(state: TaskState, text: Option<&str>, ctx: &str, task: &str) -> Change {
-    Change::Status(TaskStatus {
-        state,
-        message: text.map(|t| agent_message(vec![Part::text(t)], ctx, Some(task))),
-        timestamp: None,
-    })
-}
-
-/// The task a first message starts: submitted, with the message in its history.
-pub fn submitted(req: &RunRequest) -> Task {
-    let mut first = req.message.clone();
-    first.task_id = Some(req.task_id.to_string());
-    first.context_id = Some(req.context_id.to_string());
-    Task {
-        id: req.task_id.to_string(),
-        context_id: req.context_id.to_string(),
-        status: TaskStatus { state: TaskState::Submitted, message: None, timestamp: Some(chrono::Utc::now()) },
-        artifacts: None,
-        history: Some(vec![first]),
-        metadata: None,
-    }
-}
-
-/// A status change to `state` with an agent message saying `text`.
-pub(crate) fn status_saying(state: TaskState, text: &str, ctx: &str, task: &str) -> Change {
-    status(state, Some(text), ctx, task)
-}
-
-pub fn agent_message(parts: Vec<Part>, ctx: &str, task: Option<&str>) -> Message {
-    let mut m = Message::new(Role::Agent, parts);
-    m.context_id = Some(ctx.to_string());
-    m.task_id = task.map(str::to_string);
-    m
-}
 
 fn artifact(parts: Vec<Part>, append: bool, last_chunk: bool, id: &str) -> Change {
     Change::Artifact {
@@ -447,7 +398,7 @@ mod tests {
     use super::*;
 
     fn msg(id: &str) -> Message {
-        let mut m = Message::new(Role::User, vec![Part::text("hi")]);
+        let mut m = Message::new(a2a::Role::User, vec![Part::text("hi")]);
         m.message_id = id.to_string();
         m
     }

@@ -18,6 +18,7 @@ pub mod operation;
 pub mod origin;
 pub mod proxy;
 pub mod push;
+pub mod run;
 pub mod sealing;
 pub mod tools;
 

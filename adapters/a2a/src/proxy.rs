@@ -29,10 +29,10 @@ use tokio::sync::Mutex as AsyncMutex;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use crate::agent::{RunRequest, status_saying};
 use crate::client::{A2aClient, ClientError};
 use crate::error::{A2aError, Kind};
 use crate::hub::{Change, Hub, KEPT_SCHEME, is_interrupted, task_of};
+use crate::run::{RunRequest, status_saying};
 
 /// Where the upstream's ids live in the gateway task's metadata.
 pub const UPSTREAM_KEY: &str = "dev.switchyard/upstream";
@@ -235,7 +235,7 @@ impl Proxy {
         let (scope, id, ctx) = (&req.scope, &req.task_id, req.context_id.as_str());
         let mut upstream_msg = req.message.clone();
         if req.new_task {
-            let task = crate::agent::submitted(req);
+            let task = crate::run::submitted(req);
             hub.create(scope, &req.agent, &task, RunCursor { invocation: run, step: 0 }, Vec::new())
                 .await
                 .map_err(hub_err)?;

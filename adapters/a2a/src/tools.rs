@@ -18,9 +18,9 @@ use switchyard_contract::{
 };
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{RunRequest, status_saying};
 use crate::error::A2aError;
 use crate::hub::{Change, Hub};
+use crate::run::{RunRequest, status_saying};
 
 /// Message metadata naming the skill to run.
 pub const SKILL_METADATA: &str = "dev.switchyard/skill";

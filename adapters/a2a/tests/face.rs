@@ -8,7 +8,7 @@ use std::sync::Arc;
 use axum::body::Body;
 use axum::http::{HeaderMap, Request};
 use serde_json::{Value, json};
-use switchyard_a2a::agent::RunRequest;
+use switchyard_a2a::run::RunRequest;
 use switchyard_a2a::sealing::CredentialSealer;
 use switchyard_a2a::{A2aAgents, A2aConfig};
 use switchyard_contract::memory::{MemoryInvocations, MemoryTasks, Reply};

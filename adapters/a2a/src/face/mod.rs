@@ -22,11 +22,11 @@ use switchyard_contract::{
     TaskQuery, TaskScope, TenantId,
 };
 
-use crate::agent::RunRequest;
 use crate::config::{A2aConfig, AgentConfig};
 use crate::error::{A2aError, Kind, Profile};
 use crate::hub::{self, Change, Hub, slice_history, state_name, task_of};
 use crate::push;
+use crate::run::RunRequest;
 
 mod push_configs;
 mod send;
