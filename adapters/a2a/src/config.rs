@@ -32,6 +32,9 @@ pub struct A2aConfig {
     /// Artifact parts with more `raw` bytes than this are kept in the artifact store (S3 or the
     /// filesystem) instead of the task row, and read back for clients.
     pub inline_max_bytes: usize,
+    /// `tools` agents: the largest tool result (all its parts) a task takes; a larger one fails
+    /// the task saying so (the tool call itself succeeded and stays recorded).
+    pub tool_result_max_bytes: usize,
     pub push: PushSettings,
     /// Sign agent cards (ES256) with this PKCS#8 P-256 private key (PEM file).
     pub card_signing_key_file: Option<std::path::PathBuf>,
@@ -53,6 +56,7 @@ impl Default for A2aConfig {
             max_request_body_bytes: 1 << 20,
             card_max_age_s: 300,
             inline_max_bytes: 64 * 1024,
+            tool_result_max_bytes: 16 << 20,
             push: PushSettings::default(),
             card_signing_key_file: None,
             card_signing_kid: None,

@@ -98,7 +98,12 @@ impl A2aAgents {
             let Some(catalog) = catalog.clone() else {
                 return Err(format!("a2a agent `{}`: kind tools needs the MCP upstreams' catalog", a.name).into());
             };
-            let agent = tools::ToolsAgent::new(catalog, a.upstreams.clone(), a.tools.clone(), engine.clone());
+            let agent = tools::ToolsAgent::new(
+                catalog,
+                tools::Exposed { upstreams: a.upstreams.clone(), tools: a.tools.clone() },
+                config.tool_result_max_bytes,
+                engine.clone(),
+            );
             tools.insert(a.name.clone(), Arc::new(agent));
         }
         let signer = match &config.card_signing_key_file {

@@ -43,10 +43,20 @@ pub struct Skill {
 }
 
 /// The tools an agent exposes and how a message calls one.
+/// Which tools an agent exposes: those of `upstreams` whose names match `tools` (names, or
+/// prefixes ending in `*`; empty: all).
+#[derive(Debug, Clone)]
+pub struct Exposed {
+    pub upstreams: Vec<String>,
+    pub tools: Vec<String>,
+}
+
 pub struct ToolsAgent {
     catalog: Arc<dyn Catalog>,
     upstreams: Vec<String>,
     tools: Vec<String>,
+    /// The largest result a task takes (`a2a.tool_result_max_bytes`).
+    max_result_bytes: usize,
     /// The driving port, once the engine runs (the agent's upstream exists before it).
     engine: Arc<OnceLock<Arc<dyn Invocations>>>,
     /// The tool call each run in this process waits for, by run.
@@ -70,11 +80,12 @@ fn matches(pattern: &str, name: &str) -> bool {
 impl ToolsAgent {
     pub fn new(
         catalog: Arc<dyn Catalog>,
-        upstreams: Vec<String>,
-        tools: Vec<String>,
+        exposed: Exposed,
+        max_result_bytes: usize,
         engine: Arc<OnceLock<Arc<dyn Invocations>>>,
     ) -> Self {
-        Self { catalog, upstreams, tools, engine, calls: Mutex::new(HashMap::new()) }
+        let Exposed { upstreams, tools } = exposed;
+        Self { catalog, upstreams, tools, max_result_bytes, engine, calls: Mutex::new(HashMap::new()) }
     }
 
     /// The skills as of now (tools withheld for a changed definition are absent).
@@ -328,6 +339,16 @@ impl ToolsAgent {
         };
         match &child.state {
             InvocationState::Succeeded { result, .. } => match self.catalog.content(&op.upstream, result) {
+                Ok(content) if size_of(&content) > self.max_result_bytes => {
+                    let text = format!(
+                        "the tool's result is {} bytes, more than this gateway passes on (a2a.tool_result_max_bytes = \
+                         {}); the call itself succeeded and is recorded as invocation {}",
+                        size_of(&content),
+                        self.max_result_bytes,
+                        child.id
+                    );
+                    vec![note("succeeded"), status_saying(TaskState::Failed, &text, ctx, task)]
+                }
                 Ok(content) => outcome(content, op, ctx, task, note("succeeded")),
                 Err(e) => vec![
                     note("succeeded"),
@@ -422,6 +443,22 @@ impl CallRelay for TaskRelay {
     fn log_level(&self) -> Option<String> {
         None
     }
+}
+
+/// The bytes a result puts into a task: its parts and its structured content.
+fn size_of(content: &Content) -> usize {
+    let json = |v: &Value| v.to_string().len();
+    let parts: usize = content
+        .parts
+        .iter()
+        .map(|p| match p {
+            switchyard_contract::Part::Text { text } => text.len(),
+            switchyard_contract::Part::Data { data } => json(data),
+            switchyard_contract::Part::Bytes { data, .. } => data.len(),
+            switchyard_contract::Part::Link { uri, .. } => uri.len(),
+        })
+        .sum();
+    parts + content.structured.as_ref().map_or(0, json)
 }
 
 /// A tool's answer as task changes: its content as one artifact and the final status.
@@ -559,6 +596,94 @@ fn unselected(skills: &[Skill]) -> A2aError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A catalog whose every result is `n` bytes of text (`{"n": n}`).
+    #[derive(Debug)]
+    struct Sized;
+
+    impl Catalog for Sized {
+        fn operations(&self, _: &str) -> Vec<Operation> {
+            Vec::new()
+        }
+        fn prepare(
+            &self,
+            _: &switchyard_contract::Principal,
+            _: &str,
+            _: &str,
+            _: Map<String, Value>,
+        ) -> Result<Submission, switchyard_contract::Error> {
+            Err(switchyard_contract::Error::internal("unused"))
+        }
+        fn prepare_answer(
+            &self,
+            _: &switchyard_contract::Principal,
+            _: &Invocation,
+            _: Map<String, Value>,
+        ) -> Result<Submission, switchyard_contract::Error> {
+            Err(switchyard_contract::Error::internal("unused"))
+        }
+        fn content(&self, _: &str, result: &Value) -> Result<Content, switchyard_contract::Error> {
+            let n = result["n"].as_u64().and_then(|n| usize::try_from(n).ok()).unwrap_or(0);
+            Ok(Content { parts: vec![switchyard_contract::Part::Text { text: "x".repeat(n) }], ..Content::default() })
+        }
+    }
+
+    fn succeeded(n: usize) -> Invocation {
+        let tenant = switchyard_contract::TenantId::new("t").unwrap_or_else(|e| panic!("{e}"));
+        let draft = switchyard_contract::NewInvocation {
+            id: InvocationId::new(),
+            principal: switchyard_contract::Principal::new(tenant, "s"),
+            target: switchyard_contract::Target {
+                upstream: "fx".into(),
+                operation: "t".into(),
+                effect: switchyard_contract::EffectClass::ReadOnly,
+            },
+            request: json!({}),
+            digest: switchyard_contract::RequestDigest::compute("fx", "t", &json!({}))
+                .unwrap_or_else(|e| panic!("{e}")),
+            ingress_key: None,
+            parent: None,
+            worker: switchyard_contract::WorkerId::new(),
+            lease_ttl_ms: 1000,
+            hold: None,
+        };
+        let (mut inv, _) = Invocation::admit(draft, 0);
+        inv.state = InvocationState::Succeeded {
+            result: json!({"n": n}),
+            resolution: switchyard_contract::Resolution::Upstream,
+        };
+        inv
+    }
+
+    #[test]
+    fn a_result_above_the_limit_fails_the_task_saying_so() {
+        let agent = ToolsAgent::new(
+            Arc::new(Sized),
+            Exposed { upstreams: vec!["fx".into()], tools: Vec::new() },
+            100,
+            Arc::new(OnceLock::new()),
+        );
+        let op = Operation {
+            upstream: "fx".into(),
+            name: "t".into(),
+            title: None,
+            description: None,
+            input_schema: json!({"type": "object"}),
+            output_schema: None,
+            effect: switchyard_contract::EffectClass::ReadOnly,
+        };
+        let last_state = |changes: Vec<Change>| match changes.last() {
+            Some(Change::Status(s)) => {
+                (s.state.clone(), s.message.as_ref().and_then(|m| m.text()).unwrap_or_default().to_string())
+            }
+            other => panic!("{other:?}"),
+        };
+        let (state, _) = last_state(agent.changes(&succeeded(100), &op, "c", "t"));
+        assert_eq!(state, TaskState::Completed, "at the limit");
+        let (state, text) = last_state(agent.changes(&succeeded(101), &op, "c", "t"));
+        assert_eq!(state, TaskState::Failed);
+        assert!(text.contains("101 bytes") && text.contains("tool_result_max_bytes"), "{text}");
+    }
 
     #[test]
     fn whole_doubles_become_integers_and_nothing_else_changes() {
