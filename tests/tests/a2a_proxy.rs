@@ -209,13 +209,22 @@ async fn a_grpc_only_internal_agent_is_reached_over_grpc() {
     let (_, canceled) = rpc(&gw.http, &url, None, "CancelTask", json!({"id": waiting["id"]})).await;
     assert_eq!(canceled["result"]["status"]["state"], "TASK_STATE_CANCELED", "{canceled}");
 
-    // A streamed task: the gateway mirrors the agent's gRPC stream.
-    let started = lines(&py(&["start", &gw.base, "JSONRPC", "slow:1"]).await);
+    // A streamed task: the gateway mirrors the agent's gRPC stream (the agent sleeps 5 s
+    // between its two chunks, so the subscription starts while the task runs).
+    let started = lines(&py(&["start", &gw.base, "JSONRPC", "slow:5"]).await);
     let id = started.first().and_then(|l| l["task"].as_str()).unwrap_or_else(|| panic!("{started:?}")).to_string();
     let out = py(&["resubscribe", &gw.base, "GRPC", &id]).await;
     let events = lines(&out);
     assert!(out.status.success(), "{events:#?}\n{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(events.last().map(|e| e["final"].clone()), Some(json!("TASK_STATE_COMPLETED")), "{events:#?}");
+    let (_, got) = rpc(&gw.http, &url, None, "GetTask", json!({"id": id})).await;
+    let parts: Vec<&str> = got["result"]["artifacts"][0]["parts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p["text"].as_str())
+        .collect();
+    assert_eq!(parts.concat(), "part-1 part-2", "both chunks mirrored from the gRPC stream: {got}");
 
     let received = agent.received();
     for m in ["grpc-echo-1", "grpc-refuse-1", "grpc-ask-1"] {
