@@ -518,9 +518,10 @@ fn outcome(content: Content, op: &Operation, ctx: &str, task: &str, note: Change
     changes
 }
 
-/// Arguments with every whole number as an integer: protobuf's `Struct` (the gRPC binding)
-/// carries all numbers as doubles, and a tool that wants an integer may refuse `20.0`. JSON
-/// does not tell the two apart, so nothing else changes.
+/// Arguments with every whole number as an integer: protobuf's `Struct` carries all numbers as
+/// doubles (the gRPC binding, and clients such as the Python SDK that build data parts from it
+/// on any binding), and a tool that wants an integer may refuse `20.0`. JSON does not tell the
+/// two apart, so nothing else changes.
 fn whole_numbers(arguments: Map<String, Value>) -> Map<String, Value> {
     fn fix(v: Value) -> Value {
         match v {

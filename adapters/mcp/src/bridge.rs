@@ -6,7 +6,7 @@
 //! this crate's README).
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use base64::Engine as _;
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
@@ -25,11 +25,34 @@ pub struct McpCatalog {
     catalog: Arc<catalog::Catalog>,
     /// Each upstream's configured effect classes (an unnamed tool is a `write`).
     effects: HashMap<String, BTreeMap<String, EffectClass>>,
+    /// Compiled input schemas by the tool's schema pin: a message is checked when it arrives
+    /// and again when its run calls the tool, and a schema compiles once.
+    validators: Mutex<HashMap<String, Arc<jsonschema::Validator>>>,
 }
+
+/// At most this many compiled schemas are kept (then the cache starts over).
+const MAX_VALIDATORS: usize = 1024;
 
 impl McpCatalog {
     pub(crate) fn new(catalog: Arc<catalog::Catalog>, effects: HashMap<String, BTreeMap<String, EffectClass>>) -> Self {
-        Self { catalog, effects }
+        Self { catalog, effects, validators: Mutex::new(HashMap::new()) }
+    }
+
+    /// The compiled input schema of `entry`.
+    fn validator(&self, entry: &ToolEntry) -> Result<Arc<jsonschema::Validator>, Error> {
+        if let Some(v) = self.validators.lock().ok().and_then(|m| m.get(&entry.digest).cloned()) {
+            return Ok(v);
+        }
+        let schema = Value::Object(entry.tool.input_schema.as_ref().clone());
+        let what = format!("the input schema of tool `{}`", entry.tool.name);
+        let compiled = Arc::new(compile(&schema, &what)?);
+        if let Ok(mut m) = self.validators.lock() {
+            if m.len() >= MAX_VALIDATORS {
+                m.clear();
+            }
+            m.insert(entry.digest.clone(), compiled.clone());
+        }
+        Ok(compiled)
     }
 
     fn tools(&self, upstream: &str) -> Vec<ToolEntry> {
@@ -76,8 +99,8 @@ impl Catalog for McpCatalog {
                  operator must review and run `switchyard upstreams approve {upstream} --tool {operation}`"
             )));
         }
-        let schema = Value::Object(entry.tool.input_schema.as_ref().clone());
-        check(&schema, &arguments, &format!("the input schema of tool `{operation}`"))?;
+        let validator = self.validator(&entry)?;
+        matches(&validator, &arguments, &format!("the input schema of tool `{operation}`"))?;
         let request = ToolRequest {
             tool: operation.to_string(),
             arguments: Some(arguments),
@@ -99,19 +122,17 @@ impl Catalog for McpCatalog {
         let InvocationState::Succeeded { result, .. } = &previous.state else {
             return Err(Error::conflict("the call did not ask for input"));
         };
-        let keys: Vec<(&String, &Value)> = result
-            .get("inputRequests")
-            .and_then(Value::as_object)
-            .map(|m| m.iter().collect())
-            .filter(|k: &Vec<_>| {
-                result.get("resultType").and_then(Value::as_str) == Some("input_required") && !k.is_empty()
-            })
-            .ok_or_else(|| Error::conflict("the call did not ask for input"))?;
+        let requests = result.get("inputRequests").and_then(Value::as_object);
+        let asked_input = result.get("resultType").and_then(Value::as_str) == Some("input_required");
+        let keys: Vec<(&String, &Value)> = match requests {
+            Some(m) if asked_input && !m.is_empty() => m.iter().collect(),
+            _ => return Err(Error::conflict("the call did not ask for input")),
+        };
         let [(key, asked)] = keys.as_slice() else {
             return Err(Error::invalid_input("the tool asked several questions at once; the bridge answers one"));
         };
         if let Some(schema) = asked.get("params").and_then(|p| p.get("requestedSchema")) {
-            check(schema, &answer, "the requested schema")?;
+            matches(&compile(schema, "the requested schema")?, &answer, "the requested schema")?;
         }
         let prev: ToolRequest = serde_json::from_value(previous.request.clone())
             .map_err(|e| Error::internal(format!("the previous round is not a tool call: {e}")))?;
@@ -150,10 +171,13 @@ fn submission(principal: &Principal, upstream: &str, request: &ToolRequest) -> R
     })
 }
 
-/// Checks `value` against `schema` (`what` names the schema in the refusal).
-fn check(schema: &Value, value: &Map<String, Value>, what: &str) -> Result<(), Error> {
-    let validator =
-        jsonschema::validator_for(schema).map_err(|e| Error::invalid_input(format!("{what} cannot be used: {e}")))?;
+/// `schema` compiled (`what` names it in a refusal).
+fn compile(schema: &Value, what: &str) -> Result<jsonschema::Validator, Error> {
+    jsonschema::validator_for(schema).map_err(|e| Error::invalid_input(format!("{what} cannot be used: {e}")))
+}
+
+/// Checks `value` against `validator` (`what` names the schema in the refusal).
+fn matches(validator: &jsonschema::Validator, value: &Map<String, Value>, what: &str) -> Result<(), Error> {
     let instance = Value::Object(value.clone());
     let errors: Vec<String> = validator
         .iter_errors(&instance)

@@ -5,13 +5,12 @@
 //! renders content into its own wire. The invocation keeps the native result; content is derived
 //! from it, so nothing the upstream said is lost. No adapter depends on another: they meet here.
 
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::{EffectClass, Error, Invocation, Principal, Submission};
 
 /// One operation an upstream offers, as a caller of any protocol needs to know it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Operation {
     /// The upstream that offers it (the engine's upstream name).
     pub upstream: String,
