@@ -3,6 +3,7 @@
 //! preference), and calls the operations with `A2A-Version: 1.0`. Failures are classified for the engine: nothing sent (safe to
 //! retry), sent but no answer (outcome lost), or an A2A error from the agent.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use a2a::{
@@ -44,6 +45,9 @@ pub struct A2aClient {
     binding: Binding,
     /// The agent declares `capabilities.streaming`.
     pub streaming: bool,
+    /// The card's skills and description, as read at discovery.
+    pub skills: Arc<Vec<a2a::AgentSkill>>,
+    pub description: String,
 }
 
 fn transport(e: &reqwest::Error) -> ClientError {
@@ -112,7 +116,13 @@ impl A2aClient {
             "HTTP+JSON" => Binding::Rest(interface.url.trim_end_matches('/').to_string()),
             _ => Binding::Grpc(grpc_client(&interface.url, timeout)?),
         };
-        Ok(Self { http, binding, streaming: card.capabilities.streaming == Some(true) })
+        Ok(Self {
+            http,
+            binding,
+            streaming: card.capabilities.streaming == Some(true),
+            skills: Arc::new(card.skills),
+            description: card.description,
+        })
     }
 
     fn post(&self, url: &str, body: &Value) -> reqwest::RequestBuilder {
@@ -458,7 +468,13 @@ mod tests {
         let code = axum::http::StatusCode::from_u16(status).unwrap_or_else(|e| panic!("{e}"));
         let app = axum::Router::new().fallback(move || async move { (code, body) });
         tokio::spawn(async move { axum::serve(listener, app).await });
-        A2aClient { http: reqwest::Client::new(), binding: Binding::Rest(format!("http://{addr}")), streaming: false }
+        A2aClient {
+            http: reqwest::Client::new(),
+            binding: Binding::Rest(format!("http://{addr}")),
+            streaming: false,
+            skills: Arc::default(),
+            description: String::new(),
+        }
     }
 
     #[tokio::test]

@@ -6,6 +6,7 @@
 //! Internal agents behind the gateway are reached with [`client`] and mirrored by [`proxy`].
 
 pub mod agent;
+pub mod bridge;
 pub mod card;
 pub mod client;
 pub mod config;
@@ -154,6 +155,16 @@ impl A2aAgents {
                 }
             })
             .collect()
+    }
+
+    /// The agents, for faces of other protocols (the bridge): every agent but `tools` ones.
+    pub fn bridge(&self) -> Arc<bridge::A2aCatalog> {
+        Arc::new(bridge::A2aCatalog::new(
+            &self.config.agents,
+            self.proxies.clone(),
+            self.hub.clone(),
+            self.engine.clone(),
+        ))
     }
 
     /// The face, once the engine runs. `security`: the cards' `securitySchemes` and

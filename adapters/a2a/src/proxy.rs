@@ -124,7 +124,12 @@ impl Proxy {
         Arc::new(Self { card_url, timeout, client: AsyncMutex::new(None), confirmed: Mutex::new(HashSet::new()) })
     }
 
-    async fn client(&self) -> Result<A2aClient, ClientError> {
+    /// The agent as last discovered, if it was (never waits).
+    pub fn discovered(&self) -> Option<A2aClient> {
+        self.client.try_lock().ok().and_then(|slot| slot.clone())
+    }
+
+    pub(crate) async fn client(&self) -> Result<A2aClient, ClientError> {
         let mut slot = self.client.lock().await;
         if let Some(c) = slot.as_ref() {
             return Ok(c.clone());

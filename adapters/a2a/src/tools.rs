@@ -19,7 +19,7 @@ use switchyard_contract::{
 use tokio_util::sync::CancellationToken;
 
 use crate::error::A2aError;
-use crate::hub::{Change, Hub};
+use crate::hub::{Change, Hub, KEPT_SCHEME};
 use crate::run::{RunRequest, status_saying};
 
 /// Message metadata naming the skill to run.
@@ -178,7 +178,7 @@ impl ToolsAgent {
         task: Option<&a2a::Task>,
     ) -> Result<(), A2aError> {
         match task {
-            None => self.first_round(who, message).map(|_| ()),
+            None => self.first_round(who, message).await.map(|_| ()),
             Some(t) => {
                 let call = t.metadata.as_ref().and_then(|m| m.get(CALL_METADATA));
                 self.next_round(who, message, call).await.map(|_| ())
@@ -187,7 +187,7 @@ impl ToolsAgent {
     }
 
     /// A first message's tool call.
-    fn first_round(
+    async fn first_round(
         &self,
         who: &switchyard_contract::Principal,
         message: &Message,
@@ -196,7 +196,8 @@ impl ToolsAgent {
         let op = skill.operation;
         let submission = self
             .catalog
-            .prepare(who, &op.upstream, &op.name, arguments)
+            .prepare(who, &op.upstream, &op.name, arguments, None)
+            .await
             .map_err(|e| A2aError::invalid_params(e.message.to_string()))?;
         Ok((op, submission))
     }
@@ -228,6 +229,7 @@ impl ToolsAgent {
         let submission = self
             .catalog
             .prepare_answer(who, &previous, answer)
+            .await
             .map_err(|e| A2aError::invalid_params(e.message.to_string()))?;
         let op = self
             .catalog
@@ -262,7 +264,7 @@ impl ToolsAgent {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         let round = if req.new_task {
-            self.first_round(&call.principal, &req.message)
+            self.first_round(&call.principal, &req.message).await
         } else {
             let rec = hub
                 .get(&req.scope, &req.task_id)
@@ -455,6 +457,8 @@ fn size_of(content: &Content) -> usize {
             switchyard_contract::Part::Text { text } => text.len(),
             switchyard_contract::Part::Data { data } => json(data),
             switchyard_contract::Part::Bytes { data, .. } => data.len(),
+            // Kept in the artifact store: the task holds a reference.
+            switchyard_contract::Part::Artifact { id, .. } => id.to_string().len() + KEPT_SCHEME.len(),
             switchyard_contract::Part::Link { uri, .. } => uri.len(),
         })
         .sum();
@@ -491,6 +495,12 @@ fn outcome(content: Content, op: &Operation, ctx: &str, task: &str, note: Change
                 part.filename = name;
                 part
             }
+            switchyard_contract::Part::Artifact { id, media_type, name, .. } => {
+                let mut part = Part::url(format!("{KEPT_SCHEME}{id}"));
+                part.media_type = media_type;
+                part.filename = name;
+                part
+            }
             switchyard_contract::Part::Link { uri, media_type, name, .. } => {
                 let mut part = Part::url(uri);
                 part.media_type = media_type;
@@ -523,19 +533,21 @@ fn outcome(content: Content, op: &Operation, ctx: &str, task: &str, note: Change
 /// on any binding), and a tool that wants an integer may refuse `20.0`. JSON does not tell the
 /// two apart, so nothing else changes.
 fn whole_numbers(arguments: Map<String, Value>) -> Map<String, Value> {
-    fn fix(v: Value) -> Value {
-        match v {
-            Value::Number(n) if !n.is_i64() && !n.is_u64() => match n.as_f64() {
-                #[allow(clippy::cast_possible_truncation)]
-                Some(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => Value::from(f as i64),
-                _ => Value::Number(n),
-            },
-            Value::Array(a) => Value::Array(a.into_iter().map(fix).collect()),
-            Value::Object(m) => Value::Object(m.into_iter().map(|(k, v)| (k, fix(v))).collect()),
-            other => other,
-        }
+    arguments.into_iter().map(|(k, v)| (k, whole(v))).collect()
+}
+
+/// `v` with every whole number as an integer (see [`whole_numbers`]).
+pub(crate) fn whole(v: Value) -> Value {
+    match v {
+        Value::Number(n) if !n.is_i64() && !n.is_u64() => match n.as_f64() {
+            #[allow(clippy::cast_possible_truncation)]
+            Some(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => Value::from(f as i64),
+            _ => Value::Number(n),
+        },
+        Value::Array(a) => Value::Array(a.into_iter().map(whole).collect()),
+        Value::Object(m) => Value::Object(m.into_iter().map(|(k, v)| (k, whole(v))).collect()),
+        other => other,
     }
-    arguments.into_iter().map(|(k, v)| (k, fix(v))).collect()
 }
 
 /// A follow-up message as the answer to a request for input: its first data part, or its text
@@ -602,20 +614,22 @@ mod tests {
     #[derive(Debug)]
     struct Sized;
 
+    #[async_trait::async_trait]
     impl Catalog for Sized {
         fn operations(&self, _: &str) -> Vec<Operation> {
             Vec::new()
         }
-        fn prepare(
+        async fn prepare(
             &self,
             _: &switchyard_contract::Principal,
             _: &str,
             _: &str,
             _: Map<String, Value>,
+            _: Option<&switchyard_contract::IngressKey>,
         ) -> Result<Submission, switchyard_contract::Error> {
             Err(switchyard_contract::Error::internal("unused"))
         }
-        fn prepare_answer(
+        async fn prepare_answer(
             &self,
             _: &switchyard_contract::Principal,
             _: &Invocation,

@@ -7,7 +7,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::{EffectClass, Error, Invocation, Principal, Submission};
+use crate::{ArtifactId, EffectClass, Error, IngressKey, Invocation, Principal, Submission};
 
 /// One operation an upstream offers, as a caller of any protocol needs to know it.
 #[derive(Debug, Clone, PartialEq)]
@@ -54,6 +54,14 @@ pub enum Part {
         media_type: Option<String>,
         name: Option<String>,
     },
+    /// Bytes kept in the gateway's artifact store (served at `/artifacts/{id}` to the tenant
+    /// that owns them).
+    Artifact {
+        id: ArtifactId,
+        size: u64,
+        media_type: Option<String>,
+        name: Option<String>,
+    },
     /// A reference to content elsewhere (a URL or a resource URI).
     Link {
         uri: String,
@@ -73,6 +81,9 @@ pub struct Content {
     pub is_error: bool,
     /// The upstream needs input before it can answer.
     pub needs_input: Option<NeedsInput>,
+    /// What the upstream says about the call besides its content, for a caller's follow-up
+    /// (an A2A task's `taskId`, `contextId` and `state`).
+    pub about: Map<String, Value>,
 }
 
 impl Content {
@@ -98,29 +109,39 @@ pub struct NeedsInput {
 }
 
 /// What the upstreams of one protocol offer, for faces of another. Implemented by the adapter
-/// that owns the upstreams (it knows their wire and applies its face's checks).
+/// that owns the upstreams (it knows their wire and applies its face's checks). A `source` is
+/// what the owning adapter calls the upstream (an MCP upstream's name, an A2A agent's name); an
+/// [`Operation`]'s `upstream` is the engine's name for it.
+#[async_trait::async_trait]
 pub trait Catalog: Send + Sync + std::fmt::Debug {
-    /// The operations `upstream` offers now; a withheld one (its definition changed since it
-    /// was approved) is absent. Empty for an upstream this catalog does not know.
-    fn operations(&self, upstream: &str) -> Vec<Operation>;
+    /// The operations `source` offers now; a withheld one (its definition changed since it
+    /// was approved) is absent. Empty for a source this catalog does not know.
+    fn operations(&self, source: &str) -> Vec<Operation>;
 
-    /// The submission that calls `operation` of `upstream` for `principal` with `arguments`,
+    /// Brings what [`operations`](Self::operations) knows of `source` up to date when it may
+    /// be stale (an agent card not read yet); bounded in time. Default: always current.
+    async fn refresh(&self, _source: &str) {}
+
+    /// The submission that calls `operation` of `source` for `principal` with `arguments`,
     /// after the checks the owning face applies to its own callers: the operation is offered
-    /// and approved, and the arguments match its input schema. The caller adds the ingress
-    /// key, context and grant; nothing is submitted here.
-    fn prepare(
+    /// and approved, and the arguments match its input schema. `key`: the caller's idempotency
+    /// key, from which the downstream identity of the call derives (so a retry is the same
+    /// call downstream too). The caller adds the ingress key, context and grant; nothing is
+    /// submitted here.
+    async fn prepare(
         &self,
         principal: &Principal,
-        upstream: &str,
+        source: &str,
         operation: &str,
         arguments: Map<String, Value>,
+        key: Option<&IngressKey>,
     ) -> Result<Submission, Error>;
 
     /// The submission that answers the request for input of `previous` (a succeeded invocation
     /// of this catalog's upstreams whose content [`needs_input`](Content::needs_input)) with
     /// `answer`, which must match the requested schema: the next round of the same call. The
     /// caller adds the ingress key, context and grant; nothing is submitted here.
-    fn prepare_answer(
+    async fn prepare_answer(
         &self,
         principal: &Principal,
         previous: &Invocation,
@@ -129,6 +150,12 @@ pub trait Catalog: Send + Sync + std::fmt::Debug {
 
     /// A result of `upstream` (the invocation's stored result) as content.
     fn content(&self, upstream: &str, result: &Value) -> Result<Content, Error>;
+
+    /// Stops the call `invocation` (of `principal`'s tenant) the way its protocol does it,
+    /// upstream included, and cancels the invocation. Default: the protocol has no way to ask.
+    async fn cancel(&self, _principal: &Principal, invocation: &Invocation) -> Result<(), Error> {
+        Err(Error::invalid_input(format!("invocation {} cannot be canceled through this catalog", invocation.id)))
+    }
 }
 
 #[cfg(test)]

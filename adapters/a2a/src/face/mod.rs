@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use a2a::{
     CancelTaskRequest, ListTaskPushNotificationConfigsResponse, ListTasksRequest, ListTasksResponse, Message,
-    SendMessageRequest, SendMessageResponse, StreamResponse, Task, TaskPushNotificationConfig, TaskState, TaskStatus,
+    SendMessageRequest, SendMessageResponse, StreamResponse, Task, TaskPushNotificationConfig, TaskState,
 };
 use base64::Engine as _;
 use futures::StreamExt;
@@ -24,9 +24,9 @@ use switchyard_contract::{
 
 use crate::config::{A2aConfig, AgentConfig};
 use crate::error::{A2aError, Kind, Profile};
-use crate::hub::{self, Change, Hub, slice_history, state_name, task_of};
+use crate::hub::{self, Hub, slice_history, state_name, task_of};
 use crate::push;
-use crate::run::RunRequest;
+use crate::run::{RunRequest, digest_id};
 
 mod push_configs;
 mod send;
@@ -120,18 +120,6 @@ pub struct A2aFace {
     pub(crate) signer: Option<Arc<crate::card::CardSigner>>,
     /// The card's `securitySchemes` and `securityRequirements`, when callers must authenticate.
     pub(crate) security: Option<Arc<(Value, Value)>>,
-}
-
-fn digest_id(parts: &[&str]) -> uuid::Uuid {
-    let mut h = Sha256::new();
-    for p in parts {
-        h.update(p.as_bytes());
-        h.update([0]);
-    }
-    let d = h.finalize();
-    let mut bytes = [0u8; 16];
-    bytes.copy_from_slice(&d[..16]);
-    uuid::Builder::from_custom_bytes(bytes).into_uuid()
 }
 
 const PAGE_DEFAULT: i32 = 50;

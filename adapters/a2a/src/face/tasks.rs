@@ -58,40 +58,9 @@ impl A2aFace {
         who: &Caller,
         req: CancelTaskRequest,
     ) -> Result<Task, A2aError> {
-        let (scope, rec) = self.callers_task(agent, who, req.tenant.as_ref(), &req.id).await?;
-        let task = task_of(&rec)?;
-        let not_cancelable = |t: &Task| {
-            A2aError::new(
-                Kind::TaskNotCancelable,
-                format!("task `{}` is {} and cannot be canceled", t.id, state_name(&t.status.state)),
-            )
-        };
-        if task.status.state.is_terminal() {
-            return Err(not_cancelable(&task));
-        }
-        let run = rec.run_cursor.map(|c| c.invocation);
-        if let Some(p) = self.proxies.get(&agent.config.name)
-            && !p.cancel_upstream(&self.hub, &scope, &rec.id, run).await?
-        {
-            // Nothing to ask the agent to cancel yet, so nothing it could confirm: change nothing.
-            return Err(A2aError::new(
-                Kind::TaskNotCancelable,
-                format!("task `{}` has not been acknowledged by the agent yet; cancel it again shortly", task.id),
-            ));
-        }
-        if let Some(inv) = run
-            && let Err(e) = self.engine.cancel(&who.principal, inv).await
-        {
-            tracing::debug!(invocation.id = %inv, error = %e, "run not cancelable (already settled)");
-        }
-        let canceled = TaskStatus { state: TaskState::Canceled, message: None, timestamp: None };
-        match self.hub.apply(&scope, &rec.id, None, Change::Status(canceled)).await? {
-            Some(rec) => task_of(&rec),
-            None => {
-                let now = self.load(agent, &scope, &rec.id).await?;
-                if now.status.state == TaskState::Canceled { Ok(now) } else { Err(not_cancelable(&now)) }
-            }
-        }
+        let (_, rec) = self.callers_task(agent, who, req.tenant.as_ref(), &req.id).await?;
+        let proxy = self.proxies.get(&agent.config.name).map(Arc::as_ref);
+        crate::run::cancel_task(&self.hub, proxy, self.engine.as_ref(), &who.principal, &rec).await
     }
 }
 
