@@ -5,9 +5,12 @@ Usage: a2a_internal_agent.py <received-log> [--grpc-only]
 Prints "listening http://127.0.0.1:<port>" once it serves JSON-RPC at / and HTTP+JSON at /rest
 (with --grpc-only: the card, whose only interface is gRPC on another port, served by the SDK's
 gRPC handler).
-Every message it receives is appended to <received-log> as one JSON line {messageId, text}.
+Every message it receives is appended to <received-log> as one JSON line {messageId, text}, and
+every cancel request as {cancel: <task id>}.
 Behaviour by text: "slow:<seconds>" works, emits a first artifact chunk, sleeps, emits the last
-chunk and completes; "big:<n>" answers with an artifact of n raw bytes (i % 251); "refuse" raises UnsupportedOperation; "ask" asks for input; anything else completes with "echo: <text>".
+chunk and completes; "big:<n>" answers with an artifact of n raw bytes (i % 251); "report:<x>" answers with a data
+artifact {"report": x, "words": n} and a text artifact; "refuse" raises UnsupportedOperation;
+"ask" asks for input; anything else completes with "echo: <text>".
 """
 
 import asyncio
@@ -16,6 +19,8 @@ import socket
 import sys
 
 import grpc
+from google.protobuf.json_format import ParseDict
+from google.protobuf.struct_pb2 import Value
 import uvicorn
 from starlette.applications import Starlette
 
@@ -56,6 +61,11 @@ class Internal(AgentExecutor):
             data = bytes(i % 251 for i in range(n))
             await updater.add_artifact([Part(raw=data, media_type="application/octet-stream", filename="big.bin")], artifact_id="big")
             await updater.complete()
+        elif text.startswith("report:"):
+            topic = text.split(":", 1)[1]
+            await updater.add_artifact([Part(data=ParseDict({"report": topic, "words": len(topic.split())}, Value()))], artifact_id="data")
+            await updater.add_artifact([Part(text=f"report on {topic}")], artifact_id="text")
+            await updater.complete()
         elif text == "refuse":
             raise UnsupportedOperationError("refused by the internal agent's policy")
         elif text == "ask":
@@ -64,6 +74,8 @@ class Internal(AgentExecutor):
             await updater.complete(updater.new_agent_message([Part(text=f"echo: {text}")]))
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        with open(self.log_path, "a") as log:
+            log.write(json.dumps({"cancel": context.task_id}) + "\n")
         await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
 
 
@@ -92,7 +104,10 @@ def main():
         capabilities=AgentCapabilities(streaming=True, push_notifications=False),
         default_input_modes=["text"],
         default_output_modes=["text"],
-        skills=[AgentSkill(id="echo", name="echo", description="echoes", tags=["test"])],
+        skills=[
+            AgentSkill(id="echo", name="echo", description="echoes", tags=["test"]),
+            AgentSkill(id="report", name="Report", description="writes a report on a topic", tags=["test"]),
+        ],
     )
     handler = DefaultRequestHandler(agent_executor=Internal(log_path), task_store=InMemoryTaskStore(), agent_card=card)
     routes = create_agent_card_routes(card) + create_jsonrpc_routes(handler, rpc_url="/") + create_rest_routes(handler, path_prefix="/rest")

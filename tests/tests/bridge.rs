@@ -307,3 +307,162 @@ async fn a_held_tool_call_completes_its_task_once_approved() {
     let run = all.iter().find(|i| i["id"] == call["parent"]).unwrap_or_else(|| panic!("{all:#?}"));
     assert_eq!((run["attempts"].clone(), run["state"]["state"].clone()), (json!(1), json!("succeeded")), "{run}");
 }
+
+/// `mcp_bridge_client.py` with the operator's token (tenant `default`).
+fn mcp_client(args: &[&str]) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(switchyard_tests::mcp::python());
+    cmd.arg(std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("python/mcp_bridge_client.py"))
+        .args(args)
+        .env("MCP_BEARER", switchyard_tests::gateway::TOKEN)
+        .kill_on_drop(true);
+    cmd
+}
+
+/// The a2a-sdk agent (`internal`, behind the gateway) as the tools of MCP upstream `helper`.
+fn a2a_as_mcp_config(dir: &std::path::Path, agent: &switchyard_tests::a2a::InternalAgent) -> std::path::PathBuf {
+    let path = dir.join("bridge-a2a.toml");
+    let text = format!(
+        r#"[mcp]
+call_wait_ms = 2000
+task_after_ms = 250
+
+[[mcp.upstreams]]
+name = "helper"
+kind = "a2a"
+agent = "internal"
+
+[[a2a.agents]]
+name = "internal"
+kind = "upstream"
+card_url = "{}/.well-known/agent-card.json"
+"#,
+        agent.url
+    );
+    std::fs::write(&path, text).unwrap_or_else(|e| panic!("{e}"));
+    path
+}
+
+/// What the agent received: message texts and canceled task ids.
+fn agent_log(agent: &switchyard_tests::a2a::InternalAgent) -> (Vec<String>, Vec<String>) {
+    let lines: Vec<Value> = std::fs::read_to_string(&agent.log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let texts = lines.iter().filter_map(|l| l["text"].as_str().map(str::to_string)).collect();
+    let cancels = lines.iter().filter_map(|l| l["cancel"].as_str().map(str::to_string)).collect();
+    (texts, cancels)
+}
+
+/// The other direction: the official Python MCP client, in both eras, calls an agent served by
+/// the official Python A2A SDK through a `kind = "a2a"` upstream — skills as tools, text,
+/// structured and artifact content, an elicitation round, a long task through the Tasks
+/// extension and through `get_task`, cancel both ways, and a keyed retry that is one message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_mcp_client_calls_an_a2a_sdk_agent_through_the_bridge() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let agent = switchyard_tests::a2a::InternalAgent::start(dir.path());
+    let opts = Options {
+        data_dir: dir.path().join("d"),
+        config: Some(a2a_as_mcp_config(dir.path(), &agent)),
+        ..Options::default()
+    };
+    let gw = Gateway::start(opts);
+    let url = format!("{}/mcp", gw.base);
+    for (mode, checks) in [("2026-07-28", 14), ("legacy", 13)] {
+        let out = mcp_client(&[&url, mode, "helper__"]).output().await.unwrap_or_else(|e| panic!("python: {e}"));
+        let seen = lines(&out);
+        assert!(
+            out.status.success() && seen.iter().all(|c| c["ok"] == true),
+            "{mode}: {seen:#?}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(seen.len(), checks, "{mode}: every check ran: {seen:#?}");
+    }
+    // The agent saw each keyed call once, the elicitation's answer as a follow-up, and a cancel
+    // for each canceled call (cancel_task and the MCP cancellation, per era).
+    let (texts, cancels) = agent_log(&agent);
+    for mode in ["2026-07-28", "legacy"] {
+        let once = texts.iter().filter(|t| **t == format!("once {mode}")).count();
+        assert_eq!(once, 1, "the keyed call reached the agent once: {texts:?}");
+    }
+    assert_eq!(texts.iter().filter(|t| *t == "blue").count(), 2, "{texts:?}");
+    let mut canceled = Vec::new();
+    for _ in 0..50 {
+        canceled = agent_log(&agent).1;
+        if canceled.len() >= 4 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(canceled.len() >= 4, "two cancels per era reached the agent: {cancels:?} then {canceled:?}");
+    // Each call is the agent's own durable send, keyed by the client's key where it gave one,
+    // and an answered round continues the task that asked.
+    let all = gw.all("default").await;
+    let sends: Vec<&Value> = all.iter().filter(|i| i["target"]["upstream"] == "a2a-agent-internal").collect();
+    assert!(sends.iter().all(|i| i["target"]["operation"] == "SendMessage"), "{sends:#?}");
+    let keyed: Vec<&&Value> = sends.iter().filter(|i| i["ingress_key"] == "legacy-helper__-key").collect();
+    assert_eq!(keyed.len(), 1, "{sends:#?}");
+    let answers: Vec<&&Value> =
+        sends.iter().filter(|i| i["request"]["message"]["parts"][0]["text"] == "blue").collect();
+    assert_eq!(answers.len(), 2, "{answers:#?}");
+    for a in answers {
+        assert_eq!(a["request"]["newTask"], false, "{a}");
+        let asked = sends.iter().find(|i| i["request"]["taskId"] == a["request"]["taskId"] && i["id"] != a["id"]);
+        assert!(asked.is_some_and(|i| i["request"]["message"]["parts"][0]["text"] == "ask"), "{a}");
+    }
+}
+
+/// `kill -9` of the gateway while the agent works on a bridged MCP call: after the restart the
+/// client retries with its idempotency key and gets the outcome; the agent received the message
+/// once, and the one invocation was decided from the agent's own record.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_killed_mid_bridge_to_an_a2a_agent_sends_the_message_once() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let agent = switchyard_tests::a2a::InternalAgent::start(dir.path());
+    let opts = Options {
+        data_dir: dir.path().join("d"),
+        config: Some(a2a_as_mcp_config(dir.path(), &agent)),
+        store_url: Some(switchyard_tests::pg::database().await),
+        ..Options::default()
+    };
+    let mut gw = Gateway::start(opts.clone());
+    let key = format!("kill-{}", uuid::Uuid::new_v4().simple());
+    let mut first = mcp_client(&[&format!("{}/mcp", gw.base), "keyed", "helper__", &key])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("python: {e}"));
+    let sent = || agent_log(&agent).0.iter().filter(|t| *t == "slow:3").count();
+    for _ in 0..100 {
+        if sent() > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(sent(), 1, "the message reached the agent");
+    gw.kill9();
+    let _ = first.kill().await;
+
+    let gw = Gateway::start(opts);
+    let mut answer = Value::Null;
+    for _ in 0..20 {
+        let out = mcp_client(&[&format!("{}/mcp", gw.base), "keyed", "helper__", &key])
+            .output()
+            .await
+            .unwrap_or_else(|e| panic!("python: {e}"));
+        answer = lines(&out).into_iter().next().unwrap_or(Value::Null);
+        if answer["text"].as_str().is_some_and(|t| t.contains("done")) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(answer["isError"], false, "{answer}");
+    assert!(answer["text"].as_str().is_some_and(|t| t.contains("part-2") && t.contains("done")), "{answer}");
+    assert_eq!(sent(), 1, "the agent received the message exactly once");
+    let all = gw.all("default").await;
+    let sends: Vec<&Value> = all.iter().filter(|i| i["target"]["upstream"] == "a2a-agent-internal").collect();
+    assert_eq!(sends.len(), 1, "{sends:#?}");
+    assert_eq!(sends[0]["ingress_key"], json!(key), "{}", sends[0]);
+    assert_eq!(sends[0]["state"]["state"], "succeeded", "{}", sends[0]);
+    assert_eq!(answer["meta"]["dev.switchyard/invocation"], sends[0]["id"], "{answer}");
+}

@@ -12,8 +12,8 @@ use base64::Engine as _;
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 use serde_json::{Map, Value};
 use switchyard_contract::{
-    Catalog, Content, EffectClass, Error, Ingress, Invocation, InvocationState, NeedsInput, Operation, Part, Principal,
-    Submission,
+    Catalog, Content, EffectClass, Error, Ingress, IngressKey, Invocation, InvocationState, NeedsInput, Operation,
+    Part, Principal, Submission,
 };
 
 use crate::catalog::{self, ToolEntry};
@@ -64,6 +64,7 @@ impl McpCatalog {
     }
 }
 
+#[async_trait::async_trait]
 impl Catalog for McpCatalog {
     fn operations(&self, upstream: &str) -> Vec<Operation> {
         self.tools(upstream)
@@ -81,12 +82,15 @@ impl Catalog for McpCatalog {
             .collect()
     }
 
-    fn prepare(
+    /// The caller's key is the ingress key itself (added by the caller): an MCP call has no
+    /// other downstream identity.
+    async fn prepare(
         &self,
         principal: &Principal,
         upstream: &str,
         operation: &str,
         arguments: Map<String, Value>,
+        _key: Option<&IngressKey>,
     ) -> Result<Submission, Error> {
         let entry = self
             .tools(upstream)
@@ -113,7 +117,7 @@ impl Catalog for McpCatalog {
 
     /// The next MRTR round: the previous round's tool and arguments, its `requestState` passed
     /// back verbatim, and the answer as an accepted elicitation under the round's request key.
-    fn prepare_answer(
+    async fn prepare_answer(
         &self,
         principal: &Principal,
         previous: &Invocation,
@@ -240,7 +244,7 @@ pub fn content_of(result: &Value) -> Result<Content, Error> {
         parts,
         structured: r.structured_content.filter(|v| !v.is_null()),
         is_error: r.is_error == Some(true),
-        needs_input: None,
+        ..Content::default()
     })
 }
 

@@ -45,6 +45,9 @@ pub struct McpConfig {
     /// Connecting to and discovering an upstream at start-up gives up after this long (the
     /// upstream is then retried in the background).
     pub connect_timeout_ms: u64,
+    /// Base URL of absolute links the face hands out (artifacts of bridged A2A agents), e.g.
+    /// `https://gw.example.com`. Unset: the request's `Host`, over plain HTTP.
+    pub public_url: Option<String>,
 }
 
 impl Default for McpConfig {
@@ -64,6 +67,7 @@ impl Default for McpConfig {
             max_request_body_bytes: 4 * 1024 * 1024,
             page_size: 100,
             connect_timeout_ms: 15_000,
+            public_url: None,
         }
     }
 }
@@ -72,11 +76,29 @@ impl Default for McpConfig {
 /// its tools and locale; the same set the official MCP SDKs pass by default).
 pub const BASE_ENV: &[&str] = &["PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LC_ALL", "TZ", "TMPDIR"];
 
-/// One upstream MCP server: Streamable HTTP (`url`) or stdio (`command`).
+/// What an upstream is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum UpstreamKind {
+    /// An MCP server.
+    #[default]
+    Mcp,
+    /// An A2A agent configured under `[[a2a.agents]]` (`agent`): its card skills, and
+    /// `send_message`, `get_task` and `cancel_task`, as tools (the bridge).
+    A2a,
+}
+
+/// One upstream: an MCP server over Streamable HTTP (`url`) or stdio (`command`), or an A2A
+/// agent (`kind = "a2a"`, `agent`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct McpUpstreamConfig {
     pub name: String,
+    #[serde(default)]
+    pub kind: UpstreamKind,
+    /// Kind `a2a`: the name of the A2A agent (`[[a2a.agents]]`) whose skills become tools.
+    #[serde(default)]
+    pub agent: Option<String>,
     /// Streamable HTTP endpoint; 2026-07-28 is tried first, then the legacy handshake.
     #[serde(default)]
     pub url: Option<String>,
@@ -247,6 +269,11 @@ impl VirtualServerConfig {
 }
 
 impl McpConfig {
+    /// The upstreams that are MCP servers.
+    pub fn servers_upstream(&self) -> impl Iterator<Item = &McpUpstreamConfig> {
+        self.upstreams.iter().filter(|u| u.kind == UpstreamKind::Mcp)
+    }
+
     /// The configured servers, or the default `/mcp` over everything.
     pub fn effective_servers(&self) -> Vec<VirtualServerConfig> {
         if self.servers.is_empty() && !self.upstreams.is_empty() {
@@ -274,7 +301,18 @@ impl McpConfig {
             if !names.insert(u.name.clone()) || taken.contains(&u.name) {
                 return Err(format!("{key}.name `{}` is used twice", u.name).into());
             }
+            if u.kind == UpstreamKind::A2a {
+                if u.agent.is_none() || u.url.is_some() || !u.command.is_empty() || u.oauth.is_some() {
+                    return Err(format!(
+                        "{key}: kind a2a takes `agent` (an [[a2a.agents]] name) and no url, command or oauth"
+                    )
+                    .into());
+                }
+            } else if u.agent.is_some() {
+                return Err(format!("{key}.agent is only for kind a2a").into());
+            }
             match (&u.url, u.command.is_empty()) {
+                _ if u.kind == UpstreamKind::A2a => {}
                 (Some(url), true) if url.starts_with("http://") || url.starts_with("https://") => {}
                 (Some(_), true) => return Err(format!("{key}.url must start with http:// or https://").into()),
                 (None, false) => {}
@@ -350,6 +388,8 @@ mod tests {
     fn upstream(name: &str) -> McpUpstreamConfig {
         McpUpstreamConfig {
             name: name.into(),
+            kind: UpstreamKind::Mcp,
+            agent: None,
             url: Some("http://127.0.0.1:1/mcp".into()),
             command: Vec::new(),
             env: BTreeMap::new(),

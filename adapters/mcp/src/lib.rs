@@ -41,7 +41,9 @@ use tracing::warn;
 pub use vault::Sealer;
 
 pub use catalog::{Catalog, ToolStatus};
-pub use config::{McpConfig, McpUpstreamConfig, OAuthFlow, TaskSupport, UpstreamOAuth, VirtualServerConfig};
+pub use config::{
+    McpConfig, McpUpstreamConfig, OAuthFlow, TaskSupport, UpstreamKind, UpstreamOAuth, VirtualServerConfig,
+};
 pub use face::{IDEMPOTENCY_KEY, INVOCATION_META, McpFace};
 pub use switchyard_contract::Secret;
 
@@ -85,11 +87,10 @@ impl McpGateway {
     ) -> Self {
         let timeout = Duration::from_millis(cfg.connect_timeout_ms);
         let pools: HashMap<String, Arc<Pool>> = cfg
-            .upstreams
-            .iter()
+            .servers_upstream()
             .map(|u| (u.name.clone(), Pool::new(u.clone(), timeout, credentials.clone())))
             .collect();
-        let order = cfg.upstreams.iter().map(|u| u.name.clone()).collect();
+        let order = cfg.servers_upstream().map(|u| u.name.clone()).collect();
         Self { cfg, pools, catalog: Arc::new(Catalog::new(order, bindings)) }
     }
 
@@ -137,12 +138,29 @@ impl McpGateway {
         futures::future::join_all(runs).await.into_iter().flatten().collect()
     }
 
-    /// The routes of every virtual server, on `engine`.
+    /// The routes of every virtual server, on `engine`. `agents`: the A2A agents' catalog,
+    /// for `kind = "a2a"` upstreams.
     pub fn router(
         &self,
         engine: Arc<dyn Invocations>,
         request_state_key: &[u8],
+        agents: Option<Arc<dyn switchyard_contract::Catalog>>,
     ) -> Result<axum::Router, switchyard_contract::InvalidConfig> {
+        let bridges: Vec<face::Bridge> = self
+            .cfg
+            .upstreams
+            .iter()
+            .filter(|u| u.kind == UpstreamKind::A2a)
+            .map(|u| face::Bridge {
+                name: u.name.clone(),
+                prefix: u.prefix(),
+                agent: u.agent.clone().unwrap_or_default(),
+                tasks: u.tasks.clone(),
+            })
+            .collect();
+        if !bridges.is_empty() && agents.is_none() {
+            return Err("mcp: kind a2a upstreams need the A2A agents' catalog".into());
+        }
         let codec = RequestStateCodec::try_new(request_state_key.to_vec())
             .map_err(|e| format!("mcp.request_state_key: {e}"))?;
         let shared = Arc::new(Shared {
@@ -155,6 +173,9 @@ impl McpGateway {
             task_after: Duration::from_millis(self.cfg.task_after_ms),
             task_poll_ms: self.cfg.task_poll_interval_ms,
             page_size: self.cfg.page_size,
+            bridges,
+            foreign: agents,
+            public_url: self.cfg.public_url.clone(),
         });
         let hosts: Vec<String> =
             LOOPBACK_HOSTS.iter().map(|s| s.to_string()).chain(self.cfg.allowed_hosts.iter().cloned()).collect();

@@ -94,7 +94,9 @@ impl App {
         let invocations: Arc<dyn Invocations> = Arc::new(engine.clone());
         let a2a_face = a2a.face(invocations.clone(), oauth.as_ref().map(|o| a2a_security(o.config())));
         let gate = Gatekeeper::new(admin_token, oauth);
-        let mcp_routes = mcp.router(invocations, request_state_key(cfg)?.0.as_bytes()).map_err(anyhow::Error::msg)?;
+        let agents: Arc<dyn switchyard_contract::Catalog> = a2a.bridge();
+        let mcp_routes =
+            mcp.router(invocations, request_state_key(cfg)?.0.as_bytes(), Some(agents)).map_err(anyhow::Error::msg)?;
         Ok(Self {
             engine,
             store: stores.invocations,

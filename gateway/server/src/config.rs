@@ -254,11 +254,30 @@ impl Config {
         self.artifacts.validate().map_err(|e| ConfigError::Invalid(e.0))?;
         let taken = self.upstreams.iter().map(|u| u.name.clone()).collect();
         self.mcp.validate(&taken).map_err(|e| ConfigError::Invalid(e.0))?;
-        // A `tools` agent bridges configured MCP upstreams only.
+        // A `tools` agent bridges MCP servers only, and a `kind = "a2a"` MCP upstream an agent
+        // that is not a `tools` agent: a bridge never leads back into itself.
+        use switchyard_mcp::UpstreamKind;
         for agent in &self.a2a.agents {
             agent.validate().map_err(|e| ConfigError::Invalid(e.0))?;
-            if let Some(u) = agent.upstreams.iter().find(|u| !self.mcp.upstreams.iter().any(|m| &m.name == *u)) {
-                return bad(format!("a2a agent `{}`: upstream `{u}` is not an [[mcp.upstreams]] name", agent.name));
+            let server = |u: &String| self.mcp.upstreams.iter().any(|m| &m.name == u && m.kind == UpstreamKind::Mcp);
+            if let Some(u) = agent.upstreams.iter().find(|u| !server(u)) {
+                return bad(format!(
+                    "a2a agent `{}`: upstream `{u}` is not an MCP server in [[mcp.upstreams]]",
+                    agent.name
+                ));
+            }
+        }
+        for (i, u) in self.mcp.upstreams.iter().enumerate().filter(|(_, u)| u.kind == UpstreamKind::A2a) {
+            let name = u.agent.as_deref().unwrap_or_default();
+            match self.a2a.agents.iter().find(|a| a.name == name) {
+                None => return bad(format!("mcp.upstreams[{i}].agent `{name}` is not an [[a2a.agents]] name")),
+                Some(a) if a.kind == switchyard_a2a::agent::AgentKind::Tools => {
+                    return bad(format!(
+                        "mcp.upstreams[{i}].agent `{name}` is a tools agent (MCP tools already): bridge its MCP \
+                         upstreams directly"
+                    ));
+                }
+                Some(_) => {}
             }
         }
         if self.mcp.anonymous && !self.server.listen.ip().is_loopback() {

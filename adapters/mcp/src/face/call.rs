@@ -8,15 +8,15 @@ use switchyard_contract::{ErrorKind, ErrorSource, Invocation};
 
 /// Where a call is in its rounds. Round 1 is the client's request; each later round answers the
 /// upstream's request for input and continues the invocation before it.
-struct Round {
+pub(super) struct Round {
     /// The client's idempotency key, if any.
-    key: Option<String>,
+    pub(super) key: Option<String>,
     /// The invocation this round continues.
-    prev: Option<String>,
+    pub(super) prev: Option<String>,
     /// The upstream's own `requestState` from the previous round, passed back verbatim.
     up_state: Option<String>,
-    responses: Option<InputResponses>,
-    n: u32,
+    pub(super) responses: Option<InputResponses>,
+    pub(super) n: u32,
 }
 
 impl Round {
@@ -24,7 +24,7 @@ impl Round {
     /// (and the client's key, if any), so a retry — or a replay — of that round's
     /// `requestState` attaches to the round's one invocation instead of calling the upstream
     /// again.
-    fn ingress_key(&self) -> Result<Option<IngressKey>, ErrorData> {
+    pub(super) fn ingress_key(&self) -> Result<Option<IngressKey>, ErrorData> {
         match (&self.key, &self.prev) {
             (Some(k), None) => Some(k.clone()),
             (Some(k), Some(p)) => Some(format!("{k}/{p}")),
@@ -70,7 +70,7 @@ impl Round {
 }
 
 /// What one round's invocation came to.
-enum Rendered {
+pub(super) enum Rendered {
     Answer(CallToolResponse),
     /// The upstream asks the client for input before it can answer.
     AskInput(InputRequiredResult),
@@ -83,6 +83,9 @@ impl McpFace {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let name = params.name.to_string();
+        if let Some((bridge, op)) = self.bridged(&name) {
+            return self.call_bridged(bridge, op, params, ctx).await;
+        }
         let entry = self.callable(&name).await?;
         let (support, tasks) = self.task_mode(&entry, &ctx)?;
         let wait = if tasks { self.shared.task_after } else { self.shared.call_wait };
@@ -184,7 +187,7 @@ impl McpFace {
 
     /// The call's first round: a fresh call (with the client's idempotency key, if any), or the
     /// continuation a sealed `requestState` names (checked against the caller and the tool).
-    fn first_round(
+    pub(super) fn first_round(
         &self,
         params: &CallToolRequestParams,
         ctx: &RequestContext<RoleServer>,
@@ -216,7 +219,7 @@ impl McpFace {
 }
 
 /// The value of `key` in the call's `_meta` (in the params, or where rmcp put it: the context).
-fn request_meta<'a>(
+pub(super) fn request_meta<'a>(
     params: &'a CallToolRequestParams,
     ctx: &'a RequestContext<RoleServer>,
     key: &str,
@@ -228,7 +231,7 @@ fn request_meta<'a>(
 pub const GRANT_META: &str = "dev.switchyard/grant";
 
 /// A call the policy enforcement point refused: nothing was admitted.
-fn denied_result(e: &switchyard_contract::Error) -> CallToolResult {
+pub(super) fn denied_result(e: &switchyard_contract::Error) -> CallToolResult {
     let mut r =
         CallToolResult::error(vec![ContentBlock::text(format!("refused by the gateway's policy: {}", e.message))]);
     r.structured_content = Some(json!({ "state": "denied", "reason": e.message, "retrySafe": e.retry_safe }));
@@ -249,7 +252,7 @@ fn held_result(id: InvocationId) -> CallToolResult {
 }
 
 /// A settled (or still running) round as the client sees it.
-fn render(inv: &Invocation) -> Result<Rendered, ErrorData> {
+pub(super) fn render(inv: &Invocation) -> Result<Rendered, ErrorData> {
     let complete = |r: CallToolResult| Ok(Rendered::Answer(CallToolResponse::Complete(r)));
     let result = match &inv.state {
         InvocationState::Succeeded { result, .. } => result.clone(),

@@ -13,10 +13,10 @@ use std::time::Duration;
 
 use rmcp::model::{CallToolResult, RequestId};
 use serde_json::json;
-use switchyard_contract::{InvocationId, Invocations, Principal, Submitted};
+use switchyard_contract::{InvocationId, Principal, Submitted};
 use tracing::{info, warn};
 
-use super::{McpFace, error_result};
+use super::{McpFace, Shared, error_result};
 
 /// How long a session remembers a detached call or an early `notifications/cancelled`.
 const REMEMBER: Duration = Duration::from_secs(30);
@@ -35,7 +35,7 @@ pub(super) struct Cancels(Mutex<HashMap<RequestId, Entry>>);
 
 impl Cancels {
     /// The call `id` detached from its client; cancels it if the client already asked to.
-    fn detach(self: &Arc<Self>, engine: &Arc<dyn Invocations>, id: RequestId, who: &Principal, inv: InvocationId) {
+    fn detach(self: &Arc<Self>, shared: &Arc<Shared>, id: RequestId, who: &Principal, inv: InvocationId) {
         let cancelled = match self.0.lock() {
             Ok(mut m) => match m.remove(&id) {
                 Some(Entry::Cancelled) => true,
@@ -47,14 +47,14 @@ impl Cancels {
             Err(_) => false,
         };
         if cancelled {
-            cancel(engine, who.clone(), inv);
+            cancel(shared, who.clone(), inv);
         } else {
             self.forget_later(id);
         }
     }
 
     /// A legacy session's `notifications/cancelled` for request `id`.
-    pub(super) fn explicit(self: &Arc<Self>, engine: &Arc<dyn Invocations>, id: RequestId) {
+    pub(super) fn explicit(self: &Arc<Self>, shared: &Arc<Shared>, id: RequestId) {
         let detached = match self.0.lock() {
             Ok(mut m) => match m.remove(&id) {
                 Some(Entry::Detached(inv, by)) => Some((inv, by)),
@@ -66,7 +66,7 @@ impl Cancels {
             Err(_) => None,
         };
         match detached {
-            Some((inv, by)) => cancel(engine, by, inv),
+            Some((inv, by)) => cancel(shared, by, inv),
             None => self.forget_later(id),
         }
     }
@@ -84,15 +84,27 @@ impl Cancels {
     }
 }
 
-fn cancel(engine: &Arc<dyn Invocations>, by: Principal, inv: InvocationId) {
-    let engine = engine.clone();
+/// Cancels `inv` in the background. A bridged call's agent may not have acknowledged its task
+/// yet (nothing it could confirm): asked again a few times before giving up.
+fn cancel(shared: &Arc<Shared>, by: Principal, inv: InvocationId) {
+    let shared = shared.clone();
     tokio::spawn(async move {
         info!(invocation.id = %inv, "client canceled tools/call; canceling the invocation");
-        if let Err(e) = engine.cancel(&by, inv).await {
-            warn!(invocation.id = %inv, error = %e, "cancel failed");
+        for _ in 0..CANCEL_TRIES {
+            match shared.cancel(&by, inv).await {
+                Err(e) if e.kind == switchyard_contract::ErrorKind::Conflict => {
+                    tokio::time::sleep(CANCEL_RETRY).await;
+                }
+                Err(e) => return warn!(invocation.id = %inv, error = %e, "cancel failed"),
+                Ok(()) => return,
+            }
         }
+        warn!(invocation.id = %inv, "cancel failed: the agent never acknowledged the task");
     });
 }
+
+const CANCEL_TRIES: usize = 20;
+const CANCEL_RETRY: Duration = Duration::from_millis(250);
 
 impl McpFace {
     /// The answer (never seen: the client is gone) once the client stopped waiting; cancels
@@ -106,11 +118,11 @@ impl McpFace {
     ) -> CallToolResult {
         let inv = submitted.invocation.id;
         if submitted.created && !keyed {
-            cancel(&self.shared.engine, who.clone(), inv);
+            cancel(&self.shared, who.clone(), inv);
             return error_result(inv, "canceled by the client");
         }
         info!(invocation.id = %inv, "client stopped waiting for a keyed call; it goes on (retry with the same key to attach)");
-        self.cancels.detach(&self.shared.engine, request, who, inv);
+        self.cancels.detach(&self.shared, request, who, inv);
         pending_result(inv, submitted.invocation.state.name().as_str())
     }
 }

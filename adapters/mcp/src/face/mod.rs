@@ -39,11 +39,13 @@ use crate::config::{TaskSupport, VirtualServerConfig};
 use crate::upstream::ToolRequest;
 use relay::McpRelay;
 
+mod bridged;
 mod call;
 mod gone;
 mod mrtr;
 mod relay;
 mod tasks;
+pub use bridged::{A2A_META, Bridge};
 use gone::{Cancels, pending_result};
 use mrtr::Sealed;
 use tasks::{asks_input, declares_tasks};
@@ -69,6 +71,11 @@ pub struct Shared {
     pub task_after: Duration,
     pub task_poll_ms: u64,
     pub page_size: usize,
+    /// The `kind = "a2a"` upstreams, and the other protocol's catalog that serves them.
+    pub bridges: Vec<Bridge>,
+    pub foreign: Option<Arc<dyn switchyard_contract::Catalog>>,
+    /// Base of absolute links the face hands out (artifacts); unset: the request's `Host`.
+    pub public_url: Option<String>,
 }
 
 impl std::fmt::Debug for Shared {
@@ -280,7 +287,8 @@ impl ServerHandler for McpFace {
         _: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         self.shared.catalog.refresh_approvals().await;
-        let tools: Vec<_> = self
+        self.refresh_bridges().await;
+        let mut tools: Vec<_> = self
             .shared
             .catalog
             .offers(self.includes())
@@ -293,6 +301,7 @@ impl ServerHandler for McpFace {
                 tool
             })
             .collect();
+        tools.extend(self.bridged_tools());
         let (items, next) = page(&tools, request.as_ref().and_then(|r| r.cursor.as_deref()), self.shared.page_size)?;
         let mut r = ListToolsResult::with_all_items(items).with_ttl_ms(0).with_cache_scope(CacheScope::Private);
         r.next_cursor = next;
@@ -322,6 +331,9 @@ impl ServerHandler for McpFace {
 
     /// The exposed tool (rmcp checks `Mcp-Param-*` headers against its schema).
     fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
+        if self.bridged(name).is_some() {
+            return self.bridged_tools().into_iter().find(|t| t.name == name);
+        }
         let entry = self
             .shared
             .catalog
@@ -545,7 +557,7 @@ impl ServerHandler for McpFace {
     /// this makes a keyed call's cancellation explicit, which a closed stream is not.
     async fn on_cancelled(&self, n: CancelledNotificationParam, _: rmcp::service::NotificationContext<RoleServer>) {
         if let Some(id) = n.request_id {
-            self.cancels.explicit(&self.shared.engine, id);
+            self.cancels.explicit(&self.shared, id);
         }
     }
 }

@@ -70,7 +70,12 @@ impl McpFace {
         let unknown = || ErrorData::invalid_params(format!("unknown task `{task_id}`"), None);
         let id: InvocationId = task_id.parse().map_err(|_| unknown())?;
         let inv = self.shared.engine.get(&who.tenant, id).await.map_err(|_| unknown())?;
-        if !self.shared.pools.contains_key(&inv.target.upstream) || !self.server.includes(&inv.target.upstream) {
+        let upstream = match self.shared.bridge_for(&inv.target.upstream) {
+            Some(b) => b.name.as_str(),
+            None if self.shared.pools.contains_key(&inv.target.upstream) => inv.target.upstream.as_str(),
+            None => return Err(unknown()),
+        };
+        if !self.server.includes(upstream) {
             return Err(unknown());
         }
         Ok(inv)
@@ -86,6 +91,14 @@ impl McpFace {
         let inv = self.task_invocation(task_id, ctx).await?;
         let task = self.task_of(&inv);
         let object = |v: Value| v.as_object().cloned().unwrap_or_default();
+        if let Some(bridge) = self.shared.bridge_for(&inv.target.upstream).cloned()
+            && inv.state.is_settled()
+            && !matches!(inv.state, InvocationState::Canceled { .. })
+        {
+            let r = self.bridged_outcome(&bridge, &inv, &self.base_url(ctx))?;
+            let result = object(serde_json::to_value(r).map_err(|e| internal(e.to_string()))?);
+            return Ok(GetTaskResult::new(DetailedTask::new(task, TaskPayload::Completed { result })));
+        }
         let payload = match &inv.state {
             InvocationState::Succeeded { result, .. } if asks_input(&inv) => {
                 let asked: InputRequiredResult =
@@ -120,7 +133,7 @@ impl McpFace {
     ) -> Result<(), ErrorData> {
         let inv = self.task_invocation(task_id, ctx).await?;
         let who = principal(ctx)?;
-        if let Err(e) = self.shared.engine.cancel(&who, inv.id).await {
+        if let Err(e) = self.shared.cancel(&who, inv.id).await {
             info!(invocation.id = %inv.id, error = %e, "tasks/cancel on a task that cannot be canceled now");
         }
         Ok(())

@@ -1,0 +1,183 @@
+"""The official Python MCP SDK (mcp==2.3.0) calling an A2A agent through the gateway's bridge
+(an `[[mcp.upstreams]] kind = "a2a"` upstream in front of the a2a-sdk agent of
+a2a_internal_agent.py).
+
+Usage: python mcp_bridge_client.py GATEWAY_MCP_URL MODE PREFIX [KEY]
+MODE is "2026-07-28" or "legacy" (all checks), or "keyed" (one `slow:3` send with idempotency
+key KEY, on 2026-07-28, printing its result: the kill -9 test runs it before and after a restart).
+Checks: the agent's skills are tools; a skill call answers with text and the A2A task's ids; a
+data artifact is structuredContent; a large artifact is a resource_link whose bytes verify; an
+INPUT_REQUIRED round is answered by elicitation (MRTR or a server->client request); a long task
+is followed through the Tasks extension (a ResultClaim of the SDK's ClientExtension API, on
+2026-07-28) and through `get_task`; cancel_task and an MCP cancellation cancel the A2A task; a
+keyed retry attaches to the same call. Prints one JSON line per check; exits 1 on the first
+failure. With MCP_BEARER set, every request (artifact downloads too) carries it.
+"""
+
+import os
+
+import hashlib
+import json
+import sys
+from typing import Any, ClassVar, Literal
+
+import anyio
+import httpx
+from mcp import Client, types
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.client.extension import ClientExtension, ResultClaim
+from mcp_types import Result
+from pydantic import Field
+
+TASKS = "io.modelcontextprotocol/tasks"
+KEY_META = "dev.switchyard/idempotencyKey"
+A2A_META = "dev.switchyard/a2a"
+
+
+BEARER = os.environ.get("MCP_BEARER")
+HEADERS = {"Authorization": f"Bearer {BEARER}"} if BEARER else {}
+
+
+def server(url):
+    return streamable_http_client(url, http_client=create_mcp_http_client(headers=HEADERS)) if BEARER else url
+
+
+def check(name, ok, detail=""):
+    print(json.dumps({"check": name, "ok": bool(ok), "detail": str(detail)[:600]}), flush=True)
+    if not ok:
+        sys.exit(1)
+
+
+def text(result):
+    return "\n".join(c.text for c in result.content if getattr(c, "type", None) == "text")
+
+
+def meta(result):
+    return (result.meta or {}) if hasattr(result, "meta") else {}
+
+
+async def on_elicit(context, params):
+    return types.ElicitResult(action="accept", content={"text": "blue"})
+
+
+class CreateTaskResult(Result):
+    """SEP-2663's CreateTaskResult: the task's fields at the top level."""
+
+    model_config = {"extra": "allow", "populate_by_name": True}
+    result_type: Literal["task"] = Field("task", alias="resultType")
+    task_id: str = Field(alias="taskId")
+
+
+class TasksGet(types.Request[dict[str, Any], Literal["tasks/get"]]):
+    # 2026-07-28 routes tasks/get by its Mcp-Name header: the task id.
+    name_param: ClassVar[str] = "taskId"
+    method: Literal["tasks/get"] = "tasks/get"
+    params: dict[str, Any]
+
+
+class TaskPolled(Result):
+    model_config = {"extra": "allow"}
+
+
+class Tasks(ClientExtension):
+    """The Tasks extension (SEP-2663) as far as a tools/call needs it: a `task` answer is
+    polled with tasks/get until it is terminal, then its result is the call's."""
+
+    identifier = TASKS
+
+    def __init__(self):
+        self.seen = []
+
+    def claims(self):
+        return [ResultClaim(result_type="task", model=CreateTaskResult, resolve=self.resolve)]
+
+    async def resolve(self, created, ctx):
+        task_id = created.task_id
+        self.seen.append(task_id)
+        for _ in range(300):
+            polled = await ctx.session.send_request(TasksGet(params={"taskId": task_id}), TaskPolled)
+            body = polled.model_dump(by_alias=True)
+            self.polled = body
+            status = body.get("status")
+            if status in ("completed", "failed", "cancelled"):
+                result = body.get("result") or {"content": [{"type": "text", "text": status}], "isError": True}
+                return types.CallToolResult.model_validate(result)
+            await anyio.sleep(0.1)
+        raise RuntimeError(f"the task never ended: {self.polled}")
+
+
+async def keyed(url, prefix, key):
+    async with Client(server(url), mode="2026-07-28", read_timeout_seconds=60) as client:
+        r = await client.call_tool(f"{prefix}send_message", {"text": "slow:3"}, meta={KEY_META: key})
+        print(json.dumps({"text": text(r), "isError": r.is_error, "meta": meta(r)}), flush=True)
+
+
+async def main():
+    url, mode, p = sys.argv[1], sys.argv[2], sys.argv[3]
+    if mode == "keyed":
+        return await keyed(url, p, sys.argv[4])
+    if mode == "2026-07-28":
+        # A client with the Tasks extension gets a task for a long call, and follows it.
+        tasks = Tasks()
+        async with Client(server(url), mode=mode, read_timeout_seconds=30, extensions=[tasks]) as client:
+            r = await client.call_tool(f"{p}send_message", {"text": "slow:1.5"})
+            check(f"{mode} long task through the Tasks extension", len(tasks.seen) == 1 and "done" in text(r) and "part-2" in text(r), (tasks.seen, r))
+    async with Client(server(url), mode=mode, elicitation_callback=on_elicit, read_timeout_seconds=30) as client:
+        names = {t.name for t in (await client.list_tools()).tools}
+        wanted = {f"{p}{n}" for n in ["send_message", "echo", "report", "get_task", "cancel_task"]}
+        check(f"{mode} skills listed as tools", wanted <= names, sorted(names))
+
+        r = await client.call_tool(f"{p}echo", {"text": f"hi {mode}"})
+        a2a = meta(r).get(A2A_META, {})
+        check(f"{mode} skill call", not r.is_error and text(r) == f"echo: hi {mode}", r)
+        check(f"{mode} names the A2A task", a2a.get("state") == "TASK_STATE_COMPLETED" and a2a.get("taskId"), a2a)
+
+        r = await client.call_tool(f"{p}report", {"text": "report:bridges and gateways"})
+        check(f"{mode} data artifact as structuredContent", r.structured_content == {"report": "bridges and gateways", "words": 3}, r)
+        check(f"{mode} and text", "report on bridges and gateways" in text(r), r)
+
+        n = 100_000
+        r = await client.call_tool(f"{p}send_message", {"text": f"big:{n}"})
+        links = [c for c in r.content if getattr(c, "type", None) == "resource_link"]
+        check(f"{mode} large artifact as a resource link", len(links) == 1 and "/artifacts/" in str(links[0].uri), r)
+        async with httpx.AsyncClient(headers=HEADERS) as http:
+            got = await http.get(str(links[0].uri))
+        expected = bytes(i % 251 for i in range(n))
+        check(f"{mode} its bytes verify", got.status_code == 200 and hashlib.sha256(got.content).digest() == hashlib.sha256(expected).digest(),
+              f"HTTP {got.status_code}, {len(got.content)} bytes")
+
+        r = await client.call_tool(f"{p}send_message", {"text": "ask"})
+        check(f"{mode} INPUT_REQUIRED answered by elicitation", not r.is_error and text(r) == "echo: blue", r)
+
+        r = await client.call_tool(f"{p}send_message", {"text": "slow:2"})
+        sc = r.structured_content or {}
+        check(f"{mode} a running call names its task", r.is_error and sc.get("taskTool") == f"{p}get_task", r)
+        for _ in range(100):
+            got = await client.call_tool(f"{p}get_task", {"task_id": sc["invocation"]})
+            if not (got.structured_content or {}).get("taskTool"):
+                break
+            await anyio.sleep(0.1)
+        check(f"{mode} get_task follows it to the end", not got.is_error and "done" in text(got), got)
+
+        r = await client.call_tool(f"{p}send_message", {"text": "slow:30"})
+        task = (r.structured_content or {}).get("invocation")
+        for _ in range(50):
+            c = await client.call_tool(f"{p}cancel_task", {"task_id": task})
+            if "not been acknowledged" not in text(c):
+                break
+            await anyio.sleep(0.1)
+        check(f"{mode} cancel_task cancels the A2A task", c.is_error and "canceled" in text(c), c)
+
+        with anyio.move_on_after(1.0) as scope:
+            await client.call_tool(f"{p}send_message", {"text": "slow:31"}, read_timeout_seconds=60)
+        check(f"{mode} MCP cancellation sent", scope.cancelled_caught)
+
+        key = f"{mode}-{sys.argv[3]}-key"
+        first = await client.call_tool(f"{p}send_message", {"text": f"once {mode}"}, meta={KEY_META: key})
+        again = await client.call_tool(f"{p}send_message", {"text": f"once {mode}"}, meta={KEY_META: key})
+        inv = lambda r: meta(r).get("dev.switchyard/invocation")
+        check(f"{mode} a keyed retry attaches", inv(first) and inv(first) == inv(again) and text(again) == f"echo: once {mode}", (first, again))
+
+
+anyio.run(main)
