@@ -11,7 +11,8 @@ INPUT_REQUIRED round is answered by elicitation (MRTR or a server->client reques
 is followed through the Tasks extension (a ResultClaim of the SDK's ClientExtension API, on
 2026-07-28) and through `get_task`; cancel_task and an MCP cancellation cancel the A2A task; a
 keyed retry attaches to the same call. Prints one JSON line per check; exits 1 on the first
-failure. With MCP_BEARER set, every request (artifact downloads too) carries it.
+failure. With MCP_BEARER set (the operator's token), every request (artifact downloads too)
+carries it, and a client of another tenant checks it cannot see or cancel the calls.
 """
 
 import os
@@ -159,6 +160,16 @@ async def main():
                 break
             await anyio.sleep(0.1)
         check(f"{mode} get_task follows it to the end", not got.is_error and "done" in text(got), got)
+        if BEARER:
+            # Another tenant (the operator's token naming tenant `globex`) cannot read or cancel it.
+            other = streamable_http_client(url, http_client=create_mcp_http_client(headers={**HEADERS, "x-switchyard-tenant": "globex"}))
+            async with Client(other, mode=mode, read_timeout_seconds=30) as intruder:
+                for tool in ["get_task", "cancel_task"]:
+                    try:
+                        leaked = await intruder.call_tool(f"{p}{tool}", {"task_id": sc["invocation"]})
+                    except Exception as e:  # the SDK raises the JSON-RPC error
+                        leaked = e
+                    check(f"{mode} another tenant's {tool} finds no such task", "unknown task" in str(leaked), leaked)
 
         r = await client.call_tool(f"{p}send_message", {"text": "slow:30"})
         task = (r.structured_content or {}).get("invocation")

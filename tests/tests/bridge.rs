@@ -369,7 +369,7 @@ async fn the_python_mcp_client_calls_an_a2a_sdk_agent_through_the_bridge() {
     };
     let gw = Gateway::start(opts);
     let url = format!("{}/mcp", gw.base);
-    for (mode, checks) in [("2026-07-28", 14), ("legacy", 13)] {
+    for (mode, checks) in [("2026-07-28", 16), ("legacy", 15)] {
         let out = mcp_client(&[&url, mode, "helper__"]).output().await.unwrap_or_else(|e| panic!("python: {e}"));
         let seen = lines(&out);
         assert!(
