@@ -148,6 +148,9 @@ async def main():
         check(f"{mode} its bytes verify", got.status_code == 200 and hashlib.sha256(got.content).digest() == hashlib.sha256(expected).digest(),
               f"HTTP {got.status_code}, {len(got.content)} bytes")
 
+        r = await client.call_tool(f"{p}send_message", {"text": "x" * 5000})
+        check(f"{mode} a result above the cap is refused, saying so", r.is_error and "mcp.bridge_result_max_bytes = 4096" in text(r), r)
+
         r = await client.call_tool(f"{p}send_message", {"text": "ask"})
         check(f"{mode} INPUT_REQUIRED answered by elicitation", not r.is_error and text(r) == "echo: blue", r)
 

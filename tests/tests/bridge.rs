@@ -318,25 +318,26 @@ fn mcp_client(args: &[&str]) -> tokio::process::Command {
     cmd
 }
 
-/// The a2a-sdk agent (`internal`, behind the gateway) as the tools of MCP upstream `helper`.
-fn a2a_as_mcp_config(dir: &std::path::Path, agent: &switchyard_tests::a2a::InternalAgent) -> std::path::PathBuf {
+/// The a2a-sdk agent as the tools of MCP upstream `helper`: configured as agent `internal`
+/// (also served on the A2A face), or, `direct`, named by the upstream's `card_url` (agent
+/// `mcp-helper`, reachable only through the bridge).
+fn a2a_as_mcp_config(
+    dir: &std::path::Path,
+    agent: &switchyard_tests::a2a::InternalAgent,
+    direct: bool,
+) -> std::path::PathBuf {
     let path = dir.join("bridge-a2a.toml");
+    let card = format!("{}/.well-known/agent-card.json", agent.url);
+    let (reach, agents) = if direct {
+        (format!("card_url = \"{card}\""), String::new())
+    } else {
+        (
+            "agent = \"internal\"".to_string(),
+            format!("[[a2a.agents]]\nname = \"internal\"\nkind = \"upstream\"\ncard_url = \"{card}\"\n"),
+        )
+    };
     let text = format!(
-        r#"[mcp]
-call_wait_ms = 2000
-task_after_ms = 250
-
-[[mcp.upstreams]]
-name = "helper"
-kind = "a2a"
-agent = "internal"
-
-[[a2a.agents]]
-name = "internal"
-kind = "upstream"
-card_url = "{}/.well-known/agent-card.json"
-"#,
-        agent.url
+        "[mcp]\ncall_wait_ms = 2000\ntask_after_ms = 250\nbridge_result_max_bytes = 4096\n\n[[mcp.upstreams]]\nname = \"helper\"\nkind = \"a2a\"\n{reach}\n\n{agents}"
     );
     std::fs::write(&path, text).unwrap_or_else(|e| panic!("{e}"));
     path
@@ -364,12 +365,12 @@ async fn the_python_mcp_client_calls_an_a2a_sdk_agent_through_the_bridge() {
     let agent = switchyard_tests::a2a::InternalAgent::start(dir.path());
     let opts = Options {
         data_dir: dir.path().join("d"),
-        config: Some(a2a_as_mcp_config(dir.path(), &agent)),
+        config: Some(a2a_as_mcp_config(dir.path(), &agent, false)),
         ..Options::default()
     };
     let gw = Gateway::start(opts);
     let url = format!("{}/mcp", gw.base);
-    for (mode, checks) in [("2026-07-28", 16), ("legacy", 15)] {
+    for (mode, checks) in [("2026-07-28", 17), ("legacy", 16)] {
         let out = mcp_client(&[&url, mode, "helper__"]).output().await.unwrap_or_else(|e| panic!("python: {e}"));
         let seen = lines(&out);
         assert!(
@@ -413,20 +414,23 @@ async fn the_python_mcp_client_calls_an_a2a_sdk_agent_through_the_bridge() {
     }
 }
 
-/// `kill -9` of the gateway while the agent works on a bridged MCP call: after the restart the
-/// client retries with its idempotency key and gets the outcome; the agent received the message
-/// once, and the one invocation was decided from the agent's own record.
+/// `kill -9` of the gateway while the agent works on a bridged MCP call (the agent named by the
+/// upstream's `card_url`, not served on the A2A face): after the restart the client retries
+/// with its idempotency key and gets the outcome; the agent received the message once, and the
+/// one invocation was decided from the agent's own record.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gateway_killed_mid_bridge_to_an_a2a_agent_sends_the_message_once() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let agent = switchyard_tests::a2a::InternalAgent::start(dir.path());
     let opts = Options {
         data_dir: dir.path().join("d"),
-        config: Some(a2a_as_mcp_config(dir.path(), &agent)),
+        config: Some(a2a_as_mcp_config(dir.path(), &agent, true)),
         store_url: Some(switchyard_tests::pg::database().await),
         ..Options::default()
     };
     let mut gw = Gateway::start(opts.clone());
+    let hidden = gw.http.get(format!("{}/a2a/mcp-helper/.well-known/agent-card.json", gw.base)).send().await;
+    assert_eq!(hidden.map(|r| r.status().as_u16()).ok(), Some(404), "a bridge-only agent is not on the A2A face");
     let key = format!("kill-{}", uuid::Uuid::new_v4().simple());
     let mut first = mcp_client(&[&format!("{}/mcp", gw.base), "keyed", "helper__", &key])
         .stderr(std::process::Stdio::null())
@@ -460,7 +464,7 @@ async fn a_gateway_killed_mid_bridge_to_an_a2a_agent_sends_the_message_once() {
     assert!(answer["text"].as_str().is_some_and(|t| t.contains("part-2") && t.contains("done")), "{answer}");
     assert_eq!(sent(), 1, "the agent received the message exactly once");
     let all = gw.all("default").await;
-    let sends: Vec<&Value> = all.iter().filter(|i| i["target"]["upstream"] == "a2a-agent-internal").collect();
+    let sends: Vec<&Value> = all.iter().filter(|i| i["target"]["upstream"] == "a2a-agent-mcp-helper").collect();
     assert_eq!(sends.len(), 1, "{sends:#?}");
     assert_eq!(sends[0]["ingress_key"], json!(key), "{}", sends[0]);
     assert_eq!(sends[0]["state"]["state"], "succeeded", "{}", sends[0]);

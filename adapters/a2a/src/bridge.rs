@@ -7,8 +7,8 @@
 //! crate's README).
 
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use a2a::{Message, Part as A2aPart, PartContent, Role, Task, TaskState};
 use serde_json::{Map, Value, json};
@@ -31,8 +31,10 @@ pub const SEND_MESSAGE: &str = "send_message";
 const RESERVED: [&str; 3] = [SEND_MESSAGE, "get_task", "cancel_task"];
 /// The longest `text` a bridged message carries.
 const MAX_TEXT_BYTES: usize = 1 << 20;
-/// How long [`Catalog::refresh`] waits for an agent's card.
+/// How long [`Catalog::refresh`] waits for an agent's card, and how long after a try it tries
+/// again (an unreachable agent does not slow every listing down).
 const CARD_WAIT: Duration = Duration::from_secs(3);
+const CARD_RETRY: Duration = Duration::from_secs(30);
 
 /// The configured agents (all but `tools` agents: a bridge back into MCP would loop), for faces
 /// of other protocols.
@@ -42,6 +44,8 @@ pub struct A2aCatalog {
     proxies: Arc<HashMap<String, Arc<Proxy>>>,
     hub: Hub,
     engine: Arc<OnceLock<Arc<dyn Invocations>>>,
+    /// When each agent's card was last asked for.
+    tried: Mutex<HashMap<String, Instant>>,
 }
 
 /// The input schema of every bridged operation.
@@ -112,7 +116,7 @@ impl A2aCatalog {
     ) -> Self {
         let agents =
             agents.iter().filter(|a| a.kind != AgentKind::Tools).map(|a| (a.name.clone(), a.clone())).collect();
-        Self { agents, proxies, hub, engine }
+        Self { agents, proxies, hub, engine, tried: Mutex::new(HashMap::new()) }
     }
 
     fn agent(&self, name: &str) -> Result<&AgentConfig, Error> {
@@ -205,9 +209,16 @@ impl Catalog for A2aCatalog {
     }
 
     async fn refresh(&self, agent: &str) {
-        if let Some(p) = self.proxies.get(agent)
-            && p.discovered().is_none()
-        {
+        let Some(p) = self.proxies.get(agent).filter(|p| p.discovered().is_none()) else { return };
+        let due = self.tried.lock().is_ok_and(|mut t| {
+            let now = Instant::now();
+            let due = t.get(agent).is_none_or(|last| now.duration_since(*last) >= CARD_RETRY);
+            if due {
+                t.insert(agent.to_string(), now);
+            }
+            due
+        });
+        if due {
             let _ = tokio::time::timeout(CARD_WAIT, p.client()).await;
         }
     }
@@ -325,10 +336,16 @@ impl Catalog for A2aCatalog {
             return engine.cancel(principal, invocation.id).await.map(|_| ());
         };
         let proxy = self.proxies.get(&cfg.name).map(Arc::as_ref);
-        crate::run::cancel_task(&self.hub, proxy, engine.as_ref(), principal, &rec)
-            .await
-            .map(|_| ())
-            .map_err(|e| Error::conflict(e.message))
+        let Err(e) = crate::run::cancel_task(&self.hub, proxy, engine.as_ref(), principal, &rec).await else {
+            return Ok(());
+        };
+        // An open task the agent has not acknowledged yet can be canceled shortly (unavailable:
+        // try again); an ended one never (conflict).
+        let now = self.hub.get(&req.scope, &req.task_id).await.ok().flatten().and_then(|r| task_of(&r).ok());
+        match now {
+            Some(t) if !t.status.state.is_terminal() => Err(Error::unavailable(e.message)),
+            _ => Err(Error::conflict(e.message)),
+        }
     }
 }
 

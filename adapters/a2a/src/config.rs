@@ -105,6 +105,10 @@ pub struct AgentConfig {
     /// OAuth scope a caller needs (default `a2a:call`).
     #[serde(default)]
     pub scope: Option<String>,
+    /// Served on the A2A face (`/a2a/<name>`, its card). `false`: reachable only through the
+    /// bridge (an `[[mcp.upstreams]]` of kind `a2a`).
+    #[serde(default = "yes")]
+    pub exposed: bool,
 }
 
 fn default_version() -> String {

@@ -175,6 +175,7 @@ impl A2aAgents {
             .config
             .agents
             .iter()
+            .filter(|a| a.exposed)
             .map(|a| {
                 let entry = face::AgentEntry { config: a.clone(), tools: self.tools.get(&a.name).cloned() };
                 (a.name.clone(), Arc::new(entry))

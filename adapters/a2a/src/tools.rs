@@ -341,11 +341,11 @@ impl ToolsAgent {
         };
         match &child.state {
             InvocationState::Succeeded { result, .. } => match self.catalog.content(&op.upstream, result) {
-                Ok(content) if size_of(&content) > self.max_result_bytes => {
+                Ok(content) if content.size() > self.max_result_bytes => {
                     let text = format!(
                         "the tool's result is {} bytes, more than this gateway passes on (a2a.tool_result_max_bytes = \
                          {}); the call itself succeeded and is recorded as invocation {}",
-                        size_of(&content),
+                        content.size(),
                         self.max_result_bytes,
                         child.id
                     );
@@ -445,24 +445,6 @@ impl CallRelay for TaskRelay {
     fn log_level(&self) -> Option<String> {
         None
     }
-}
-
-/// The bytes a result puts into a task: its parts and its structured content.
-fn size_of(content: &Content) -> usize {
-    let json = |v: &Value| v.to_string().len();
-    let parts: usize = content
-        .parts
-        .iter()
-        .map(|p| match p {
-            switchyard_contract::Part::Text { text } => text.len(),
-            switchyard_contract::Part::Data { data } => json(data),
-            switchyard_contract::Part::Bytes { data, .. } => data.len(),
-            // Kept in the artifact store: the task holds a reference.
-            switchyard_contract::Part::Artifact { id, .. } => id.to_string().len() + KEPT_SCHEME.len(),
-            switchyard_contract::Part::Link { uri, .. } => uri.len(),
-        })
-        .sum();
-    parts + content.structured.as_ref().map_or(0, json)
 }
 
 /// A tool's answer as task changes: its content as one artifact and the final status.

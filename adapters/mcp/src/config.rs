@@ -48,6 +48,10 @@ pub struct McpConfig {
     /// Base URL of absolute links the face hands out (artifacts of bridged A2A agents), e.g.
     /// `https://gw.example.com`. Unset: the request's `Host`, over plain HTTP.
     pub public_url: Option<String>,
+    /// The largest result of a bridged A2A agent (its parts and structured content; artifacts
+    /// in the artifact store count as their links) passed on; a larger one is an `isError`
+    /// result saying so (the send itself stays recorded as succeeded).
+    pub bridge_result_max_bytes: usize,
 }
 
 impl Default for McpConfig {
@@ -68,6 +72,7 @@ impl Default for McpConfig {
             page_size: 100,
             connect_timeout_ms: 15_000,
             public_url: None,
+            bridge_result_max_bytes: 16 << 20,
         }
     }
 }
@@ -99,6 +104,10 @@ pub struct McpUpstreamConfig {
     /// Kind `a2a`: the name of the A2A agent (`[[a2a.agents]]`) whose skills become tools.
     #[serde(default)]
     pub agent: Option<String>,
+    /// Kind `a2a`, instead of `agent`: the card URL of an A2A agent reached only through this
+    /// upstream (the gateway configures it as agent `mcp-<name>`, not served on the A2A face).
+    #[serde(default)]
+    pub card_url: Option<String>,
     /// Streamable HTTP endpoint; 2026-07-28 is tried first, then the legacy handshake.
     #[serde(default)]
     pub url: Option<String>,
@@ -147,6 +156,11 @@ impl McpUpstreamConfig {
             inherited.filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v))).collect();
         vars.extend(self.env.iter().map(|(k, v)| (k.clone(), v.clone())));
         vars
+    }
+
+    /// Kind `a2a`: the A2A agent it serves (`agent`, or the agent `card_url` makes).
+    pub fn agent_name(&self) -> String {
+        self.agent.clone().unwrap_or_else(|| format!("mcp-{}", self.name))
     }
 
     pub fn max_sessions(&self) -> usize {
@@ -302,14 +316,22 @@ impl McpConfig {
                 return Err(format!("{key}.name `{}` is used twice", u.name).into());
             }
             if u.kind == UpstreamKind::A2a {
-                if u.agent.is_none() || u.url.is_some() || !u.command.is_empty() || u.oauth.is_some() {
+                if u.agent.is_some() == u.card_url.is_some()
+                    || u.url.is_some()
+                    || !u.command.is_empty()
+                    || u.oauth.is_some()
+                {
                     return Err(format!(
-                        "{key}: kind a2a takes `agent` (an [[a2a.agents]] name) and no url, command or oauth"
+                        "{key}: kind a2a takes one of `agent` (an [[a2a.agents]] name) and `card_url`, and no url, \
+                         command or oauth"
                     )
                     .into());
                 }
-            } else if u.agent.is_some() {
-                return Err(format!("{key}.agent is only for kind a2a").into());
+                if u.card_url.as_deref().is_some_and(|c| !(c.starts_with("http://") || c.starts_with("https://"))) {
+                    return Err(format!("{key}.card_url must start with http:// or https://").into());
+                }
+            } else if u.agent.is_some() || u.card_url.is_some() {
+                return Err(format!("{key}.agent and card_url are only for kind a2a").into());
             }
             match (&u.url, u.command.is_empty()) {
                 _ if u.kind == UpstreamKind::A2a => {}
@@ -374,6 +396,9 @@ impl McpConfig {
         if !(1..=1000).contains(&self.page_size) {
             return Err("mcp.page_size must be within 1..=1000".into());
         }
+        if self.bridge_result_max_bytes < 1024 {
+            return Err("mcp.bridge_result_max_bytes must be at least 1024".into());
+        }
         if self.max_request_body_bytes < 1024 {
             return Err("mcp.max_request_body_bytes must be at least 1024".into());
         }
@@ -390,6 +415,7 @@ mod tests {
             name: name.into(),
             kind: UpstreamKind::Mcp,
             agent: None,
+            card_url: None,
             url: Some("http://127.0.0.1:1/mcp".into()),
             command: Vec::new(),
             env: BTreeMap::new(),

@@ -154,7 +154,7 @@ impl McpGateway {
             .map(|u| face::Bridge {
                 name: u.name.clone(),
                 prefix: u.prefix(),
-                agent: u.agent.clone().unwrap_or_default(),
+                agent: u.agent_name(),
                 tasks: u.tasks.clone(),
             })
             .collect();
@@ -176,6 +176,7 @@ impl McpGateway {
             bridges,
             foreign: agents,
             public_url: self.cfg.public_url.clone(),
+            bridge_result_max_bytes: self.cfg.bridge_result_max_bytes,
         });
         let hosts: Vec<String> =
             LOOPBACK_HOSTS.iter().map(|s| s.to_string()).chain(self.cfg.allowed_hosts.iter().cloned()).collect();

@@ -87,6 +87,24 @@ pub struct Content {
 }
 
 impl Content {
+    /// About how many bytes the content takes where it is rendered: its parts (a reference
+    /// counts as its URI, not the bytes it names) and its structured content.
+    pub fn size(&self) -> usize {
+        let json = |v: &Value| v.to_string().len();
+        let parts: usize = self
+            .parts
+            .iter()
+            .map(|p| match p {
+                Part::Text { text } => text.len(),
+                Part::Data { data } => json(data),
+                Part::Bytes { data, .. } => data.len(),
+                Part::Artifact { id, .. } => id.to_string().len() + 32,
+                Part::Link { uri, .. } => uri.len(),
+            })
+            .sum();
+        parts + self.structured.as_ref().map_or(0, json)
+    }
+
     /// The text parts, joined by newlines.
     pub fn text(&self) -> String {
         let texts: Vec<&str> = self

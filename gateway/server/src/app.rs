@@ -151,9 +151,10 @@ impl App {
         let face = self.a2a_face.clone();
         let scope_of =
             |a: &switchyard_a2a::AgentConfig| a.scope.clone().unwrap_or_else(|| crate::auth::scope::A2A.to_string());
-        let mut scopes: Vec<(String, String)> = cfg.a2a.agents.iter().map(|a| (a.base_path(), scope_of(a))).collect();
+        let exposed = || cfg.a2a.agents.iter().filter(|a| a.exposed);
+        let mut scopes: Vec<(String, String)> = exposed().map(|a| (a.base_path(), scope_of(a))).collect();
         // gRPC serves the first agent: its calls need that agent's scope.
-        if let Some(first) = cfg.a2a.agents.first() {
+        if let Some(first) = exposed().next() {
             scopes.push((switchyard_a2a::grpc::SERVICE_PATH.to_string(), scope_of(first)));
         }
         let api = switchyard_a2a::http::api(face.clone()).merge(switchyard_a2a::grpc::router(face.clone()));
@@ -391,7 +392,7 @@ pub async fn serve(cfg: Config, shutdown: impl Future<Output = ()> + Send + 'sta
     for server in cfg.mcp.effective_servers() {
         println!("  mcp:         http://{addr}{}", server.path);
     }
-    for agent in &cfg.a2a.agents {
+    for agent in cfg.a2a.agents.iter().filter(|a| a.exposed) {
         println!(
             "  a2a:         http://{addr}{} (card: http://{addr}{}/.well-known/agent-card.json)",
             agent.base_path(),

@@ -209,8 +209,41 @@ impl Config {
         let cfg: Config = toml::Value::Table(doc)
             .try_into()
             .map_err(|e: toml::de::Error| ConfigError::Parse { path: origin, message: e.to_string() })?;
+        let mut cfg = cfg;
         cfg.validate()?;
+        cfg.add_bridged_agents()?;
         Ok(cfg)
+    }
+
+    /// The agent each `kind = "a2a"` MCP upstream with a `card_url` reaches: an upstream agent
+    /// `mcp-<name>`, served only through that upstream.
+    fn add_bridged_agents(&mut self) -> Result<(), ConfigError> {
+        use switchyard_mcp::UpstreamKind;
+        let bridged: Vec<(String, String)> = self
+            .mcp
+            .upstreams
+            .iter()
+            .filter(|u| u.kind == UpstreamKind::A2a)
+            .filter_map(|u| u.card_url.clone().map(|c| (u.agent_name(), c)))
+            .collect();
+        for (name, card_url) in bridged {
+            if self.a2a.agents.iter().any(|a| a.name == name) {
+                return Err(ConfigError::Invalid(format!(
+                    "a2a agent `{name}` is configured and also made by a kind a2a mcp upstream's card_url"
+                )));
+            }
+            let agent: switchyard_a2a::AgentConfig = toml::Value::Table(toml::Table::from_iter([
+                ("name".to_string(), toml::Value::String(name)),
+                ("kind".to_string(), toml::Value::String("upstream".into())),
+                ("card_url".to_string(), toml::Value::String(card_url)),
+                ("exposed".to_string(), toml::Value::Boolean(false)),
+            ]))
+            .try_into()
+            .map_err(|e: toml::de::Error| ConfigError::Invalid(e.to_string()))?;
+            agent.validate().map_err(|e| ConfigError::Invalid(e.0))?;
+            self.a2a.agents.push(agent);
+        }
+        Ok(())
     }
 
     /// Checks what types cannot; each message names the key.
@@ -268,7 +301,7 @@ impl Config {
             }
         }
         for (i, u) in self.mcp.upstreams.iter().enumerate().filter(|(_, u)| u.kind == UpstreamKind::A2a) {
-            let name = u.agent.as_deref().unwrap_or_default();
+            let Some(name) = u.agent.as_deref() else { continue }; // card_url: its agent is made on load
             match self.a2a.agents.iter().find(|a| a.name == name) {
                 None => return bad(format!("mcp.upstreams[{i}].agent `{name}` is not an [[a2a.agents]] name")),
                 Some(a) if a.kind == switchyard_a2a::agent::AgentKind::Tools => {
@@ -390,6 +423,25 @@ mod tests {
         std::fs::write(&path, "[[a2a.agents]]\nname = \"t\"\nkind = \"tools\"\n").unwrap_or_else(|e| panic!("{e}"));
         let e = Config::load(Some(&path), std::iter::empty()).err().map(|e| e.to_string());
         assert!(e.as_deref().is_some_and(|m| m.contains("needs upstreams")), "{e:?}");
+    }
+
+    #[test]
+    fn an_a2a_upstream_names_an_agent_that_is_not_a_tools_agent_or_a_card() {
+        let load = |text: &str| Config::from_text(text, "c.toml", std::iter::empty()).map_err(|e| e.to_string());
+        let up = "[[mcp.upstreams]]\nname = \"h\"\nkind = \"a2a\"\n";
+        let e = load(&format!("{up}agent = \"nope\"\n")).err();
+        assert!(e.as_deref().is_some_and(|m| m.contains("`nope` is not an [[a2a.agents]] name")), "{e:?}");
+        let tools = "[[mcp.upstreams]]\nname = \"fx\"\ncommand = [\"x\"]\n[[a2a.agents]]\nname = \"t\"\nkind = \"tools\"\nupstreams = [\"fx\"]\n";
+        let e = load(&format!("{up}agent = \"t\"\n{tools}")).err();
+        assert!(e.as_deref().is_some_and(|m| m.contains("is a tools agent")), "{e:?}");
+        // A tools agent over a bridged A2A agent would loop.
+        let e = load(&format!("{up}agent = \"e\"\n[[a2a.agents]]\nname = \"e\"\nkind = \"echo\"\n[[a2a.agents]]\nname = \"t\"\nkind = \"tools\"\nupstreams = [\"h\"]\n")).err();
+        assert!(e.as_deref().is_some_and(|m| m.contains("not an MCP server")), "{e:?}");
+        let e = load(&format!("{up}agent = \"e\"\ncard_url = \"http://127.0.0.1:1/c\"\n")).err();
+        assert!(e.as_deref().is_some_and(|m| m.contains("one of `agent`")), "{e:?}");
+        let cfg = load(&format!("{up}card_url = \"http://127.0.0.1:1/card.json\"\n")).unwrap_or_else(|e| panic!("{e}"));
+        let made = cfg.a2a.agents.iter().find(|a| a.name == "mcp-h").unwrap_or_else(|| panic!("{:?}", cfg.a2a.agents));
+        assert!(!made.exposed && made.card_url.as_deref() == Some("http://127.0.0.1:1/card.json"));
     }
 
     #[test]

@@ -141,9 +141,9 @@ impl A2aFace {
         self.agents.get(name).cloned()
     }
 
-    /// The first configured agent (served at the root card and on gRPC).
+    /// The first configured agent served on the face (at the root card and on gRPC).
     pub fn default_agent(&self) -> Option<Arc<AgentEntry>> {
-        self.config.agents.first().and_then(|a| self.agent(&a.name))
+        self.config.agents.iter().find(|a| a.exposed).and_then(|a| self.agent(&a.name))
     }
 
     /// The caller's tasks in the space the request names (its `tenant`, else the path's).

@@ -198,7 +198,7 @@ impl McpFace {
             };
             let content = foreign.content(&inv.target.upstream, result).map_err(|e| internal(e.message))?;
             let Some(asked) = &content.needs_input else {
-                return Ok(CallToolResponse::Complete(result_of(&content, inv.id, &base)));
+                return Ok(CallToolResponse::Complete(self.capped(&content, inv.id, &base)));
             };
             let requests = elicitation(&asked.message, asked.schema.as_ref());
             round.prev = Some(inv.id.to_string());
@@ -253,6 +253,22 @@ impl McpFace {
         self.bridged_outcome(bridge, &inv, base)
     }
 
+    /// [`result_of`], unless the content is larger than this gateway passes on.
+    fn capped(&self, content: &Content, id: InvocationId, base: &str) -> CallToolResult {
+        let max = self.shared.bridge_result_max_bytes;
+        if content.size() > max {
+            return error_result(
+                id,
+                &format!(
+                    "the agent's result is {} bytes, more than this gateway passes on (mcp.bridge_result_max_bytes = \
+                     {max}); the send itself succeeded and is recorded as invocation {id}",
+                    content.size()
+                ),
+            );
+        }
+        result_of(content, id, base)
+    }
+
     /// A bridged invocation as a tool result, whatever its state (for `get_task` and
     /// `tasks/get`): a request for input says how to answer it with `send_message`.
     pub(super) fn bridged_outcome(
@@ -271,7 +287,7 @@ impl McpFace {
             };
         };
         let content = self.foreign()?.content(&inv.target.upstream, result).map_err(|e| internal(e.message))?;
-        let Some(asked) = &content.needs_input else { return Ok(result_of(&content, inv.id, base)) };
+        let Some(asked) = &content.needs_input else { return Ok(self.capped(&content, inv.id, base)) };
         let task = content.about.get("taskId").and_then(Value::as_str).unwrap_or_default();
         let mut r = result_of(&Content { needs_input: None, ..content.clone() }, inv.id, base);
         r.content = vec![ContentBlock::text(format!(

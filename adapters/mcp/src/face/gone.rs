@@ -92,7 +92,7 @@ fn cancel(shared: &Arc<Shared>, by: Principal, inv: InvocationId) {
         info!(invocation.id = %inv, "client canceled tools/call; canceling the invocation");
         for _ in 0..CANCEL_TRIES {
             match shared.cancel(&by, inv).await {
-                Err(e) if e.kind == switchyard_contract::ErrorKind::Conflict => {
+                Err(e) if e.kind == switchyard_contract::ErrorKind::Unavailable => {
                     tokio::time::sleep(CANCEL_RETRY).await;
                 }
                 Err(e) => return warn!(invocation.id = %inv, error = %e, "cancel failed"),

@@ -76,6 +76,7 @@ pub struct Shared {
     pub foreign: Option<Arc<dyn switchyard_contract::Catalog>>,
     /// Base of absolute links the face hands out (artifacts); unset: the request's `Host`.
     pub public_url: Option<String>,
+    pub bridge_result_max_bytes: usize,
 }
 
 impl std::fmt::Debug for Shared {
