@@ -154,10 +154,11 @@ async def main():
         r = await client.call_tool(f"{p}send_message", {"text": "ask"})
         check(f"{mode} INPUT_REQUIRED answered by elicitation", not r.is_error and text(r) == "echo: blue", r)
 
-        r = await client.call_tool(f"{p}send_message", {"text": "slow:2"})
+        # Twice the gateway's wait (mcp.call_wait_ms = 2000): still running when it answers.
+        r = await client.call_tool(f"{p}send_message", {"text": "slow:4"})
         sc = r.structured_content or {}
         check(f"{mode} a running call names its task", r.is_error and sc.get("taskTool") == f"{p}get_task", r)
-        for _ in range(100):
+        for _ in range(200):
             got = await client.call_tool(f"{p}get_task", {"task_id": sc["invocation"]})
             if not (got.structured_content or {}).get("taskTool"):
                 break

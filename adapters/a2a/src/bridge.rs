@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 
 use a2a::{Message, Part as A2aPart, PartContent, Role, Task, TaskState};
 use serde_json::{Map, Value, json};
-use sha2::{Digest as _, Sha256};
 use switchyard_contract::{
     Catalog, Content, ContextId, EffectClass, Error, Ingress, IngressKey, Invocation, InvocationState, Invocations,
     NeedsInput, Operation, Part, Principal, Submission, TaskId, TaskScope,
@@ -34,7 +33,7 @@ const MAX_TEXT_BYTES: usize = 1 << 20;
 /// How long [`Catalog::refresh`] waits for an agent's card, and how long after a try it tries
 /// again (an unreachable agent does not slow every listing down).
 const CARD_WAIT: Duration = Duration::from_secs(3);
-const CARD_RETRY: Duration = Duration::from_secs(30);
+const CARD_RETRY: Duration = Duration::from_secs(10);
 
 /// The configured agents (all but `tools` agents: a bridge back into MCP would loop), for faces
 /// of other protocols.
@@ -99,12 +98,7 @@ fn args(mut a: Map<String, Value>) -> Result<Args, Error> {
 /// A message id that derives from what identifies the call, so that a retry sends the same
 /// message (and the agent, or the gateway's task, recognises it).
 fn message_id(parts: &[&str]) -> String {
-    let mut h = Sha256::new();
-    for p in parts {
-        h.update(p.as_bytes());
-        h.update([0]);
-    }
-    format!("sy-{}", &hex::encode(h.finalize())[..32])
+    format!("sy-{}", digest_id(parts).simple())
 }
 
 impl A2aCatalog {
@@ -219,7 +213,11 @@ impl Catalog for A2aCatalog {
             due
         });
         if due {
-            let _ = tokio::time::timeout(CARD_WAIT, p.client()).await;
+            // The read goes on after the wait gives up, so a slow agent's card is there for the
+            // next listing.
+            let p = p.clone();
+            let read = tokio::spawn(async move { p.client().await.map(|_| ()) });
+            let _ = tokio::time::timeout(CARD_WAIT, read).await;
         }
     }
 

@@ -12,10 +12,10 @@ use std::collections::BTreeMap;
 use base64::Engine as _;
 use rmcp::model::{InputRequest, Tool};
 use serde_json::Map;
-use switchyard_contract::{Catalog as Foreign, Content, ErrorKind, ErrorSource, Invocation, Part};
+use switchyard_contract::{Catalog as Foreign, Content, Invocation, Part};
 
 use super::*;
-use crate::face::call::{GRANT_META, Rendered, denied_result, render, request_meta};
+use crate::face::call::{GRANT_META, Rendered, render, request_meta};
 
 /// One `kind = "a2a"` upstream as the face serves it.
 #[derive(Debug, Clone)]
@@ -169,20 +169,10 @@ impl McpFace {
             let mut submission = prepared.map_err(|e| crate::error::rpc_error(&e, None))?;
             submission.ingress_key = round.ingress_key()?;
             submission.grant.clone_from(&grant);
-            let ct = ctx.ct.clone();
-            let gone = Box::pin(async move { ct.cancelled().await });
-            let waited = match self.shared.engine.submit_and_wait(submission, wait, gone).await {
-                Ok(waited) => waited,
-                Err(e) if e.source == ErrorSource::Policy && e.kind == ErrorKind::Forbidden => {
-                    return Ok(CallToolResponse::Complete(denied_result(&e)));
-                }
-                Err(e) => return Err(crate::error::rpc_error(&e, None)),
+            let inv = match self.run_round(submission, wait, &ctx, &who, round.key.is_some()).await? {
+                Ok(inv) => inv,
+                Err(answer) => return Ok(CallToolResponse::Complete(answer)),
             };
-            let inv = waited.submitted.invocation.clone();
-            if waited.client_gone {
-                let answer = self.client_gone(ctx.id.clone(), &who, &waited.submitted, round.key.is_some());
-                return Ok(CallToolResponse::Complete(answer));
-            }
             let open = !inv.state.is_settled() || matches!(inv.state, InvocationState::AwaitingApproval);
             if open && tasks {
                 return Ok(CallToolResponse::Task(CreateTaskResult::new(self.task_of(&inv))));

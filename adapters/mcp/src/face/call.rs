@@ -95,22 +95,10 @@ impl McpFace {
         let grant = request_meta(&params, &ctx, GRANT_META).and_then(Value::as_str).map(str::to_string);
         loop {
             let submission = round.submission(&entry, &params, &who, &relay, grant.as_deref())?;
-            let ct = ctx.ct.clone();
-            let gone = Box::pin(async move { ct.cancelled().await });
-            let waited = match self.shared.engine.submit_and_wait(submission, wait, gone).await {
-                Ok(waited) => waited,
-                // A policy denial is the tool's answer, not a protocol error: a model reads it
-                // and adapts.
-                Err(e) if e.source == ErrorSource::Policy && e.kind == ErrorKind::Forbidden => {
-                    return Ok(CallToolResponse::Complete(denied_result(&e)));
-                }
-                Err(e) => return Err(crate::error::rpc_error(&e, None)),
+            let inv = match self.run_round(submission, wait, &ctx, &who, round.key.is_some()).await? {
+                Ok(inv) => inv,
+                Err(answer) => return Ok(CallToolResponse::Complete(answer)),
             };
-            let inv = waited.submitted.invocation.clone();
-            if waited.client_gone {
-                let answer = self.client_gone(ctx.id.clone(), &who, &waited.submitted, round.key.is_some());
-                return Ok(CallToolResponse::Complete(answer));
-            }
             // A task: the call is still running or waits for approval, or the tool always
             // answers with one (unless this round only asks for input, which stays an MRTR round).
             let open = !inv.state.is_settled() || matches!(inv.state, InvocationState::AwaitingApproval);
@@ -144,6 +132,33 @@ impl McpFace {
             round.responses = Some(self.ask_legacy(&asked.input_requests.unwrap_or_default(), &ctx).await?);
             (round.up_state, round.n) = (asked.request_state, round.n + 1);
         }
+    }
+
+    /// Submits one round and waits for it: its invocation, or the answer when there is nothing
+    /// more to wait for (a policy denial, or the client stopped waiting).
+    pub(super) async fn run_round(
+        &self,
+        submission: Submission,
+        wait: Duration,
+        ctx: &RequestContext<RoleServer>,
+        who: &Principal,
+        keyed: bool,
+    ) -> Result<Result<Invocation, CallToolResult>, ErrorData> {
+        let ct = ctx.ct.clone();
+        let gone = Box::pin(async move { ct.cancelled().await });
+        let waited = match self.shared.engine.submit_and_wait(submission, wait, gone).await {
+            Ok(waited) => waited,
+            // A policy denial is the tool's answer, not a protocol error: a model reads it and
+            // adapts.
+            Err(e) if e.source == ErrorSource::Policy && e.kind == ErrorKind::Forbidden => {
+                return Ok(Err(denied_result(&e)));
+            }
+            Err(e) => return Err(crate::error::rpc_error(&e, None)),
+        };
+        if waited.client_gone {
+            return Ok(Err(self.client_gone(ctx.id.clone(), who, &waited.submitted, keyed)));
+        }
+        Ok(Ok(waited.submitted.invocation))
     }
 
     /// The catalog entry for `name`, if this endpoint exposes it and its schema is approved.

@@ -91,9 +91,9 @@ impl McpFace {
         let inv = self.task_invocation(task_id, ctx).await?;
         let task = self.task_of(&inv);
         let object = |v: Value| v.as_object().cloned().unwrap_or_default();
+        // A bridged call's answer (whatever the agent's task came to) is the tool result.
         if let Some(bridge) = self.shared.bridge_for(&inv.target.upstream).cloned()
-            && inv.state.is_settled()
-            && !matches!(inv.state, InvocationState::Canceled { .. })
+            && matches!(inv.state, InvocationState::Succeeded { .. })
         {
             let r = self.bridged_outcome(&bridge, &inv, &self.base_url(ctx))?;
             let result = object(serde_json::to_value(r).map_err(|e| internal(e.to_string()))?);
