@@ -10,7 +10,8 @@ every cancel request as {cancel: <task id>}.
 Behaviour by text: "slow:<seconds>" works, emits a first artifact chunk, sleeps, emits the last
 chunk and completes; "big:<n>" answers with an artifact of n raw bytes (i % 251); "report:<x>" answers with a data
 artifact {"report": x, "words": n} and a text artifact; "refuse" raises UnsupportedOperation;
-"ask" asks for input; anything else completes with "echo: <text>".
+"ask" asks for input (a follow-up's stream then opens with the waiting task, as the JS SDK's
+does); anything else completes with "echo: <text>".
 """
 
 import asyncio
@@ -49,6 +50,10 @@ class Internal(AgentExecutor):
             await event_queue.enqueue_event(
                 new_task(context.task_id, context.context_id, TaskState.TASK_STATE_SUBMITTED, history=[message])
             )
+        elif context.current_task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
+            # A follow-up's stream opens with the task as it is (still waiting for input), as
+            # the JS SDK does on every turn; the answer follows.
+            await event_queue.enqueue_event(context.current_task)
         updater = TaskUpdater(event_queue, context.task_id, context.context_id)
         if text.startswith("slow:"):
             await updater.start_work()

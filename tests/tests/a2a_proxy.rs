@@ -231,3 +231,34 @@ async fn a_grpc_only_internal_agent_is_reached_over_grpc() {
         assert_eq!(received.iter().filter(|r| *r == m).count(), 1, "{m} once: {received:?}");
     }
 }
+
+/// Multi-turn through the proxy: the agent's stream for a follow-up opens with the task as it
+/// was (still `INPUT_REQUIRED`, as the JS SDK sends every turn), then answers. The gateway reads
+/// on: the follow-up completes the task (before the fix it stayed `INPUT_REQUIRED` for good).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follow_up_whose_stream_opens_with_the_waiting_task_completes_it() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let agent = InternalAgent::start(dir.path());
+    let opts =
+        Options { data_dir: dir.path().join("d"), config: Some(config(dir.path(), &agent.url)), ..Options::default() };
+    let gw = Gateway::start(opts);
+    let url = format!("{}/a2a/internal", gw.base);
+    let send = |id: &str, text: &str, task: Option<&str>| {
+        let mut m = json!({"messageId": id, "role": "ROLE_USER", "parts": [{"text": text}]});
+        if let Some(t) = task {
+            m["taskId"] = json!(t);
+        }
+        json!({ "message": m })
+    };
+    let (_, asked) = rpc(&gw.http, &url, None, "SendMessage", send("turn-1", "ask", None)).await;
+    let task = asked["result"]["task"].clone();
+    assert_eq!(task["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{asked}");
+    let id = task["id"].as_str().unwrap_or_default().to_string();
+    let (_, answered) = rpc(&gw.http, &url, None, "SendMessage", send("turn-2", "blue", Some(&id))).await;
+    let done = &answered["result"]["task"];
+    assert_eq!(done["status"]["state"], "TASK_STATE_COMPLETED", "{answered}");
+    assert_eq!(done["status"]["message"]["parts"][0]["text"], "echo: blue", "{answered}");
+    let (_, got) = rpc(&gw.http, &url, None, "GetTask", json!({"id": id})).await;
+    assert_eq!(got["result"]["status"]["state"], "TASK_STATE_COMPLETED", "{got}");
+    assert_eq!(agent.received(), ["turn-1", "turn-2"], "each turn reached the agent once");
+}

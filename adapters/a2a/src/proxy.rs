@@ -269,16 +269,32 @@ impl Proxy {
         let outcome = if client.streaming {
             let mut events = client.stream(&send).await.map_err(|e| lost(e, false))?;
             let mut flow = Flow::More;
+            // A follow-up's stream may open with the task as it was (still waiting for input,
+            // as the JS SDK sends every turn): that is not the agent's answer, unless nothing
+            // follows it.
+            let mut opening = !req.new_task;
+            let mut held: Option<StreamResponse> = None;
             while let Some(ev) = tokio::select! {
                 ev = events.next() => ev,
                 () = cancel.cancelled() => return Err(UpstreamError::Canceled),
             } {
-                flow = self.mirror(hub, scope, id, ctx, ev.map_err(|e| lost(e, true))?).await.map_err(after_send)?;
+                let ev = ev.map_err(|e| lost(e, true))?;
+                if std::mem::take(&mut opening)
+                    && matches!(&ev, StreamResponse::Task(t) if is_interrupted(&t.status.state))
+                {
+                    held = Some(ev);
+                    continue;
+                }
+                held = None;
+                flow = self.mirror(hub, scope, id, ctx, ev).await.map_err(after_send)?;
                 if !matches!(flow, Flow::More) {
                     break;
                 }
             }
-            flow
+            match held {
+                Some(ev) => self.mirror(hub, scope, id, ctx, ev).await.map_err(after_send)?,
+                None => flow,
+            }
         } else {
             match client.send(&send).await.map_err(|e| lost(e, true))? {
                 a2a::SendMessageResponse::Task(t) => {
