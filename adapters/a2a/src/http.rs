@@ -93,13 +93,18 @@ fn caller(
     let Some(Extension(principal)) = principal else {
         return Err(A2aError::new(Kind::Unauthenticated, "authentication required"));
     };
-    let version = headers
+    let version = version_of(headers, query);
+    let extensions = Caller::parse_extensions(headers.get("a2a-extensions").and_then(|v| v.to_str().ok()));
+    Ok(Caller { principal, version, extensions, path_tenant: None, host: host(headers), binding })
+}
+
+/// The version the request names (`A2A-Version` header, else query parameter).
+fn version_of(headers: &HeaderMap, query: &[(String, String)]) -> Option<String> {
+    headers
         .get("a2a-version")
         .and_then(|v| v.to_str().ok())
         .map(str::to_string)
-        .or_else(|| query.iter().find(|(k, _)| k.eq_ignore_ascii_case("A2A-Version")).map(|(_, v)| v.clone()));
-    let extensions = Caller::parse_extensions(headers.get("a2a-extensions").and_then(|v| v.to_str().ok()));
-    Ok(Caller { principal, version, extensions, path_tenant: None, host: host(headers), binding })
+        .or_else(|| query.iter().find(|(k, _)| k.eq_ignore_ascii_case("A2A-Version")).map(|(_, v)| v.clone()))
 }
 
 /// A body that could not be read: over `a2a.max_request_body_bytes` (413), or broken.
@@ -198,6 +203,12 @@ async fn jsonrpc(
     }
     let (id, op) = match decode_jsonrpc(&body) {
         Ok(decoded) => decoded,
+        // A method this version does not have, from a client of another version (no header
+        // means 0.3, whose methods are `message/send`, `tasks/get`…): the version is the error.
+        Err((id, e)) if e.kind == Kind::MethodNotFound => {
+            let e = crate::face::check_version(version_of(&headers, &query).as_deref()).err().unwrap_or(e);
+            return rpc_error(&id, &e);
+        }
         Err((id, e)) => return rpc_error(&id, &e),
     };
     let who = match caller("jsonrpc", principal, &headers, &query) {

@@ -58,6 +58,28 @@ async fn send_http(router: &axum::Router, as_: &Principal, path: &str, body: Val
     (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
 }
 
+/// A 0.3 client (`message/send`, no `A2A-Version`) is told the version is not supported, not
+/// that the method is unknown; a 1.0 client naming an unknown method is told that.
+#[tokio::test]
+async fn a_client_of_another_version_is_told_so() {
+    let port = MemoryInvocations::new(|_| Reply::Refuse(Error::internal("nothing is submitted")));
+    let router = face(port.clone(), Arc::default());
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": "message/send", "params": {"message": message("v03")}});
+    let mut req = Request::post("/a2a/echo")
+        .header("host", "127.0.0.1")
+        .header("content-type", "application/json")
+        .body(Body::from(body.to_string()))
+        .unwrap_or_else(|e| panic!("{e}"));
+    req.extensions_mut().insert(who("acme"));
+    let resp = router.clone().oneshot(req).await.unwrap_or_else(|e| panic!("{e}"));
+    let bytes = axum::body::to_bytes(resp.into_body(), 1 << 20).await.unwrap_or_else(|e| panic!("{e}"));
+    let v: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    assert_eq!((v["id"].clone(), v["error"]["code"].clone()), (json!(7), json!(-32009)), "{v}");
+    let unknown = jsonrpc(&router, &who("acme"), "message/send", json!({})).await;
+    assert_eq!(unknown["error"]["code"], json!(-32601), "{unknown}");
+    assert!(port.submissions().is_empty());
+}
+
 async fn jsonrpc(router: &axum::Router, as_: &Principal, method: &str, params: Value) -> Value {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
     send_http(router, as_, "/a2a/echo", body).await.1
