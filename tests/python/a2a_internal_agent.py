@@ -5,7 +5,8 @@ Usage: a2a_internal_agent.py <received-log> [--grpc-only]
 Prints "listening http://127.0.0.1:<port>" once it serves JSON-RPC at / and HTTP+JSON at /rest
 (with --grpc-only: the card, whose only interface is gRPC on another port, served by the SDK's
 gRPC handler).
-Every message it receives is appended to <received-log> as one JSON line {messageId, text}, and
+Every message it receives is appended to <received-log> as one JSON line {messageId, text,
+metadata (the request's), modes (its accepted output modes)}, and
 every cancel request as {cancel: <task id>}.
 Behaviour by text: "slow:<seconds>" works, emits a first artifact chunk, sleeps, emits the last
 chunk and completes; "big:<n>" answers with an artifact of n raw bytes (i % 251); "report:<x>" answers with a data
@@ -45,7 +46,9 @@ class Internal(AgentExecutor):
         message = context.message
         text = message.parts[0].text if message and message.parts else ""
         with open(self.log_path, "a") as log:
-            log.write(json.dumps({"messageId": message.message_id if message else "", "text": text}) + "\n")
+            modes = list(context.configuration.accepted_output_modes) if context.configuration else []
+            entry = {"messageId": message.message_id if message else "", "text": text, "metadata": context.metadata, "modes": modes}
+            log.write(json.dumps(entry) + "\n")
         if context.current_task is None:
             await event_queue.enqueue_event(
                 new_task(context.task_id, context.context_id, TaskState.TASK_STATE_SUBMITTED, history=[message])

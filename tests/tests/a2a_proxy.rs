@@ -235,6 +235,7 @@ async fn a_grpc_only_internal_agent_is_reached_over_grpc() {
 /// Multi-turn through the proxy: the agent's stream for a follow-up opens with the task as it
 /// was (still `INPUT_REQUIRED`, as the JS SDK sends every turn), then answers. The gateway reads
 /// on: the follow-up completes the task (before the fix it stayed `INPUT_REQUIRED` for good).
+/// The request's metadata and accepted output modes are passed on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_follow_up_whose_stream_opens_with_the_waiting_task_completes_it() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
@@ -250,7 +251,11 @@ async fn a_follow_up_whose_stream_opens_with_the_waiting_task_completes_it() {
         }
         json!({ "message": m })
     };
-    let (_, asked) = rpc(&gw.http, &url, None, "SendMessage", send("turn-1", "ask", None)).await;
+    // The request's own metadata and accepted output modes reach the agent.
+    let mut first = send("turn-1", "ask", None);
+    first["metadata"] = json!({"trace": "t-1"});
+    first["configuration"] = json!({"acceptedOutputModes": ["text/plain"]});
+    let (_, asked) = rpc(&gw.http, &url, None, "SendMessage", first).await;
     let task = asked["result"]["task"].clone();
     assert_eq!(task["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{asked}");
     let id = task["id"].as_str().unwrap_or_default().to_string();
@@ -261,4 +266,8 @@ async fn a_follow_up_whose_stream_opens_with_the_waiting_task_completes_it() {
     let (_, got) = rpc(&gw.http, &url, None, "GetTask", json!({"id": id})).await;
     assert_eq!(got["result"]["status"]["state"], "TASK_STATE_COMPLETED", "{got}");
     assert_eq!(agent.received(), ["turn-1", "turn-2"], "each turn reached the agent once");
+    let log = std::fs::read_to_string(&agent.log).unwrap_or_default();
+    let turn1: serde_json::Value = log.lines().next().and_then(|l| serde_json::from_str(l).ok()).unwrap_or_default();
+    assert_eq!(turn1["metadata"], json!({"trace": "t-1"}), "{turn1}");
+    assert_eq!(turn1["modes"], json!(["text/plain"]), "{turn1}");
 }

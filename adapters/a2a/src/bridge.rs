@@ -271,7 +271,17 @@ impl Catalog for A2aCatalog {
         };
         message.task_id = (!new_task).then(|| task_id.to_string());
         message.context_id = Some(context_id.to_string());
-        let run = RunRequest { scope, agent: cfg.name.clone(), task_id, context_id, new_task, message, push: None };
+        let run = RunRequest {
+            scope,
+            agent: cfg.name.clone(),
+            task_id,
+            context_id,
+            new_task,
+            message,
+            push: None,
+            metadata: None,
+            accepted_output_modes: None,
+        };
         Self::submission(principal, cfg, &run)
     }
 
@@ -312,6 +322,8 @@ impl Catalog for A2aCatalog {
             new_task: false,
             message,
             push: None,
+            metadata: None,
+            accepted_output_modes: None,
         };
         Self::submission(principal, cfg, &run)
     }

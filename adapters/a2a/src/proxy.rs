@@ -265,7 +265,16 @@ impl Proxy {
             upstream_msg.task_id = Some(up_task);
             upstream_msg.context_id = Some(up_ctx);
         }
-        let send = SendMessageRequest { message: upstream_msg, configuration: None, metadata: None, tenant: None };
+        // The request's metadata and accepted output modes go on; push and blocking are the
+        // gateway's own (it streams or waits, and delivers push itself).
+        let configuration = req.accepted_output_modes.clone().map(|modes| a2a::SendMessageConfiguration {
+            accepted_output_modes: Some(modes),
+            task_push_notification_config: None,
+            history_length: None,
+            return_immediately: None,
+        });
+        let send =
+            SendMessageRequest { message: upstream_msg, configuration, metadata: req.metadata.clone(), tenant: None };
         let outcome = if client.streaming {
             let mut events = client.stream(&send).await.map_err(|e| lost(e, false))?;
             let mut flow = Flow::More;

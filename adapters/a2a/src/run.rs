@@ -24,6 +24,12 @@ pub struct RunRequest {
     pub message: Message,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub push: Option<TaskPushNotificationConfig>,
+    /// The request's own metadata and accepted output modes, passed on to an agent behind the
+    /// gateway (push configuration and blocking are the gateway's, never passed on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<std::collections::HashMap<String, serde_json::Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accepted_output_modes: Option<Vec<String>>,
 }
 
 pub(crate) fn status(state: TaskState, text: Option<&str>, ctx: &str, task: &str) -> Change {

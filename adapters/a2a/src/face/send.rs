@@ -68,6 +68,8 @@ impl A2aFace {
         }
         cfg.kind.admit(&message, &who.extensions)?;
         let push = req.configuration.as_ref().and_then(|c| c.task_push_notification_config.clone());
+        let modes = req.configuration.as_ref().and_then(|c| c.accepted_output_modes.clone());
+        let metadata = req.metadata;
         let history_length = req.configuration.as_ref().and_then(|c| c.history_length);
         check_history(history_length)?;
         if let Some(p) = &push {
@@ -79,7 +81,7 @@ impl A2aFace {
         // With dedupe, a resent message (same messageId, same content) is the same invocation
         // and the same task; without, every send is new.
         let content = if cfg.dedupes() {
-            let v = serde_json::json!([&message, &push]);
+            let v = serde_json::json!([&message, &push, &metadata, &modes]);
             let canonical = serde_json_canonicalizer::to_string(&v).map_err(|e| A2aError::internal(e.to_string()))?;
             hex::encode(Sha256::digest(canonical.as_bytes()))
         } else {
@@ -99,6 +101,8 @@ impl A2aFace {
             message: message.clone(),
             // The invocation's stored request carries the credentials sealed, never in clear.
             push: push.map(|p| self.hub.sealer().seal_config(&task_id, p)).transpose()?,
+            metadata,
+            accepted_output_modes: modes,
         };
         let key = if cfg.dedupes() {
             let d = Sha256::digest(format!("{scope}\0{}\0{}\0{content}", cfg.name, message.message_id).as_bytes());
