@@ -271,3 +271,34 @@ async fn a_follow_up_whose_stream_opens_with_the_waiting_task_completes_it() {
     assert_eq!(turn1["metadata"], json!({"trace": "t-1"}), "{turn1}");
     assert_eq!(turn1["modes"], json!(["text/plain"]), "{turn1}");
 }
+
+/// The gateway's card for an agent behind it keeps the agent's identity (name, description,
+/// version, skills, modes) with the gateway's own interfaces and capabilities.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_card_of_an_internal_agent_keeps_its_identity() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let agent = InternalAgent::start(dir.path());
+    let opts =
+        Options { data_dir: dir.path().join("d"), config: Some(config(dir.path(), &agent.url)), ..Options::default() };
+    let gw = Gateway::start(opts);
+    let card: serde_json::Value = gw
+        .http
+        .get(format!("{}/a2a/internal/.well-known/agent-card.json", gw.base))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .json()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(card["name"], "internal", "{card}");
+    assert_eq!(card["description"], "An internal agent behind the gateway", "{card}");
+    let skills: Vec<&str> = card["skills"].as_array().into_iter().flatten().filter_map(|s| s["id"].as_str()).collect();
+    assert_eq!(skills, ["echo", "report"], "{card}");
+    assert_eq!(card["defaultInputModes"], json!(["text"]), "the agent's modes, nothing added: {card}");
+    let interfaces = card["supportedInterfaces"].as_array().cloned().unwrap_or_default();
+    assert!(
+        interfaces.iter().all(|i| i["url"].as_str().is_some_and(|u| !u.contains(&agent.url))),
+        "the interfaces are the gateway's: {card}"
+    );
+    assert!(interfaces.iter().any(|i| i["url"].as_str().is_some_and(|u| u.ends_with("/a2a/internal"))), "{card}");
+}

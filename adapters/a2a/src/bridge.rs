@@ -172,7 +172,7 @@ impl Catalog for A2aCatalog {
         // agent's run is replay-safe.
         let effect = if proxy.is_some() { EffectClass::Write } else { EffectClass::ReadOnly };
         let card = proxy.and_then(|p| p.discovered());
-        let about = cfg.description.clone().or_else(|| card.as_ref().map(|c| c.description.clone()));
+        let about = cfg.description.clone().or_else(|| card.as_ref().map(|c| c.card.description.clone()));
         let op = |name: String, title: String, description: Option<String>| Operation {
             upstream: cfg.upstream(),
             name,
@@ -195,7 +195,7 @@ impl Catalog for A2aCatalog {
                 && id.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c))
                 && !RESERVED.contains(&id)
         };
-        for s in card.iter().flat_map(|c| c.skills.iter()).filter(|s| usable(&s.id)) {
+        for s in card.iter().flat_map(|c| c.card.skills.iter()).filter(|s| usable(&s.id)) {
             let description = format!("{} (skill `{}` of A2A agent `{agent}`)", s.description, s.id);
             ops.push(op(s.id.clone(), s.name.clone(), Some(description)));
         }
@@ -213,11 +213,7 @@ impl Catalog for A2aCatalog {
             due
         });
         if due {
-            // The read goes on after the wait gives up, so a slow agent's card is there for the
-            // next listing.
-            let p = p.clone();
-            let read = tokio::spawn(async move { p.client().await.map(|_| ()) });
-            let _ = tokio::time::timeout(CARD_WAIT, read).await;
+            p.discover_within(CARD_WAIT).await;
         }
     }
 

@@ -108,6 +108,47 @@ pub fn card_with(
     card
 }
 
+/// Puts the identity of an agent behind the gateway (`theirs`) into the gateway's card for it:
+/// name, version, provider, skills, default modes and links; its description unless the
+/// operator configured one. Interfaces, capabilities and security stay the gateway's.
+pub fn keep_identity(
+    card: &mut serde_json::Map<String, Value>,
+    theirs: &a2a::AgentCard,
+    own_description: bool,
+) -> Result<(), crate::error::A2aError> {
+    let value = |v: Result<Value, serde_json::Error>| v.map_err(|e| crate::error::A2aError::internal(e.to_string()));
+    // The gateway's own extended-card skill stays.
+    let ours: Vec<Value> = card
+        .get("skills")
+        .and_then(Value::as_array)
+        .map(|s| s.iter().filter(|k| k["id"] == "task-audit").cloned().collect())
+        .unwrap_or_default();
+    let mut skills = match value(serde_json::to_value(&theirs.skills))? {
+        Value::Array(a) => a,
+        _ => Vec::new(),
+    };
+    skills.extend(ours);
+    card.insert("name".into(), json!(theirs.name));
+    card.insert("version".into(), json!(theirs.version));
+    if !own_description {
+        card.insert("description".into(), json!(theirs.description));
+    }
+    card.insert("skills".into(), Value::Array(skills));
+    card.insert("defaultInputModes".into(), json!(theirs.default_input_modes));
+    card.insert("defaultOutputModes".into(), json!(theirs.default_output_modes));
+    let links = [
+        ("provider", value(serde_json::to_value(&theirs.provider))?),
+        ("documentationUrl", json!(theirs.documentation_url)),
+        ("iconUrl", json!(theirs.icon_url)),
+    ];
+    for (key, v) in links {
+        if !v.is_null() {
+            card.insert(key.into(), v);
+        }
+    }
+    Ok(())
+}
+
 /// Signs agent cards (spec §8.4): a JWS with detached payload — the RFC 8785 form of the card
 /// without `signatures` — in ES256 (P-256), key from a PKCS#8 PEM file.
 pub struct CardSigner {

@@ -45,9 +45,8 @@ pub struct A2aClient {
     binding: Binding,
     /// The agent declares `capabilities.streaming`.
     pub streaming: bool,
-    /// The card's skills and description, as read at discovery.
-    pub skills: Arc<Vec<a2a::AgentSkill>>,
-    pub description: String,
+    /// The agent's card, as read at discovery.
+    pub card: Arc<AgentCard>,
 }
 
 fn transport(e: &reqwest::Error) -> ClientError {
@@ -116,13 +115,7 @@ impl A2aClient {
             "HTTP+JSON" => Binding::Rest(interface.url.trim_end_matches('/').to_string()),
             _ => Binding::Grpc(grpc_client(&interface.url, timeout)?),
         };
-        Ok(Self {
-            http,
-            binding,
-            streaming: card.capabilities.streaming == Some(true),
-            skills: Arc::new(card.skills),
-            description: card.description,
-        })
+        Ok(Self { http, binding, streaming: card.capabilities.streaming == Some(true), card: Arc::new(card) })
     }
 
     fn post(&self, url: &str, body: &Value) -> reqwest::RequestBuilder {
@@ -472,8 +465,12 @@ mod tests {
             http: reqwest::Client::new(),
             binding: Binding::Rest(format!("http://{addr}")),
             streaming: false,
-            skills: Arc::default(),
-            description: String::new(),
+            card: Arc::new(
+                serde_json::from_value(json!({"name": "t", "description": "", "version": "1",
+                    "supportedInterfaces": [], "capabilities": {}, "defaultInputModes": [],
+                    "defaultOutputModes": [], "skills": []}))
+                .unwrap_or_else(|e| panic!("{e}")),
+            ),
         }
     }
 

@@ -61,21 +61,21 @@ fn host(headers: &HeaderMap) -> Option<String> {
 
 async fn root_card(State(st): State<HttpState>, headers: HeaderMap) -> Response {
     match st.face.default_agent() {
-        Some(agent) => serve_card(&st, &agent, &headers),
+        Some(agent) => serve_card(&st, &agent, &headers).await,
         None => StatusCode::NOT_FOUND.into_response(),
     }
 }
 
 async fn agent_card(State(st): State<HttpState>, Path(name): Path<String>, headers: HeaderMap) -> Response {
     match st.face.agent(&name) {
-        Some(agent) => serve_card(&st, &agent, &headers),
+        Some(agent) => serve_card(&st, &agent, &headers).await,
         None => StatusCode::NOT_FOUND.into_response(),
     }
 }
 
-fn serve_card(st: &HttpState, agent: &AgentEntry, headers: &HeaderMap) -> Response {
+async fn serve_card(st: &HttpState, agent: &AgentEntry, headers: &HeaderMap) -> Response {
     let face = &st.face;
-    match face.card(&agent.config, host(headers).as_deref(), false) {
+    match face.card(&agent.config, host(headers).as_deref(), false).await {
         Ok(card) => {
             let vary_host = face.config.public_url.is_none();
             crate::card::respond(&card, face.config.card_max_age_s, st.loaded, vary_host, headers)

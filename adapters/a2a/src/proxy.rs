@@ -124,6 +124,17 @@ impl Proxy {
         Arc::new(Self { card_url, timeout, client: AsyncMutex::new(None), confirmed: Mutex::new(HashSet::new()) })
     }
 
+    /// Reads the agent's card if it was not read yet, waiting at most `wait` (the read goes on
+    /// after the wait gives up, so a slow agent's card is there next time).
+    pub async fn discover_within(self: &Arc<Self>, wait: Duration) {
+        if self.discovered().is_some() {
+            return;
+        }
+        let me = self.clone();
+        let read = tokio::spawn(async move { me.client().await.map(|_| ()) });
+        let _ = tokio::time::timeout(wait, read).await;
+    }
+
     /// The agent as last discovered, if it was (never waits).
     pub fn discovered(&self) -> Option<A2aClient> {
         self.client.try_lock().ok().and_then(|slot| slot.clone())

@@ -265,18 +265,28 @@ impl A2aFace {
                 if !cfg.extended_card {
                     return Err(A2aError::new(Kind::UnsupportedOperation, "this agent has no extended card"));
                 }
-                Ok(Reply::Card(self.card(cfg, who.host.as_deref(), true)?))
+                Ok(Reply::Card(self.card(cfg, who.host.as_deref(), true).await?))
             }
         }
     }
 
     /// The card of `agent` as served (with the security declaration, signed when configured).
-    pub fn card(&self, agent: &AgentConfig, host: Option<&str>, extended: bool) -> Result<Value, A2aError> {
+    /// An agent behind the gateway keeps its own identity — name, description, version,
+    /// provider, skills, input and output modes, links — with the gateway's interfaces,
+    /// capabilities and security (a configured `description` wins); its card is read first if
+    /// it was not yet (at most 3 s).
+    pub async fn card(&self, agent: &AgentConfig, host: Option<&str>, extended: bool) -> Result<Value, A2aError> {
         let mut card = crate::card::card_with(&self.config, agent, host, extended, self.security.as_deref());
         if let Some(tools) = self.agents.get(&agent.name).and_then(|a| a.tools.as_ref())
             && let Some(obj) = card.as_object_mut()
         {
             obj.insert("skills".into(), Value::Array(tools.card_skills()));
+        }
+        if let Some(proxy) = self.proxies.get(&agent.name) {
+            proxy.discover_within(Duration::from_secs(3)).await;
+            if let (Some(theirs), Some(obj)) = (proxy.discovered(), card.as_object_mut()) {
+                crate::card::keep_identity(obj, &theirs.card, agent.description.is_some())?;
+            }
         }
         if let Some(s) = &self.signer {
             s.sign(&mut card)?;
