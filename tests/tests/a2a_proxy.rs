@@ -16,6 +16,13 @@ fn config(dir: &std::path::Path, card_url: &str) -> std::path::PathBuf {
     write_gateway_config(dir, "anonymous = true", &agent)
 }
 
+/// The internal agent and a gateway (on SQLite) exposing it as agent `internal`.
+fn proxied(dir: &std::path::Path) -> (InternalAgent, Gateway) {
+    let agent = InternalAgent::start(dir);
+    let opts = Options { data_dir: dir.join("d"), config: Some(config(dir, &agent.url)), ..Options::default() };
+    (agent, Gateway::start(opts))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_proxied_task_survives_a_gateway_kill_without_a_second_send() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
@@ -114,10 +121,7 @@ async fn a_proxied_task_survives_a_gateway_kill_without_a_second_send() {
 async fn large_artifact_bytes_live_in_the_artifact_store_not_the_task_row() {
     use base64::Engine as _;
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let agent = InternalAgent::start(dir.path());
-    let opts =
-        Options { data_dir: dir.path().join("d"), config: Some(config(dir.path(), &agent.url)), ..Options::default() };
-    let gw = Gateway::start(opts);
+    let (_agent, gw) = proxied(dir.path());
     let url = format!("{}/a2a/internal", gw.base);
     let n = 300_000usize;
     let (_, sent) = rpc(
@@ -239,10 +243,7 @@ async fn a_grpc_only_internal_agent_is_reached_over_grpc() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_follow_up_whose_stream_opens_with_the_waiting_task_completes_it() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let agent = InternalAgent::start(dir.path());
-    let opts =
-        Options { data_dir: dir.path().join("d"), config: Some(config(dir.path(), &agent.url)), ..Options::default() };
-    let gw = Gateway::start(opts);
+    let (agent, gw) = proxied(dir.path());
     let url = format!("{}/a2a/internal", gw.base);
     let send = |id: &str, text: &str, task: Option<&str>| {
         let mut m = json!({"messageId": id, "role": "ROLE_USER", "parts": [{"text": text}]});
@@ -277,10 +278,7 @@ async fn a_follow_up_whose_stream_opens_with_the_waiting_task_completes_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_card_of_an_internal_agent_keeps_its_identity() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let agent = InternalAgent::start(dir.path());
-    let opts =
-        Options { data_dir: dir.path().join("d"), config: Some(config(dir.path(), &agent.url)), ..Options::default() };
-    let gw = Gateway::start(opts);
+    let (agent, gw) = proxied(dir.path());
     let card: serde_json::Value = gw
         .http
         .get(format!("{}/a2a/internal/.well-known/agent-card.json", gw.base))

@@ -284,7 +284,7 @@ impl VirtualServerConfig {
 
 impl McpConfig {
     /// The upstreams that are MCP servers.
-    pub fn servers_upstream(&self) -> impl Iterator<Item = &McpUpstreamConfig> {
+    pub fn mcp_servers(&self) -> impl Iterator<Item = &McpUpstreamConfig> {
         self.upstreams.iter().filter(|u| u.kind == UpstreamKind::Mcp)
     }
 

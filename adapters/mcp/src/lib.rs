@@ -86,11 +86,9 @@ impl McpGateway {
         credentials: Option<(Arc<dyn SecretVault>, Sealer)>,
     ) -> Self {
         let timeout = Duration::from_millis(cfg.connect_timeout_ms);
-        let pools: HashMap<String, Arc<Pool>> = cfg
-            .servers_upstream()
-            .map(|u| (u.name.clone(), Pool::new(u.clone(), timeout, credentials.clone())))
-            .collect();
-        let order = cfg.servers_upstream().map(|u| u.name.clone()).collect();
+        let pools: HashMap<String, Arc<Pool>> =
+            cfg.mcp_servers().map(|u| (u.name.clone(), Pool::new(u.clone(), timeout, credentials.clone()))).collect();
+        let order = cfg.mcp_servers().map(|u| u.name.clone()).collect();
         Self { cfg, pools, catalog: Arc::new(Catalog::new(order, bindings)) }
     }
 
@@ -146,20 +144,21 @@ impl McpGateway {
         request_state_key: &[u8],
         agents: Option<Arc<dyn switchyard_contract::Catalog>>,
     ) -> Result<axum::Router, switchyard_contract::InvalidConfig> {
-        let bridges: Vec<face::Bridge> = self
-            .cfg
-            .upstreams
-            .iter()
-            .filter(|u| u.kind == UpstreamKind::A2a)
-            .map(|u| face::Bridge {
+        // The engine's name for each bridged agent: what its `send_message` targets.
+        let mut bridges = Vec::new();
+        for u in self.cfg.upstreams.iter().filter(|u| u.kind == UpstreamKind::A2a) {
+            let agent = u.agent_name();
+            let upstream = agents
+                .as_ref()
+                .and_then(|a| a.operations(&agent).first().map(|op| op.upstream.clone()))
+                .ok_or_else(|| format!("mcp upstream `{}`: no A2A agent `{agent}` to bridge to", u.name))?;
+            bridges.push(face::Bridge {
                 name: u.name.clone(),
                 prefix: u.prefix(),
-                agent: u.agent_name(),
+                agent,
+                upstream,
                 tasks: u.tasks.clone(),
-            })
-            .collect();
-        if !bridges.is_empty() && agents.is_none() {
-            return Err("mcp: kind a2a upstreams need the A2A agents' catalog".into());
+            });
         }
         let codec = RequestStateCodec::try_new(request_state_key.to_vec())
             .map_err(|e| format!("mcp.request_state_key: {e}"))?;

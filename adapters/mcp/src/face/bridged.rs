@@ -25,6 +25,8 @@ pub struct Bridge {
     pub prefix: String,
     /// The A2A agent's name.
     pub agent: String,
+    /// The engine's name for the agent's upstream (what its calls' invocations target).
+    pub upstream: String,
     pub tasks: BTreeMap<String, TaskSupport>,
 }
 
@@ -35,7 +37,7 @@ pub const A2A_META: &str = "dev.switchyard/a2a";
 /// The key of the one input request a bridged round asks.
 const ANSWER: &str = "answer";
 
-fn task_tool_schema() -> JsonObjectValue {
+fn task_tool_schema() -> Map<String, Value> {
     let schema = json!({
         "type": "object",
         "properties": {"task_id": {"type": "string", "description": "The task (invocation) id a call answered with."}},
@@ -45,13 +47,10 @@ fn task_tool_schema() -> JsonObjectValue {
     schema.as_object().cloned().unwrap_or_default()
 }
 
-type JsonObjectValue = serde_json::Map<String, Value>;
-
 impl Shared {
     /// The bridge serving engine upstream `upstream`, if one does.
     pub(super) fn bridge_for(&self, upstream: &str) -> Option<&Bridge> {
-        let foreign = self.foreign.as_ref()?;
-        self.bridges.iter().find(|b| foreign.operations(&b.agent).first().is_some_and(|op| op.upstream == upstream))
+        self.bridges.iter().find(|b| b.upstream == upstream)
     }
 
     /// Cancels invocation `id` for `by`: a bridged call the way its protocol does it (the
@@ -224,7 +223,7 @@ impl McpFace {
         &self,
         bridge: &Bridge,
         who: &Principal,
-        args: &JsonObjectValue,
+        args: &Map<String, Value>,
         cancel: bool,
         base: &str,
     ) -> Result<CallToolResult, ErrorData> {
