@@ -12,6 +12,10 @@ Usage:
       starts a task (returnImmediately; default: the tck agent's slow one) and prints {"task": id}.
   a2a_client_e2e.py resubscribe <base-url> <binding> <task-id>
       subscribes and prints every event until the stream ends, then the final task.
+  a2a_client_e2e.py route <agent-url> <binding> <text> [token]
+      reads the agent's own card at <agent-url>, sends <text> on <binding> (with the bearer
+      token, if given) and prints {"interface": …, "state": …, "reply": <the final status
+      message's text>}, or {"error": …} when the call is refused.
 """
 
 import asyncio
@@ -20,6 +24,8 @@ import json
 import sys
 import threading
 import uuid
+
+import httpx
 
 from a2a.client import ClientCallContext
 from a2a.types import (
@@ -194,6 +200,22 @@ async def resubscribe(base, binding, task_id):
     print(json.dumps({"final": state_name(final.status.state)}), flush=True)
 
 
+async def route(base, binding, text, token=None):
+    c = await client_for(base, binding, streaming=False)
+    context = ClientCallContext(service_parameters={"Authorization": f"Bearer {token}"}) if token else None
+    async with httpx.AsyncClient() as h:
+        card = (await h.get(f"{base}/.well-known/agent-card.json")).json()
+    interface = next(i for i in card["supportedInterfaces"] if i["protocolBinding"] == binding)
+    try:
+        out = await collect(c.send_message(SendMessageRequest(message=msg("route", text=text)), context=context))
+    except Exception as e:  # the refusal, as the SDK reports it
+        print(json.dumps({"interface": interface, "error": f"{type(e).__name__}: {e}"}), flush=True)
+        return
+    task = out[0].task
+    reply = "".join(p.text for p in task.status.message.parts)
+    print(json.dumps({"interface": interface, "state": state_name(task.status.state), "reply": reply}), flush=True)
+
+
 def main():
     mode, base, binding = sys.argv[1], sys.argv[2], sys.argv[3]
     if mode == "full":
@@ -202,6 +224,8 @@ def main():
         asyncio.run(isolation(base, binding, sys.argv[4], sys.argv[5]))
     elif mode == "start":
         asyncio.run(start(base, binding, sys.argv[4] if len(sys.argv) > 4 else "hello"))
+    elif mode == "route":
+        asyncio.run(route(base, binding, sys.argv[4], sys.argv[5] if len(sys.argv) > 5 else None))
     elif mode == "resubscribe":
         asyncio.run(resubscribe(base, binding, sys.argv[4]))
     else:

@@ -204,10 +204,11 @@ async fn oauth_scopes_and_tenant_isolation_on_the_a2a_face() {
     let issuer = TestIssuer::start().await;
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let auth = format!(
-        "\n[auth]\nresource = \"{RESOURCE}\"\nscopes_supported = [\"a2a:call\"]\n\n[[auth.issuers]]\nissuer = \"{}\"\n",
+        "\n[auth]\nresource = \"{RESOURCE}\"\nscopes_supported = [\"a2a:call\", \"vault:call\"]\n\n[[auth.issuers]]\nissuer = \"{}\"\n",
         issuer.issuer
     );
-    let path = write_config(dir.path(), "", "");
+    let vault = "\n[[a2a.agents]]\nname = \"vault\"\nkind = \"echo\"\nscope = \"vault:call\"\n";
+    let path = write_config(dir.path(), vault, "");
     let text = std::fs::read_to_string(&path).unwrap_or_default() + &auth;
     std::fs::write(&path, text).unwrap_or_else(|e| panic!("{e}"));
     let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(path), ..Options::default() });
@@ -281,6 +282,24 @@ async fn oauth_scopes_and_tenant_isolation_on_the_a2a_face() {
         assert!(out.status.success(), "{binding}: {checks:#?}\n{}", String::from_utf8_lossy(&out.stderr));
         assert_eq!(checks.iter().filter(|c| c["ok"] == true).count(), 8, "{binding}: {checks:#?}");
     }
+
+    // Each agent's own scope, on every binding: gRPC routes by the request's tenant, so the
+    // service checks the scope of the agent it routed to.
+    let vault_only = token("red", "vault:call");
+    let vault_url = format!("{}/a2a/vault", gw.base);
+    for binding in ["JSONRPC", "HTTP+JSON", "GRPC"] {
+        let refused = lines(&py(&["route", &vault_url, binding, "open", &red]).await).pop().unwrap_or_default();
+        assert!(refused["error"].is_string(), "{binding}: a2a:call alone must not reach vault: {refused}");
+        let ok = lines(&py(&["route", &vault_url, binding, "open", &vault_only]).await).pop().unwrap_or_default();
+        assert_eq!(ok["reply"], "echo: open", "{binding}: {ok}");
+    }
+    let refused = lines(&py(&["route", &format!("{}/a2a/tck", gw.base), "GRPC", "x", &vault_only]).await)
+        .pop()
+        .unwrap_or_default();
+    assert!(
+        refused["error"].as_str().is_some_and(|e| e.contains("a2a:call")),
+        "vault:call alone must not reach tck over gRPC: {refused}"
+    );
 
     // The card declares how to authenticate.
     let card: Value = http
@@ -482,4 +501,25 @@ async fn push_configs_per_task_are_capped() {
     assert_eq!(again["result"]["id"], "cfg-3", "replacing one it holds is fine: {again}");
     let (_, listed) = rpc(&gw.http, &url, None, "ListTaskPushNotificationConfigs", json!({"taskId": task})).await;
     assert_eq!(listed["result"]["configs"].as_array().map(Vec::len), Some(16), "{listed}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_agent_is_reached_on_every_binding_its_card_lists() {
+    // Two agents on one gateway: the Python SDK, given each agent's own card, must reach that
+    // agent on JSON-RPC, HTTP+JSON and gRPC (gRPC has one service path: the card's interface
+    // names the agent in its `tenant`, which the SDK puts in every request).
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let config = write_config(dir.path(), "\n[[a2a.agents]]\nname = \"echo\"\nkind = \"echo\"\n", "anonymous = true");
+    let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(config), ..Options::default() });
+    for binding in ["JSONRPC", "HTTP+JSON", "GRPC"] {
+        let out = py(&["route", &format!("{}/a2a/echo", gw.base), binding, "which agent?"]).await;
+        let got = lines(&out).pop().unwrap_or_else(|| panic!("{binding}: {}", String::from_utf8_lossy(&out.stderr)));
+        assert_eq!(got["reply"], "echo: which agent?", "{binding} reached another agent: {got}");
+        assert_eq!(got["state"], "TASK_STATE_COMPLETED", "{got}");
+    }
+    // The task is the echo agent's whichever binding made it, and one space holds them all.
+    let (_, listed) = rpc(&gw.http, &format!("{}/a2a/echo", gw.base), None, "ListTasks", json!({})).await;
+    assert_eq!(listed["result"]["totalSize"], 3, "{listed}");
+    let (_, tck) = rpc(&gw.http, &format!("{}/a2a/tck", gw.base), None, "ListTasks", json!({})).await;
+    assert_eq!(tck["result"]["totalSize"], 0, "{tck}");
 }

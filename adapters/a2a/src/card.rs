@@ -87,7 +87,8 @@ pub fn card_with(
         "supportedInterfaces": [
             {"url": format!("{base}{}", agent.base_path()), "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
             {"url": format!("{base}{}/rest", agent.base_path()), "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
-            {"url": grpc, "protocolBinding": "GRPC", "protocolVersion": "1.0"},
+            // One gRPC service serves every agent: the tenant names this one (see `grpc`).
+            {"url": grpc, "protocolBinding": "GRPC", "protocolVersion": "1.0", "tenant": agent.name},
         ],
         "capabilities": {
             "streaming": agent.streaming,

@@ -119,7 +119,15 @@ fn yes() -> bool {
     true
 }
 
+/// The OAuth scope an agent needs when its `scope` is not set.
+pub const DEFAULT_SCOPE: &str = "a2a:call";
+
 impl AgentConfig {
+    /// The OAuth scope a caller of this agent needs.
+    pub fn required_scope(&self) -> &str {
+        self.scope.as_deref().unwrap_or(DEFAULT_SCOPE)
+    }
+
     /// The engine upstream name of this agent.
     pub fn upstream(&self) -> String {
         format!("a2a-agent-{}", self.name)

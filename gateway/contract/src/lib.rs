@@ -38,7 +38,7 @@ pub use ports::{
     Invocations, ListQuery, Page, RESOLVE_CLAIM, SecretVault, Submission, Submitted, Transition, Upstream,
     UpstreamError, UpstreamRegistry, Waited, client_stays,
 };
-pub use principal::{EffectClass, IngressKey, Principal, Target, TenantId};
+pub use principal::{EffectClass, Grant, IngressKey, Principal, Target, TenantId};
 pub use relay::{CallContext, CallRelay, Interim, Progress, Question, RelayError};
 pub use secret::Secret;
 pub use state::{Decision, Fence, Invocation, InvocationState, Lease, NewInvocation, Resolution, StateName};

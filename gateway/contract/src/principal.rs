@@ -65,6 +65,26 @@ impl Principal {
     }
 }
 
+/// What a caller's credential grants, for a face that can check a scope only after routing a
+/// request (the gRPC binding names its agent inside the message, not in the path).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Grant {
+    /// The operator, or an anonymous caller where configuration allows that: everything.
+    All,
+    /// These scopes only.
+    Scopes(std::collections::BTreeSet<String>),
+}
+
+impl Grant {
+    /// Whether `scope` is granted.
+    pub fn allows(&self, scope: &str) -> bool {
+        match self {
+            Self::All => true,
+            Self::Scopes(s) => s.contains(scope),
+        }
+    }
+}
+
 /// What an operation does to the world. Taken from local configuration only, never from an
 /// upstream's self-description: it decides whether a lost outcome may be retried.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

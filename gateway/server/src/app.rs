@@ -149,21 +149,23 @@ impl App {
             return Router::new();
         }
         let face = self.a2a_face.clone();
-        let scope_of =
-            |a: &switchyard_a2a::AgentConfig| a.scope.clone().unwrap_or_else(|| crate::auth::scope::A2A.to_string());
-        let exposed = || cfg.a2a.agents.iter().filter(|a| a.exposed);
-        let mut scopes: Vec<(String, String)> = exposed().map(|a| (a.base_path(), scope_of(a))).collect();
-        // gRPC serves the first agent: its calls need that agent's scope.
-        if let Some(first) = exposed().next() {
-            scopes.push((switchyard_a2a::grpc::SERVICE_PATH.to_string(), scope_of(first)));
-        }
+        let scopes: Vec<(String, String)> = cfg
+            .a2a
+            .agents
+            .iter()
+            .filter(|a| a.exposed)
+            .map(|a| (a.base_path(), a.required_scope().to_string()))
+            .collect();
         let api = switchyard_a2a::http::api(face.clone()).merge(switchyard_a2a::grpc::router(face.clone()));
+        // gRPC names its agent inside the request: the service checks that agent's scope.
+        let deferred = vec![switchyard_a2a::grpc::SERVICE_PATH.to_string()];
         switchyard_a2a::http::cards(face).merge(crate::auth::protect(
             api,
             self.gate.clone(),
             cfg.a2a.anonymous,
             scopes,
             crate::auth::scope::A2A,
+            deferred,
         ))
     }
 

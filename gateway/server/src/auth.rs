@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
-use switchyard_contract::{Principal, Secret, TenantId};
+use switchyard_contract::{Grant, Principal, Secret, TenantId};
 use switchyard_oauth::{AuthError, Authenticator, http};
 
 use crate::admin::ApiError;
@@ -23,7 +23,7 @@ pub mod scope {
     /// Use the MCP endpoints (list and call tools, read resources, get prompts).
     pub const MCP: &str = "mcp:call";
     /// Use the A2A endpoints (send messages, read and cancel tasks, push configurations).
-    pub const A2A: &str = "a2a:call";
+    pub const A2A: &str = switchyard_a2a::config::DEFAULT_SCOPE;
 }
 
 /// What a caller may do.
@@ -152,9 +152,15 @@ struct ScopedAuth {
     /// Endpoint path prefix → the scope it needs; the longest matching prefix wins.
     scopes: Arc<Vec<(String, String)>>,
     default_scope: &'static str,
+    /// Path prefixes whose scope the face checks itself, after routing (with the [`Grant`]).
+    deferred: Arc<Vec<String>>,
 }
 
 impl ScopedAuth {
+    fn deferred(&self, path: &str) -> bool {
+        self.deferred.iter().any(|p| path == p || path.starts_with(&format!("{p}/")))
+    }
+
     fn scope_for(&self, path: &str) -> &str {
         self.scopes
             .iter()
@@ -167,15 +173,18 @@ impl ScopedAuth {
 /// `routes` behind authentication: every request names its caller before the face sees it —
 /// the admin token (operator), an OAuth credential holding the endpoint's scope, or (only
 /// when `anonymous` is on, which configuration allows on loopback only) nobody, as tenant
-/// `default`, subject `anonymous`. The [`Principal`] goes into the request's extensions.
+/// `default`, subject `anonymous`. The [`Principal`] and the [`Grant`] go into the request's
+/// extensions. Under a `deferred` path prefix the credential is checked here but its scope is
+/// left to the face, which knows it only after routing the request.
 pub fn protect(
     routes: axum::Router,
     gate: Gatekeeper,
     anonymous: bool,
     scopes: Vec<(String, String)>,
     default_scope: &'static str,
+    deferred: Vec<String>,
 ) -> axum::Router {
-    let auth = ScopedAuth { gate, anonymous, scopes: Arc::new(scopes), default_scope };
+    let auth = ScopedAuth { gate, anonymous, scopes: Arc::new(scopes), default_scope, deferred: Arc::new(deferred) };
     routes.layer(axum::middleware::from_fn_with_state(auth, authorize))
 }
 
@@ -184,9 +193,9 @@ async fn authorize(
     mut req: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
-    let principal = if auth.anonymous && !req.headers().contains_key(axum::http::header::AUTHORIZATION) {
+    let (principal, grant) = if auth.anonymous && !req.headers().contains_key(axum::http::header::AUTHORIZATION) {
         match switchyard_contract::TenantId::new("default") {
-            Ok(t) => Principal::new(t, "anonymous"),
+            Ok(t) => (Principal::new(t, "anonymous"), Grant::All),
             Err(e) => return ApiError::from(e).into_response(),
         }
     } else {
@@ -194,12 +203,19 @@ async fn authorize(
             Ok(who) => who,
             Err(refusal) => return refusal.into_response(),
         };
-        let needed = auth.scope_for(req.uri().path()).to_string();
-        if let Err(refusal) = auth.gate.require(&who, &[needed.as_str()]) {
-            return refusal.into_response();
+        if !auth.deferred(req.uri().path()) {
+            let needed = auth.scope_for(req.uri().path()).to_string();
+            if let Err(refusal) = auth.gate.require(&who, &[needed.as_str()]) {
+                return refusal.into_response();
+            }
         }
-        who.principal
+        let grant = match who.access {
+            Access::Operator => Grant::All,
+            Access::Scoped(scopes) => Grant::Scopes(scopes),
+        };
+        (who.principal, grant)
     };
     req.extensions_mut().insert(principal);
+    req.extensions_mut().insert(grant);
     next.run(req).await
 }

@@ -24,7 +24,7 @@ use crate::auth::{Gatekeeper, scope};
 pub fn protect(routes: Router, gate: Gatekeeper, anonymous: bool, servers: &[VirtualServerConfig]) -> Router {
     let scopes =
         servers.iter().map(|s| (s.path.clone(), s.scope.clone().unwrap_or_else(|| scope::MCP.to_string()))).collect();
-    crate::auth::protect(routes, gate, anonymous, scopes, scope::MCP)
+    crate::auth::protect(routes, gate, anonymous, scopes, scope::MCP, Vec::new())
 }
 
 #[derive(Clone)]

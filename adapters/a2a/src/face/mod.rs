@@ -141,7 +141,7 @@ impl A2aFace {
         self.agents.get(name).cloned()
     }
 
-    /// The first configured agent served on the face (at the root card and on gRPC).
+    /// The first configured agent served on the face (at the root card, and on gRPC without a tenant).
     pub fn default_agent(&self) -> Option<Arc<AgentEntry>> {
         self.config.agents.iter().find(|a| a.exposed).and_then(|a| self.agent(&a.name))
     }
