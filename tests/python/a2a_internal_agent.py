@@ -11,7 +11,7 @@ every cancel request as {cancel: <task id>}.
 Behaviour by text: "slow:<seconds>" works, emits a first artifact chunk, sleeps, emits the last
 chunk and completes; "big:<n>" answers with an artifact of n raw bytes (i % 251); "report:<x>" answers with a data
 artifact {"report": x, "words": n} and a text artifact; "refuse" raises UnsupportedOperation;
-"ask" asks for input (a follow-up's stream then opens with the waiting task, as the JS SDK's
+"say:<x>" answers with a message "said: <x>" and no task; "ask" asks for input (a follow-up's stream then opens with the waiting task, as the JS SDK's
 does); anything else completes with "echo: <text>".
 """
 
@@ -33,7 +33,7 @@ from a2a.server.request_handlers.grpc_handler import GrpcHandler
 from a2a.types import a2a_pb2_grpc
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
-from a2a.helpers.proto_helpers import new_task
+from a2a.helpers.proto_helpers import new_task, new_text_message
 from a2a.utils.errors import UnsupportedOperationError
 from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Part, TaskState
 
@@ -49,6 +49,10 @@ class Internal(AgentExecutor):
             modes = list(context.configuration.accepted_output_modes) if context.configuration else []
             entry = {"messageId": message.message_id if message else "", "text": text, "metadata": context.metadata, "modes": modes}
             log.write(json.dumps(entry) + "\n")
+        if text.startswith("say:") and context.current_task is None:
+            said = new_text_message(f"said: {text.split(':', 1)[1]}", context_id=context.context_id)
+            await event_queue.enqueue_event(said)
+            return
         if context.current_task is None:
             await event_queue.enqueue_event(
                 new_task(context.task_id, context.context_id, TaskState.TASK_STATE_SUBMITTED, history=[message])

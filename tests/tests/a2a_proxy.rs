@@ -300,3 +300,42 @@ async fn the_card_of_an_internal_agent_keeps_its_identity() {
     );
     assert!(interfaces.iter().any(|i| i["url"].as_str().is_some_and(|u| u.ends_with("/a2a/internal"))), "{card}");
 }
+
+/// An agent that answers with a message (no task) is seen answering with exactly that message,
+/// blocking and streaming, and leaves no task behind (it used to become a completed task:
+/// `task(SUBMITTED)` then a status update on a stream, and a phantom task in ListTasks).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_direct_message_answer_stays_a_message() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let (agent, gw) = proxied(dir.path());
+    let url = format!("{}/a2a/internal", gw.base);
+    let say = |id: &str| json!({"message": {"messageId": id, "role": "ROLE_USER", "parts": [{"text": "say:hi"}]}});
+    let (_, blocking) = rpc(&gw.http, &url, None, "SendMessage", say("say-1")).await;
+    assert_eq!(blocking["result"]["message"]["parts"][0]["text"], "said: hi", "{blocking}");
+    assert!(blocking["result"].get("task").is_none(), "{blocking}");
+
+    let body = json!({"jsonrpc": "2.0", "id": 2, "method": "SendStreamingMessage", "params": say("say-2")});
+    let text = gw
+        .http
+        .post(&url)
+        .header("a2a-version", "1.0")
+        .json(&body)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+        .text()
+        .await
+        .unwrap_or_default();
+    let events: Vec<serde_json::Value> =
+        text.lines().filter_map(|l| l.strip_prefix("data: ")).filter_map(|d| serde_json::from_str(d).ok()).collect();
+    assert_eq!(events.len(), 1, "exactly one event: {events:#?}");
+    assert_eq!(events[0]["result"]["message"]["parts"][0]["text"], "said: hi", "{events:#?}");
+
+    let (_, listed) = rpc(&gw.http, &url, None, "ListTasks", json!({})).await;
+    assert_eq!(listed["result"]["totalSize"], 0, "no task was made: {listed}");
+    assert_eq!(agent.received(), ["say-1", "say-2"], "each message reached the agent once");
+    // A resend is answered from the record, without a second send.
+    let (_, again) = rpc(&gw.http, &url, None, "SendMessage", say("say-1")).await;
+    assert_eq!(again["result"]["message"]["parts"][0]["text"], "said: hi", "{again}");
+    assert_eq!(agent.received(), ["say-1", "say-2"]);
+}

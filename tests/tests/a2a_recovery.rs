@@ -1,6 +1,6 @@
 //! Lost sends to an internal agent (the official Python SDK), reconciled from evidence after a
 //! `kill -9` of the gateway at chosen points (issue 11, items 19 and 25):
-//! - killed after the attempt was recorded but before the gateway task was written: nothing can
+//! - killed after the attempt was recorded but before the sent marker was written: nothing can
 //!   have been sent, so the send is reconciled `not applied`, and a resend of the same message
 //!   runs (the agent receives it once);
 //! - killed after the agent's answer was mirrored into the task but before the invocation's

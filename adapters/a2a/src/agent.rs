@@ -387,7 +387,7 @@ impl Upstream for AgentUpstream {
 
     async fn resolve(&self, inv: &Invocation) -> Option<Decision> {
         let req = serde_json::from_value::<RunRequest>(inv.request.clone()).ok()?;
-        let decision = self.proxy.as_ref()?.decide(&self.hub, &req).await?;
+        let decision = self.proxy.as_ref()?.decide(&self.hub, &req, inv.id).await?;
         tracing::info!(invocation.id = %inv.id, task.id = %req.task_id, "a lost send decided from evidence");
         Some(decision)
     }

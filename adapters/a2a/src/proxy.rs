@@ -1,14 +1,17 @@
 //! Upstream (internal) agents exposed through the gateway. Each message is one `write`
-//! invocation: the gateway's task is created and the message recorded before anything is sent;
-//! the upstream's events are mirrored into the gateway's task under the gateway's own ids, and
-//! the upstream's ids are kept in the task's metadata (`dev.switchyard/upstream`).
+//! invocation, recorded before anything is sent. A first message also leaves a *sent marker*
+//! (a row no caller can read: its agent is `sent:<agent>`) before it is sent; the gateway's task
+//! is created only when the agent answers with a task, so an agent that answers with a message
+//! is seen doing exactly that. The upstream's events are mirrored into the gateway's task under
+//! the gateway's own ids, and the upstream's ids are kept in the task's metadata
+//! (`dev.switchyard/upstream`).
 //!
 //! If the gateway dies mid-call, the engine records the send as `unknown` and never resends it.
 //! The engine's recovery claims each `unknown` send (a durable claim on the invocation, so one
 //! replica at a time works on it, and the next try waits out the claim) and asks the agent's
 //! upstream ([`Upstream::resolve`](switchyard_contract::Upstream::resolve)), which decides from
 //! evidence:
-//! - no gateway task for a first message: the task row is written before anything is sent, so
+//! - no sent marker for a first message: the marker is written before anything is sent, so
 //!   nothing was sent — `not applied`, and a resend runs again;
 //! - the gateway task already ended (or a new task is waiting for input): the agent's answer was
 //!   mirrored before the crash — `applied`, with the task;
@@ -45,6 +48,31 @@ pub struct Proxy {
     client: AsyncMutex<Option<A2aClient>>,
     /// Runs whose cancellation the agent confirmed: only those may end `canceled`.
     confirmed: Mutex<HashSet<InvocationId>>,
+}
+
+/// Where one run's upstream events go: the gateway task of `req` (created by the first event
+/// that shows the agent answered with a task, when the run is a first message).
+struct Mirror<'a> {
+    req: &'a RunRequest,
+    cursor: RunCursor,
+    /// The gateway task exists.
+    created: std::sync::atomic::AtomicBool,
+}
+
+impl<'a> Mirror<'a> {
+    fn new(req: &'a RunRequest, run: InvocationId, created: bool) -> Self {
+        Self { req, cursor: RunCursor { invocation: run, step: 0 }, created: created.into() }
+    }
+
+    fn created(&self) -> bool {
+        self.created.load(std::sync::atomic::Ordering::Acquire)
+    }
+}
+
+/// The id and agent of a first message's sent marker: neither can name a task of a caller
+/// (agent names are `[A-Za-z0-9_-]`).
+fn sent_marker(req: &RunRequest) -> (TaskId, String) {
+    (TaskId::from(format!("{}.sent", req.task_id)), format!("sent:{}", req.agent))
 }
 
 /// How mirroring one upstream event ended.
@@ -150,21 +178,18 @@ impl Proxy {
         Ok(c)
     }
 
-    /// Mirrors one upstream event into the gateway task `(scope, id, ctx)`.
-    async fn mirror(
-        &self,
-        hub: &Hub,
-        scope: &TaskScope,
-        id: &TaskId,
-        ctx: &str,
-        ev: StreamResponse,
-    ) -> Result<Flow, A2aError> {
+    /// Mirrors one upstream event into the run's gateway task.
+    async fn mirror(&self, hub: &Hub, to: &Mirror<'_>, ev: StreamResponse) -> Result<Flow, A2aError> {
+        let (scope, id, ctx) = (&to.req.scope, &to.req.task_id, to.req.context_id.as_str());
         match ev {
             StreamResponse::Task(t) => {
                 // The agent's snapshot: record its ids, then whatever differs from ours, in one
                 // commit.
-                let rec = hub.get(scope, id).await?.ok_or_else(|| A2aError::task_not_found(id))?;
-                let mine = task_of(&rec)?;
+                let mine = match hub.get(scope, id).await? {
+                    Some(rec) => task_of(&rec)?,
+                    None if !to.created() => crate::run::submitted(to.req),
+                    None => return Err(A2aError::task_not_found(id)),
+                };
                 let mut changes = Vec::new();
                 if upstream_ids(&mine).is_none() {
                     let value = json!({"taskId": t.id, "contextId": t.context_id});
@@ -181,37 +206,54 @@ impl Proxy {
                     status.message = status.message.map(|m| local(m, id, ctx));
                     changes.push(Change::Status(status));
                 }
-                if !changes.is_empty() {
-                    hub.apply_all(scope, id, None, changes).await?;
-                }
+                self.commit(hub, to, changes).await?;
                 Ok(if ends { Flow::Done } else { Flow::More })
             }
-            StreamResponse::StatusUpdate(s) => self.status(hub, scope, id, ctx, s.status).await,
+            StreamResponse::StatusUpdate(s) => {
+                let mut status = s.status;
+                status.message = status.message.map(|m| local(m, id, ctx));
+                let done = status.state.is_terminal() || is_interrupted(&status.state);
+                self.commit(hub, to, vec![Change::Status(status)]).await?;
+                Ok(if done { Flow::Done } else { Flow::More })
+            }
             StreamResponse::ArtifactUpdate(a) => {
                 let change = Change::Artifact {
                     artifact: foreign(a.artifact),
                     append: a.append.unwrap_or(false),
                     last_chunk: a.last_chunk.unwrap_or(false),
                 };
-                hub.apply(scope, id, None, change).await?;
+                self.commit(hub, to, vec![change]).await?;
                 Ok(Flow::More)
+            }
+            StreamResponse::Message(mut m) if !to.created() => {
+                // A message instead of a task: it belongs to no task of the gateway's.
+                m.task_id = None;
+                m.context_id = Some(ctx.to_string());
+                Ok(Flow::Message(m))
             }
             StreamResponse::Message(m) => Ok(Flow::Message(local(m, id, ctx))),
         }
     }
 
-    async fn status(
-        &self,
-        hub: &Hub,
-        scope: &TaskScope,
-        id: &TaskId,
-        ctx: &str,
-        mut status: TaskStatus,
-    ) -> Result<Flow, A2aError> {
-        status.message = status.message.map(|m| local(m, id, ctx));
-        let done = status.state.is_terminal() || is_interrupted(&status.state);
-        hub.apply(scope, id, None, Change::Status(status)).await?;
-        Ok(if done { Flow::Done } else { Flow::More })
+    /// Writes `changes` to the run's gateway task, creating it (with the request's push config)
+    /// if this is the first sign that the agent answered with a task.
+    async fn commit(&self, hub: &Hub, to: &Mirror<'_>, changes: Vec<Change>) -> Result<(), A2aError> {
+        let (scope, id) = (&to.req.scope, &to.req.task_id);
+        if !to.created() {
+            let task = crate::run::submitted(to.req);
+            let created = hub.create(scope, &to.req.agent, &task, to.cursor, changes.clone()).await?;
+            if let Some(push) = &to.req.push {
+                crate::push::store_config(hub, id, push.clone()).await?;
+            }
+            to.created.store(true, std::sync::atomic::Ordering::Release);
+            if created {
+                return Ok(());
+            }
+        }
+        if !changes.is_empty() {
+            hub.apply_all(scope, id, None, changes).await?;
+        }
+        Ok(())
     }
 
     /// Runs one message through the upstream agent (the engine's dispatch).
@@ -249,15 +291,14 @@ impl Proxy {
     ) -> Result<Value, UpstreamError> {
         let client = self.client().await.map_err(|e| lost(e, false))?;
         let (scope, id, ctx) = (&req.scope, &req.task_id, req.context_id.as_str());
+        let to = Mirror::new(req, run, !req.new_task);
         let mut upstream_msg = req.message.clone();
         if req.new_task {
-            let task = crate::run::submitted(req);
-            hub.create(scope, &req.agent, &task, RunCursor { invocation: run, step: 0 }, Vec::new())
-                .await
-                .map_err(hub_err)?;
-            if let Some(push) = &req.push {
-                crate::push::store_config(hub, id, push.clone()).await.map_err(hub_err)?;
-            }
+            // Evidence that this message may have been sent, written before it is.
+            let (marker, agent) = sent_marker(req);
+            let mut task = crate::run::submitted(req);
+            task.id = marker.to_string();
+            hub.create(scope, &agent, &task, to.cursor, Vec::new()).await.map_err(hub_err)?;
             upstream_msg.task_id = None;
             upstream_msg.context_id = Some(ctx.to_string());
         } else {
@@ -306,27 +347,29 @@ impl Proxy {
                     continue;
                 }
                 held = None;
-                flow = self.mirror(hub, scope, id, ctx, ev).await.map_err(after_send)?;
+                flow = self.mirror(hub, &to, ev).await.map_err(after_send)?;
                 if !matches!(flow, Flow::More) {
                     break;
                 }
             }
             match held {
-                Some(ev) => self.mirror(hub, scope, id, ctx, ev).await.map_err(after_send)?,
+                Some(ev) => self.mirror(hub, &to, ev).await.map_err(after_send)?,
                 None => flow,
             }
         } else {
-            match client.send(&send).await.map_err(|e| lost(e, true))? {
-                a2a::SendMessageResponse::Task(t) => {
-                    self.mirror(hub, scope, id, ctx, StreamResponse::Task(t)).await.map_err(after_send)?
-                }
-                a2a::SendMessageResponse::Message(m) => Flow::Message(local(m, id, ctx)),
-            }
+            let answer = match client.send(&send).await.map_err(|e| lost(e, true))? {
+                a2a::SendMessageResponse::Task(t) => StreamResponse::Task(t),
+                a2a::SendMessageResponse::Message(m) => StreamResponse::Message(m),
+            };
+            self.mirror(hub, &to, answer).await.map_err(after_send)?
         };
         match outcome {
             Flow::Message(m) => {
-                let status = TaskStatus { state: TaskState::Completed, message: Some(m.clone()), timestamp: None };
-                hub.apply(scope, id, None, Change::Status(status)).await.map_err(after_send)?;
+                // A task answered with a message: it is the task's last word.
+                if to.created() {
+                    let status = TaskStatus { state: TaskState::Completed, message: Some(m.clone()), timestamp: None };
+                    hub.apply(scope, id, None, Change::Status(status)).await.map_err(after_send)?;
+                }
                 Ok(json!({ "message": m }))
             }
             Flow::Done => {
@@ -371,14 +414,24 @@ impl Proxy {
         self.confirmed.lock().is_ok_and(|mut c| c.remove(&run))
     }
 
-    /// Resumes gateway task `rec` whose run was lost; returns the decision for its invocation,
-    /// or `None` when the upstream cannot tell (the invocation stays `unknown`).
-    async fn resume(&self, hub: &Hub, rec: &switchyard_contract::TaskRecord, message_id: &str) -> Option<Decision> {
+    /// Resumes the lost run `to` (`rec`: its gateway task, if the agent answered with one
+    /// before the gateway stopped); returns the decision for its invocation, or `None` when the
+    /// upstream cannot tell (the invocation stays `unknown`).
+    async fn resume(
+        &self,
+        hub: &Hub,
+        to: &Mirror<'_>,
+        rec: Option<&switchyard_contract::TaskRecord>,
+    ) -> Option<Decision> {
         let client = self.client().await.ok()?;
-        let (scope, id, ctx) = (&rec.scope, &rec.id, rec.context_id.as_str());
-        let task = task_of(rec).ok()?;
-        let up_task = match upstream_ids(&task) {
-            Some((t, _)) => t,
+        let (scope, id, ctx) = (&to.req.scope, &to.req.task_id, to.req.context_id.as_str());
+        let message_id = to.req.message.message_id.as_str();
+        let known = match rec {
+            Some(rec) => upstream_ids(&task_of(rec).ok()?).map(|(t, _)| t),
+            None => None,
+        };
+        let up_task = match known {
+            Some(t) => t,
             None => {
                 // Never acknowledged: find the message upstream, by its id, in our context
                 // (every page, whole histories). Any doubt leaves the outcome unknown.
@@ -415,7 +468,7 @@ impl Proxy {
                     return None;
                 };
                 let value = json!({"taskId": t.id, "contextId": t.context_id});
-                hub.apply(scope, id, None, Change::Annotate { key: UPSTREAM_KEY.into(), value }).await.ok()?;
+                self.commit(hub, to, vec![Change::Annotate { key: UPSTREAM_KEY.into(), value }]).await.ok()?;
                 t.id
             }
         };
@@ -423,7 +476,7 @@ impl Proxy {
         match client.subscribe(&up_task).await {
             Ok(mut events) => {
                 while let Some(Ok(ev)) = events.next().await {
-                    flow = self.mirror(hub, scope, id, ctx, ev).await.ok()?;
+                    flow = self.mirror(hub, to, ev).await.ok()?;
                     if !matches!(flow, Flow::More) {
                         break;
                     }
@@ -435,7 +488,7 @@ impl Proxy {
             // Poll until the upstream task ends.
             loop {
                 let t = client.get_task(&up_task).await.ok()?;
-                flow = self.mirror(hub, scope, id, ctx, StreamResponse::Task(t)).await.ok()?;
+                flow = self.mirror(hub, to, StreamResponse::Task(t)).await.ok()?;
                 if !matches!(flow, Flow::More) {
                     break;
                 }
@@ -448,16 +501,22 @@ impl Proxy {
 }
 
 impl Proxy {
-    /// The decision for a lost send of `req`, or `None` while the evidence does not tell.
-    pub(crate) async fn decide(&self, hub: &Hub, req: &RunRequest) -> Option<Decision> {
-        let rec = hub.get(&req.scope, &req.task_id).await.ok()?;
-        let Some(rec) = rec.filter(|r| r.agent == req.agent) else {
-            // The gateway writes a first message's task before it sends anything.
-            return req.new_task.then(|| Decision::NotApplied {
-                message: "the gateway stopped before it sent the message (its task was never created); \
-                          send the message again"
-                    .into(),
-            });
+    /// The decision for the lost send `run` of `req`, or `None` while the evidence does not tell.
+    pub(crate) async fn decide(&self, hub: &Hub, req: &RunRequest, run: InvocationId) -> Option<Decision> {
+        let rec = hub.get(&req.scope, &req.task_id).await.ok()?.filter(|r| r.agent == req.agent);
+        let Some(rec) = rec else {
+            if !req.new_task {
+                return None;
+            }
+            // The gateway writes a first message's sent marker before it sends anything.
+            let (marker, agent) = sent_marker(req);
+            let sent = hub.get(&req.scope, &marker).await.ok()?.is_some_and(|m| m.agent == agent);
+            if !sent {
+                return Some(Decision::NotApplied {
+                    message: "the gateway stopped before it sent the message; send the message again".into(),
+                });
+            }
+            return self.resume(hub, &Mirror::new(req, run, false), None).await;
         };
         let task = task_of(&rec).ok()?;
         let state = &task.status.state;
@@ -466,6 +525,6 @@ impl Proxy {
         if state.is_terminal() || (req.new_task && is_interrupted(state)) {
             return Some(Decision::Applied { result: json!({ "task": rec.body }) });
         }
-        self.resume(hub, &rec, &req.message.message_id).await
+        self.resume(hub, &Mirror::new(req, run, true), Some(&rec)).await
     }
 }

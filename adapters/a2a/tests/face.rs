@@ -13,7 +13,7 @@ use switchyard_a2a::sealing::CredentialSealer;
 use switchyard_a2a::{A2aAgents, A2aConfig};
 use switchyard_contract::memory::{MemoryInvocations, MemoryTasks, Reply};
 use switchyard_contract::{
-    Error, ErrorKind, ErrorSource, FailureCode, FailureRecord, Ingress, Principal, TaskRecord, TaskScope,
+    Error, ErrorKind, ErrorSource, FailureCode, FailureRecord, Grant, Ingress, Principal, TaskRecord, TaskScope,
     TaskStore as _, TenantId,
 };
 use tower::ServiceExt as _;
@@ -85,10 +85,22 @@ async fn jsonrpc(router: &axum::Router, as_: &Principal, method: &str, params: V
     send_http(router, as_, "/a2a/echo", body).await.1
 }
 
-/// One unary gRPC call: the status and, on success, the decoded message.
+/// One unary gRPC call by a caller granted everything: the status and, on success, the decoded
+/// message.
 async fn grpc<T: prost::Message + Default>(
     router: &axum::Router,
     as_: &Principal,
+    method: &str,
+    msg: &impl prost::Message,
+) -> Result<T, tonic::Status> {
+    grpc_granted(router, as_, Grant::All, method, msg).await
+}
+
+/// One unary gRPC call by a caller holding `grant`.
+async fn grpc_granted<T: prost::Message + Default>(
+    router: &axum::Router,
+    as_: &Principal,
+    grant: Grant,
     method: &str,
     msg: &impl prost::Message,
 ) -> Result<T, tonic::Status> {
@@ -104,6 +116,7 @@ async fn grpc<T: prost::Message + Default>(
         .body(Body::from(framed))
         .unwrap_or_else(|e| panic!("{e}"));
     req.extensions_mut().insert(as_.clone());
+    req.extensions_mut().insert(grant);
     let resp = router.clone().oneshot(req).await.unwrap_or_else(|e| panic!("{e}"));
     let headers: HeaderMap = resp.headers().clone();
     if let Some(status) = tonic::Status::from_header_map(&headers).filter(|s| s.code() != tonic::Code::Ok) {
@@ -290,7 +303,9 @@ async fn a_non_blocking_send_answers_with_what_its_run_produces_first() {
     };
     port.settle(inv, state).unwrap_or_else(|e| panic!("{e}"));
     let out = answer.await.unwrap_or_else(|e| panic!("{e}"));
-    assert!(out["error"]["message"].as_str().is_some_and(|m| m.contains("did not start a task")), "{out}");
+    // A run that failed before it made a task answers with its failure, as a blocking send does.
+    assert_eq!(out["error"]["message"], "the agent broke", "{out}");
+    assert_eq!(out["error"]["code"], -32006, "{out}");
 }
 
 #[tokio::test]
@@ -326,4 +341,27 @@ async fn tasks_are_read_in_the_callers_scope_only() {
     let refused = grpc::<a2a_pb::Task>(&router, &who("blue"), "GetTask", &get).await.err();
     assert_eq!(refused.map(|s| s.code()), Some(tonic::Code::NotFound));
     assert!(port.submissions().is_empty(), "reads submit nothing");
+}
+
+/// gRPC has one service path: the request's `tenant` names the agent (its card's gRPC
+/// interface lists it), an unknown one is refused, and the routed agent's scope is checked.
+#[tokio::test]
+async fn grpc_routes_by_tenant_and_checks_the_routed_agents_scope() {
+    let port = MemoryInvocations::new(|_| Reply::Pending);
+    let router = face(port.clone(), Arc::default());
+    let list = |tenant: &str| a2a_pb::ListTasksRequest { tenant: tenant.into(), ..Default::default() };
+    let named = grpc::<a2a_pb::ListTasksResponse>(&router, &who("acme"), "ListTasks", &list("echo")).await;
+    assert!(named.is_ok(), "{named:?}");
+    let unknown = grpc::<a2a_pb::ListTasksResponse>(&router, &who("acme"), "ListTasks", &list("tck")).await;
+    let status = unknown.err().unwrap_or_else(|| panic!("an unknown tenant must be refused"));
+    assert_eq!(status.code(), tonic::Code::InvalidArgument, "{status:?}");
+    assert!(status.message().contains("names no agent"), "{status:?}");
+    let other = Grant::Scopes(["mcp:call".to_string()].into());
+    let denied = grpc_granted::<a2a_pb::ListTasksResponse>(&router, &who("acme"), other, "ListTasks", &list("")).await;
+    let status = denied.err().unwrap_or_else(|| panic!("the agent's scope must be checked"));
+    assert_eq!(status.code(), tonic::Code::PermissionDenied, "{status:?}");
+    let held = Grant::Scopes(["a2a:call".to_string()].into());
+    let ok = grpc_granted::<a2a_pb::ListTasksResponse>(&router, &who("acme"), held, "ListTasks", &list("echo")).await;
+    assert!(ok.is_ok(), "{ok:?}");
+    assert!(port.submissions().is_empty());
 }

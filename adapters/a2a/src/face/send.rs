@@ -170,9 +170,7 @@ impl A2aFace {
             return Ok(Reply::Send(SendMessageResponse::Message(m)));
         }
         if let InvocationState::Failed { error, .. } = &inv.state {
-            // The agent's own error (an upstream agent's A2A error keeps its kind).
-            let kind = Kind::from_failure(&error.code).unwrap_or(Kind::InvalidAgentResponse);
-            return Err(A2aError::new(kind, error.message.clone()).about(inv.id, error.retry_safe));
+            return Err(run_failed(inv.id, error));
         }
         match self.hub.get(&send.scope, &send.task_id).await? {
             Some(rec) => Ok(Reply::Send(SendMessageResponse::Task(slice_history(task_of(&rec)?, send.history_length)))),
@@ -277,12 +275,21 @@ impl A2aFace {
         }
         Err(match settled.state {
             InvocationState::Unknown { .. } => lost_send(inv),
-            InvocationState::Failed { .. } | InvocationState::Canceled { .. } => {
+            // Refused before it made a task (an upstream agent's error for a first message).
+            InvocationState::Failed { error, .. } => run_failed(inv, &error),
+            InvocationState::Canceled { .. } => {
                 A2aError::new(Kind::InvalidAgentResponse, format!("agent run {inv} did not start a task"))
             }
             _ => A2aError::new(Kind::Unavailable, format!("agent run {inv} has not started yet")),
         })
     }
+}
+
+/// A run's failure as the caller sees it: the agent's own error (an upstream agent's A2A error
+/// keeps its kind).
+fn run_failed(inv: InvocationId, error: &switchyard_contract::FailureRecord) -> A2aError {
+    let kind = Kind::from_failure(&error.code).unwrap_or(Kind::InvalidAgentResponse);
+    A2aError::new(kind, error.message.clone()).about(inv, error.retry_safe)
 }
 
 /// The gateway lost track of a send (it stopped mid-call) before the agent's task appeared:
