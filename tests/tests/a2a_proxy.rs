@@ -334,8 +334,29 @@ async fn a_direct_message_answer_stays_a_message() {
     let (_, listed) = rpc(&gw.http, &url, None, "ListTasks", json!({})).await;
     assert_eq!(listed["result"]["totalSize"], 0, "no task was made: {listed}");
     assert_eq!(agent.received(), ["say-1", "say-2"], "each message reached the agent once");
-    // A resend is answered from the record, without a second send.
-    let (_, again) = rpc(&gw.http, &url, None, "SendMessage", say("say-1")).await;
-    assert_eq!(again["result"]["message"]["parts"][0]["text"], "said: hi", "{again}");
-    assert_eq!(agent.received(), ["say-1", "say-2"]);
+}
+
+/// `message_dedupe = "retries"` (the default for an agent behind the gateway): a resend whose
+/// answer the caller never had (it gave up waiting) attaches to the first send, which runs
+/// once; once the caller has its answer, the same `messageId` is a new message, as the TCK and
+/// SDK agents expect.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_attaches_until_the_caller_has_its_answer() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let (agent, gw) = proxied(dir.path());
+    let url = format!("{}/a2a/internal", gw.base);
+    let slow = json!({"message": {"messageId": "retry-1", "role": "ROLE_USER", "parts": [{"text": "slow:1.5"}]}});
+    let gave_up =
+        tokio::time::timeout(Duration::from_millis(400), rpc(&gw.http, &url, None, "SendMessage", slow.clone())).await;
+    assert!(gave_up.is_err(), "the first send must still be running when the caller gives up");
+    let (_, retried) = rpc(&gw.http, &url, None, "SendMessage", slow.clone()).await;
+    let task = &retried["result"]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{retried}");
+    assert_eq!(agent.received(), ["retry-1"], "the retry attached to the first send");
+    let (_, again) = rpc(&gw.http, &url, None, "SendMessage", slow).await;
+    assert_ne!(again["result"]["task"]["id"], task["id"], "answered: the same id is a new message: {again}");
+    assert_eq!(again["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{again}");
+    assert_eq!(agent.received(), ["retry-1", "retry-1"]);
+    let (_, listed) = rpc(&gw.http, &url, None, "ListTasks", json!({})).await;
+    assert_eq!(listed["result"]["totalSize"], 2, "{listed}");
 }

@@ -85,11 +85,10 @@ pub struct AgentConfig {
     /// Extension URIs callers must declare in `A2A-Extensions`.
     #[serde(default)]
     pub required_extensions: Vec<String>,
-    /// A resent message (same `messageId`, same content) answers with the task it already
-    /// started instead of running again. Default: on, except for kind `tck` — the 1.0 TCK
-    /// reuses each messageId within a session and expects a new task every time.
+    /// What a resent message (same `messageId`, same content) is: see [`Dedupe`]. Default:
+    /// `"retries"`, except for kind `tck` (off).
     #[serde(default)]
-    pub message_dedupe: Option<bool>,
+    pub message_dedupe: Option<Dedupe>,
     /// Kind `upstream`: the agent card URL of the agent to expose.
     #[serde(default)]
     pub card_url: Option<String>,
@@ -119,6 +118,54 @@ fn yes() -> bool {
     true
 }
 
+/// What a resent message (same `messageId`, same content) is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(from = "DedupeSetting", into = "DedupeSetting")]
+pub enum Dedupe {
+    /// Every send is a new message (`false`).
+    Off,
+    /// A retry while the caller has had no answer (its connection was lost, it timed out): it
+    /// attaches to the first send, which never runs twice. Once the caller has its answer, the
+    /// same `messageId` is a new message (`"retries"`) — as the 1.0 TCK and SDK agents expect.
+    Retries,
+    /// Always the first send and its task (`true`), for callers that deliver at least once.
+    Always,
+}
+
+/// `message_dedupe` as written: `true`, `false` or `"retries"`.
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+#[serde(untagged)]
+enum DedupeSetting {
+    Flag(bool),
+    Named(DedupeName),
+}
+
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+enum DedupeName {
+    Retries,
+}
+
+impl From<DedupeSetting> for Dedupe {
+    fn from(s: DedupeSetting) -> Self {
+        match s {
+            DedupeSetting::Flag(false) => Self::Off,
+            DedupeSetting::Flag(true) => Self::Always,
+            DedupeSetting::Named(DedupeName::Retries) => Self::Retries,
+        }
+    }
+}
+
+impl From<Dedupe> for DedupeSetting {
+    fn from(d: Dedupe) -> Self {
+        match d {
+            Dedupe::Off => Self::Flag(false),
+            Dedupe::Always => Self::Flag(true),
+            Dedupe::Retries => Self::Named(DedupeName::Retries),
+        }
+    }
+}
+
 /// The OAuth scope an agent needs when its `scope` is not set.
 pub const DEFAULT_SCOPE: &str = "a2a:call";
 
@@ -134,7 +181,13 @@ impl AgentConfig {
     }
 
     pub fn dedupes(&self) -> bool {
-        self.message_dedupe.unwrap_or(self.kind != AgentKind::Tck)
+        self.dedupe() != Dedupe::Off
+    }
+
+    /// What a resent message is for this agent.
+    pub fn dedupe(&self) -> Dedupe {
+        let default = if self.kind == AgentKind::Tck { Dedupe::Off } else { Dedupe::Retries };
+        self.message_dedupe.unwrap_or(default)
     }
 
     pub fn base_path(&self) -> String {
@@ -163,5 +216,28 @@ impl AgentConfig {
             }
             _ => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn agent(extra: &str) -> AgentConfig {
+        let text = format!("name = \"a\"\nkind = \"upstream\"\ncard_url = \"http://127.0.0.1:1/card\"\n{extra}");
+        toml::from_str(&text).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn message_dedupe_is_retries_by_default_and_reads_true_false_and_retries() {
+        assert_eq!(agent("").dedupe(), Dedupe::Retries);
+        assert_eq!(agent("message_dedupe = true").dedupe(), Dedupe::Always);
+        assert_eq!(agent("message_dedupe = false").dedupe(), Dedupe::Off);
+        assert_eq!(agent("message_dedupe = \"retries\"").dedupe(), Dedupe::Retries);
+        assert!(
+            toml::from_str::<AgentConfig>("name = \"a\"\nkind = \"echo\"\nmessage_dedupe = \"sometimes\"").is_err()
+        );
+        let tck: AgentConfig = toml::from_str("name = \"t\"\nkind = \"tck\"").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(tck.dedupe(), Dedupe::Off);
     }
 }

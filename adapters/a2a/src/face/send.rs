@@ -1,8 +1,59 @@
 //! SendMessage and SendStreamingMessage: the run request, its durable invocation, and the
 //! first answer (a message, or the task and its stream).
 
+use std::collections::VecDeque;
+use std::sync::Mutex;
+
 use super::*;
 use switchyard_contract::{Invocation, client_stays};
+
+/// How many answered sends a face remembers (oldest forgotten first: a resend of a forgotten
+/// one attaches to it, as a retry would).
+const ANSWERED_MAX: usize = 100_000;
+
+/// The sends (of agents that dedupe) whose answer this face gave to the caller. A resend with
+/// the same `messageId` and content is a retry while the caller has had no answer — it attaches
+/// to the first send and never runs twice — and a new message once it has: the A2A
+/// specification leaves deduplication to the agent ("MAY be idempotent"), and clients (the TCK
+/// among them) reuse a `messageId` for a new message once they have their answer. Each answer
+/// moves the message to its next generation, whose task and key derive from the last one.
+/// Kept in memory: after a restart, or on another replica, a resend attaches (the safe side).
+#[derive(Debug, Default)]
+pub(crate) struct Answered {
+    next: Mutex<(HashMap<String, String>, VecDeque<String>)>,
+}
+
+impl Answered {
+    /// The content digest a send with `content` (its first generation's) uses now.
+    fn current(&self, identity: &str, content: String) -> String {
+        let Ok(guard) = self.next.lock() else { return content };
+        let mut at = content;
+        // Bounded by the table's size: each step is a distinct answered generation.
+        for _ in 0..guard.0.len() {
+            match guard.0.get(&format!("{identity}\0{at}")) {
+                Some(next) => at = next.clone(),
+                None => break,
+            }
+        }
+        at
+    }
+
+    /// The send with `content` (a generation) was answered: a resend starts the next one.
+    fn answered(&self, identity: &str, content: &str, inv: InvocationId) {
+        let Ok(mut guard) = self.next.lock() else { return };
+        let key = format!("{identity}\0{content}");
+        let next = hex::encode(Sha256::digest(format!("{key}\0{inv}").as_bytes()));
+        let (map, order) = &mut *guard;
+        if map.insert(key.clone(), next).is_none() {
+            order.push_back(key);
+        }
+        while order.len() > ANSWERED_MAX {
+            if let Some(old) = order.pop_front() {
+                map.remove(&old);
+            }
+        }
+    }
+}
 
 /// A decoded send: everything the run needs, checked, before anything is submitted.
 struct Send {
@@ -15,6 +66,8 @@ struct Send {
     /// event of this run (its end included) follows the first snapshot.
     before: Option<(Task, i64)>,
     submission: Submission,
+    /// With dedupe: the message's identity (scope, agent, messageId) and content generation.
+    generation: Option<(String, String)>,
 }
 
 impl A2aFace {
@@ -46,13 +99,20 @@ impl A2aFace {
                 A2aError::from(e)
             }
         };
-        if blocking {
+        let generation = send.generation.clone();
+        let (inv, reply) = if blocking {
             let wait = Duration::from_millis(self.config.call_wait_ms);
             let inv = self.submit_run(send.submission.clone(), Some(wait)).await.map_err(resent)?.invocation;
-            return self.blocking(&send, inv).await;
+            (inv.id, self.blocking(&send, inv).await?)
+        } else {
+            let inv = self.submit_run(send.submission.clone(), None).await.map_err(resent)?.invocation;
+            (inv.id, self.first(send, inv.id, &who.principal, streaming).await?)
+        };
+        // The caller has its answer (a stream: its first event): a resend is a new message.
+        if let Some((identity, content)) = generation {
+            self.answered.answered(&identity, &content, inv);
         }
-        let inv = self.submit_run(send.submission.clone(), None).await.map_err(resent)?.invocation;
-        self.first(send, inv.id, &who.principal, streaming).await
+        Ok(reply)
     }
 
     /// Checks a send and builds its run request and submission; writes nothing.
@@ -78,12 +138,14 @@ impl A2aFace {
             }
             push::check_url(&p.url, &self.config.push)?;
         }
-        // With dedupe, a resent message (same messageId, same content) is the same invocation
-        // and the same task; without, every send is new.
+        // With dedupe, a resent message (same messageId, same content) whose answer the caller
+        // has not had is the same invocation and the same task ([`Answered`]); without, every
+        // send is new.
+        let identity = format!("{scope}\0{}\0{}", cfg.name, message.message_id);
         let content = if cfg.dedupes() {
             let v = serde_json::json!([&message, &push, &metadata, &modes]);
             let canonical = serde_json_canonicalizer::to_string(&v).map_err(|e| A2aError::internal(e.to_string()))?;
-            hex::encode(Sha256::digest(canonical.as_bytes()))
+            self.answered.current(&identity, hex::encode(Sha256::digest(canonical.as_bytes())))
         } else {
             uuid::Uuid::now_v7().to_string()
         };
@@ -105,7 +167,7 @@ impl A2aFace {
             accepted_output_modes: modes,
         };
         let key = if cfg.dedupes() {
-            let d = Sha256::digest(format!("{scope}\0{}\0{}\0{content}", cfg.name, message.message_id).as_bytes());
+            let d = Sha256::digest(format!("{identity}\0{content}").as_bytes());
             Some(IngressKey::new(format!("a2a-{}", &hex::encode(d)[..40])).map_err(A2aError::from)?)
         } else {
             None
@@ -121,7 +183,17 @@ impl A2aFace {
             grant: None,
             parent: None,
         };
-        Ok(Send { scope, task_id, new_task, message_id: message.message_id, history_length, before, submission })
+        let generation = (cfg.dedupe() == crate::config::Dedupe::Retries).then_some((identity, content));
+        Ok(Send {
+            scope,
+            task_id,
+            new_task,
+            message_id: message.message_id,
+            history_length,
+            before,
+            submission,
+            generation,
+        })
     }
 
     /// The task a message belongs to: a follow-up's (which must be open, in the same context),
