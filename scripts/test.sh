@@ -87,7 +87,7 @@ if ! command -v npm >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev
 fi
 bash conformance/mcp/run.sh "$CARGO_TARGET_DIR/conformance/mcp"
 
-step "official A2A TCK (1.0-dev @ 357c4a8) against the gateway's tck agent on PostgreSQL, two card profiles"
+step "official A2A TCK (1.0-dev @ 357c4a8): the gateway's tck agent, and an a2a-sdk agent directly and through the gateway, two card profiles"
 bash conformance/a2a/run.sh "$CARGO_TARGET_DIR/conformance/a2a"
 
 step "cargo test --workspace"
