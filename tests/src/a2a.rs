@@ -53,6 +53,31 @@ pub async fn py_script(script: &str, args: &[&str]) -> std::process::Output {
         .unwrap_or_else(|e| panic!("python: {e}"))
 }
 
+/// Runs `tests/js/<script>` with `args` on Node, next to the official A2A JavaScript SDK:
+/// `SWITCHYARD_A2A_JS` is a directory whose `node_modules` hold `@a2a-js/sdk` 1.3.0 and its
+/// gRPC peers (scripts/test.sh installs them from npm into the tools cache); Node is
+/// `SWITCHYARD_NODE`, else `node`. (ES modules resolve packages from the script's own directory,
+/// so the script is copied there under a name of its own.)
+pub async fn js_script(script: &str, args: &[&str]) -> std::process::Output {
+    let sdk = std::env::var_os("SWITCHYARD_A2A_JS").filter(|p| !p.is_empty()).map_or_else(
+        || PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/switchyard-tools/a2a-js"),
+        PathBuf::from,
+    );
+    assert!(
+        sdk.join("node_modules/@a2a-js/sdk/package.json").exists(),
+        "no @a2a-js/sdk in {}: run `bash scripts/test.sh` (it installs it from npm) or set SWITCHYARD_A2A_JS",
+        sdk.display()
+    );
+    let copy = sdk.join(format!("run-{}-{script}", uuid::Uuid::new_v4().simple()));
+    std::fs::copy(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("js").join(script), &copy)
+        .unwrap_or_else(|e| panic!("copy {script}: {e}"));
+    let node = std::env::var_os("SWITCHYARD_NODE").filter(|p| !p.is_empty()).unwrap_or_else(|| "node".into());
+    let out =
+        tokio::process::Command::new(node).arg(&copy).args(args).output().await.unwrap_or_else(|e| panic!("node: {e}"));
+    let _ = std::fs::remove_file(&copy);
+    out
+}
+
 /// The JSON lines a script printed.
 pub fn lines(out: &std::process::Output) -> Vec<Value> {
     String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
@@ -88,22 +113,28 @@ pub struct InternalAgent {
 
 impl InternalAgent {
     pub fn start(dir: &Path) -> InternalAgent {
-        Self::spawn(dir, &[])
+        let log = dir.join("internal-received.jsonl");
+        Self::spawn(dir, "a2a_internal_agent.py", &[log.as_os_str()], log.clone())
     }
 
     /// The same agent, reachable only over gRPC (its card lists one `GRPC` interface).
     pub fn start_grpc_only(dir: &Path) -> InternalAgent {
-        Self::spawn(dir, &["--grpc-only"])
+        let log = dir.join("internal-received.jsonl");
+        Self::spawn(dir, "a2a_internal_agent.py", &[log.as_os_str(), "--grpc-only".as_ref()], log.clone())
     }
 
-    fn spawn(dir: &Path, flags: &[&str]) -> InternalAgent {
+    /// An agent on the same SDK that behaves as the A2A TCK's system under test
+    /// (`tests/python/a2a_tck_agent.py`, profile `full`); it keeps no log of what it received.
+    pub fn start_tck(dir: &Path) -> InternalAgent {
+        Self::spawn(dir, "a2a_tck_agent.py", &["full".as_ref()], dir.join("tck-agent-received.jsonl"))
+    }
+
+    fn spawn(dir: &Path, script: &str, args: &[&std::ffi::OsStr], log: PathBuf) -> InternalAgent {
         use std::io::BufRead;
-        let log = dir.join("internal-received.jsonl");
-        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("python/a2a_internal_agent.py");
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("python").join(script);
         let mut child = std::process::Command::new(crate::mcp::python())
             .arg(script)
-            .arg(&log)
-            .args(flags)
+            .args(args)
             .stdout(std::process::Stdio::piped())
             .stderr(
                 std::fs::File::create(dir.join("internal-agent.log"))

@@ -19,10 +19,12 @@ use crate::face::{A2aFace, AgentEntry, Caller, Operation, Reply};
 /// The path prefix of the service's calls (`/lf.a2a.v1.A2AService/<Method>`).
 pub const SERVICE_PATH: &str = "/lf.a2a.v1.A2AService";
 
-/// The gRPC service routes, to merge into the HTTP router (h2c on the same listener).
+/// The gRPC service routes, to merge into the HTTP router (h2c on the same listener). Only the
+/// service's own paths are routed here (an unknown method of it is gRPC `UNIMPLEMENTED`): any
+/// other path stays the HTTP router's `404`.
 pub fn router(face: A2aFace) -> axum::Router {
-    tonic::service::Routes::new(A2aServiceServer::new(Grpc { face }))
-        .into_axum_router()
+    axum::Router::new()
+        .route_service(&format!("{SERVICE_PATH}/{{*method}}"), A2aServiceServer::new(Grpc { face }))
         .layer(axum::middleware::map_request(remember_authority))
 }
 

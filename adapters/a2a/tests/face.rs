@@ -156,14 +156,16 @@ async fn a_message_is_one_submission_of_a_run_request() {
     assert_eq!(run.message.message_id, "m1");
     assert!(s.ingress_key.as_ref().is_some_and(|k| k.as_str().starts_with("a2a-")), "echo dedupes resends");
 
-    // The same message again is the same key (one invocation); on gRPC as well.
+    // The same message again, once the caller had its answer, is a new message (the default
+    // `message_dedupe = "retries"`), on gRPC as well: another key, derived from the first.
     let again: a2a_pb::SendMessageResponse =
         grpc(&router, &who("red"), "SendMessage", &grpc_send("m1")).await.unwrap_or_else(|e| panic!("{e}"));
     let back = a2a_pb::pbconv::from_proto_send_message_response(&again);
     let back = serde_json::to_value(back).unwrap_or_default();
     assert_eq!(back["message"]["parts"][0]["text"], "hi back", "{back}");
     let keys: Vec<_> = port.submissions().iter().map(|s| s.ingress_key.clone()).collect();
-    assert_eq!(keys[0], keys[1]);
+    assert_eq!(keys.len(), 2);
+    assert_ne!(keys[0], keys[1]);
 }
 
 /// Every contract error kind at admission, on every binding: its A2A kind (JSON-RPC code,
@@ -364,4 +366,19 @@ async fn grpc_routes_by_tenant_and_checks_the_routed_agents_scope() {
     let ok = grpc_granted::<a2a_pb::ListTasksResponse>(&router, &who("acme"), held, "ListTasks", &list("echo")).await;
     assert!(ok.is_ok(), "{ok:?}");
     assert!(port.submissions().is_empty());
+}
+
+/// Paths that are not the gRPC service's answer as HTTP does (`404`), not as gRPC
+/// (`200` + `grpc-status: 12`, which an HTTP client takes for an empty success); an unknown
+/// method of the service is gRPC `UNIMPLEMENTED`.
+#[tokio::test]
+async fn only_the_grpc_service_paths_answer_as_grpc() {
+    let router = face(MemoryInvocations::new(|_| Reply::Pending), Arc::default());
+    for path in ["/a2a/.well-known/agent-card.json", "/nothing/here", "/lf.a2a.v1.A2AServiceX/GetTask"] {
+        let req = Request::get(path).header("host", "127.0.0.1").body(Body::empty()).unwrap_or_else(|e| panic!("{e}"));
+        let resp = router.clone().oneshot(req).await.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(resp.status().as_u16(), 404, "{path}: {:?}", resp.headers());
+    }
+    let unknown = grpc::<a2a_pb::Task>(&router, &who("acme"), "NoSuchMethod", &a2a_pb::GetTaskRequest::default()).await;
+    assert_eq!(unknown.err().map(|s| s.code()), Some(tonic::Code::Unimplemented));
 }
