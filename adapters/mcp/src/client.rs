@@ -57,6 +57,29 @@ fn error_data(e: RelayError) -> ErrorData {
     ErrorData::new(ErrorCode(code), e.message, e.data)
 }
 
+/// An upstream's result in the form every client era is answered from: a 2025-11-25 upstream
+/// sends no `resultType`, which 2026-07-28 clients require (the SDKs reject such a result), so an
+/// absent one is `complete` — what the 2026-07-28 specification reads it as. (rmcp drops a
+/// `complete` again when it answers a legacy client.)
+pub fn with_result_type(mut r: rmcp::model::ServerResult) -> rmcp::model::ServerResult {
+    use rmcp::model::{ResultType, ServerResult as R};
+    let slot = match &mut r {
+        R::CompleteResult(r) => &mut r.result_type,
+        R::GetPromptResult(r) => &mut r.result_type,
+        R::ListPromptsResult(r) => &mut r.result_type,
+        R::ListResourcesResult(r) => &mut r.result_type,
+        R::ListResourceTemplatesResult(r) => &mut r.result_type,
+        R::ReadResourceResult(r) => &mut r.result_type,
+        R::ListToolsResult(r) => &mut r.result_type,
+        R::CallToolResult(r) => &mut r.result_type,
+        R::ListSkillsResult(r) => &mut r.result_type,
+        R::GetSkillResult(r) => &mut r.result_type,
+        _ => return r,
+    };
+    slot.get_or_insert(ResultType::COMPLETE);
+    r
+}
+
 pub(crate) fn service_error(e: rmcp::ServiceError) -> ErrorData {
     match e {
         rmcp::ServiceError::McpError(e) => e,
@@ -75,6 +98,11 @@ pub(crate) struct RelayHandler {
     list_changed: Arc<Notify>,
     /// The pool's tool-list generation, raised when the upstream says its tools changed.
     generation: Arc<AtomicU64>,
+    /// The generation of the tool list this session holds.
+    seen: Arc<AtomicU64>,
+    /// This session announced a change: it lists the tools again before its next call (an HTTP
+    /// session learns its tools' `x-mcp-header` parameters from a tools/list).
+    relist: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl std::fmt::Debug for RelayHandler {
@@ -198,9 +226,13 @@ impl ClientHandler for RelayHandler {
     }
 
     async fn on_tool_list_changed(&self, _: NotificationContext<RoleClient>) {
-        // Sessions started before this hold a stale tool list (rmcp mirrors `x-mcp-header`
-        // parameters from it): retire them.
-        self.generation.fetch_add(1, Ordering::SeqCst);
+        // Other sessions hold a stale tool list (rmcp mirrors `x-mcp-header` parameters from
+        // it): they are retired. This one said so itself, so it stays, and lists the tools again
+        // before its next call — retiring it too would respawn, on every call, an upstream that
+        // announces a change right after it starts (server-everything does).
+        let now = self.generation.fetch_add(1, Ordering::SeqCst) + 1;
+        self.seen.fetch_max(now, Ordering::SeqCst);
+        self.relist.store(true, Ordering::SeqCst);
         self.list_changed.notify_waiters();
     }
 
@@ -212,8 +244,13 @@ impl ClientHandler for RelayHandler {
 struct Session {
     service: RunningService<RoleClient, RelayHandler>,
     handler: RelayHandler,
-    /// The pool's generation when this session listed the upstream's tools.
-    generation: u64,
+}
+
+impl Session {
+    /// Whether this session's tool list is older than the pool's.
+    fn stale(&self, pool: &AtomicU64) -> bool {
+        self.handler.seen.load(Ordering::SeqCst) < pool.load(Ordering::SeqCst)
+    }
 }
 
 pub use crate::error::SessionError;
@@ -372,13 +409,25 @@ impl Pool {
         loop {
             let next = self.idle.lock().ok().and_then(|mut idle| idle.pop());
             match next {
-                Some(s) if s.service.is_closed() || s.generation < self.generation.load(Ordering::SeqCst) => continue,
-                Some(s) => return Ok(Lease { pool: self.clone(), session: Some(s), _permit: permit }),
+                Some(s) if s.service.is_closed() || s.stale(&self.generation) => continue,
+                Some(s) => {
+                    if s.handler.relist.swap(false, Ordering::SeqCst) && self.spec.url.is_some() {
+                        self.list_tools_on(&s.service).await;
+                    }
+                    return Ok(Lease { pool: self.clone(), session: Some(s), _permit: permit });
+                }
                 None => break,
             }
         }
         let session = self.start().await?;
         Ok(Lease { pool: self.clone(), session: Some(session), _permit: permit })
+    }
+
+    /// Lists the upstream's tools on `service` (so that rmcp knows their header parameters).
+    async fn list_tools_on(&self, service: &RunningService<RoleClient, RelayHandler>) {
+        if let Err(e) = service.peer().list_all_tools().await {
+            warn!(upstream = %self.spec.name, error = %e, "tools/list on an upstream session failed");
+        }
     }
 
     fn backoff(&self) -> Result<(), SessionError> {
@@ -394,8 +443,9 @@ impl Pool {
             in_flight: Arc::new(Mutex::new(None)),
             list_changed: self.list_changed.clone(),
             generation: self.generation.clone(),
+            seen: Arc::new(AtomicU64::new(self.generation.load(Ordering::SeqCst))),
+            relist: Arc::default(),
         };
-        let generation = self.generation.load(Ordering::SeqCst);
         let started = tokio::time::timeout(self.connect_timeout, self.connect(handler.clone())).await;
         let result = match started {
             Ok(r) => r,
@@ -412,14 +462,13 @@ impl Pool {
             Ok(service) => {
                 // rmcp's HTTP transport learns each tool's `x-mcp-header` parameters from a
                 // tools/list it has seen; without one it would not mirror them into headers.
-                if self.spec.url.is_some()
-                    && let Err(e) = service.peer().list_all_tools().await
-                {
-                    warn!(upstream = %self.spec.name, error = %e, "tools/list on a new session failed");
+                if self.spec.url.is_some() {
+                    handler.relist.store(false, Ordering::SeqCst);
+                    self.list_tools_on(&service).await;
                 }
                 let version = service.peer().peer_info().map(|i| i.protocol_version.to_string());
                 info!(upstream = %self.spec.name, version = version.as_deref().unwrap_or("2026-07-28"), "upstream session started");
-                Ok(Session { service, handler, generation })
+                Ok(Session { service, handler })
             }
             Err(e) => {
                 warn!(upstream = %self.spec.name, error = %e, "upstream session failed to start");
@@ -533,6 +582,8 @@ mod tests {
             in_flight: Arc::new(Mutex::new(None)),
             list_changed: Arc::new(Notify::new()),
             generation: Arc::new(AtomicU64::new(0)),
+            seen: Arc::new(AtomicU64::new(0)),
+            relist: Arc::default(),
         };
         let token = |n: i64| ProgressToken(rmcp::model::NumberOrString::Number(n));
         assert!(handler.expects(&token(1)), "before the call's token is known");
