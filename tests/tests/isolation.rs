@@ -236,7 +236,21 @@ async fn a_legacy_mcp_session_belongs_to_the_principal_that_opened_it() {
     // A made-up session id is unknown too; red's own still works.
     let made_up = post(RED_KEY, Some("not-a-session".into()), list.clone()).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(made_up.status().as_u16(), 404);
-    let own = post(RED_KEY, Some(session), list).await.unwrap_or_else(|e| panic!("{e}"));
+    let own = post(RED_KEY, Some(session.clone()), list.clone()).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(own.status().as_u16(), 200);
     assert!(own.text().await.unwrap_or_default().contains("fx__echo"));
+    // Ending the session: blue cannot; red can, with a 200 (the Python SDK takes anything but
+    // 200/204 for a failed termination); then the id is unknown.
+    let delete = |key: &'static str| {
+        s.gw.http
+            .delete(&url)
+            .bearer_auth(key)
+            .header("mcp-session-id", session.clone())
+            .header("mcp-protocol-version", "2025-11-25")
+            .send()
+    };
+    assert_eq!(delete(BLUE_KEY).await.unwrap_or_else(|e| panic!("{e}")).status().as_u16(), 404);
+    assert_eq!(delete(RED_KEY).await.unwrap_or_else(|e| panic!("{e}")).status().as_u16(), 200);
+    let gone = post(RED_KEY, Some(session), list).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(gone.status().as_u16(), 404);
 }

@@ -1,8 +1,8 @@
 //! Legacy (2025-11-25) sessions belong to the principal that opened them. rmcp keys a session
 //! by its `Mcp-Session-Id` alone; this layer remembers who received each id and answers a
 //! request that names someone else's session — or a session it does not know — as MCP answers
-//! for an unknown session (404), before rmcp sees it. Stateless (2026-07-28) requests carry no
-//! session id and pass through.
+//! for an unknown session (404), before rmcp sees it; a closed session's `DELETE` answers `200`.
+//! Stateless (2026-07-28) requests carry no session id and pass through.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -62,7 +62,12 @@ pub async fn bind(State(owners): State<Arc<SessionOwners>>, req: Request, next: 
     let resp = next.run(req).await;
     match (&session, resp.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()), who) {
         (None, Some(new), Some(who)) => owners.bind(new.to_string(), who),
-        (Some(id), _, _) if closing && resp.status().is_success() => owners.forget(id),
+        (Some(id), _, _) if closing && resp.status().is_success() => {
+            owners.forget(id);
+            // rmcp answers `202 Accepted`, which clients (the Python SDK) take for a failed
+            // termination: the session is closed, so say so.
+            return StatusCode::OK.into_response();
+        }
         _ => {}
     }
     resp

@@ -375,6 +375,16 @@ pub async fn serve(cfg: Config, shutdown: impl Future<Output = ()> + Send + 'sta
     }
     let undiscovered = app.mcp.discover().await;
     let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
+    // Responses go out as they are written: without TCP_NODELAY a response written in two parts
+    // waits for the client's delayed ACK (about 40 ms) on a kept-alive connection.
+    let listener = {
+        use axum::serve::ListenerExt as _;
+        listener.tap_io(|tcp| {
+            if let Err(e) = tcp.set_nodelay(true) {
+                tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+            }
+        })
+    };
     let server = axum::serve(listener, app.router(&cfg)).with_graceful_shutdown(async move {
         let _ = stop_rx.wait_for(|s| *s).await;
     });
