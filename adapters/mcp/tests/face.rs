@@ -283,3 +283,48 @@ async fn a_task_client_gets_a_task_and_can_follow_and_cancel_it() {
     let got = rpc(&router, "tasks/get", &task, json!({"taskId": task}), tasks).await;
     assert_eq!(got["result"]["status"], "cancelled", "{got}");
 }
+
+/// A legacy (2025-11-25) session's call is never answered with a task — not even when its
+/// `initialize` declared the Tasks extension: SEP-2663 tasks are a 2026-07-28 extension, and a
+/// legacy client asked for none (it used to get one once `task_after_ms` passed).
+#[tokio::test]
+async fn a_legacy_client_never_gets_a_task() {
+    let port = MemoryInvocations::new(|_| Reply::Pending);
+    let router = face(port.clone(), 50).await;
+    let post = |body: Value, session: Option<String>| {
+        let mut req = Request::post("/mcp")
+            .header("host", "127.0.0.1")
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream");
+        if let Some(id) = session {
+            req = req.header("mcp-session-id", id).header("mcp-protocol-version", "2025-11-25");
+        }
+        let mut req = req.body(Body::from(body.to_string())).unwrap_or_else(|e| panic!("{e}"));
+        req.extensions_mut().insert(principal());
+        let router = router.clone();
+        async move {
+            let resp = router.oneshot(req).await.unwrap_or_else(|e| panic!("{e}"));
+            let session = resp.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_string);
+            let bytes = axum::body::to_bytes(resp.into_body(), 1 << 20).await.unwrap_or_else(|e| panic!("{e}"));
+            let text = String::from_utf8_lossy(&bytes).to_string();
+            let answer = text
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+                .find(|v| v.get("id").is_some());
+            (session, answer)
+        }
+    };
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
+        "capabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}, "clientInfo": {"name": "legacy", "version": "1"}}});
+    let (session, _) = post(init, None).await;
+    let session = session.unwrap_or_else(|| panic!("no session"));
+    let _ = post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}), Some(session.clone())).await;
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "fx__echo", "arguments": {"text": "x"}}});
+    let (_, answer) = post(call, Some(session)).await;
+    let result = answer.map(|a| a["result"].clone()).unwrap_or_else(|| panic!("no answer"));
+    assert!(result.get("taskId").is_none() && result.get("resultType").is_none(), "{result}");
+    assert_eq!(result["isError"], true, "a call still running is said to be so: {result}");
+    assert_eq!(port.submissions().len(), 1);
+}
