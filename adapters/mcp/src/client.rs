@@ -59,26 +59,35 @@ fn error_data(e: RelayError) -> ErrorData {
 
 /// An upstream's result in the form every client era is answered from: a 2025-11-25 upstream
 /// sends no `resultType`, which 2026-07-28 clients require (the SDKs reject such a result), so an
-/// absent one is `complete` — what the 2026-07-28 specification reads it as. (rmcp drops a
-/// `complete` again when it answers a legacy client.)
-pub fn with_result_type(mut r: rmcp::model::ServerResult) -> rmcp::model::ServerResult {
+/// absent one is `complete` — what the 2026-07-28 specification reads it as (rmcp drops a
+/// `complete` again when it answers a legacy client); and the upstream's `serverInfo` is not
+/// passed on as the gateway's.
+pub fn from_upstream(mut r: rmcp::model::ServerResult) -> rmcp::model::ServerResult {
     use rmcp::model::{ResultType, ServerResult as R};
-    let slot = match &mut r {
-        R::CompleteResult(r) => &mut r.result_type,
-        R::GetPromptResult(r) => &mut r.result_type,
-        R::ListPromptsResult(r) => &mut r.result_type,
-        R::ListResourcesResult(r) => &mut r.result_type,
-        R::ListResourceTemplatesResult(r) => &mut r.result_type,
-        R::ReadResourceResult(r) => &mut r.result_type,
-        R::ListToolsResult(r) => &mut r.result_type,
-        R::CallToolResult(r) => &mut r.result_type,
-        R::ListSkillsResult(r) => &mut r.result_type,
-        R::GetSkillResult(r) => &mut r.result_type,
+    let (slot, meta) = match &mut r {
+        R::CompleteResult(r) => (&mut r.result_type, &mut r.meta),
+        R::GetPromptResult(r) => (&mut r.result_type, &mut r.meta),
+        R::ListPromptsResult(r) => (&mut r.result_type, &mut r.meta),
+        R::ListResourcesResult(r) => (&mut r.result_type, &mut r.meta),
+        R::ListResourceTemplatesResult(r) => (&mut r.result_type, &mut r.meta),
+        R::ReadResourceResult(r) => (&mut r.result_type, &mut r.meta),
+        R::ListToolsResult(r) => (&mut r.result_type, &mut r.meta),
+        R::CallToolResult(r) => (&mut r.result_type, &mut r.meta),
+        R::ListSkillsResult(r) => (&mut r.result_type, &mut r.meta),
+        R::GetSkillResult(r) => (&mut r.result_type, &mut r.meta),
         _ => return r,
     };
     slot.get_or_insert(ResultType::COMPLETE);
+    // The upstream's `serverInfo` describes the upstream, not the server the client talks to
+    // (the gateway, whose own is in its discovery and initialize answers).
+    if let Some(m) = meta.as_mut() {
+        m.remove(SERVER_INFO_META);
+    }
     r
 }
+
+/// Where a 2026-07-28 server names itself in a result's `_meta`.
+const SERVER_INFO_META: &str = "io.modelcontextprotocol/serverInfo";
 
 pub(crate) fn service_error(e: rmcp::ServiceError) -> ErrorData {
     match e {
@@ -574,6 +583,20 @@ impl Pool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_upstream_result_gets_a_result_type_and_loses_its_server_info() {
+        let legacy: rmcp::model::CallToolResult = serde_json::from_value(serde_json::json!({
+            "content": [{"type": "text", "text": "hi"}],
+            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "up", "version": "1"}, "x.example/keep": 1},
+        }))
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert!(legacy.result_type.is_none());
+        let out = from_upstream(rmcp::model::ServerResult::CallToolResult(legacy));
+        let v = serde_json::to_value(&out).unwrap_or_default();
+        assert_eq!(v["resultType"], "complete", "{v}");
+        assert_eq!(v["_meta"], serde_json::json!({"x.example/keep": 1}), "{v}");
+    }
 
     #[test]
     fn progress_of_an_earlier_call_on_the_session_is_not_relayed() {

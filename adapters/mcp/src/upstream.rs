@@ -153,7 +153,7 @@ impl McpUpstream {
             }
             Err(e) => return Err(UpstreamError::Lost { message: format!("the wait for the upstream failed: {e}") }),
         };
-        match answer.map(crate::client::with_result_type) {
+        match answer.map(crate::client::from_upstream) {
             Ok(ServerResult::CallToolResult(r)) => json_of(&r),
             Ok(ServerResult::InputRequiredResult(r)) => json_of(&r),
             Ok(other) => Err(UpstreamError::Rejected {

@@ -191,8 +191,17 @@ async fn outcomes_render_as_results_or_errors() {
     let mut rpc_error = FailureRecord::new(FailureCode::RpcError, "bad arguments", false, ErrorSource::Upstream);
     rpc_error.details = Some(json!({"code": -32602, "data": {"field": "text"}}));
     let port = MemoryInvocations::new(move |_| Reply::fail(rpc_error.clone()));
+    let answer = call(&face(port.clone(), 2000).await, json!({}), json!({})).await;
+    let inv = port.list(&principal().tenant, Default::default()).await.unwrap_or_else(|e| panic!("{e}")).items[0].id;
+    // … naming the invocation, under the gateway's own key.
+    let data = json!({"field": "text", "dev.switchyard/invocation": inv.to_string()});
+    assert_eq!(answer["error"], json!({"code": -32602, "message": "bad arguments", "data": data}));
+    // Data that is not an object is passed on as it is.
+    let mut plain = FailureRecord::new(FailureCode::RpcError, "nope", false, ErrorSource::Upstream);
+    plain.details = Some(json!({"code": -32000, "data": "a string"}));
+    let port = MemoryInvocations::new(move |_| Reply::fail(plain.clone()));
     let answer = call(&face(port, 2000).await, json!({}), json!({})).await;
-    assert_eq!(answer["error"], json!({"code": -32602, "message": "bad arguments", "data": {"field": "text"}}));
+    assert_eq!(answer["error"]["data"], "a string", "{answer}");
 
     // Any other failure is an isError result naming its code and whether a retry is safe.
     let failure = FailureRecord::new(FailureCode::AttemptsExhausted, "gave up", true, ErrorSource::Upstream);

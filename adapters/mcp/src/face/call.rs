@@ -272,12 +272,19 @@ pub(super) fn render(inv: &Invocation) -> Result<Rendered, ErrorData> {
     let complete = |r: CallToolResult| Ok(Rendered::Answer(CallToolResponse::Complete(r)));
     let result = match &inv.state {
         InvocationState::Succeeded { result, .. } => result.clone(),
-        // The upstream's JSON-RPC error, passed on with its own code and data.
+        // The upstream's JSON-RPC error, passed on with its own code and data; the gateway adds
+        // the invocation under its own key (to object data, or as the data when there is none).
         InvocationState::Failed { error, .. } if error.code == FailureCode::RpcError => {
             let d = error.details.clone().unwrap_or(Value::Null);
             let code = d.get("code").and_then(Value::as_i64).and_then(|c| i32::try_from(c).ok());
-            let data = d.get("data").cloned().filter(|v| !v.is_null());
-            return Err(ErrorData::new(ErrorCode(code.unwrap_or(-32603)), error.message.clone(), data));
+            let mut data = d.get("data").cloned().unwrap_or(Value::Null);
+            if data.is_null() {
+                data = json!({});
+            }
+            if let Some(obj) = data.as_object_mut() {
+                obj.insert(super::INVOCATION_META.into(), json!(inv.id.to_string()));
+            }
+            return Err(ErrorData::new(ErrorCode(code.unwrap_or(-32603)), error.message.clone(), Some(data)));
         }
         InvocationState::Failed { error, .. } => {
             let mut r = error_result(inv.id, &format!("the call failed ({}): {}", error.code, error.message));

@@ -227,7 +227,7 @@ impl McpFace {
             .map_err(|e| ErrorData::internal_error(format!("upstream `{upstream}` unavailable: {e}"), None))?;
         lease.in_flight(handle.id.clone(), handle.progress_token.clone());
         match handle.await_response().await {
-            Ok(r) => Ok(crate::client::with_result_type(r)),
+            Ok(r) => Ok(crate::client::from_upstream(r)),
             Err(rmcp::ServiceError::McpError(e)) => Err(e),
             Err(e) => {
                 lease.discard();
