@@ -1,6 +1,8 @@
 //! MCP servers and clients that no one here wrote, directly and through the gateway: the
-//! reference `@modelcontextprotocol/server-everything` (npm, 2025-11-25, over stdio) behind the
-//! gateway, driven by the official Python SDK (mcp 2.3.0) as a 2026-07-28 and as a legacy client.
+//! reference `@modelcontextprotocol/server-everything` (npm, 2025-11-25) and a FastMCP server
+//! (PyPI), both over stdio behind the gateway, driven by the official Python SDK (mcp 2.3.0) as a
+//! 2026-07-28 and as a legacy client; each answer (and the tool list, in order) must be what the
+//! same client gets directly.
 
 use std::path::PathBuf;
 
@@ -26,6 +28,37 @@ fn server_everything() -> Vec<String> {
     vec![node, script.display().to_string(), "stdio".into()]
 }
 
+/// The tool names the SDK listed, in order.
+fn listed(out: &std::process::Output) -> Value {
+    lines(out).into_iter().find_map(|l| l.get("tools").cloned()).unwrap_or(Value::Null)
+}
+
+/// Writes a gateway config with one stdio upstream `name` (no prefix) running `shell` under
+/// `sh -c`, its `read_only` tools listed.
+fn config_with(dir: &std::path::Path, name: &str, shell: String, read_only: &[&str]) -> PathBuf {
+    let ops: Vec<String> =
+        read_only.iter().map(|t| format!("{} = \"read_only\"", Value::String((*t).into()))).collect();
+    let config = dir.join("peers.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[mcp]\nanonymous = true\nconnect_timeout_ms = 20000\n\
+             request_state_key = \"switchyard-test-request-state-key-0123456789\"\n\n\
+             [[mcp.upstreams]]\nname = \"{name}\"\nprefix = \"\"\ncommand = [\"sh\", \"-c\", {}]\n\
+             operations = {{ {} }}\n",
+            Value::String(shell),
+            ops.join(", ")
+        ),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    config
+}
+
+/// `command`, quoted for `sh -c`.
+fn quoted(command: &[String]) -> String {
+    command.iter().map(|a| format!("'{a}'")).collect::<Vec<_>>().join(" ")
+}
+
 /// What the SDK made of each call: `(ok, content)` per call, in order.
 fn answers(out: &std::process::Output) -> Vec<(bool, Value)> {
     lines(out)
@@ -43,28 +76,13 @@ async fn a_legacy_reference_server_behind_the_gateway_answers_both_client_eras_a
     let command = server_everything();
     let spawns = dir.path().join("spawns.log");
     // Every start of the child is counted: the gateway must not respawn it per call.
-    let shell = format!(
-        "echo start >> '{}'; exec {}",
-        spawns.display(),
-        command.iter().map(|a| format!("'{a}'")).collect::<Vec<_>>().join(" ")
-    );
-    let config = dir.path().join("peers.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[mcp]\nanonymous = true\nconnect_timeout_ms = 20000\n\
-             request_state_key = \"switchyard-test-request-state-key-0123456789\"\n\n\
-             [[mcp.upstreams]]\nname = \"ev\"\nprefix = \"\"\ncommand = [\"sh\", \"-c\", {}]\n\
-             operations = {{ echo = \"read_only\", \"get-sum\" = \"read_only\" }}\n",
-            Value::String(shell)
-        ),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let shell = format!("echo start >> '{}'; exec {}", spawns.display(), quoted(&command));
+    let config = config_with(dir.path(), "ev", shell, &["echo", "get-sum"]);
     let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(config), ..Options::default() });
     let url = format!("{}/mcp", gw.base);
 
-    let direct = py_script("mcp_peer_client.py", &[&format!("stdio:{}", json!(command)), "legacy", CALLS]).await;
-    let direct = answers(&direct);
+    let direct_out = py_script("mcp_peer_client.py", &[&format!("stdio:{}", json!(command)), "legacy", CALLS]).await;
+    let direct = answers(&direct_out);
     assert_eq!(direct.len(), 2, "{direct:?}");
     assert!(direct.iter().all(|(ok, _)| *ok), "directly: {direct:?}");
     assert_eq!(direct[0].1[0]["text"], "Echo: hi", "{direct:?}");
@@ -73,6 +91,14 @@ async fn a_legacy_reference_server_behind_the_gateway_answers_both_client_eras_a
         let out = py_script("mcp_peer_client.py", &[&url, mode, CALLS]).await;
         let through = answers(&out);
         assert_eq!(through, direct, "{mode} through the gateway vs directly\n{}", String::from_utf8_lossy(&out.stderr));
+        // server-everything adds tools for the client capabilities it sees (roots, sampling,
+        // elicitation), which the gateway declares for its clients: the client's own tools
+        // are all there, in the upstream's order.
+        let (all, own) = (listed(&out), listed(&direct_out));
+        let all: Vec<&Value> = all.as_array().map(|a| a.iter().collect()).unwrap_or_default();
+        let mut rest = all.iter();
+        let in_order = own.as_array().is_some_and(|o| o.iter().all(|t| rest.any(|a| *a == t)));
+        assert!(in_order, "{mode}: {own} should appear, in order, in {all:?}");
     }
     // Ten more calls: the child was started a bounded number of times (once per pooled
     // session), not once per call.
@@ -81,4 +107,24 @@ async fn a_legacy_reference_server_behind_the_gateway_answers_both_client_eras_a
     assert!(answers(&out).iter().all(|(ok, _)| *ok), "{:?}", answers(&out));
     let starts = std::fs::read_to_string(&spawns).unwrap_or_default().lines().count();
     assert!(starts <= 3, "server-everything was started {starts} times for 14 calls and 4 discoveries at most");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fastmcp_server_behind_the_gateway_answers_both_client_eras_as_it_does_directly() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let peer = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("python/fastmcp_peer.py");
+    let command = vec![switchyard_tests::mcp::python().display().to_string(), peer.display().to_string()];
+    let config = config_with(dir.path(), "fm", format!("exec {}", quoted(&command)), &["add", "greet", "chart"]);
+    let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(config), ..Options::default() });
+    let url = format!("{}/mcp", gw.base);
+    let calls = r#"[["add", {"a": 2, "b": 3}], ["greet", {"name": "Ada"}], ["chart", {}], ["fail", {}]]"#;
+    for mode in ["2026-07-28", "legacy"] {
+        let direct_out = py_script("mcp_peer_client.py", &[&format!("stdio:{}", json!(command)), mode, calls]).await;
+        let direct = answers(&direct_out);
+        assert_eq!(direct.len(), 4, "{mode} directly: {direct:?}\n{}", String::from_utf8_lossy(&direct_out.stderr));
+        let out = py_script("mcp_peer_client.py", &[&url, mode, calls]).await;
+        let through = answers(&out);
+        assert_eq!(through, direct, "{mode} through the gateway vs directly\n{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(listed(&out), listed(&direct_out), "{mode}: the tools, in the upstream's order");
+    }
 }
