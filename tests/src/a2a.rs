@@ -53,29 +53,11 @@ pub async fn py_script(script: &str, args: &[&str]) -> std::process::Output {
         .unwrap_or_else(|e| panic!("python: {e}"))
 }
 
-/// Runs `tests/js/<script>` with `args` on Node, next to the official A2A JavaScript SDK:
-/// `SWITCHYARD_A2A_JS` is a directory whose `node_modules` hold `@a2a-js/sdk` 1.3.0 and its
-/// gRPC peers (scripts/test.sh installs them from npm into the tools cache); Node is
-/// `SWITCHYARD_NODE`, else `node`. (ES modules resolve packages from the script's own directory,
-/// so the script is copied there under a name of its own.)
+/// Runs `tests/js/<script>` with `args` on Node, next to the official A2A JavaScript SDK
+/// (`SWITCHYARD_A2A_JS`, default `$HOME/.cache/switchyard-tools/a2a-js`: `@a2a-js/sdk` 1.3.0 and
+/// its gRPC peers, which scripts/test.sh installs from npm).
 pub async fn js_script(script: &str, args: &[&str]) -> std::process::Output {
-    let sdk = std::env::var_os("SWITCHYARD_A2A_JS").filter(|p| !p.is_empty()).map_or_else(
-        || PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/switchyard-tools/a2a-js"),
-        PathBuf::from,
-    );
-    assert!(
-        sdk.join("node_modules/@a2a-js/sdk/package.json").exists(),
-        "no @a2a-js/sdk in {}: run `bash scripts/test.sh` (it installs it from npm) or set SWITCHYARD_A2A_JS",
-        sdk.display()
-    );
-    let copy = sdk.join(format!("run-{}-{script}", uuid::Uuid::new_v4().simple()));
-    std::fs::copy(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("js").join(script), &copy)
-        .unwrap_or_else(|e| panic!("copy {script}: {e}"));
-    let node = std::env::var_os("SWITCHYARD_NODE").filter(|p| !p.is_empty()).unwrap_or_else(|| "node".into());
-    let out =
-        tokio::process::Command::new(node).arg(&copy).args(args).output().await.unwrap_or_else(|e| panic!("node: {e}"));
-    let _ = std::fs::remove_file(&copy);
-    out
+    crate::node::run("SWITCHYARD_A2A_JS", "a2a-js", "@a2a-js/sdk", script, args).await
 }
 
 /// The JSON lines a script printed.

@@ -10,6 +10,7 @@ pub mod bench;
 pub mod gateway;
 pub mod issuer;
 pub mod mcp;
+pub mod node;
 pub mod pg;
 pub mod s3;
 pub mod tenants;

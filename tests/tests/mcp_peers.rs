@@ -1,8 +1,9 @@
 //! MCP servers and clients that no one here wrote, directly and through the gateway: the
 //! reference `@modelcontextprotocol/server-everything` (npm, 2025-11-25) and a FastMCP server
 //! (PyPI), both over stdio behind the gateway, driven by the official Python SDK (mcp 2.3.0) as a
-//! 2026-07-28 and as a legacy client; each answer (and the tool list, in order) must be what the
-//! same client gets directly.
+//! 2026-07-28 and as a legacy client and by the official TypeScript SDK v2 (2026-07-28) and v1
+//! (2025-11-25); each answer (and the tool list, in order) must be what the same client gets
+//! directly.
 
 use std::path::PathBuf;
 
@@ -24,8 +25,7 @@ fn server_everything() -> Vec<String> {
         "no server-everything in {}: run `bash scripts/test.sh` (it installs it from npm) or set SWITCHYARD_MCP_PEERS",
         peers.display()
     );
-    let node = std::env::var("SWITCHYARD_NODE").ok().filter(|n| !n.is_empty()).unwrap_or_else(|| "node".into());
-    vec![node, script.display().to_string(), "stdio".into()]
+    vec![switchyard_tests::node::node(), script.display().to_string(), "stdio".into()]
 }
 
 /// The tool names the SDK listed, in order.
@@ -70,6 +70,66 @@ fn answers(out: &std::process::Output) -> Vec<(bool, Value)> {
 
 const CALLS: &str = r#"[["echo", {"message": "hi"}], ["get-sum", {"a": 2, "b": 3}]]"#;
 
+/// The third-party clients: the Python SDK in both eras, the TypeScript SDK v2 (2026-07-28) and
+/// v1 (2025-11-25); each with the client whose direct answers it is compared with (the Python
+/// SDK's 2026-07-28 mode does not fall back to a legacy stdio server, so its own legacy mode is
+/// its baseline — what the gateway translates is exactly that difference).
+const CLIENTS: [(&str, &str); 4] = [
+    ("python 2026-07-28", "python legacy"),
+    ("python legacy", "python legacy"),
+    ("ts v2", "ts v2"),
+    ("ts v1", "ts v1"),
+];
+
+/// Runs `client` against `server` (a URL, or `stdio:` and the command as JSON) with `calls`.
+async fn run(client: &str, server: &str, calls: &str) -> std::process::Output {
+    match client.split_once(' ') {
+        Some(("python", mode)) => py_script("mcp_peer_client.py", &[server, mode, calls]).await,
+        Some(("ts", sdk)) => {
+            let package = if sdk == "v2" { "@modelcontextprotocol/client" } else { "@modelcontextprotocol/sdk" };
+            switchyard_tests::node::run(
+                "SWITCHYARD_MCP_PEERS",
+                "mcp-peers",
+                package,
+                "mcp_client.mjs",
+                &[sdk, server, calls],
+            )
+            .await
+        }
+        _ => panic!("unknown client {client}"),
+    }
+}
+
+/// Each client sees `url` (the gateway) as it sees `command` directly: the same answers, and its
+/// own tools, in the upstream's order, among those listed (server-everything adds tools for the
+/// client capabilities it sees — roots, sampling, elicitation — which the gateway declares).
+async fn same_as_direct(url: &str, command: &[String], calls: &str, expected: usize) {
+    let stdio = format!("stdio:{}", json!(command));
+    for (client, baseline) in CLIENTS {
+        let direct_out = run(baseline, &stdio, calls).await;
+        let direct = answers(&direct_out);
+        assert_eq!(
+            direct.len(),
+            expected,
+            "{client} directly: {direct:?}\n{}",
+            String::from_utf8_lossy(&direct_out.stderr)
+        );
+        let out = run(client, url, calls).await;
+        let through = answers(&out);
+        assert_eq!(
+            through,
+            direct,
+            "{client} through the gateway vs directly\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let (all, own) = (listed(&out), listed(&direct_out));
+        let all: Vec<&Value> = all.as_array().map(|a| a.iter().collect()).unwrap_or_default();
+        let mut rest = all.iter();
+        let in_order = own.as_array().is_some_and(|o| o.iter().all(|t| rest.any(|a| *a == t)));
+        assert!(in_order, "{client}: {own} should appear, in order, in {all:?}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_legacy_reference_server_behind_the_gateway_answers_both_client_eras_as_it_does_directly() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
@@ -81,32 +141,17 @@ async fn a_legacy_reference_server_behind_the_gateway_answers_both_client_eras_a
     let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(config), ..Options::default() });
     let url = format!("{}/mcp", gw.base);
 
-    let direct_out = py_script("mcp_peer_client.py", &[&format!("stdio:{}", json!(command)), "legacy", CALLS]).await;
-    let direct = answers(&direct_out);
-    assert_eq!(direct.len(), 2, "{direct:?}");
+    let direct = answers(&run("python legacy", &format!("stdio:{}", json!(command)), CALLS).await);
     assert!(direct.iter().all(|(ok, _)| *ok), "directly: {direct:?}");
     assert_eq!(direct[0].1[0]["text"], "Echo: hi", "{direct:?}");
-
-    for mode in ["2026-07-28", "legacy"] {
-        let out = py_script("mcp_peer_client.py", &[&url, mode, CALLS]).await;
-        let through = answers(&out);
-        assert_eq!(through, direct, "{mode} through the gateway vs directly\n{}", String::from_utf8_lossy(&out.stderr));
-        // server-everything adds tools for the client capabilities it sees (roots, sampling,
-        // elicitation), which the gateway declares for its clients: the client's own tools
-        // are all there, in the upstream's order.
-        let (all, own) = (listed(&out), listed(&direct_out));
-        let all: Vec<&Value> = all.as_array().map(|a| a.iter().collect()).unwrap_or_default();
-        let mut rest = all.iter();
-        let in_order = own.as_array().is_some_and(|o| o.iter().all(|t| rest.any(|a| *a == t)));
-        assert!(in_order, "{mode}: {own} should appear, in order, in {all:?}");
-    }
+    same_as_direct(&url, &command, CALLS, 2).await;
     // Ten more calls: the child was started a bounded number of times (once per pooled
     // session), not once per call.
     let many = json!((0..10).map(|i| json!(["echo", {"message": format!("n{i}")}])).collect::<Vec<_>>()).to_string();
     let out = py_script("mcp_peer_client.py", &[&url, "2026-07-28", &many]).await;
     assert!(answers(&out).iter().all(|(ok, _)| *ok), "{:?}", answers(&out));
     let starts = std::fs::read_to_string(&spawns).unwrap_or_default().lines().count();
-    assert!(starts <= 3, "server-everything was started {starts} times for 14 calls and 4 discoveries at most");
+    assert!(starts <= 3, "server-everything was started {starts} times for 18 calls and their discoveries");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -118,13 +163,5 @@ async fn a_fastmcp_server_behind_the_gateway_answers_both_client_eras_as_it_does
     let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(config), ..Options::default() });
     let url = format!("{}/mcp", gw.base);
     let calls = r#"[["add", {"a": 2, "b": 3}], ["greet", {"name": "Ada"}], ["chart", {}], ["fail", {}]]"#;
-    for mode in ["2026-07-28", "legacy"] {
-        let direct_out = py_script("mcp_peer_client.py", &[&format!("stdio:{}", json!(command)), mode, calls]).await;
-        let direct = answers(&direct_out);
-        assert_eq!(direct.len(), 4, "{mode} directly: {direct:?}\n{}", String::from_utf8_lossy(&direct_out.stderr));
-        let out = py_script("mcp_peer_client.py", &[&url, mode, calls]).await;
-        let through = answers(&out);
-        assert_eq!(through, direct, "{mode} through the gateway vs directly\n{}", String::from_utf8_lossy(&out.stderr));
-        assert_eq!(listed(&out), listed(&direct_out), "{mode}: the tools, in the upstream's order");
-    }
+    same_as_direct(&url, &command, calls, 4).await;
 }
