@@ -6,7 +6,8 @@
 //   node mcp_client.mjs v2|v1 <server> <calls-json>
 //
 // <server> is a Streamable HTTP URL, or `stdio:` and a JSON list (the command to launch).
-// <calls-json> is a list of [tool, arguments]. Prints {"tools": [names in order]} and, per call,
+// <calls-json> is a list of [tool, arguments]. Prints {"tools": [names in order]}, {"properties":
+// {tool: [input schema property names in order]}} and, per call,
 // {"call", "ok": true, "result"} or {"call", "ok": false, "error"} (the SDK's own validation
 // failure included).
 const [sdk, server, callsJson] = process.argv.slice(2);
@@ -40,6 +41,9 @@ if (sdk === "v2") {
 await client.connect(transport);
 const tools = await client.listTools();
 console.log(JSON.stringify({ tools: tools.tools.map((t) => t.name) }));
+// Each tool's input schema properties, in the order the server wrote them.
+const order = Object.fromEntries(tools.tools.map((t) => [t.name, Object.keys(t.inputSchema?.properties ?? {})]));
+console.log(JSON.stringify({ properties: order }));
 for (const [name, args] of calls) {
   try {
     const result = await client.callTool({ name, arguments: args });

@@ -127,7 +127,19 @@ async fn same_as_direct(url: &str, command: &[String], calls: &str, expected: us
         let mut rest = all.iter();
         let in_order = own.as_array().is_some_and(|o| o.iter().all(|t| rest.any(|a| *a == t)));
         assert!(in_order, "{client}: {own} should appear, in order, in {all:?}");
+        // Objects keep the upstream's key order (a form's fields, a schema's properties).
+        if let Some(direct_props) = property_order(&direct_out) {
+            let through_props = property_order(&out).unwrap_or_default();
+            for (tool, keys) in direct_props {
+                assert_eq!(through_props.get(&tool), Some(&keys), "{client}: the properties of {tool}, in order");
+            }
+        }
     }
+}
+
+/// Each tool's input schema property names in order, as the TypeScript client printed them.
+fn property_order(out: &std::process::Output) -> Option<serde_json::Map<String, Value>> {
+    lines(out).into_iter().find_map(|l| l.get("properties").and_then(Value::as_object).cloned())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
