@@ -159,19 +159,20 @@ fn agent_at(face: &A2aFace, name: &str, uri: &axum::http::Uri) -> Option<std::sy
 
 /// Parses a JSON-RPC request body into its id and operation; an error comes with the id to
 /// answer it under (`null` when the request has none usable).
-pub fn decode_jsonrpc(body: &[u8]) -> Result<(Value, Operation), (Value, A2aError)> {
+pub fn decode_jsonrpc(body: &[u8]) -> Result<(Value, Operation), Box<(Value, A2aError)>> {
+    let fail = |id: Value, e: A2aError| Box::new((id, e));
     let req: Value = serde_json::from_slice(body)
-        .map_err(|e| (Value::Null, A2aError::new(Kind::ParseError, format!("invalid JSON: {e}"))))?;
+        .map_err(|e| fail(Value::Null, A2aError::new(Kind::ParseError, format!("invalid JSON: {e}"))))?;
     let id = req.get("id").cloned().unwrap_or(Value::Null);
     let id = if matches!(id, Value::String(_) | Value::Number(_) | Value::Null) { id } else { Value::Null };
     let method = req.get("method").and_then(Value::as_str);
     let (Some(method), Some("2.0")) = (method, req.get("jsonrpc").and_then(Value::as_str)) else {
-        return Err((id, A2aError::new(Kind::InvalidRequest, "not a JSON-RPC 2.0 request")));
+        return Err(fail(id, A2aError::new(Kind::InvalidRequest, "not a JSON-RPC 2.0 request")));
     };
     match Operation::decode(method, req.get("params").cloned().unwrap_or(Value::Null)) {
         Ok(Some(op)) => Ok((id, op)),
-        Ok(None) => Err((id, A2aError::new(Kind::MethodNotFound, format!("method `{method}` not found")))),
-        Err(e) => Err((id, e)),
+        Ok(None) => Err(fail(id, A2aError::new(Kind::MethodNotFound, format!("method `{method}` not found")))),
+        Err(e) => Err(fail(id, e)),
     }
 }
 
@@ -203,13 +204,18 @@ async fn jsonrpc(
     }
     let (id, op) = match decode_jsonrpc(&body) {
         Ok(decoded) => decoded,
-        // A method this version does not have, from a client of another version (no header
-        // means 0.3, whose methods are `message/send`, `tasks/get`…): the version is the error.
-        Err((id, e)) if e.kind == Kind::MethodNotFound => {
-            let e = crate::face::check_version(version_of(&headers, &query).as_deref()).err().unwrap_or(e);
+        Err(bad) => {
+            let (id, e) = *bad;
+            // A method this version does not have, from a client of another version (no header
+            // means 0.3, whose methods are `message/send`, `tasks/get`…): the version is the
+            // error.
+            let e = if e.kind == Kind::MethodNotFound {
+                crate::face::check_version(version_of(&headers, &query).as_deref()).err().unwrap_or(e)
+            } else {
+                e
+            };
             return rpc_error(&id, &e);
         }
-        Err((id, e)) => return rpc_error(&id, &e),
     };
     let who = match caller("jsonrpc", principal, &headers, &query) {
         Ok(w) => w,
