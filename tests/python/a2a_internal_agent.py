@@ -17,25 +17,20 @@ does); anything else completes with "echo: <text>".
 
 import asyncio
 import json
-import socket
 import sys
 
-import grpc
 from google.protobuf.json_format import ParseDict
 from google.protobuf.struct_pb2 import Value
-import uvicorn
-from starlette.applications import Starlette
 
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
-from a2a.server.request_handlers.grpc_handler import GrpcHandler
-from a2a.types import a2a_pb2_grpc
-from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.helpers.proto_helpers import new_task, new_text_message
 from a2a.utils.errors import UnsupportedOperationError
 from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Part, TaskState
+
+from a2a_serve import free_port, serve
 
 
 class Internal(AgentExecutor):
@@ -95,11 +90,6 @@ def main():
     log_path = sys.argv[1]
     grpc_only = "--grpc-only" in sys.argv[2:]
 
-    def free_port():
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            return s.getsockname()[1]
-
     port, grpc_port = free_port(), free_port()
     base = f"http://127.0.0.1:{port}"
     interfaces = [
@@ -122,24 +112,7 @@ def main():
         ],
     )
     handler = DefaultRequestHandler(agent_executor=Internal(log_path), task_store=InMemoryTaskStore(), agent_card=card)
-    routes = create_agent_card_routes(card) + create_jsonrpc_routes(handler, rpc_url="/") + create_rest_routes(handler, path_prefix="/rest")
-    app = Starlette(routes=routes)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-
-    async def run():
-        if grpc_only:
-            grpc_server = grpc.aio.server()
-            a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(handler), grpc_server)
-            grpc_server.add_insecure_port(f"127.0.0.1:{grpc_port}")
-            await grpc_server.start()
-        task = asyncio.create_task(server.serve())
-        while not server.started:
-            await asyncio.sleep(0.05)
-        print(f"listening {base}", flush=True)
-        await task
-
-    asyncio.run(run())
-
+    serve(handler, card, port, grpc_port if grpc_only else None)
 
 if __name__ == "__main__":
     main()

@@ -19,20 +19,14 @@ naming the prefix.
 """
 
 import asyncio
-import socket
 import sys
 
-import grpc
-import uvicorn
 from google.protobuf import json_format
 from google.protobuf.struct_pb2 import Value
-from starlette.applications import Starlette
 
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
-from a2a.server.request_handlers.grpc_handler import GrpcHandler
-from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.helpers.proto_helpers import new_task
 from a2a.types import (
@@ -43,8 +37,9 @@ from a2a.types import (
     AgentSkill,
     Part,
     TaskState,
-    a2a_pb2_grpc,
 )
+
+from a2a_serve import free_port, serve
 from a2a.utils.errors import A2AError
 
 RESUBSCRIBE_SECONDS = 4
@@ -129,12 +124,6 @@ class TckAgent(AgentExecutor):
         await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def main():
     profile = sys.argv[1] if len(sys.argv) > 1 else "full"
     if profile not in ("full", "bare"):
@@ -157,29 +146,7 @@ def main():
         skills=[AgentSkill(id="tck", name="TCK", description="Handles TCK messages by messageId prefix", tags=["tck"])],
     )
     handler = DefaultRequestHandler(agent_executor=TckAgent(), task_store=InMemoryTaskStore(), agent_card=card)
-    routes = (
-        create_agent_card_routes(card)
-        + create_jsonrpc_routes(handler, rpc_url="/")
-        + create_rest_routes(handler, path_prefix="/rest")
-    )
-    server = uvicorn.Server(uvicorn.Config(Starlette(routes=routes), host="127.0.0.1", port=port, log_level="warning"))
-
-    async def run():
-        grpc_server = grpc.aio.server()
-        a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(handler), grpc_server)
-        grpc_server.add_insecure_port(f"127.0.0.1:{grpc_port}")
-        await grpc_server.start()
-        serving = asyncio.create_task(server.serve())
-        while not server.started:
-            await asyncio.sleep(0.05)
-        print(f"listening {base}", flush=True)
-        try:
-            await serving
-        finally:
-            await grpc_server.stop(0)
-
-    asyncio.run(run())
-
+    serve(handler, card, port, grpc_port)
 
 if __name__ == "__main__":
     main()

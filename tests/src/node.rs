@@ -9,15 +9,7 @@ use std::path::PathBuf;
 /// packages from the script's own directory, so the script is copied there under a name of its
 /// own.
 pub async fn run(env: &str, default: &str, package: &str, script: &str, args: &[&str]) -> std::process::Output {
-    let dir = std::env::var_os(env).filter(|p| !p.is_empty()).map_or_else(
-        || PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/switchyard-tools").join(default),
-        PathBuf::from,
-    );
-    assert!(
-        dir.join("node_modules").join(package).join("package.json").exists(),
-        "no {package} in {}: run `bash scripts/test.sh` (it installs it from npm) or set {env}",
-        dir.display()
-    );
+    let dir = packages(env, default, package);
     let copy = dir.join(format!("run-{}-{script}", uuid::Uuid::new_v4().simple()));
     std::fs::copy(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("js").join(script), &copy)
         .unwrap_or_else(|e| panic!("copy {script}: {e}"));
@@ -29,6 +21,21 @@ pub async fn run(env: &str, default: &str, package: &str, script: &str, args: &[
         .unwrap_or_else(|e| panic!("node: {e}"));
     let _ = std::fs::remove_file(&copy);
     out
+}
+
+/// The directory `$<env>` (default `$HOME/.cache/switchyard-tools/<default>`) whose
+/// `node_modules` hold `package`; the test fails, saying how to get it, when they do not.
+pub fn packages(env: &str, default: &str, package: &str) -> PathBuf {
+    let dir = std::env::var_os(env).filter(|p| !p.is_empty()).map_or_else(
+        || PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/switchyard-tools").join(default),
+        PathBuf::from,
+    );
+    assert!(
+        dir.join("node_modules").join(package).join("package.json").exists(),
+        "no {package} in {}: run `bash scripts/test.sh` (it installs it from npm) or set {env}",
+        dir.display()
+    );
+    dir
 }
 
 /// The Node to run: `SWITCHYARD_NODE`, else `node` on the PATH.

@@ -11,20 +11,12 @@ use serde_json::{Value, json};
 use switchyard_tests::a2a::{lines, py_script};
 use switchyard_tests::gateway::{Gateway, Options};
 
-/// The command that runs server-everything over stdio: `SWITCHYARD_MCP_PEERS` is a directory
-/// whose `node_modules` hold it (scripts/test.sh installs it from npm into the tools cache); Node
-/// is `SWITCHYARD_NODE`, else `node`.
+/// The command that runs server-everything over stdio (installed from npm into the tools cache's
+/// `mcp-peers` by scripts/test.sh, or `SWITCHYARD_MCP_PEERS`).
 fn server_everything() -> Vec<String> {
-    let peers = std::env::var_os("SWITCHYARD_MCP_PEERS").filter(|p| !p.is_empty()).map_or_else(
-        || PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/switchyard-tools/mcp-peers"),
-        PathBuf::from,
-    );
-    let script = peers.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    assert!(
-        script.exists(),
-        "no server-everything in {}: run `bash scripts/test.sh` (it installs it from npm) or set SWITCHYARD_MCP_PEERS",
-        peers.display()
-    );
+    let package = "@modelcontextprotocol/server-everything";
+    let dir = switchyard_tests::node::packages("SWITCHYARD_MCP_PEERS", "mcp-peers", package);
+    let script = dir.join("node_modules").join(package).join("dist/index.js");
     vec![switchyard_tests::node::node(), script.display().to_string(), "stdio".into()]
 }
 

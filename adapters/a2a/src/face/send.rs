@@ -142,10 +142,12 @@ impl A2aFace {
         // has not had is the same invocation and the same task ([`Answered`]); without, every
         // send is new.
         let identity = format!("{scope}\0{}\0{}", cfg.name, message.message_id);
+        let retries = cfg.dedupe() == crate::config::Dedupe::Retries;
         let content = if cfg.dedupes() {
             let v = serde_json::json!([&message, &push, &metadata, &modes]);
             let canonical = serde_json_canonicalizer::to_string(&v).map_err(|e| A2aError::internal(e.to_string()))?;
-            self.answered.current(&identity, hex::encode(Sha256::digest(canonical.as_bytes())))
+            let first = hex::encode(Sha256::digest(canonical.as_bytes()));
+            if retries { self.answered.current(&identity, first) } else { first }
         } else {
             uuid::Uuid::now_v7().to_string()
         };
@@ -183,7 +185,7 @@ impl A2aFace {
             grant: None,
             parent: None,
         };
-        let generation = (cfg.dedupe() == crate::config::Dedupe::Retries).then_some((identity, content));
+        let generation = retries.then_some((identity, content));
         Ok(Send {
             scope,
             task_id,
