@@ -12,9 +12,10 @@ use std::time::{Duration, Instant};
 
 use rmcp::model::{
     ClientCapabilities, ClientInfo, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
-    ErrorCode, ErrorData, Implementation, ListRootsResult, LoggingLevel, LoggingMessageNotificationParam,
-    ProgressNotificationParam, ProgressToken, ProtocolVersion, RequestId, RequestMetaObject,
-    ResourceUpdatedNotificationParam, ServerNotification, SubscribeRequestParams, SubscriptionFilter,
+    ElicitationCapability, ErrorCode, ErrorData, Implementation, ListRootsResult, LoggingLevel,
+    LoggingMessageNotificationParam, ProgressNotificationParam, ProgressToken, ProtocolVersion, RequestId,
+    RequestMetaObject, ResourceUpdatedNotificationParam, ServerNotification, SubscribeRequestParams,
+    SubscriptionFilter,
 };
 use rmcp::service::{InboundStreamOrigin, NotificationContext, Peer, RequestContext, RunningService};
 use rmcp::transport::TokioChildProcess;
@@ -161,7 +162,11 @@ impl ClientHandler for RelayHandler {
     fn get_info(&self) -> ClientInfo {
         let mut caps = ClientCapabilities::default();
         caps.sampling = Some(Default::default());
-        caps.elicitation = Some(Default::default());
+        // Both modes: a URL elicitation is passed on as asked (a client that cannot open URLs
+        // refuses it itself).
+        let mut elicitation = ElicitationCapability::new();
+        (elicitation.form, elicitation.url) = (Some(Default::default()), Some(Default::default()));
+        caps.elicitation = Some(elicitation);
         caps.roots = Some(Default::default());
         let mut info = ClientInfo::default();
         info.capabilities = caps;

@@ -176,6 +176,7 @@ impl McpGateway {
             foreign: agents,
             public_url: self.cfg.public_url.clone(),
             bridge_result_max_bytes: self.cfg.bridge_result_max_bytes,
+            held: Arc::default(),
         });
         let hosts: Vec<String> =
             LOOPBACK_HOSTS.iter().map(|s| s.to_string()).chain(self.cfg.allowed_hosts.iter().cloned()).collect();

@@ -15,7 +15,7 @@ use serde_json::Map;
 use switchyard_contract::{Catalog as Foreign, Content, Invocation, Part};
 
 use super::*;
-use crate::face::call::{GRANT_META, Rendered, render, request_meta};
+use crate::face::call::{GRANT_META, Ran, Rendered, render, request_meta};
 
 /// One `kind = "a2a"` upstream as the face serves it.
 #[derive(Debug, Clone)]
@@ -168,9 +168,11 @@ impl McpFace {
             let mut submission = prepared.map_err(|e| crate::error::rpc_error(&e, None))?;
             submission.ingress_key = round.ingress_key()?;
             submission.grant.clone_from(&grant);
-            let inv = match self.run_round(submission, wait, &ctx, &who, round.key.is_some()).await? {
-                Ok(inv) => inv,
-                Err(answer) => return Ok(CallToolResponse::Complete(answer)),
+            // No questions to wait for: an agent asks for input through its task's state.
+            let inv = match self.run_round(submission, wait, &ctx, &who, round.key.is_some(), None).await? {
+                Ran::Settled(inv) => inv,
+                Ran::Answer(answer) => return Ok(CallToolResponse::Complete(answer)),
+                Ran::Asked(s) => s.invocation,
             };
             let open = !inv.state.is_settled() || matches!(inv.state, InvocationState::AwaitingApproval);
             if open && tasks {
@@ -192,7 +194,8 @@ impl McpFace {
             let requests = elicitation(&asked.message, asked.schema.as_ref());
             round.prev = Some(inv.id.to_string());
             if modern(&ctx) {
-                let sealed = Sealed { prev: round.prev.clone(), up: None, key: round.key.clone(), round: round.n };
+                let sealed =
+                    Sealed { prev: round.prev.clone(), up: None, key: round.key.clone(), round: round.n, held: None };
                 let state = self.seal(&who, "tool", &name, &sealed)?;
                 return Ok(CallToolResponse::InputRequired(InputRequiredResult::new(Some(requests), Some(state))));
             }

@@ -3,8 +3,9 @@
 //! the rendering of each round's outcome ([`render`]) as a result, an error, a task, or a
 //! request for input.
 
+use super::relay::Questions;
 use super::*;
-use switchyard_contract::{ErrorKind, ErrorSource, Invocation};
+use switchyard_contract::{ErrorKind, ErrorSource, Invocation, Submitted};
 
 /// Where a call is in its rounds. Round 1 is the client's request; each later round answers the
 /// upstream's request for input and continues the invocation before it.
@@ -17,6 +18,9 @@ pub(super) struct Round {
     up_state: Option<String>,
     pub(super) responses: Option<InputResponses>,
     pub(super) n: u32,
+    /// The hold of the upstream's questions this round answers (a legacy upstream, a 2026-07-28
+    /// client).
+    held: Option<String>,
 }
 
 impl Round {
@@ -69,6 +73,16 @@ impl Round {
     }
 }
 
+/// How waiting for one round ended.
+pub(super) enum Ran {
+    /// The invocation as it is now (settled, or still running at the deadline).
+    Settled(Invocation),
+    /// The answer, with nothing more to wait for (a policy denial, or the client left).
+    Answer(CallToolResult),
+    /// The upstream asks the client something mid-call (held for the client's next round).
+    Asked(Submitted),
+}
+
 /// What one round's invocation came to.
 pub(super) enum Rendered {
     Answer(CallToolResponse),
@@ -91,14 +105,30 @@ impl McpFace {
         let wait = if tasks { self.shared.task_after } else { self.shared.call_wait };
         let who = principal(&ctx)?;
         let mut round = self.first_round(&params, &ctx, &who, &name)?;
-        let relay = self.relay(&ctx);
+        let mut relay = self.call_relay(&ctx);
         let grant = request_meta(&params, &ctx, GRANT_META).and_then(Value::as_str).map(str::to_string);
         loop {
-            let submission = round.submission(&entry, &params, &who, &relay, grant.as_deref())?;
-            let inv = match self.run_round(submission, wait, &ctx, &who, round.key.is_some()).await? {
-                Ok(inv) => inv,
-                Err(answer) => return Ok(CallToolResponse::Complete(answer)),
+            let ran = match round.held.take() {
+                Some(hold) => {
+                    let (ran, held) = self.resume_held(&hold, &mut round, wait, &ctx, &who).await?;
+                    relay = held;
+                    ran
+                }
+                None => {
+                    let submission = round.submission(&entry, &params, &who, &relay, grant.as_deref())?;
+                    let keyed = round.key.is_some();
+                    self.run_round(submission, wait, &ctx, &who, keyed, relay.questions.clone()).await?
+                }
             };
+            let inv = match ran {
+                Ran::Settled(inv) => inv,
+                Ran::Answer(answer) => return Ok(CallToolResponse::Complete(answer)),
+                Ran::Asked(submitted) => return self.hold(submitted, relay, &round, &who, &name),
+            };
+            // Questions the upstream asks from here on have no one to answer them.
+            if let Some(q) = &relay.questions {
+                q.close();
+            }
             // A task: the call is still running or waits for approval, or the tool always
             // answers with one (unless this round only asks for input, which stays an MRTR round).
             let open = !inv.state.is_settled() || matches!(inv.state, InvocationState::AwaitingApproval);
@@ -116,6 +146,7 @@ impl McpFace {
                     up: asked.request_state.clone(),
                     key: round.key.clone(),
                     round: round.n,
+                    held: None,
                 };
                 let state = self.seal(&who, "tool", &name, &sealed)?;
                 return Ok(CallToolResponse::InputRequired(InputRequiredResult::new(
@@ -134,8 +165,8 @@ impl McpFace {
         }
     }
 
-    /// Submits one round and waits for it: its invocation, or the answer when there is nothing
-    /// more to wait for (a policy denial, or the client stopped waiting).
+    /// Submits one round and waits for it: until it settles, the deadline passes, the client
+    /// stops waiting, or (with `questions`) the upstream asks the client something.
     pub(super) async fn run_round(
         &self,
         submission: Submission,
@@ -143,22 +174,33 @@ impl McpFace {
         ctx: &RequestContext<RoleServer>,
         who: &Principal,
         keyed: bool,
-    ) -> Result<Result<Invocation, CallToolResult>, ErrorData> {
+        questions: Option<Arc<Questions>>,
+    ) -> Result<Ran, ErrorData> {
         let ct = ctx.ct.clone();
-        let gone = Box::pin(async move { ct.cancelled().await });
+        let asked = questions.clone();
+        // The engine's wait ends when the client goes — or when a question arrives for it.
+        let gone = Box::pin(async move {
+            tokio::select! {
+                () = ct.cancelled() => {}
+                () = async { match &asked { Some(q) => q.wait().await, None => std::future::pending().await } } => {}
+            }
+        });
         let waited = match self.shared.engine.submit_and_wait(submission, wait, gone).await {
             Ok(waited) => waited,
             // A policy denial is the tool's answer, not a protocol error: a model reads it and
             // adapts.
             Err(e) if e.source == ErrorSource::Policy && e.kind == ErrorKind::Forbidden => {
-                return Ok(Err(denied_result(&e)));
+                return Ok(Ran::Answer(denied_result(&e)));
             }
             Err(e) => return Err(crate::error::rpc_error(&e, None)),
         };
         if waited.client_gone {
-            return Ok(Err(self.client_gone(ctx.id.clone(), who, &waited.submitted, keyed)));
+            if !ctx.ct.is_cancelled() && questions.is_some_and(|q| q.pending()) {
+                return Ok(Ran::Asked(waited.submitted));
+            }
+            return Ok(Ran::Answer(self.client_gone(ctx.id.clone(), who, &waited.submitted, keyed)));
         }
-        Ok(Ok(waited.submitted.invocation))
+        Ok(Ran::Settled(waited.submitted.invocation))
     }
 
     /// The catalog entry for `name`, if this endpoint exposes it and its schema is approved.
@@ -219,6 +261,7 @@ impl McpFace {
                 up_state: sealed.up,
                 responses,
                 n: sealed.round + 1,
+                held: sealed.held,
             });
         }
         let key = request_meta(params, ctx, IDEMPOTENCY_KEY);
@@ -230,7 +273,7 @@ impl McpFace {
             }
             None => None,
         };
-        Ok(Round { key, prev: None, up_state: None, responses, n: 1 })
+        Ok(Round { key, prev: None, up_state: None, responses, n: 1, held: None })
     }
 }
 

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CacheScope, CallToolRequestParams, CallToolResponse, CallToolResult, CancelledNotificationParam, ClientRequest,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelledNotificationParam, ClientRequest,
     CompleteRequest, CompleteRequestParams, CompleteResult, ContentBlock, ErrorCode, ErrorData, GetPromptRequest,
     GetPromptRequestParams, GetPromptResponse, Implementation, InputRequiredResult, InputResponses, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, MetaObject, PaginatedRequestParams,
@@ -42,8 +42,10 @@ use relay::McpRelay;
 mod bridged;
 mod call;
 mod gone;
+mod held;
 mod mrtr;
 mod relay;
+mod served;
 mod tasks;
 pub use bridged::{A2A_META, Bridge};
 use gone::{Cancels, pending_result};
@@ -77,6 +79,8 @@ pub struct Shared {
     /// Base of absolute links the face hands out (artifacts); unset: the request's `Host`.
     pub public_url: Option<String>,
     pub bridge_result_max_bytes: usize,
+    /// 2026-07-28 calls whose legacy upstream waits for the client's answer.
+    pub held: Arc<held::Held>,
 }
 
 impl std::fmt::Debug for Shared {
@@ -186,18 +190,37 @@ impl McpFace {
         }
     }
 
+    /// The gateway's identity as this virtual server.
+    fn identity(&self) -> Implementation {
+        let name = self.server.name.clone().unwrap_or_else(|| "switchyard".into());
+        Implementation::new(name, env!("CARGO_PKG_VERSION"))
+    }
+
+    /// A tools/call's relay: a 2026-07-28 client's also queues the upstream's questions.
+    fn call_relay(&self, ctx: &RequestContext<RoleServer>) -> Arc<McpRelay> {
+        self.relay_with(ctx, true)
+    }
+
     fn relay(&self, ctx: &RequestContext<RoleServer>) -> Arc<McpRelay> {
+        self.relay_with(ctx, false)
+    }
+
+    fn relay_with(&self, ctx: &RequestContext<RoleServer>, asks: bool) -> Arc<McpRelay> {
         let legacy = !modern(ctx);
         // A legacy session gets log messages at its `logging/setLevel` (default info); a modern
         // request only when its `_meta` asks.
         let log_level = if legacy { self.level.lock().ok().map(|l| *l) } else { ctx.meta.log_level() };
-        Arc::new(McpRelay {
-            peer: ctx.peer.clone(),
-            progress: ctx.meta.get_progress_token(),
+        let mut relay = McpRelay::new(
+            ctx.peer.clone(),
+            ctx.meta.get_progress_token(),
             legacy,
-            capabilities: ctx.client_capabilities(),
+            ctx.client_capabilities(),
             log_level,
-        })
+        );
+        if asks && !legacy {
+            relay.questions = Some(Arc::default());
+        }
+        Arc::new(relay)
     }
 
     fn includes(&self) -> impl Fn(&str) -> bool + '_ {
@@ -276,8 +299,7 @@ impl ServerHandler for McpFace {
         {
             caps.logging = Some(Default::default());
         }
-        let name = self.server.name.clone().unwrap_or_else(|| "switchyard".into());
-        let mut info = ServerInfo::new(caps).with_server_info(Implementation::new(name, env!("CARGO_PKG_VERSION")));
+        let mut info = ServerInfo::new(caps).with_server_info(self.identity());
         info.instructions = self.server.instructions.clone();
         info
     }
@@ -285,7 +307,7 @@ impl ServerHandler for McpFace {
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
-        _: RequestContext<RoleServer>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         self.shared.catalog.refresh_approvals().await;
         self.refresh_bridges().await;
@@ -304,9 +326,9 @@ impl ServerHandler for McpFace {
             .collect();
         tools.extend(self.bridged_tools());
         let (items, next) = page(&tools, request.as_ref().and_then(|r| r.cursor.as_deref()), self.shared.page_size)?;
-        let mut r = ListToolsResult::with_all_items(items).with_ttl_ms(0).with_cache_scope(CacheScope::Private);
+        let mut r = ListToolsResult::with_all_items(items);
         r.next_cursor = next;
-        Ok(r)
+        Ok(served::in_era!(r, &self.identity(), &ctx))
     }
 
     async fn call_tool(
@@ -327,7 +349,10 @@ impl ServerHandler for McpFace {
             tenant = %tenant,
             invocation.id = tracing::field::Empty,
         );
-        self.call(request, context).instrument(span).await
+        let server = self.identity();
+        let modern_ctx = context.clone();
+        let answer = self.call(request, context).instrument(span).await?;
+        Ok(served::call(answer, &server, &modern_ctx))
     }
 
     /// The exposed tool (rmcp checks `Mcp-Param-*` headers against its schema).
@@ -348,7 +373,7 @@ impl ServerHandler for McpFace {
     async fn list_prompts(
         &self,
         request: Option<PaginatedRequestParams>,
-        _: RequestContext<RoleServer>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
         let prompts: Vec<_> = self
             .shared
@@ -364,9 +389,9 @@ impl ServerHandler for McpFace {
             })
             .collect();
         let (items, next) = page(&prompts, request.as_ref().and_then(|r| r.cursor.as_deref()), self.shared.page_size)?;
-        let mut r = ListPromptsResult::with_all_items(items).with_ttl_ms(0).with_cache_scope(CacheScope::Private);
+        let mut r = ListPromptsResult::with_all_items(items);
         r.next_cursor = next;
-        Ok(r)
+        Ok(served::in_era!(r, &self.identity(), &ctx))
     }
 
     async fn get_prompt(
@@ -399,36 +424,36 @@ impl ServerHandler for McpFace {
                 &context,
             )
             .await?;
-        match answer {
-            Ok(ServerResult::GetPromptResult(r)) => Ok(GetPromptResponse::Complete(r)),
-            Ok(_) => Err(unexpected("prompts/get")),
-            Err(asked) => Ok(GetPromptResponse::InputRequired(asked)),
-        }
+        let answer = match answer {
+            Ok(ServerResult::GetPromptResult(r)) => GetPromptResponse::Complete(r),
+            Ok(_) => return Err(unexpected("prompts/get")),
+            Err(asked) => GetPromptResponse::InputRequired(asked),
+        };
+        Ok(served::prompt(answer, &self.identity(), &context))
     }
 
     async fn list_resources(
         &self,
         request: Option<PaginatedRequestParams>,
-        _: RequestContext<RoleServer>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let all: Vec<_> = self.shared.catalog.offers(self.includes()).into_iter().flat_map(|o| o.resources).collect();
         let (items, next) = page(&all, request.as_ref().and_then(|r| r.cursor.as_deref()), self.shared.page_size)?;
-        let mut r = ListResourcesResult::with_all_items(items).with_ttl_ms(0).with_cache_scope(CacheScope::Private);
+        let mut r = ListResourcesResult::with_all_items(items);
         r.next_cursor = next;
-        Ok(r)
+        Ok(served::in_era!(r, &self.identity(), &ctx))
     }
 
     async fn list_resource_templates(
         &self,
         request: Option<PaginatedRequestParams>,
-        _: RequestContext<RoleServer>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         let all: Vec<_> = self.shared.catalog.offers(self.includes()).into_iter().flat_map(|o| o.templates).collect();
         let (items, next) = page(&all, request.as_ref().and_then(|r| r.cursor.as_deref()), self.shared.page_size)?;
-        let mut r =
-            ListResourceTemplatesResult::with_all_items(items).with_ttl_ms(0).with_cache_scope(CacheScope::Private);
+        let mut r = ListResourceTemplatesResult::with_all_items(items);
         r.next_cursor = next;
-        Ok(r)
+        Ok(served::in_era!(r, &self.identity(), &ctx))
     }
 
     async fn read_resource(
@@ -456,11 +481,12 @@ impl ServerHandler for McpFace {
                 &context,
             )
             .await?;
-        match answer {
-            Ok(ServerResult::ReadResourceResult(r)) => Ok(ReadResourceResponse::Complete(r)),
-            Ok(_) => Err(unexpected("resources/read")),
-            Err(asked) => Ok(ReadResourceResponse::InputRequired(asked)),
-        }
+        let answer = match answer {
+            Ok(ServerResult::ReadResourceResult(r)) => ReadResourceResponse::Complete(r),
+            Ok(_) => return Err(unexpected("resources/read")),
+            Err(asked) => ReadResourceResponse::InputRequired(asked),
+        };
+        Ok(served::read(answer, &self.identity(), &context))
     }
 
     async fn complete(
@@ -488,7 +514,10 @@ impl ServerHandler for McpFace {
         };
         request.meta = None;
         match self.forward(&upstream, ClientRequest::CompleteRequest(CompleteRequest::new(request)), &context).await? {
-            ServerResult::CompleteResult(r) => Ok(r),
+            ServerResult::CompleteResult(mut r) => {
+                served::stamp(&mut r.meta, &self.identity(), &context);
+                Ok(r)
+            }
             _ => Err(unexpected("completion/complete")),
         }
     }

@@ -27,6 +27,9 @@ pub(super) struct Sealed {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) key: Option<String>,
     pub(super) round: u32,
+    /// The hold of a legacy upstream's questions that this round answers (tools only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) held: Option<String>,
 }
 
 impl McpFace {
@@ -101,7 +104,7 @@ impl McpFace {
                     &who,
                     kind,
                     name,
-                    &Sealed { prev: None, up: asked.request_state.clone(), key: None, round },
+                    &Sealed { prev: None, up: asked.request_state.clone(), key: None, round, held: None },
                 )?;
                 return Ok(Err(InputRequiredResult::new(asked.input_requests, Some(state))));
             }
