@@ -2,7 +2,8 @@
 served over stdio, for the bridge tests (`tests/tests/bridge.rs`).
 
 Tools: `add` (integers; FastMCP's structured result), `greet` (one string argument), `chart`
-(a PNG image), `fail` (a tool error), `steps` (progress notifications, then a text).
+(a PNG image), `fail` (a tool error), `steps` (progress notifications, then a text). A resource `data://motd` and a prompt
+`review` with one argument.
 """
 
 import asyncio
@@ -56,6 +57,18 @@ async def steps(n: int, ctx: Context) -> str:
         await ctx.report_progress(i, n, f"step {i} of {n}")
         await asyncio.sleep(0.05)
     return f"{n} steps done"
+
+
+@mcp.resource("data://motd", mime_type="text/plain")
+def motd() -> str:
+    """The message of the day."""
+    return "Gateways keep what upstreams said."
+
+
+@mcp.prompt
+def review(topic: str) -> str:
+    """Asks for a review of a topic."""
+    return f"Please review {topic}, field by field."
 
 
 if __name__ == "__main__":

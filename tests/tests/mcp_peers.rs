@@ -51,16 +51,72 @@ fn quoted(command: &[String]) -> String {
     command.iter().map(|a| format!("'{a}'")).collect::<Vec<_>>().join(" ")
 }
 
-/// What the SDK made of each call: `(ok, content)` per call, in order.
-fn answers(out: &std::process::Output) -> Vec<(bool, Value)> {
-    lines(out)
-        .into_iter()
-        .filter(|l| l.get("call").is_some())
-        .map(|l| (l["ok"] == true, if l["ok"] == true { l["result"]["content"].clone() } else { l["error"].clone() }))
-        .collect()
+/// What the SDK made of each operation, in order: `(operation, ok, result or error)`, and the
+/// questions the client was asked (elicitation forms with their fields in order, sampling,
+/// roots) where they fell.
+fn answers(out: &std::process::Output) -> Vec<Value> {
+    lines(out).into_iter().filter(|l| l.get("op").is_some() || l.get("asked").is_some()).collect()
 }
 
-const CALLS: &str = r#"[["echo", {"message": "hi"}], ["get-sum", {"a": 2, "b": 3}]]"#;
+/// An answer as compared: the gateway's own additions taken out — its namespaced `_meta` keys
+/// (`dev.switchyard/…`), and the server identity a 2026-07-28 result names (the gateway's, not
+/// the upstream's: only its presence is compared) — and, between a client and a baseline of
+/// different eras, the fields the era itself adds (`resultType`, `ttlMs`, `cacheScope`, the
+/// server identity).
+fn normalized(mut line: Value, cross_era: bool) -> Value {
+    fn strip(v: &mut Value, cross_era: bool) {
+        let Some(o) = v.as_object_mut() else { return };
+        if let Some(meta) = o.get_mut("_meta").and_then(Value::as_object_mut) {
+            meta.retain(|k, _| !k.starts_with("dev.switchyard/"));
+            if cross_era {
+                meta.remove("io.modelcontextprotocol/serverInfo");
+            } else if let Some(info) = meta.get_mut("io.modelcontextprotocol/serverInfo") {
+                *info = json!("<server>");
+            }
+            if meta.is_empty() {
+                o.remove("_meta");
+            }
+        }
+        if cross_era {
+            for k in ["resultType", "ttlMs", "cacheScope"] {
+                o.remove(k);
+            }
+        }
+        if let Some(inner) = o.get_mut("result") {
+            strip(inner, cross_era);
+        }
+    }
+    if let Some(r) = line.get_mut("result") {
+        strip(r, cross_era);
+    }
+    line
+}
+
+/// Where two answers first differ: the JSON pointer and both values there.
+fn first_difference(at: &str, a: &Value, b: &Value) -> Option<String> {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let keys: Vec<&String> = x.keys().chain(y.keys().filter(|k| !x.contains_key(*k))).collect();
+            keys.into_iter().find_map(|k| {
+                let here = format!("{at}/{k}");
+                match (x.get(k), y.get(k)) {
+                    (Some(p), Some(q)) => first_difference(&here, p, q),
+                    (p, q) => Some(format!("{here}: directly {p:?}, through {q:?}")),
+                }
+            })
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            x.iter().zip(y).enumerate().find_map(|(i, (p, q))| first_difference(&format!("{at}/{i}"), p, q))
+        }
+        _ if a == b => None,
+        _ => Some(format!("{at}: directly {a}, through {b}")),
+    }
+}
+
+/// The checks of the matrix, as operations both clients run.
+fn ops(checks: &[(&str, Value)]) -> String {
+    Value::Array(checks.iter().map(|(_, op)| op.clone()).collect()).to_string()
+}
 
 /// The third-party clients: the Python SDK in both eras, the TypeScript SDK v2 (2026-07-28) and
 /// v1 (2025-11-25); each with the client whose direct answers it is compared with (the Python
@@ -92,46 +148,134 @@ async fn run(client: &str, server: &str, calls: &str) -> std::process::Output {
     }
 }
 
-/// Each client sees `url` (the gateway) as it sees `command` directly: the same answers, and its
-/// own tools, in the upstream's order, among those listed (server-everything adds tools for the
-/// client capabilities it sees — roots, sampling, elicitation — which the gateway declares).
-async fn same_as_direct(url: &str, command: &[String], calls: &str, expected: usize) {
+/// Each client sees `url` (the gateway) as it sees `command` directly: the same answers, field by
+/// field apart from the gateway's own additions ([`normalized`]), the same questions (forms with
+/// their fields in order), and its own tools, in the upstream's order, among those listed
+/// (server-everything adds tools for the client capabilities it sees — roots, sampling,
+/// elicitation — which the gateway declares). Prints the matrix (client × check, directly and
+/// through the gateway) and fails on any difference.
+async fn same_as_direct(
+    upstream: &str,
+    url: &str,
+    command: &[String],
+    checks: &[(&str, Value)],
+    modern_upstream: bool,
+) {
     let stdio = format!("stdio:{}", json!(command));
-    for (client, baseline) in CLIENTS {
-        let direct_out = run(baseline, &stdio, calls).await;
-        let direct = answers(&direct_out);
+    let script = ops(checks);
+    let mut differences = Vec::new();
+    println!("{upstream}: client × check, directly | through the gateway");
+    for (client, legacy_baseline) in CLIENTS {
+        let baseline = if modern_upstream { client } else { legacy_baseline };
+        // A 2026-07-28 client meets a legacy upstream only through the gateway.
+        let cross_era = !modern_upstream && matches!(client, "python 2026-07-28" | "ts v2");
+        let direct_out = run(baseline, &stdio, &script).await;
+        let out = run(client, url, &script).await;
+        let (direct, through) = (answers(&direct_out), answers(&out));
+        let era = |o: &std::process::Output| lines(o).into_iter().find_map(|l| l.get("era").cloned());
+        println!("  {client}: era directly {:?}, through the gateway {:?}", era(&direct_out), era(&out));
+        let results = |a: &[Value]| a.iter().filter(|l| l.get("op").is_some()).cloned().collect::<Vec<_>>();
+        let (direct_results, through_results) = (results(&direct), results(&through));
         assert_eq!(
-            direct.len(),
-            expected,
-            "{client} directly: {direct:?}\n{}",
+            direct_results.len(),
+            checks.len(),
+            "{client} directly ({baseline}): {direct:?}\n{}",
             String::from_utf8_lossy(&direct_out.stderr)
         );
-        let out = run(client, url, calls).await;
-        let through = answers(&out);
-        assert_eq!(
-            through,
-            direct,
-            "{client} through the gateway vs directly\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        // The questions asked before each answer: the same, in the same place.
+        let asked_before = |a: &[Value]| {
+            let mut per_op = vec![Vec::new(); checks.len() + 1];
+            let mut i = 0;
+            for l in a {
+                if l.get("op").is_some() {
+                    i += 1;
+                } else if let Some(slot) = per_op.get_mut(i) {
+                    slot.push(l.clone());
+                }
+            }
+            per_op
+        };
+        let (direct_asked, through_asked) = (asked_before(&direct), asked_before(&through));
+        for (i, (name, _)) in checks.iter().enumerate() {
+            let d = direct_results.get(i).cloned().map(|l| normalized(l, cross_era));
+            let t = through_results.get(i).cloned().map(|l| normalized(l, cross_era));
+            let ok = |l: &Option<Value>| match l {
+                Some(l) if l["ok"] == true => "ok",
+                Some(_) => "error",
+                None => "missing",
+            };
+            let same = d == t && direct_asked[i] == through_asked[i];
+            println!(
+                "  {client:<18} {name:<22} {:<6} | {:<6} {}",
+                ok(&d),
+                ok(&t),
+                if same { "same" } else { "DIFFERENT" }
+            );
+            if !same {
+                let (d, t) = (d.unwrap_or_default(), t.unwrap_or_default());
+                differences.push(format!(
+                    "{client} {name}: {}\n  asked directly {:?}\n  asked through {:?}",
+                    first_difference("", &d, &t).unwrap_or_default(),
+                    direct_asked[i],
+                    through_asked[i]
+                ));
+            }
+        }
         let (all, own) = (listed(&out), listed(&direct_out));
         let all: Vec<&Value> = all.as_array().map(|a| a.iter().collect()).unwrap_or_default();
         let mut rest = all.iter();
         let in_order = own.as_array().is_some_and(|o| o.iter().all(|t| rest.any(|a| *a == t)));
-        assert!(in_order, "{client}: {own} should appear, in order, in {all:?}");
+        if !in_order {
+            differences.push(format!("{client}: {own} should appear, in order, in {}", json!(all)));
+        }
         // Objects keep the upstream's key order (a form's fields, a schema's properties).
         if let Some(direct_props) = property_order(&direct_out) {
             let through_props = property_order(&out).unwrap_or_default();
             for (tool, keys) in direct_props {
-                assert_eq!(through_props.get(&tool), Some(&keys), "{client}: the properties of {tool}, in order");
+                if through_props.get(&tool) != Some(&keys) {
+                    differences.push(format!("{client}: the properties of {tool}, in order: {keys} directly"));
+                }
             }
         }
+        if through_results.len() != checks.len() {
+            differences.push(format!("{client} through the gateway:\n{}", String::from_utf8_lossy(&out.stderr)));
+        }
     }
+    assert!(differences.is_empty(), "{upstream}: through the gateway vs directly:\n{}", differences.join("\n"));
 }
 
 /// Each tool's input schema property names in order, as the TypeScript client printed them.
 fn property_order(out: &std::process::Output) -> Option<serde_json::Map<String, Value>> {
     lines(out).into_iter().find_map(|l| l.get("properties").and_then(Value::as_object).cloned())
+}
+
+/// The matrix's checks against server-everything: read and write tools, a rich schema and
+/// structured content, a server→client question of each kind during a call (elicitation with a
+/// 13-field form, sampling, roots), progress, a call the client gives up on (and one after it),
+/// resources, prompts and completion.
+fn everything_checks() -> Vec<(&'static str, Value)> {
+    vec![
+        ("call read (echo)", json!(["call", "echo", {"message": "hi"}])),
+        ("call read (get-sum)", json!(["call", "get-sum", {"a": 2, "b": 3}])),
+        ("call write (structured)", json!(["call", "get-structured-content", {"location": "New York"}])),
+        (
+            "call write (annotated)",
+            json!(["call", "get-annotated-message", {"messageType": "error", "includeImage": true}]),
+        ),
+        ("call write (links)", json!(["call", "get-resource-links", {"count": 2}])),
+        ("elicitation", json!(["call", "trigger-elicitation-request", {}])),
+        ("sampling", json!(["call", "trigger-sampling-request", {"prompt": "hi", "maxTokens": 10}])),
+        ("roots", json!(["call", "get-roots-list", {}])),
+        ("progress", json!(["progress", "trigger-long-running-operation", {"duration": 0.3, "steps": 3}])),
+        ("cancel", json!(["cancel", "trigger-long-running-operation", {"duration": 3, "steps": 3}, 0.5])),
+        ("call after cancel", json!(["call", "echo", {"message": "after"}])),
+        ("resources/list", json!(["resources"])),
+        ("templates/list", json!(["templates"])),
+        ("resources/read", json!(["read", "demo://resource/static/document/architecture.md"])),
+        ("prompts/list", json!(["prompts"])),
+        ("prompts/get", json!(["prompt", "args-prompt", {"city": "Paris", "state": "TX"}])),
+        ("completion", json!(["complete", "completable-prompt", "name", "", {"department": "Sales"}])),
+    ]
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -145,17 +289,18 @@ async fn a_legacy_reference_server_behind_the_gateway_answers_both_client_eras_a
     let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(config), ..Options::default() });
     let url = format!("{}/mcp", gw.base);
 
-    let direct = answers(&run("python legacy", &format!("stdio:{}", json!(command)), CALLS).await);
-    assert!(direct.iter().all(|(ok, _)| *ok), "directly: {direct:?}");
-    assert_eq!(direct[0].1[0]["text"], "Echo: hi", "{direct:?}");
-    same_as_direct(&url, &command, CALLS, 2).await;
+    let checks = everything_checks();
+    let direct = answers(&run("python legacy", &format!("stdio:{}", json!(command)), &ops(&checks[..1])).await);
+    assert_eq!(direct.last().map(|l| l["result"]["content"][0]["text"].clone()), Some(json!("Echo: hi")), "{direct:?}");
+    same_as_direct("server-everything (2025-11-25)", &url, &command, &checks, false).await;
     // Ten more calls: the child was started a bounded number of times (once per pooled
     // session), not once per call.
-    let many = json!((0..10).map(|i| json!(["echo", {"message": format!("n{i}")}])).collect::<Vec<_>>()).to_string();
-    let out = py_script("mcp_peer_client.py", &[&url, "2026-07-28", &many]).await;
-    assert!(answers(&out).iter().all(|(ok, _)| *ok), "{:?}", answers(&out));
+    let starts_before = std::fs::read_to_string(&spawns).unwrap_or_default().lines().count();
+    let many = json!((0..10).map(|i| json!(["call", "echo", {"message": format!("n{i}")}])).collect::<Vec<_>>());
+    let out = py_script("mcp_peer_client.py", &[&url, "2026-07-28", &many.to_string()]).await;
+    assert!(answers(&out).iter().all(|l| l["ok"] == true), "{:?}", answers(&out));
     let starts = std::fs::read_to_string(&spawns).unwrap_or_default().lines().count();
-    assert!(starts <= 3, "server-everything was started {starts} times for 18 calls and their discoveries");
+    assert_eq!(starts, starts_before, "ten calls started server-everything {} more times", starts - starts_before);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -166,6 +311,18 @@ async fn a_fastmcp_server_behind_the_gateway_answers_both_client_eras_as_it_does
     let config = config_with(dir.path(), "fm", format!("exec {}", quoted(&command)), &["add", "greet", "chart"]);
     let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(config), ..Options::default() });
     let url = format!("{}/mcp", gw.base);
-    let calls = r#"[["add", {"a": 2, "b": 3}], ["greet", {"name": "Ada"}], ["chart", {}], ["fail", {}]]"#;
-    same_as_direct(&url, &command, calls, 4).await;
+    let checks = vec![
+        ("call read (structured)", json!(["call", "add", {"a": 2, "b": 3}])),
+        ("call read (text)", json!(["call", "greet", {"name": "Ada"}])),
+        ("call read (image)", json!(["call", "chart", {}])),
+        ("call write (tool error)", json!(["call", "fail", {}])),
+        ("progress", json!(["progress", "steps", {"n": 3}])),
+        ("cancel", json!(["cancel", "steps", {"n": 40}, 0.5])),
+        ("call after cancel", json!(["call", "greet", {"name": "again"}])),
+        ("resources/list", json!(["resources"])),
+        ("resources/read", json!(["read", "data://motd"])),
+        ("prompts/list", json!(["prompts"])),
+        ("prompts/get", json!(["prompt", "review", {"topic": "gateways"}])),
+    ];
+    same_as_direct("FastMCP 4.2.3 (2026-07-28)", &url, &command, &checks, true).await;
 }
