@@ -124,4 +124,5 @@ async def main():
                 say({"op": op[0], "ok": False, "error": f"{type(e).__name__}: {e}"})
 
 
-anyio.run(main)
+if __name__ == "__main__":
+    anyio.run(main)

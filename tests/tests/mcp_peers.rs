@@ -28,6 +28,10 @@ fn listed(out: &std::process::Output) -> Value {
 /// Writes a gateway config with one stdio upstream `name` (no prefix) running `shell` under
 /// `sh -c`, its `read_only` tools listed.
 fn config_with(dir: &std::path::Path, name: &str, shell: String, read_only: &[&str]) -> PathBuf {
+    config_with_extra(dir, name, shell, read_only, "")
+}
+
+fn config_with_extra(dir: &std::path::Path, name: &str, shell: String, read_only: &[&str], mcp: &str) -> PathBuf {
     let ops: Vec<String> =
         read_only.iter().map(|t| format!("{} = \"read_only\"", Value::String((*t).into()))).collect();
     let config = dir.join("peers.toml");
@@ -35,7 +39,7 @@ fn config_with(dir: &std::path::Path, name: &str, shell: String, read_only: &[&s
         &config,
         format!(
             "[mcp]\nanonymous = true\nconnect_timeout_ms = 20000\n\
-             request_state_key = \"switchyard-test-request-state-key-0123456789\"\n\n\
+             request_state_key = \"switchyard-test-request-state-key-0123456789\"\n{mcp}\n\
              [[mcp.upstreams]]\nname = \"{name}\"\nprefix = \"\"\ncommand = [\"sh\", \"-c\", {}]\n\
              operations = {{ {} }}\n",
             Value::String(shell),
@@ -325,4 +329,58 @@ async fn a_fastmcp_server_behind_the_gateway_answers_both_client_eras_as_it_does
         ("prompts/get", json!(["prompt", "review", {"topic": "gateways"}])),
     ];
     same_as_direct("FastMCP 4.2.3 (2026-07-28)", &url, &command, &checks, true).await;
+}
+
+/// The rounds of a held call, driven by hand: the answered round gets the upstream's result; a
+/// replay of that `requestState` is refused (the question was answered, nothing is asked or
+/// called again); a hold left unanswered past `request_state_ttl_ms` is refused too, the upstream
+/// hears that its question went unanswered (the invocation settles), and the pooled session
+/// serves the next call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_question_is_answered_once_and_expires_when_nobody_answers() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let config = config_with_extra(
+        dir.path(),
+        "ev",
+        format!("exec {}", quoted(&server_everything())),
+        &["echo"],
+        "request_state_ttl_ms = 3000\n",
+    );
+    let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(config), ..Options::default() });
+    let url = format!("{}/mcp", gw.base);
+    let rounds = |wait: &'static str| {
+        let url = url.clone();
+        async move {
+            let out = py_script("mcp_held_rounds.py", &[&url, "trigger-elicitation-request", wait]).await;
+            let seen = lines(&out);
+            assert_eq!(seen.len(), 3, "{seen:?}\n{}", String::from_utf8_lossy(&out.stderr));
+            seen
+        }
+    };
+
+    let seen = rounds("0").await;
+    assert_eq!(seen[0]["asked"], json!({"upstream-1": "elicitation/create"}), "{seen:?}");
+    let text = seen[1]["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(seen[1]["ok"] == true && text.contains("User provided the requested information"), "{seen:?}");
+    let invocation = seen[1]["result"]["_meta"]["dev.switchyard/invocation"].clone();
+    assert!(invocation.is_string(), "{seen:?}");
+    let replay = seen[2]["error"].as_str().unwrap_or_default();
+    assert!(seen[2]["ok"] == false && replay.contains("no longer holds"), "{seen:?}");
+    assert!(replay.contains(invocation.as_str().unwrap_or("?")), "the refusal names the call: {replay}");
+
+    let seen = rounds("4").await;
+    let late = seen[1]["error"].as_str().unwrap_or_default();
+    assert!(seen[1]["ok"] == false && (late.contains("expired") || late.contains("no longer holds")), "{seen:?}");
+    // The upstream heard: the call went on and settled without the answer.
+    let runs = gw.all("default").await;
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    assert!(runs.iter().all(|r| r["state"]["state"] == "succeeded"), "{runs:?}");
+    let unanswered = runs.iter().any(|r| {
+        r["state"]["result"]["content"][0]["text"].as_str().is_some_and(|t| t.contains("did not answer in time"))
+    });
+    assert!(unanswered, "the upstream was told its question went unanswered: {runs:?}");
+    let after = json!([["call", "echo", {"message": "still here"}]]).to_string();
+    let out = py_script("mcp_peer_client.py", &[&url, "2026-07-28", &after]).await;
+    let last = answers(&out).pop().unwrap_or_default();
+    assert_eq!(last["result"]["content"][0]["text"], "Echo: still here", "{last}");
 }

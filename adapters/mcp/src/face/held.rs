@@ -20,7 +20,7 @@ use tokio::sync::oneshot;
 use super::call::{Ran, Round};
 use super::mrtr::Sealed;
 use super::relay::McpRelay;
-use super::{McpFace, internal, invalid};
+use super::{MAX_ROUNDS, McpFace, internal, invalid, pending_result};
 
 /// At most this many questions are held at once in one gateway process.
 const MAX_HELD: usize = 10_000;
@@ -92,6 +92,15 @@ impl McpFace {
         who: &Principal,
         name: &str,
     ) -> Result<CallToolResponse, ErrorData> {
+        let prev = submitted.invocation.id.to_string();
+        if round.n >= MAX_ROUNDS {
+            // Enough rounds: the upstream's question is refused, and the call goes on without it.
+            if let Some(q) = &relay.questions {
+                q.close();
+            }
+            let state = submitted.invocation.state.name();
+            return Ok(CallToolResponse::Complete(pending_result(submitted.invocation.id, state.as_str())));
+        }
         let asked = relay.questions.as_ref().map(|q| q.take()).unwrap_or_default();
         let mut requests: BTreeMap<String, InputRequest> = BTreeMap::new();
         let mut answers = Vec::new();
@@ -100,7 +109,6 @@ impl McpFace {
             requests.insert(key.clone(), a.request);
             answers.push((key, a.answer));
         }
-        let prev = submitted.invocation.id.to_string();
         let call = HeldCall { relay, submitted, answers };
         let hold = self.shared.held.hold(call, self.shared.state_ttl).ok_or_else(|| {
             internal(format!(

@@ -58,7 +58,8 @@ pub const IDEMPOTENCY_KEY: &str = "dev.switchyard/idempotencyKey";
 /// The `_meta` key on every tools/call result naming the invocation that carried it.
 pub const INVOCATION_META: &str = "dev.switchyard/invocation";
 
-/// Legacy clients are asked at most this many rounds of input per call.
+/// A call asks its client for input at most this many rounds (a legacy client asked directly, or a
+/// legacy upstream's questions held for a 2026-07-28 client).
 const MAX_ROUNDS: u32 = 10;
 
 /// Everything the faces share.
