@@ -1,7 +1,7 @@
 //! A scriptable in-process upstream for engine tests: it records every physical call and
 //! answers by the operation's name, so each guarantee can be provoked precisely.
 //!
-//! Operations: `ok` (answers at once), `flaky:N` (unavailable for the first N attempts),
+//! Operations: `ok` (answers at once), `flaky:N` (unavailable for the first N attempts), `sleep:MS` (answers after MS ms),
 //! `lost` (outcome lost), `gate` (waits until [`Scripted::open_gate`] for attempt 1; later
 //! attempts answer at once), `hang` (never answers; cancelable when `cancelable`).
 
@@ -99,6 +99,10 @@ impl Upstream for Scripted {
         match op.split_once(':') {
             Some(("flaky", n)) if u64::from(call.attempt_no) <= n.parse().unwrap_or(0) => {
                 return Err(UpstreamError::Unavailable { message: format!("flaky attempt {}", call.attempt_no) });
+            }
+            Some(("sleep", ms)) => {
+                tokio::time::sleep(std::time::Duration::from_millis(ms.parse().unwrap_or(0))).await;
+                return Ok(answer);
             }
             _ => {}
         }

@@ -441,6 +441,58 @@ async fn g9_watch_resumes_without_gaps_or_duplicates(db: Db) {
     assert!(matches!(denied.as_slice(), [Err(err)] if err.kind == ErrorKind::NotFound));
 }
 
+/// Two replicas on one PostgreSQL database, each with its change feed (`LISTEN/NOTIFY`) and a
+/// poll slowed to 40 s: a call that settles on replica A is seen settled by a waiter and a
+/// watcher on replica B within 50 ms (the median of five calls; each well before any poll).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_on_one_replica_wakes_a_waiter_on_another_at_once() {
+    let url = switchyard_tests::pg::database().await;
+    let replica = || async {
+        let stores = switchyard_store::connect(&url, &StoreOptions::default()).await.unwrap_or_else(|e| panic!("{e}"));
+        (stores.invocations, stores.feed.unwrap_or_else(|| panic!("PostgreSQL has a change feed")))
+    };
+    let cfg = EngineConfig { watch_poll: Duration::from_secs(5), ..config(2000) };
+    let up = Scripted::new(false);
+    let (store_a, feed_a) = replica().await;
+    let (store_b, feed_b) = replica().await;
+    let a = engine(store_a, &up, Arc::new(NoFaults), cfg.clone());
+    let b = engine(store_b, &up, Arc::new(NoFaults), cfg);
+    a.attach_feed(feed_a);
+    b.attach_feed(feed_b);
+    tokio::time::sleep(Duration::from_millis(500)).await; // both replicas are listening
+    let mut lags = Vec::new();
+    for _ in 0..5 {
+        let inv = submit(&a, "w_sleep:300").await;
+        let (waiter, watcher) = (b.clone(), b.clone());
+        let seen_by_wait = tokio::spawn(async move {
+            let settled = waiter.wait(&alice().tenant, inv.id, Duration::from_secs(20)).await;
+            (settled.map(|i| i.state.name()), std::time::Instant::now())
+        });
+        let seen_by_watch = tokio::spawn(async move {
+            let mut events = watcher.watch(alice().tenant, inv.id, 0);
+            while let Some(Ok(ev)) = events.next().await {
+                if ev.kind.is_terminal() {
+                    return Some(std::time::Instant::now());
+                }
+            }
+            None
+        });
+        let settled = a.wait(&alice().tenant, inv.id, Duration::from_secs(20)).await;
+        let committed = std::time::Instant::now();
+        assert_eq!(settled.map(|i| i.state.name()).ok(), Some(StateName::Succeeded));
+        let (state, woke) = seen_by_wait.await.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(state.ok(), Some(StateName::Succeeded));
+        let watched =
+            seen_by_watch.await.unwrap_or_else(|e| panic!("{e}")).unwrap_or_else(|| panic!("no terminal event"));
+        let lag = woke.max(watched).saturating_duration_since(committed);
+        assert!(lag < Duration::from_millis(1000), "replica B saw the change {lag:?} after replica A (a poll?)");
+        lags.push(lag);
+    }
+    lags.sort();
+    assert!(lags[2] < Duration::from_millis(50), "median {:?} of {lags:?}", lags[2]);
+    println!("replica B saw each change after replica A by {lags:?}");
+}
+
 async fn g10_terminal_results_cannot_change(db: Db) {
     let up = Scripted::new(false);
     let e = engine(db.open().await, &up, Arc::new(NoFaults), config(2000));

@@ -34,9 +34,9 @@ pub use event::{Event, EventKind};
 pub use id::{ArtifactId, AttemptId, EventId, InvocationId, WorkerId};
 pub use policy::{AllowAll, CallFacts, GrantRecord, GrantStore, PolicyPoint, Ruling, Verdict};
 pub use ports::{
-    Admission, Binding, BindingStore, CancelAck, ClientGone, DispatchCall, FIRST_USE, Ingress, InvocationStore,
-    Invocations, ListQuery, Page, RESOLVE_CLAIM, SecretVault, Submission, Submitted, Transition, Upstream,
-    UpstreamError, UpstreamRegistry, Waited, client_stays,
+    Admission, Binding, BindingStore, CancelAck, ChangeFeed, ClientGone, DispatchCall, FIRST_USE, Ingress,
+    InvocationStore, Invocations, ListQuery, Page, RESOLVE_CLAIM, SecretVault, Submission, Submitted, Transition,
+    Upstream, UpstreamError, UpstreamRegistry, Waited, client_stays,
 };
 pub use principal::{EffectClass, Grant, IngressKey, Principal, Target, TenantId};
 pub use relay::{CallContext, CallRelay, Interim, Progress, Question, RelayError};

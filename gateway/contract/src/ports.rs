@@ -180,6 +180,16 @@ pub trait Invocations: Send + Sync + std::fmt::Debug {
     fn watch(&self, tenant: TenantId, id: InvocationId, after: u64) -> BoxStream<'static, Result<Event, Error>>;
 }
 
+/// Changes committed by other replicas, announced and heard through the shared database
+/// (PostgreSQL `LISTEN/NOTIFY`): a watcher is woken at once instead of at its next poll. Best
+/// effort: a notice lost (a dropped listening connection) is caught by the slow poll.
+pub trait ChangeFeed: Send + Sync {
+    /// Announces that invocation `id` reached event `seq`, after the commit. Never blocks.
+    fn announce(&self, id: InvocationId, seq: u64);
+    /// What the other replicas announce, for as long as the process runs.
+    fn heard(&self) -> BoxStream<'static, (InvocationId, u64)>;
+}
+
 /// Admitting a draft either created the invocation or found the one already holding its
 /// (tenant, ingress key).
 #[derive(Debug, Clone)]

@@ -86,6 +86,9 @@ impl App {
             policy_point(cfg, stores.grants.clone())?,
             cfg.engine_config(worker),
         )?;
+        if let Some(feed) = stores.feed.clone() {
+            engine.attach_feed(feed);
+        }
         let (admin_token, token_source) = admin_token(cfg)?;
         let oauth = match &cfg.auth {
             Some(a) => Some(Arc::new(Authenticator::new(a.clone()).map_err(anyhow::Error::msg)?)),
@@ -282,6 +285,7 @@ async fn open_stores(cfg: &Config) -> anyhow::Result<switchyard_store::Stores> {
         max_connections: cfg.store.max_connections,
         migrate: true,
         acquire_timeout: Duration::from_millis(cfg.store.acquire_timeout_ms),
+        change_feed: cfg.store.change_feed,
     };
     switchyard_store::connect(&url, &opts).await.with_context(|| format!("cannot open store {}", redact_url(&url)))
 }

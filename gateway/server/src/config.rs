@@ -86,11 +86,16 @@ pub struct StoreConfig {
     /// How long a call waits for a database connection before it is refused as "store
     /// unavailable, nothing changed".
     pub acquire_timeout_ms: u64,
+    /// PostgreSQL: replicas tell each other about changes with `LISTEN/NOTIFY`, so a waiter or
+    /// watcher on one replica sees another's commit at once (else at its next poll, every
+    /// 250 ms; with the feed, that poll runs every 2 s as a fallback). Turn off behind a pooler
+    /// that cannot `LISTEN` (PgBouncer in transaction mode).
+    pub change_feed: bool,
 }
 
 impl Default for StoreConfig {
     fn default() -> Self {
-        Self { url: Secret::default(), max_connections: 16, acquire_timeout_ms: 2000 }
+        Self { url: Secret::default(), max_connections: 16, acquire_timeout_ms: 2000, change_feed: true }
     }
 }
 

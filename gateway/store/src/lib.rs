@@ -12,6 +12,7 @@ pub mod artifacts;
 pub mod bindings;
 pub mod dialect;
 mod error;
+pub mod feed;
 pub mod grants;
 pub mod invocations;
 pub mod invocations_fast;
@@ -24,13 +25,14 @@ pub mod tasks;
 use std::sync::Arc;
 
 use switchyard_contract::{
-    ArtifactIndex, BindingStore, GrantStore, InvocationStore, PushOutbox, SecretVault, TaskStore,
+    ArtifactIndex, BindingStore, ChangeFeed, GrantStore, InvocationStore, PushOutbox, SecretVault, TaskStore,
 };
 
 pub use artifacts::SqlArtifacts;
 pub use bindings::SqlBindings;
 pub use dialect::{Dialect, Pg, Pools, Sqlite};
 pub use error::StoreError;
+pub use feed::PgFeed;
 pub use grants::SqlGrants;
 pub use invocations::{PgStore, SqlInvocations, SqliteStore};
 pub use outbox::SqlOutbox;
@@ -48,11 +50,18 @@ pub struct StoreOptions {
     /// ("nothing changed"), so a database outage fails calls fast instead of stalling them.
     /// (SQLite is in-process: its single writer queues callers as long as sqlx allows.)
     pub acquire_timeout: std::time::Duration,
+    /// PostgreSQL: announce and hear changes across replicas (`LISTEN/NOTIFY`, [`PgFeed`]).
+    pub change_feed: bool,
 }
 
 impl Default for StoreOptions {
     fn default() -> Self {
-        Self { max_connections: 16, migrate: true, acquire_timeout: std::time::Duration::from_secs(2) }
+        Self {
+            max_connections: 16,
+            migrate: true,
+            acquire_timeout: std::time::Duration::from_secs(2),
+            change_feed: true,
+        }
     }
 }
 
@@ -71,6 +80,9 @@ pub struct Stores {
     pub outbox: Arc<dyn PushOutbox>,
     /// The policy enforcement point's minted grants and revocations.
     pub grants: Arc<dyn GrantStore>,
+    /// PostgreSQL: other replicas' changes, heard as they commit (`LISTEN/NOTIFY`). SQLite has
+    /// one process, whose changes the engine hears in memory.
+    pub feed: Option<Arc<dyn ChangeFeed>>,
 }
 
 impl std::fmt::Debug for Stores {
@@ -83,7 +95,9 @@ impl std::fmt::Debug for Stores {
 /// asked, and builds every store on the same connections (on SQLite: one writer per process).
 pub async fn connect(url: &str, opts: &StoreOptions) -> Result<Stores, StoreError> {
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        Ok(stores(Pools::<Pg>::connect(url, opts).await?))
+        let pools = Pools::<Pg>::connect(url, opts).await?;
+        let feed = opts.change_feed.then(|| Arc::new(PgFeed::new(pools.pool().clone())) as Arc<dyn ChangeFeed>);
+        Ok(Stores { feed, ..stores(pools) })
     } else if url.starts_with("sqlite:") {
         Ok(stores(Pools::<Sqlite>::connect(url, opts).await?))
     } else {
@@ -100,6 +114,7 @@ fn stores<D: Dialect>(pools: Pools<D>) -> Stores {
         tasks: Arc::new(SqlTasks::new(pools.clone())),
         outbox: Arc::new(SqlOutbox::new(pools.clone())),
         grants: Arc::new(SqlGrants::new(pools)),
+        feed: None,
     }
 }
 

@@ -75,6 +75,8 @@ pub struct EngineConfig {
     pub attempt_timeout: Duration,
     pub retry: RetryPolicy,
     /// How often a watcher re-reads the store when no local change woke it (other replicas).
+    /// With a [`ChangeFeed`](crate::ChangeFeed) attached, other replicas' changes wake it too,
+    /// and this poll runs eight times less often, as a fallback for lost notices.
     pub watch_poll: Duration,
     /// How often recovery scans the `unknown` invocations of upstreams that resolve them from
     /// evidence ([`Upstream::resolver`](crate::Upstream::resolver)); one page per upstream a pass.
@@ -142,6 +144,9 @@ pub(crate) struct Inner {
     cfg: EngineConfig,
     /// Every invocation changed by this process, as committed; watchers wait for theirs.
     changed: tokio::sync::broadcast::Sender<Arc<Invocation>>,
+    /// Invocations other replicas changed (id, the event they reached), heard on the feed.
+    remote: tokio::sync::broadcast::Sender<(InvocationId, u64)>,
+    feed: std::sync::OnceLock<Arc<dyn crate::ports::ChangeFeed>>,
     running: Mutex<HashMap<InvocationId, Running>>,
     stopping: tokio::sync::watch::Sender<bool>,
     /// Set once shutdown has drained (or stopped) every driver: waits end then, not before.
@@ -187,6 +192,8 @@ impl Engine {
                 policy,
                 cfg,
                 changed: tokio::sync::broadcast::channel(4096).0,
+                remote: tokio::sync::broadcast::channel(4096).0,
+                feed: std::sync::OnceLock::new(),
                 running: Mutex::new(HashMap::new()),
                 stopping: tokio::sync::watch::channel(false).0,
                 drained: tokio::sync::watch::channel(false).0,
@@ -276,11 +283,10 @@ impl Engine {
         let (tenant, id) = (inv.principal.tenant.clone(), inv.id);
         let deadline = tokio::time::Instant::now() + limit;
         // One timer for the whole wait: snapshots of other invocations must not keep resetting it.
-        let mut poll = tokio::time::interval_at(
-            tokio::time::Instant::now() + self.inner.cfg.watch_poll,
-            self.inner.cfg.watch_poll,
-        );
+        let every = self.inner.poll_every();
+        let mut poll = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
         let mut drained = self.inner.drained.subscribe();
+        let mut remote = self.inner.remote.subscribe();
         while !inv.state.is_settled() {
             tokio::select! {
                 _ = tokio::time::sleep_until(deadline) => break,
@@ -294,10 +300,38 @@ impl Engine {
                     Ok(_) => {}
                     Err(_) => inv = self.inner.owned(&tenant, id).await?,
                 },
+                r = remote.recv() => match r {
+                    // Another replica moved it past what this wait has seen.
+                    Ok((changed, seq)) if changed == id && seq > inv.last_seq => inv = self.inner.owned(&tenant, id).await?,
+                    Ok(_) => {}
+                    Err(_) => inv = self.inner.owned(&tenant, id).await?,
+                },
                 _ = poll.tick() => inv = self.inner.owned(&tenant, id).await?,
             }
         }
         Ok(inv)
+    }
+
+    /// Hears other replicas' changes on `feed` and announces this one's there (once; a second
+    /// feed is ignored). Watchers are then woken by them at once, and poll only as a fallback.
+    pub fn attach_feed(&self, feed: Arc<dyn crate::ports::ChangeFeed>) {
+        if self.inner.feed.set(feed.clone()).is_err() {
+            return;
+        }
+        let (remote, mut stopping) = (self.inner.remote.clone(), self.inner.stopping.subscribe());
+        tokio::spawn(async move {
+            use futures::StreamExt as _;
+            let mut heard = feed.heard();
+            loop {
+                tokio::select! {
+                    next = heard.next() => match next {
+                        Some(change) => { let _ = remote.send(change); }
+                        None => break,
+                    },
+                    _ = stopped(&mut stopping) => break,
+                }
+            }
+        });
     }
 
     /// How many invocations this process is driving.
@@ -379,6 +413,14 @@ impl Inner {
     fn notify_changed(&self, inv: &Invocation) {
         // No receiver is not an error: nobody is watching.
         let _ = self.changed.send(Arc::new(inv.clone()));
+        if let Some(feed) = self.feed.get() {
+            feed.announce(inv.id, inv.last_seq);
+        }
+    }
+
+    /// How often a watcher re-reads the store for changes made elsewhere.
+    fn poll_every(&self) -> Duration {
+        if self.feed.get().is_some() { self.cfg.watch_poll * 8 } else { self.cfg.watch_poll }
     }
 
     async fn owned(&self, tenant: &TenantId, id: InvocationId) -> Result<Invocation, Error> {

@@ -1,6 +1,7 @@
 //! `watch`: every event after a sequence number, in order, without gaps or duplicates (G9).
 //! Reads come from the store, so a watcher sees events committed by any replica; local
-//! changes wake it at once, and it re-reads every `watch_poll` for changes made elsewhere.
+//! changes wake it at once, so do other replicas' when a change feed is attached, and it re-reads
+//! every poll interval for changes it was not told about.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -51,6 +52,7 @@ async fn next(c: &mut Cursor) -> Option<Result<Event, Error>> {
         c.checked_owner = true;
     }
     let mut changes = c.inner.changed.subscribe();
+    let mut remote = c.inner.remote.subscribe();
     let mut stopping = c.inner.stopping.subscribe();
     loop {
         if let Some(ev) = c.buffered.pop_front() {
@@ -81,7 +83,8 @@ async fn next(c: &mut Cursor) -> Option<Result<Event, Error>> {
         }
         tokio::select! {
             _ = changed(&mut changes, c.id) => {}
-            _ = tokio::time::sleep(c.inner.cfg.watch_poll) => {}
+            _ = changed_elsewhere(&mut remote, c.id, c.after) => {}
+            _ = tokio::time::sleep(c.inner.poll_every()) => {}
             // Shutting down: end the stream so connections drain; a client resumes elsewhere
             // from its last sequence number.
             _ = super::stopped(&mut stopping) => {
@@ -98,6 +101,19 @@ async fn changed(changes: &mut broadcast::Receiver<Arc<Invocation>>, id: Invocat
     loop {
         match changes.recv().await {
             Ok(changed) if changed.id == id => return,
+            Ok(_) => {}
+            Err(broadcast::error::RecvError::Lagged(_)) => return,
+            Err(broadcast::error::RecvError::Closed) => std::future::pending().await,
+        }
+    }
+}
+
+/// Resolves when another replica moved invocation `id` past event `after` (or when notices were
+/// lost and the store must be re-read).
+async fn changed_elsewhere(remote: &mut broadcast::Receiver<(InvocationId, u64)>, id: InvocationId, after: u64) {
+    loop {
+        match remote.recv().await {
+            Ok((changed, seq)) if changed == id && seq > after => return,
             Ok(_) => {}
             Err(broadcast::error::RecvError::Lagged(_)) => return,
             Err(broadcast::error::RecvError::Closed) => std::future::pending().await,
