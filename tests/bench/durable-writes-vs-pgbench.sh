@@ -47,7 +47,7 @@ pg_tps=$(pgbench -n -M prepared -c "$conc" -j 2 -T "$secs" -f "$work/two-inserts
 
 # Switchyard on the same cluster, driven by the load generator.
 mkdir -p "$work/gw"
-SWITCHYARD__ADMIN__TOKEN=bench-token-0123456789 SWITCHYARD__STORE__MAX_CONNECTIONS=$((conc * 2)) \
+SWITCHYARD__STORE__CHANGE_FEED=${BENCH_CHANGE_FEED:-true} SWITCHYARD__ADMIN__TOKEN=bench-token-0123456789 SWITCHYARD__STORE__MAX_CONNECTIONS=$((conc * 2)) \
   RUST_LOG=warn "$bin/switchyard" serve --listen 127.0.0.1:0 --data-dir "$work/gw" --store "$url" \
   > "$work/gw.out" 2> "$work/gw.err" &
 gw_pid=$!

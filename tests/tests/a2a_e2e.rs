@@ -399,6 +399,10 @@ async fn push_is_retried_until_acknowledged_and_arrives_in_order() {
     assert_eq!(listed["result"]["configs"][0]["authentication"]["credentials"], "s3cret", "{listed}");
 }
 
+/// Two replicas on one PostgreSQL database: subscribers on both see the same events in the same
+/// order, and the subscriber on the replica that does not run the task gets the end of it about
+/// when the one on the running replica does — woken by the change feed (`LISTEN/NOTIFY`), not by
+/// its poll (250 ms without a feed; 2 s with one).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn subscribers_on_two_replicas_see_the_same_events_in_the_same_order() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
@@ -411,34 +415,49 @@ async fn subscribers_on_two_replicas_see_the_same_events_in_the_same_order() {
         ..Options::default()
     };
     let (a, b) = (Gateway::start(replica("a")), Gateway::start(replica("b")));
-    let (_, sent) = rpc(
-        &a.http,
-        &format!("{}/a2a/tck", a.base),
-        None,
-        "SendMessage",
-        json!({"message": message("test-resubscribe-message-id"), "configuration": {"returnImmediately": true}}),
-    )
-    .await;
-    let task = sent["result"]["task"]["id"].as_str().unwrap_or_else(|| panic!("{sent}")).to_string();
+    // Each subscriber: the events after the snapshot, and when the last one arrived.
     let subscribe = |base: String, task: String| async move {
-        let resp = reqwest::Client::new()
+        let mut resp = reqwest::Client::new()
             .post(format!("{base}/a2a/tck/rest/tasks/{task}:subscribe"))
             .header("a2a-version", "1.0")
             .send()
             .await
             .unwrap_or_else(|e| panic!("{e}"));
-        let text = resp.text().await.unwrap_or_default();
-        text.lines()
+        let (mut text, mut last) = (String::new(), std::time::Instant::now());
+        while let Ok(Some(chunk)) = resp.chunk().await {
+            text.push_str(&String::from_utf8_lossy(&chunk));
+            last = std::time::Instant::now();
+        }
+        let events = text
+            .lines()
             .filter_map(|l| l.strip_prefix("data: "))
             .filter_map(|d| serde_json::from_str::<Value>(d).ok())
             .filter(|v| v.get("task").is_none())
-            .collect::<Vec<_>>()
+            .collect::<Vec<_>>();
+        (events, last)
     };
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let (on_a, on_b) = tokio::join!(subscribe(a.base.clone(), task.clone()), subscribe(b.base.clone(), task.clone()));
-    assert!(!on_a.is_empty(), "events after the snapshot");
-    assert_eq!(on_a, on_b, "the same events, in the same order, on both replicas");
-    assert_eq!(on_a.last().map(|e| e["statusUpdate"]["status"]["state"].clone()), Some(json!("TASK_STATE_COMPLETED")));
+    let mut lags = Vec::new();
+    for n in 0..3 {
+        let (_, sent) = rpc(
+            &a.http,
+            &format!("{}/a2a/tck", a.base),
+            None,
+            "SendMessage",
+            json!({"message": message(&format!("test-resubscribe-message-id-{n}")), "configuration": {"returnImmediately": true}}),
+        )
+        .await;
+        let task = sent["result"]["task"]["id"].as_str().unwrap_or_else(|| panic!("{sent}")).to_string();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let ((on_a, at_a), (on_b, at_b)) =
+            tokio::join!(subscribe(a.base.clone(), task.clone()), subscribe(b.base.clone(), task.clone()));
+        assert!(!on_a.is_empty(), "events after the snapshot");
+        assert_eq!(on_a, on_b, "the same events, in the same order, on both replicas");
+        let end = on_a.last().map(|e| e["statusUpdate"]["status"]["state"].clone());
+        assert_eq!(end, Some(json!("TASK_STATE_COMPLETED")));
+        lags.push(if at_b > at_a { at_b - at_a } else { at_a - at_b });
+    }
+    println!("the other replica's subscriber got each task's end {lags:?} apart");
+    assert!(lags.iter().all(|l| *l < Duration::from_millis(100)), "{lags:?}: polled, not woken by the feed?");
 }
 
 /// A streaming follow-up starts from the task as it was before the message, so the run's own

@@ -1,7 +1,8 @@
 //! The task hub: every change to a task goes through [`Hub::apply`], which writes the new task
 //! document, its event and any push deliveries in one compare-and-set on the task's version.
 //! Followers read the event log from a sequence number, so every stream on every replica sees
-//! the same events in the same order; a local bell wakes them early, polling covers replicas.
+//! the same events in the same order; a local bell wakes them early, and so do other replicas'
+//! changes when a change feed is attached (polling covers what it misses).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,8 +14,8 @@ use a2a::{
 use futures::Stream;
 use serde_json::Value;
 use switchyard_contract::{
-    ArtifactKeeper, InvocationId, NewDelivery, RunCursor, TaskId, TaskRecord, TaskScope, TaskStateName, TaskStore,
-    TenantId,
+    ArtifactKeeper, ChangeFeed, Changed, InvocationId, NewDelivery, RunCursor, TaskId, TaskRecord, TaskScope,
+    TaskStateName, TaskStore, TenantId,
 };
 use tokio::sync::watch;
 
@@ -26,6 +27,8 @@ pub const KEPT_SCHEME: &str = "switchyard-artifact:";
 
 /// How often followers look for events written by other replicas.
 const POLL: Duration = Duration::from_millis(250);
+/// With a change feed attached: the poll is only a fallback for lost notices.
+const FALLBACK_POLL: Duration = Duration::from_secs(2);
 
 /// One change to a task.
 #[derive(Debug, Clone)]
@@ -54,6 +57,8 @@ pub struct Hub {
     inline_max: usize,
     /// Seals webhook credentials before they are stored.
     sealer: crate::sealing::CredentialSealer,
+    /// Other replicas' task changes ring the bell; this one's are announced.
+    feed: Arc<std::sync::OnceLock<Arc<dyn ChangeFeed>>>,
 }
 
 impl std::fmt::Debug for Hub {
@@ -103,7 +108,35 @@ impl Hub {
         let (bell, _) = watch::channel(0);
         let (closed, _) = watch::channel(false);
         let push_bell = Arc::new(tokio::sync::Notify::new());
-        Self { store, bell, closed, push_bell, keeper, inline_max, sealer }
+        Self { store, bell, closed, push_bell, keeper, inline_max, sealer, feed: Arc::default() }
+    }
+
+    /// Rings the bell for other replicas' task changes heard on `feed`, and announces this
+    /// one's there (once).
+    pub fn attach_feed(&self, feed: Arc<dyn ChangeFeed>) {
+        if self.feed.set(feed.clone()).is_err() {
+            return;
+        }
+        let (bell, mut closed) = (self.bell.clone(), self.closed.subscribe());
+        tokio::spawn(async move {
+            use futures::StreamExt as _;
+            let mut heard = feed.heard();
+            loop {
+                tokio::select! {
+                    next = heard.next() => match next {
+                        Some(Changed::Tasks) => bell.send_modify(|n| *n = n.wrapping_add(1)),
+                        Some(_) => {}
+                        None => return,
+                    },
+                    _ = closed.changed() => return,
+                }
+            }
+        });
+    }
+
+    /// How long a follower sleeps when nothing rang.
+    fn poll(&self) -> Duration {
+        if self.feed.get().is_some() { FALLBACK_POLL } else { POLL }
     }
 
     pub fn sealer(&self) -> &crate::sealing::CredentialSealer {
@@ -219,6 +252,9 @@ impl Hub {
 
     fn ring(&self) {
         self.bell.send_modify(|n| *n = n.wrapping_add(1));
+        if let Some(feed) = self.feed.get() {
+            feed.announce(Changed::Tasks);
+        }
     }
 
     /// Creates `task` — first event: the task itself — and applies `changes` in the same
@@ -398,7 +434,7 @@ impl Hub {
                 }
                 if idle {
                     tokio::select! {
-                        _ = tokio::time::timeout(POLL, bell.changed()) => {}
+                        _ = tokio::time::timeout(hub.poll(), bell.changed()) => {}
                         _ = closed.changed() => {}
                     }
                 }
@@ -423,7 +459,7 @@ impl Hub {
             if left.is_zero() {
                 return Ok(None);
             }
-            let _ = tokio::time::timeout(left.min(POLL), bell.changed()).await;
+            let _ = tokio::time::timeout(left.min(self.poll()), bell.changed()).await;
         }
     }
 }

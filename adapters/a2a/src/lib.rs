@@ -70,6 +70,11 @@ impl std::fmt::Debug for A2aAgents {
 impl A2aAgents {
     /// `keeper`: where large artifact parts go (the gateway's artifact store); `sealer`: the key
     /// for webhook credentials at rest; `catalog`: the upstream tools `tools` agents expose.
+    /// Wakes task followers for other replicas' changes heard on `feed` (PostgreSQL).
+    pub fn attach_feed(&self, feed: Arc<dyn switchyard_contract::ChangeFeed>) {
+        self.hub.attach_feed(feed);
+    }
+
     pub fn new(
         config: A2aConfig,
         tasks: Arc<dyn TaskStore>,

@@ -34,7 +34,7 @@ pub use event::{Event, EventKind};
 pub use id::{ArtifactId, AttemptId, EventId, InvocationId, WorkerId};
 pub use policy::{AllowAll, CallFacts, GrantRecord, GrantStore, PolicyPoint, Ruling, Verdict};
 pub use ports::{
-    Admission, Binding, BindingStore, CancelAck, ChangeFeed, ClientGone, DispatchCall, FIRST_USE, Ingress,
+    Admission, Binding, BindingStore, CancelAck, ChangeFeed, Changed, ClientGone, DispatchCall, FIRST_USE, Ingress,
     InvocationStore, Invocations, ListQuery, Page, RESOLVE_CLAIM, SecretVault, Submission, Submitted, Transition,
     Upstream, UpstreamError, UpstreamRegistry, Waited, client_stays,
 };

@@ -180,14 +180,24 @@ pub trait Invocations: Send + Sync + std::fmt::Debug {
     fn watch(&self, tenant: TenantId, id: InvocationId, after: u64) -> BoxStream<'static, Result<Event, Error>>;
 }
 
+/// What a [`ChangeFeed`] tells the other replicas.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Changed {
+    /// Invocation `id` reached event `seq`.
+    Invocation { id: InvocationId, seq: u64 },
+    /// Some agent task changed (its followers re-read their own logs).
+    Tasks,
+}
+
 /// Changes committed by other replicas, announced and heard through the shared database
 /// (PostgreSQL `LISTEN/NOTIFY`): a watcher is woken at once instead of at its next poll. Best
 /// effort: a notice lost (a dropped listening connection) is caught by the slow poll.
 pub trait ChangeFeed: Send + Sync {
-    /// Announces that invocation `id` reached event `seq`, after the commit. Never blocks.
-    fn announce(&self, id: InvocationId, seq: u64);
-    /// What the other replicas announce, for as long as the process runs.
-    fn heard(&self) -> BoxStream<'static, (InvocationId, u64)>;
+    /// Announces a change, after its commit. Never blocks.
+    fn announce(&self, change: Changed);
+    /// What the other replicas announce, for as long as the process runs (each call: one more
+    /// follower of the replica's one listening connection).
+    fn heard(&self) -> BoxStream<'static, Changed>;
 }
 
 /// Admitting a draft either created the invocation or found the one already holding its

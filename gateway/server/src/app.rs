@@ -87,7 +87,8 @@ impl App {
             cfg.engine_config(worker),
         )?;
         if let Some(feed) = stores.feed.clone() {
-            engine.attach_feed(feed);
+            engine.attach_feed(feed.clone());
+            a2a.attach_feed(feed);
         }
         let (admin_token, token_source) = admin_token(cfg)?;
         let oauth = match &cfg.auth {

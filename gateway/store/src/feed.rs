@@ -2,16 +2,16 @@
 //! committed changes after the commit, coalesced (whatever is queued when the previous notice
 //! went out travels in one `pg_notify`, never inside a write transaction, so notifying does not
 //! serialize the writers' commits), and listens on one connection of its own, skipping its own
-//! notices. A notice lost while the listening connection is down is caught by the engine's slow
-//! poll.
+//! notices; every follower in the process (the engine, the task hub) shares that connection. A
+//! notice lost while the listening connection is down is caught by the followers' slow polls.
 
-use std::collections::VecDeque;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use futures::stream::{self, BoxStream, StreamExt};
 use sqlx::postgres::{PgListener, PgPool};
-use switchyard_contract::{ChangeFeed, InvocationId, WorkerId};
-use tokio::sync::mpsc;
+use switchyard_contract::{ChangeFeed, Changed, WorkerId};
+use tokio::sync::{broadcast, mpsc};
 use tracing::warn;
 
 /// The channel every replica of one database announces on.
@@ -25,7 +25,9 @@ pub struct PgFeed {
     pool: PgPool,
     /// Names this replica's notices, so that it does not hear itself.
     origin: String,
-    queue: mpsc::UnboundedSender<(InvocationId, u64)>,
+    queue: mpsc::UnboundedSender<Changed>,
+    /// What the listening connection hears, once a follower asked.
+    heard: OnceLock<broadcast::Sender<Changed>>,
 }
 
 impl PgFeed {
@@ -36,21 +38,30 @@ impl PgFeed {
         let origin = WorkerId::new().to_string();
         let (queue, rx) = mpsc::unbounded_channel();
         tokio::spawn(announce(pool.clone(), origin.clone(), rx));
-        Self { pool, origin, queue }
+        Self { pool, origin, queue, heard: OnceLock::new() }
+    }
+}
+
+/// A change as a notice writes it: `<id>:<seq>`, or `tasks`.
+fn encode(change: &Changed) -> String {
+    match change {
+        Changed::Invocation { id, seq } => format!("{id}:{seq}"),
+        Changed::Tasks => "tasks".into(),
     }
 }
 
 /// Sends what is queued, one notice per batch, until the feed is dropped.
-async fn announce(pool: PgPool, origin: String, mut rx: mpsc::UnboundedReceiver<(InvocationId, u64)>) {
+async fn announce(pool: PgPool, origin: String, mut rx: mpsc::UnboundedReceiver<Changed>) {
     while let Some(first) = rx.recv().await {
         let mut batch = vec![first];
         while batch.len() < PER_NOTICE {
             match rx.try_recv() {
-                Ok(next) => batch.push(next),
+                Ok(next) if !batch.contains(&next) => batch.push(next),
+                Ok(_) => {}
                 Err(_) => break,
             }
         }
-        let changes: Vec<String> = batch.iter().map(|(id, seq)| format!("{id}:{seq}")).collect();
+        let changes: Vec<String> = batch.iter().map(encode).collect();
         let payload = format!("{origin}|{}", changes.join(","));
         if let Err(e) = sqlx::query("SELECT pg_notify($1, $2)").bind(CHANNEL).bind(payload).execute(&pool).await {
             warn!(error = %e, "change notice not sent; other replicas see it at their next poll");
@@ -59,7 +70,7 @@ async fn announce(pool: PgPool, origin: String, mut rx: mpsc::UnboundedReceiver<
 }
 
 /// The changes in a notice from another replica (none from `origin`, or from a malformed one).
-fn parse(payload: &str, origin: &str) -> Vec<(InvocationId, u64)> {
+fn parse(payload: &str, origin: &str) -> Vec<Changed> {
     let Some((from, changes)) = payload.split_once('|') else { return Vec::new() };
     if from == origin {
         return Vec::new();
@@ -67,43 +78,41 @@ fn parse(payload: &str, origin: &str) -> Vec<(InvocationId, u64)> {
     changes
         .split(',')
         .filter_map(|c| {
+            if c == "tasks" {
+                return Some(Changed::Tasks);
+            }
             let (id, seq) = c.split_once(':')?;
-            Some((id.parse().ok()?, seq.parse().ok()?))
+            Some(Changed::Invocation { id: id.parse().ok()?, seq: seq.parse().ok()? })
         })
         .collect()
 }
 
-struct Listening {
-    pool: PgPool,
-    origin: String,
-    listener: Option<PgListener>,
-    pending: VecDeque<(InvocationId, u64)>,
-}
-
-impl Listening {
-    async fn next(&mut self) -> (InvocationId, u64) {
-        loop {
-            if let Some(change) = self.pending.pop_front() {
-                return change;
-            }
-            let listener = match self.listener.as_mut() {
-                Some(l) => l,
-                None => match listen(&self.pool).await {
-                    Ok(l) => self.listener.insert(l),
-                    Err(e) => {
-                        warn!(error = %e, "cannot listen for other replicas' changes; retrying in 1 s");
-                        tokio::time::sleep(Duration::from_secs(1)).await;
-                        continue;
-                    }
-                },
-            };
-            match listener.recv().await {
-                Ok(notice) => self.pending.extend(parse(notice.payload(), &self.origin)),
+/// The replica's one listening connection: hears every notice and passes on the others' until
+/// no follower is left.
+async fn listening(pool: PgPool, origin: String, out: broadcast::Sender<Changed>) {
+    let mut listener: Option<PgListener> = None;
+    while out.receiver_count() > 0 {
+        let l = match listener.as_mut() {
+            Some(l) => l,
+            None => match listen(&pool).await {
+                Ok(l) => listener.insert(l),
                 Err(e) => {
-                    warn!(error = %e, "the listening connection failed; reconnecting");
-                    self.listener = None;
-                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    warn!(error = %e, "cannot listen for other replicas' changes; retrying in 1 s");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    continue;
                 }
+            },
+        };
+        match l.recv().await {
+            Ok(notice) => {
+                for change in parse(notice.payload(), &origin) {
+                    let _ = out.send(change);
+                }
+            }
+            Err(e) => {
+                warn!(error = %e, "the listening connection failed; reconnecting");
+                listener = None;
+                tokio::time::sleep(Duration::from_millis(200)).await;
             }
         }
     }
@@ -116,21 +125,26 @@ async fn listen(pool: &PgPool) -> Result<PgListener, sqlx::Error> {
 }
 
 impl ChangeFeed for PgFeed {
-    fn announce(&self, id: InvocationId, seq: u64) {
+    fn announce(&self, change: Changed) {
         // The task ends only with the feed: a failed send means the process is shutting down.
-        let _ = self.queue.send((id, seq));
+        let _ = self.queue.send(change);
     }
 
-    fn heard(&self) -> BoxStream<'static, (InvocationId, u64)> {
-        let state = Listening {
-            pool: self.pool.clone(),
-            origin: self.origin.clone(),
-            listener: None,
-            pending: VecDeque::new(),
-        };
-        stream::unfold(state, |mut s| async move {
-            let change = s.next().await;
-            Some((change, s))
+    fn heard(&self) -> BoxStream<'static, Changed> {
+        let out = self.heard.get_or_init(|| {
+            let (out, _) = broadcast::channel(4096);
+            tokio::spawn(listening(self.pool.clone(), self.origin.clone(), out.clone()));
+            out
+        });
+        stream::unfold(out.subscribe(), |mut rx| async move {
+            loop {
+                match rx.recv().await {
+                    Ok(change) => return Some((change, rx)),
+                    // Missed notices: the followers' polls catch up.
+                    Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                    Err(broadcast::error::RecvError::Closed) => return None,
+                }
+            }
         })
         .boxed()
     }
@@ -142,9 +156,14 @@ mod tests {
 
     #[test]
     fn a_notice_names_its_changes_and_a_replica_skips_its_own() {
-        let id = InvocationId::new();
-        let payload = format!("a|{id}:3,{id}:4,bogus,x:1");
-        assert_eq!(parse(&payload, "b"), vec![(id, 3), (id, 4)]);
+        let id = switchyard_contract::InvocationId::new();
+        let payload = format!("a|{id}:3,tasks,{id}:4,bogus,x:1");
+        let (three, four) = (Changed::Invocation { id, seq: 3 }, Changed::Invocation { id, seq: 4 });
+        assert_eq!(parse(&payload, "b"), vec![three, Changed::Tasks, four]);
+        assert_eq!(
+            format!("a|{}", [three, Changed::Tasks, four].iter().map(encode).collect::<Vec<_>>().join(",")),
+            format!("a|{id}:3,tasks,{id}:4")
+        );
         assert!(parse(&payload, "a").is_empty());
         assert!(parse("no separator", "b").is_empty());
     }

@@ -325,7 +325,8 @@ impl Engine {
             loop {
                 tokio::select! {
                     next = heard.next() => match next {
-                        Some(change) => { let _ = remote.send(change); }
+                        Some(crate::ports::Changed::Invocation { id, seq }) => { let _ = remote.send((id, seq)); }
+                        Some(crate::ports::Changed::Tasks) => {}
                         None => break,
                     },
                     _ = stopped(&mut stopping) => break,
@@ -414,7 +415,7 @@ impl Inner {
         // No receiver is not an error: nobody is watching.
         let _ = self.changed.send(Arc::new(inv.clone()));
         if let Some(feed) = self.feed.get() {
-            feed.announce(inv.id, inv.last_seq);
+            feed.announce(crate::ports::Changed::Invocation { id: inv.id, seq: inv.last_seq });
         }
     }
 
