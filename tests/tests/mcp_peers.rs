@@ -92,6 +92,12 @@ fn normalized(mut line: Value, cross_era: bool) -> Value {
     }
     if let Some(r) = line.get_mut("result") {
         strip(r, cross_era);
+        // The last notification (progress = total) leaves right before the result and races it:
+        // an SDK may drop it once the response has arrived, directly as much as through the
+        // gateway. The ones before it must all arrive.
+        if let Some(progress) = r.get_mut("progress").and_then(Value::as_array_mut) {
+            progress.retain(|p| p.get(0) != p.get(1));
+        }
     }
     line
 }

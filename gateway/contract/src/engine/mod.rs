@@ -127,6 +127,10 @@ impl EngineConfig {
     }
 }
 
+/// What a waiter listens to: this process's snapshots, and other replicas' (id, seq) notices.
+type Listening =
+    (tokio::sync::broadcast::Receiver<Arc<Invocation>>, tokio::sync::broadcast::Receiver<(InvocationId, u64)>);
+
 /// One driver running in this process.
 struct Running {
     /// The fence the driver holds: a newer driver for the same invocation replaces this entry.
@@ -272,11 +276,11 @@ impl Engine {
         Inner::recover_once(&self.inner).await
     }
 
-    /// Applies this process's snapshots of `inv` (and a re-read every `watch_poll`) until it
-    /// settles or `limit` passes.
+    /// Applies this process's snapshots of `inv` (re-reading it on another replica's notice, and
+    /// at every poll) until it settles or `limit` passes.
     async fn follow(
         &self,
-        mut changes: tokio::sync::broadcast::Receiver<Arc<Invocation>>,
+        (mut changes, mut remote): Listening,
         mut inv: Invocation,
         limit: Duration,
     ) -> Result<Invocation, Error> {
@@ -286,7 +290,6 @@ impl Engine {
         let every = self.inner.poll_every();
         let mut poll = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
         let mut drained = self.inner.drained.subscribe();
-        let mut remote = self.inner.remote.subscribe();
         while !inv.state.is_settled() {
             tokio::select! {
                 _ = tokio::time::sleep_until(deadline) => break,
@@ -419,6 +422,12 @@ impl Inner {
         }
     }
 
+    /// Starts listening for this process's changes and other replicas' (before reading what
+    /// the listener then follows, so that no change falls in between).
+    fn listen(&self) -> Listening {
+        (self.changed.subscribe(), self.remote.subscribe())
+    }
+
     /// How often a watcher re-reads the store for changes made elsewhere.
     fn poll_every(&self) -> Duration {
         if self.feed.get().is_some() { self.cfg.watch_poll * 8 } else { self.cfg.watch_poll }
@@ -517,7 +526,7 @@ impl Invocations for Engine {
         limit: Duration,
         gone: ClientGone,
     ) -> Result<Waited, Error> {
-        let changes = self.inner.changed.subscribe();
+        let changes = self.inner.listen();
         let mut submitted = self.submit(submission).await?;
         let current = submitted.invocation.clone();
         tokio::select! {
@@ -530,7 +539,7 @@ impl Invocations for Engine {
     }
 
     async fn wait(&self, tenant: &TenantId, id: InvocationId, limit: Duration) -> Result<Invocation, Error> {
-        let changes = self.inner.changed.subscribe();
+        let changes = self.inner.listen();
         let current = self.inner.owned(tenant, id).await?;
         self.follow(changes, current, limit).await
     }
