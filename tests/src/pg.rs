@@ -33,11 +33,20 @@ pub async fn database() -> String {
 
 /// Runs one statement with `psql` (keeps this harness free of a database driver).
 fn sqlx_free_exec(url: &str, sql: &str) -> Result<(), String> {
+    psql(url, sql).map(drop)
+}
+
+/// Runs one statement with `psql` and returns what it printed (unaligned, tuples only).
+pub fn psql(url: &str, sql: &str) -> Result<String, String> {
     let out = Command::new("psql")
         .args(["-v", "ON_ERROR_STOP=1", "-qAt", "-d", url, "-c", sql])
         .output()
         .map_err(|e| format!("cannot run psql: {e} (install postgresql-client)"))?;
-    if out.status.success() { Ok(()) } else { Err(String::from_utf8_lossy(&out.stderr).into_owned()) }
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
 }
 
 fn pg_bin() -> Result<PathBuf, String> {

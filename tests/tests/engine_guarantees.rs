@@ -491,6 +491,26 @@ async fn a_change_on_one_replica_wakes_a_waiter_on_another_at_once() {
     lags.sort();
     assert!(lags[2] < Duration::from_millis(50), "median {:?} of {lags:?}", lags[2]);
     println!("replica B saw each change after replica A by {lags:?}");
+
+    // The listening connections die (an operator, a failover): the replicas listen again, and
+    // the next change still wakes B at once.
+    let killed = switchyard_tests::pg::psql(
+        &url,
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%' AND pid <> pg_backend_pid()",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(killed.lines().count(), 2, "one listening connection per replica: {killed:?}");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let inv = submit(&a, "w_sleep:300").await;
+    let waiter = b.clone();
+    let seen = tokio::spawn(async move {
+        let _ = waiter.wait(&alice().tenant, inv.id, Duration::from_secs(20)).await;
+        std::time::Instant::now()
+    });
+    let _ = a.wait(&alice().tenant, inv.id, Duration::from_secs(20)).await;
+    let committed = std::time::Instant::now();
+    let lag = seen.await.unwrap_or_else(|e| panic!("{e}")).saturating_duration_since(committed);
+    assert!(lag < Duration::from_millis(1000), "after the reconnect, B saw the change {lag:?} late");
 }
 
 async fn g10_terminal_results_cannot_change(db: Db) {

@@ -28,7 +28,7 @@ pub const KEPT_SCHEME: &str = "switchyard-artifact:";
 /// How often followers look for events written by other replicas.
 const POLL: Duration = Duration::from_millis(250);
 /// With a change feed attached: the poll is only a fallback for lost notices.
-const FALLBACK_POLL: Duration = Duration::from_secs(2);
+const FALLBACK_POLL: Duration = Duration::from_secs(10);
 
 /// One change to a task.
 #[derive(Debug, Clone)]
@@ -124,7 +124,7 @@ impl Hub {
             loop {
                 tokio::select! {
                     next = heard.next() => match next {
-                        Some(Changed::Tasks) => bell.send_modify(|n| *n = n.wrapping_add(1)),
+                        Some(Changed::Tasks | Changed::Resync) => bell.send_modify(|n| *n = n.wrapping_add(1)),
                         Some(_) => {}
                         None => return,
                     },

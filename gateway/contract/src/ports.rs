@@ -187,6 +187,9 @@ pub enum Changed {
     Invocation { id: InvocationId, seq: u64 },
     /// Some agent task changed (its followers re-read their own logs).
     Tasks,
+    /// Notices may have been missed (the listening connection was re-established): every
+    /// follower re-reads. Heard only, never announced.
+    Resync,
 }
 
 /// Changes committed by other replicas, announced and heard through the shared database

@@ -88,7 +88,7 @@ pub struct StoreConfig {
     pub acquire_timeout_ms: u64,
     /// PostgreSQL: replicas tell each other about changes with `LISTEN/NOTIFY`, so a waiter or
     /// watcher on one replica sees another's commit at once (else at its next poll, every
-    /// 250 ms; with the feed, that poll runs every 2 s as a fallback). Turn off behind a pooler
+    /// 250 ms; with the feed, that poll runs every 10 s as a fallback). Turn off behind a pooler
     /// that cannot `LISTEN` (PgBouncer in transaction mode).
     pub change_feed: bool,
 }

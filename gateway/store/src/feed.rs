@@ -2,8 +2,9 @@
 //! committed changes after the commit, coalesced (whatever is queued when the previous notice
 //! went out travels in one `pg_notify`, never inside a write transaction, so notifying does not
 //! serialize the writers' commits), and listens on one connection of its own, skipping its own
-//! notices; every follower in the process (the engine, the task hub) shares that connection. A
-//! notice lost while the listening connection is down is caught by the followers' slow polls.
+//! notices; every follower in the process (the engine, the task hub) shares that connection.
+//! When that connection is (re-)established, or a follower fell behind, the followers hear
+//! [`Changed::Resync`] and re-read what they follow; a slow poll covers the rest.
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -47,6 +48,7 @@ fn encode(change: &Changed) -> String {
     match change {
         Changed::Invocation { id, seq } => format!("{id}:{seq}"),
         Changed::Tasks => "tasks".into(),
+        Changed::Resync => "resync".into(),
     }
 }
 
@@ -95,7 +97,11 @@ async fn listening(pool: PgPool, origin: String, out: broadcast::Sender<Changed>
         let l = match listener.as_mut() {
             Some(l) => l,
             None => match listen(&pool).await {
-                Ok(l) => listener.insert(l),
+                Ok(l) => {
+                    // What was announced while nobody listened is lost: every follower re-reads.
+                    let _ = out.send(Changed::Resync);
+                    listener.insert(l)
+                }
                 Err(e) => {
                     warn!(error = %e, "cannot listen for other replicas' changes; retrying in 1 s");
                     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -137,13 +143,11 @@ impl ChangeFeed for PgFeed {
             out
         });
         stream::unfold(out.subscribe(), |mut rx| async move {
-            loop {
-                match rx.recv().await {
-                    Ok(change) => return Some((change, rx)),
-                    // Missed notices: the followers' polls catch up.
-                    Err(broadcast::error::RecvError::Lagged(_)) => continue,
-                    Err(broadcast::error::RecvError::Closed) => return None,
-                }
+            match rx.recv().await {
+                Ok(change) => Some((change, rx)),
+                // Missed notices: this follower re-reads.
+                Err(broadcast::error::RecvError::Lagged(_)) => Some((Changed::Resync, rx)),
+                Err(broadcast::error::RecvError::Closed) => None,
             }
         })
         .boxed()

@@ -26,7 +26,7 @@ use crate::event::{Event, EventKind};
 use crate::id::{InvocationId, WorkerId};
 use crate::policy::{AllowAll, CallFacts, PolicyPoint, Verdict};
 use crate::ports::{
-    Admission, ClientGone, InvocationStore, Invocations, ListQuery, Page, Submission, Submitted, Transition,
+    Admission, Changed, ClientGone, InvocationStore, Invocations, ListQuery, Page, Submission, Submitted, Transition,
     UpstreamRegistry, Waited,
 };
 use crate::principal::{Principal, Target, TenantId};
@@ -76,7 +76,7 @@ pub struct EngineConfig {
     pub retry: RetryPolicy,
     /// How often a watcher re-reads the store when no local change woke it (other replicas).
     /// With a [`ChangeFeed`](crate::ChangeFeed) attached, other replicas' changes wake it too,
-    /// and this poll runs eight times less often, as a fallback for lost notices.
+    /// and it polls only every 10 s (or this, if longer), as a fallback for lost notices.
     pub watch_poll: Duration,
     /// How often recovery scans the `unknown` invocations of upstreams that resolve them from
     /// evidence ([`Upstream::resolver`](crate::Upstream::resolver)); one page per upstream a pass.
@@ -127,9 +127,21 @@ impl EngineConfig {
     }
 }
 
-/// What a waiter listens to: this process's snapshots, and other replicas' (id, seq) notices.
-type Listening =
-    (tokio::sync::broadcast::Receiver<Arc<Invocation>>, tokio::sync::broadcast::Receiver<(InvocationId, u64)>);
+/// What a waiter listens to: this process's snapshots, and other replicas' notices.
+type Listening = (tokio::sync::broadcast::Receiver<Arc<Invocation>>, tokio::sync::broadcast::Receiver<Changed>);
+
+/// With a change feed, how often a waiter still re-reads (for notices lost without a reconnect).
+const FEED_FALLBACK_POLL: Duration = Duration::from_secs(10);
+
+/// Whether another replica's notice means invocation `id`, last seen at event `seen`, must be
+/// read again.
+pub(crate) fn moved(change: &Changed, id: InvocationId, seen: u64) -> bool {
+    match change {
+        Changed::Invocation { id: changed, seq } => *changed == id && *seq > seen,
+        Changed::Resync => true,
+        Changed::Tasks => false,
+    }
+}
 
 /// One driver running in this process.
 struct Running {
@@ -148,8 +160,8 @@ pub(crate) struct Inner {
     cfg: EngineConfig,
     /// Every invocation changed by this process, as committed; watchers wait for theirs.
     changed: tokio::sync::broadcast::Sender<Arc<Invocation>>,
-    /// Invocations other replicas changed (id, the event they reached), heard on the feed.
-    remote: tokio::sync::broadcast::Sender<(InvocationId, u64)>,
+    /// What other replicas changed, heard on the feed.
+    remote: tokio::sync::broadcast::Sender<crate::ports::Changed>,
     feed: std::sync::OnceLock<Arc<dyn crate::ports::ChangeFeed>>,
     running: Mutex<HashMap<InvocationId, Running>>,
     stopping: tokio::sync::watch::Sender<bool>,
@@ -303,11 +315,8 @@ impl Engine {
                     Ok(_) => {}
                     Err(_) => inv = self.inner.owned(&tenant, id).await?,
                 },
-                r = remote.recv() => match r {
-                    // Another replica moved it past what this wait has seen.
-                    Ok((changed, seq)) if changed == id && seq > inv.last_seq => inv = self.inner.owned(&tenant, id).await?,
-                    Ok(_) => {}
-                    Err(_) => inv = self.inner.owned(&tenant, id).await?,
+                r = remote.recv() => if r.map_or(true, |c| moved(&c, id, inv.last_seq)) {
+                    inv = self.inner.owned(&tenant, id).await?;
                 },
                 _ = poll.tick() => inv = self.inner.owned(&tenant, id).await?,
             }
@@ -328,8 +337,8 @@ impl Engine {
             loop {
                 tokio::select! {
                     next = heard.next() => match next {
-                        Some(crate::ports::Changed::Invocation { id, seq }) => { let _ = remote.send((id, seq)); }
-                        Some(crate::ports::Changed::Tasks) => {}
+                        Some(Changed::Tasks) => {}
+                        Some(change) => { let _ = remote.send(change); }
                         None => break,
                     },
                     _ = stopped(&mut stopping) => break,
@@ -418,7 +427,7 @@ impl Inner {
         // No receiver is not an error: nobody is watching.
         let _ = self.changed.send(Arc::new(inv.clone()));
         if let Some(feed) = self.feed.get() {
-            feed.announce(crate::ports::Changed::Invocation { id: inv.id, seq: inv.last_seq });
+            feed.announce(Changed::Invocation { id: inv.id, seq: inv.last_seq });
         }
     }
 
@@ -430,7 +439,7 @@ impl Inner {
 
     /// How often a watcher re-reads the store for changes made elsewhere.
     fn poll_every(&self) -> Duration {
-        if self.feed.get().is_some() { self.cfg.watch_poll * 8 } else { self.cfg.watch_poll }
+        if self.feed.get().is_some() { self.cfg.watch_poll.max(FEED_FALLBACK_POLL) } else { self.cfg.watch_poll }
     }
 
     async fn owned(&self, tenant: &TenantId, id: InvocationId) -> Result<Invocation, Error> {

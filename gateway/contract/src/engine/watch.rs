@@ -13,6 +13,7 @@ use super::Inner;
 use crate::error::Error;
 use crate::event::Event;
 use crate::id::InvocationId;
+use crate::ports::Changed;
 use crate::principal::TenantId;
 use crate::state::Invocation;
 
@@ -110,10 +111,10 @@ async fn changed(changes: &mut broadcast::Receiver<Arc<Invocation>>, id: Invocat
 
 /// Resolves when another replica moved invocation `id` past event `after` (or when notices were
 /// lost and the store must be re-read).
-async fn changed_elsewhere(remote: &mut broadcast::Receiver<(InvocationId, u64)>, id: InvocationId, after: u64) {
+async fn changed_elsewhere(remote: &mut broadcast::Receiver<Changed>, id: InvocationId, after: u64) {
     loop {
         match remote.recv().await {
-            Ok((changed, seq)) if changed == id && seq > after => return,
+            Ok(change) if super::moved(&change, id, after) => return,
             Ok(_) => {}
             Err(broadcast::error::RecvError::Lagged(_)) => return,
             Err(broadcast::error::RecvError::Closed) => std::future::pending().await,
