@@ -109,14 +109,20 @@ async fn listening(pool: PgPool, origin: String, out: broadcast::Sender<Changed>
                 }
             },
         };
-        match l.recv().await {
-            Ok(notice) => {
+        // `try_recv`, not `recv`: a lost connection must be seen (`None`), to resync after the
+        // reconnect — `recv` reconnects silently and the notices in between are gone.
+        match l.try_recv().await {
+            Ok(Some(notice)) => {
                 for change in parse(notice.payload(), &origin) {
                     let _ = out.send(change);
                 }
             }
+            Ok(None) => {
+                warn!("the listening connection was lost; listening again");
+                listener = None;
+            }
             Err(e) => {
-                warn!(error = %e, "the listening connection failed; reconnecting");
+                warn!(error = %e, "the listening connection failed; listening again");
                 listener = None;
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }
