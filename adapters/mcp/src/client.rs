@@ -88,7 +88,7 @@ pub fn from_upstream(mut r: rmcp::model::ServerResult) -> rmcp::model::ServerRes
 }
 
 /// Where a 2026-07-28 server names itself in a result's `_meta`.
-const SERVER_INFO_META: &str = "io.modelcontextprotocol/serverInfo";
+pub(crate) const SERVER_INFO_META: &str = "io.modelcontextprotocol/serverInfo";
 
 pub(crate) fn service_error(e: rmcp::ServiceError) -> ErrorData {
     match e {

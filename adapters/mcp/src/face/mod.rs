@@ -197,6 +197,12 @@ impl McpFace {
         Implementation::new(name, env!("CARGO_PKG_VERSION"))
     }
 
+    /// The client's era as [`served`] renders answers: the identity a 2026-07-28 result names,
+    /// `None` for a legacy client.
+    fn era(&self, ctx: &RequestContext<RoleServer>) -> Option<Implementation> {
+        modern(ctx).then(|| self.identity())
+    }
+
     /// A tools/call's relay: a 2026-07-28 client's also queues the upstream's questions.
     fn call_relay(&self, ctx: &RequestContext<RoleServer>) -> Arc<McpRelay> {
         self.relay_with(ctx, true)
@@ -329,7 +335,7 @@ impl ServerHandler for McpFace {
         let (items, next) = page(&tools, request.as_ref().and_then(|r| r.cursor.as_deref()), self.shared.page_size)?;
         let mut r = ListToolsResult::with_all_items(items);
         r.next_cursor = next;
-        Ok(served::in_era!(r, &self.identity(), &ctx))
+        Ok(served::in_era!(r, self.era(&ctx).as_ref()))
     }
 
     async fn call_tool(
@@ -350,10 +356,9 @@ impl ServerHandler for McpFace {
             tenant = %tenant,
             invocation.id = tracing::field::Empty,
         );
-        let server = self.identity();
-        let modern_ctx = context.clone();
+        let modern_as = self.era(&context);
         let answer = self.call(request, context).instrument(span).await?;
-        Ok(served::call(answer, &server, &modern_ctx))
+        Ok(served::call(answer, modern_as.as_ref()))
     }
 
     /// The exposed tool (rmcp checks `Mcp-Param-*` headers against its schema).
@@ -392,7 +397,7 @@ impl ServerHandler for McpFace {
         let (items, next) = page(&prompts, request.as_ref().and_then(|r| r.cursor.as_deref()), self.shared.page_size)?;
         let mut r = ListPromptsResult::with_all_items(items);
         r.next_cursor = next;
-        Ok(served::in_era!(r, &self.identity(), &ctx))
+        Ok(served::in_era!(r, self.era(&ctx).as_ref()))
     }
 
     async fn get_prompt(
@@ -430,7 +435,7 @@ impl ServerHandler for McpFace {
             Ok(_) => return Err(unexpected("prompts/get")),
             Err(asked) => GetPromptResponse::InputRequired(asked),
         };
-        Ok(served::prompt(answer, &self.identity(), &context))
+        Ok(served::prompt(answer, self.era(&context).as_ref()))
     }
 
     async fn list_resources(
@@ -442,7 +447,7 @@ impl ServerHandler for McpFace {
         let (items, next) = page(&all, request.as_ref().and_then(|r| r.cursor.as_deref()), self.shared.page_size)?;
         let mut r = ListResourcesResult::with_all_items(items);
         r.next_cursor = next;
-        Ok(served::in_era!(r, &self.identity(), &ctx))
+        Ok(served::in_era!(r, self.era(&ctx).as_ref()))
     }
 
     async fn list_resource_templates(
@@ -454,7 +459,7 @@ impl ServerHandler for McpFace {
         let (items, next) = page(&all, request.as_ref().and_then(|r| r.cursor.as_deref()), self.shared.page_size)?;
         let mut r = ListResourceTemplatesResult::with_all_items(items);
         r.next_cursor = next;
-        Ok(served::in_era!(r, &self.identity(), &ctx))
+        Ok(served::in_era!(r, self.era(&ctx).as_ref()))
     }
 
     async fn read_resource(
@@ -487,7 +492,7 @@ impl ServerHandler for McpFace {
             Ok(_) => return Err(unexpected("resources/read")),
             Err(asked) => ReadResourceResponse::InputRequired(asked),
         };
-        Ok(served::read(answer, &self.identity(), &context))
+        Ok(served::read(answer, self.era(&context).as_ref()))
     }
 
     async fn complete(
@@ -516,7 +521,7 @@ impl ServerHandler for McpFace {
         request.meta = None;
         match self.forward(&upstream, ClientRequest::CompleteRequest(CompleteRequest::new(request)), &context).await? {
             ServerResult::CompleteResult(mut r) => {
-                served::stamp(&mut r.meta, &self.identity(), &context);
+                served::stamp(&mut r.meta, self.era(&context).as_ref());
                 Ok(r)
             }
             _ => Err(unexpected("completion/complete")),

@@ -4,78 +4,67 @@
 //! forwarded), and a legacy client never sees the caching hints (`ttlMs`, `cacheScope`) that
 //! only 2026-07-28 defines. (rmcp itself fills the hints in for modern peers and takes
 //! `resultType` out for legacy ones.)
+//!
+//! `modern` is the gateway's identity when the client speaks 2026-07-28 ([`McpFace::era`]), and
+//! `None` for a legacy client.
+//!
+//! [`McpFace::era`]: super::McpFace
 
-use rmcp::RoleServer;
 use rmcp::model::{CacheScope, CallToolResponse, GetPromptResponse, Implementation, MetaObject, ReadResourceResponse};
-use rmcp::service::RequestContext;
 
-use super::modern;
-
-const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+use crate::client::SERVER_INFO_META;
 
 /// Puts the gateway's identity into a 2026-07-28 result's `_meta`.
-pub(super) fn stamp(meta: &mut Option<MetaObject>, server: &Implementation, ctx: &RequestContext<RoleServer>) {
-    if modern(ctx)
-        && let Ok(info) = serde_json::to_value(server)
-    {
-        meta.get_or_insert_with(MetaObject::new).0.insert(SERVER_INFO.into(), info);
+pub(super) fn stamp(meta: &mut Option<MetaObject>, modern: Option<&Implementation>) {
+    if let Some(info) = modern.and_then(|server| serde_json::to_value(server).ok()) {
+        meta.get_or_insert_with(MetaObject::new).0.insert(SERVER_INFO_META.into(), info);
     }
 }
 
 /// Takes the caching hints out of a result for a legacy client.
-pub(super) fn hints(ttl: &mut Option<u64>, scope: &mut Option<CacheScope>, ctx: &RequestContext<RoleServer>) {
-    if !modern(ctx) {
+pub(super) fn hints(ttl: &mut Option<u64>, scope: &mut Option<CacheScope>, modern: Option<&Implementation>) {
+    if modern.is_none() {
         (*ttl, *scope) = (None, None);
     }
 }
 
 /// A result with `_meta` and caching hints (the lists and resources/read), in the client's era.
 macro_rules! in_era {
-    ($r:expr, $server:expr, $ctx:expr) => {{
+    ($r:expr, $modern:expr) => {{
         let mut r = $r;
-        $crate::face::served::stamp(&mut r.meta, $server, $ctx);
-        $crate::face::served::hints(&mut r.ttl_ms, &mut r.cache_scope, $ctx);
+        $crate::face::served::stamp(&mut r.meta, $modern);
+        $crate::face::served::hints(&mut r.ttl_ms, &mut r.cache_scope, $modern);
         r
     }};
 }
 pub(super) use in_era;
 
-pub(super) fn call(
-    mut r: CallToolResponse,
-    server: &Implementation,
-    ctx: &RequestContext<RoleServer>,
-) -> CallToolResponse {
-    match &mut r {
-        CallToolResponse::Complete(c) => stamp(&mut c.meta, server, ctx),
-        CallToolResponse::InputRequired(i) => stamp(&mut i.meta, server, ctx),
-        CallToolResponse::Task(t) => stamp(&mut t.meta, server, ctx),
-        _ => {}
-    }
+pub(super) fn call(mut r: CallToolResponse, modern: Option<&Implementation>) -> CallToolResponse {
+    let meta = match &mut r {
+        CallToolResponse::Complete(c) => &mut c.meta,
+        CallToolResponse::InputRequired(i) => &mut i.meta,
+        CallToolResponse::Task(t) => &mut t.meta,
+        _ => return r,
+    };
+    stamp(meta, modern);
     r
 }
 
-pub(super) fn prompt(
-    mut r: GetPromptResponse,
-    server: &Implementation,
-    ctx: &RequestContext<RoleServer>,
-) -> GetPromptResponse {
-    match &mut r {
-        GetPromptResponse::Complete(c) => stamp(&mut c.meta, server, ctx),
-        GetPromptResponse::InputRequired(i) => stamp(&mut i.meta, server, ctx),
-        _ => {}
-    }
+pub(super) fn prompt(mut r: GetPromptResponse, modern: Option<&Implementation>) -> GetPromptResponse {
+    let meta = match &mut r {
+        GetPromptResponse::Complete(c) => &mut c.meta,
+        GetPromptResponse::InputRequired(i) => &mut i.meta,
+        _ => return r,
+    };
+    stamp(meta, modern);
     r
 }
 
-pub(super) fn read(
-    r: ReadResourceResponse,
-    server: &Implementation,
-    ctx: &RequestContext<RoleServer>,
-) -> ReadResourceResponse {
+pub(super) fn read(r: ReadResourceResponse, modern: Option<&Implementation>) -> ReadResourceResponse {
     match r {
-        ReadResourceResponse::Complete(c) => ReadResourceResponse::Complete(in_era!(c, server, ctx)),
+        ReadResourceResponse::Complete(c) => ReadResourceResponse::Complete(in_era!(c, modern)),
         ReadResourceResponse::InputRequired(mut i) => {
-            stamp(&mut i.meta, server, ctx);
+            stamp(&mut i.meta, modern);
             ReadResourceResponse::InputRequired(i)
         }
         other => other,
