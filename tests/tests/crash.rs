@@ -273,6 +273,129 @@ async fn kill_after_the_upstream_replied_before_the_outcome_committed(db: Db) {
     assert_eq!(call_log(&s.opts.data_dir).len(), WRITES, "reconciliation sends nothing upstream");
 }
 
+/// Many calls admitted at once, and `kill -9` while commits are in flight. On SQLite, where
+/// the admissions, attempts and outcomes of many calls share commits, the writer is stopped
+/// before committing a batch of at least 8 changes (`SWITCHYARD_FAULT_PAUSE=before_shared_commit`)
+/// and the kill comes then; on PostgreSQL (a commit per change) it comes at a moment of full
+/// flow. Read straight from the database at the moment of the kill: every answered admission is
+/// there, every invocation there is whole (its row agrees with a gapless event log that starts
+/// at its admission), and on SQLite nothing of the stopped batch is there, so each call is
+/// either recorded and answered or not recorded at all. After a restart every key names exactly
+/// one invocation.
+async fn kill_while_commits_are_shared(db: Db) {
+    const CALLS: usize = 600;
+    let s = scenario(db).await;
+    let shared = matches!(db, Db::Sqlite);
+    let mut gw = Gateway::start(if shared { with_fault(&s.opts, "before_shared_commit") } else { s.opts.clone() });
+    let (http, base) = (gw.http.clone(), gw.base.clone());
+    let answered = std::sync::Arc::new(std::sync::Mutex::new(HashMap::<String, String>::new()));
+    let flood = {
+        let answered = answered.clone();
+        tokio::spawn(async move {
+            futures::stream::iter(0..CALLS)
+                .map(|i| {
+                    let (http, base, answered) = (http.clone(), base.clone(), answered.clone());
+                    async move {
+                        let key = format!("g-{i}");
+                        let body = json!({"upstream": "demo", "operation": "count", "request": {"i": i}, "idempotency_key": key});
+                        let resp = http
+                            .post(format!("{base}/admin/v1/invocations?wait_ms=0"))
+                            .bearer_auth(switchyard_tests::gateway::TOKEN)
+                            .header("x-switchyard-tenant", TENANT)
+                            .json(&body)
+                            .send()
+                            .await;
+                        if let Ok(r) = resp
+                            && r.status().as_u16() == 201
+                            && let Ok(v) = r.json::<Value>().await
+                        {
+                            let id = v["id"].as_str().unwrap_or_default().to_string();
+                            answered.lock().unwrap_or_else(|e| e.into_inner()).insert(key, id);
+                        }
+                    }
+                })
+                .buffer_unordered(64)
+                .collect::<Vec<()>>()
+                .await
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let log = s.opts.data_dir.join("gateway.log");
+    let paused = || std::fs::read_to_string(&log).unwrap_or_default().contains("pausing before a shared commit");
+    while !(if shared { paused() } else { answered.lock().unwrap_or_else(|e| e.into_inner()).len() >= CALLS / 4 }) {
+        assert!(Instant::now() < deadline, "the flood never got that far");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    if shared {
+        // Every commit before the stopped one has been answered by now.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    gw.kill9();
+    let _ = flood.await;
+    let answered = answered.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    assert!(answered.len() < CALLS, "the kill came after every call was answered: nothing was in flight");
+
+    // The database as the kill left it, through the store port.
+    let url =
+        s.opts.store_url.clone().unwrap_or_else(|| format!("sqlite://{}/switchyard.db", s.opts.data_dir.display()));
+    let opts = switchyard_store::StoreOptions { migrate: false, ..Default::default() };
+    let store = switchyard_store::connect(&url, &opts).await.unwrap_or_else(|e| panic!("{e}")).invocations;
+    let tenant = switchyard_contract::TenantId::new(TENANT).unwrap_or_else(|e| panic!("{e}"));
+    let mut present = HashMap::new();
+    let mut query = switchyard_contract::ListQuery { limit: Some(500), ..Default::default() };
+    loop {
+        let page = store.list(&tenant, &query).await.unwrap_or_else(|e| panic!("{e}"));
+        for inv in page.items {
+            let events = store.events(inv.id, 0, 1_000).await.unwrap_or_else(|e| panic!("{e}"));
+            let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+            assert_eq!(seqs, (1..=inv.last_seq).collect::<Vec<_>>(), "{} is not whole: {inv:?}", inv.id);
+            assert!(
+                matches!(events.first().map(|e| &e.kind), Some(switchyard_contract::EventKind::Admitted { .. })),
+                "{} does not start at its admission",
+                inv.id
+            );
+            let key = inv.ingress_key.as_ref().map(|k| k.as_str().to_string()).unwrap_or_default();
+            present.insert(key, inv.id.to_string());
+        }
+        match page.next_cursor {
+            Some(c) => query.cursor = Some(c),
+            None => break,
+        }
+    }
+    drop(store);
+    for (key, id) in &answered {
+        assert_eq!(present.get(key), Some(id), "answered admission {key} is missing after the kill");
+    }
+    let unanswered_present = present.keys().filter(|k| !answered.contains_key(*k)).count();
+    if shared {
+        assert_eq!(unanswered_present, 0, "a change of the stopped shared commit was recorded");
+        assert!(answered.len() + 8 <= CALLS, "the stopped commit held at least 8 changes of unanswered calls");
+    }
+    eprintln!(
+        "{db:?} at the kill: {} answered, {} recorded but unanswered, {} neither (of {CALLS})",
+        answered.len(),
+        unanswered_present,
+        CALLS - present.len()
+    );
+
+    // A client retries every call with its key: each key names exactly one invocation.
+    let gw = Gateway::start(s.opts.clone());
+    let mut ids = HashSet::new();
+    for i in 0..CALLS {
+        let key = format!("g-{i}");
+        let (status, v) =
+            gw.submit(TENANT, "count", json!({"i": i}), Some(&key), 0).await.unwrap_or_else(|e| panic!("{key}: {e}"));
+        let id = v["id"].as_str().unwrap_or_default().to_string();
+        match present.get(&key) {
+            Some(before) => assert_eq!((status, &id), (200, before), "{key} must attach to what the kill left"),
+            None => assert_eq!(status, 201, "{key} was never recorded: admitted now"),
+        }
+        ids.insert(id);
+    }
+    assert_eq!(ids.len(), CALLS);
+    assert_eq!(settled(&gw).await.len(), CALLS);
+}
+
 /// Each scenario on each database.
 macro_rules! on_both {
     ($($name:ident),* $(,)?) => {$(
@@ -293,6 +416,7 @@ on_both!(
     kill_before_dispatch,
     kill_during_the_upstream_call,
     kill_after_the_upstream_replied_before_the_outcome_committed,
+    kill_while_commits_are_shared,
 );
 
 /// Two replicas share one PostgreSQL. Replica A admits calls and dies before dispatching them;

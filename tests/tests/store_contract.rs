@@ -61,6 +61,7 @@ contract!(
     released_leases_are_recoverable_at_once,
     tenants_do_not_see_each_other,
     held_transitions_apply_only_to_the_current_record,
+    a_failed_change_among_concurrent_ones_is_undone_alone,
 );
 
 fn tenant(t: &str) -> TenantId {
@@ -189,6 +190,60 @@ async fn concurrent_transitions_are_serialized(store: Arc<dyn InvocationStore>) 
     let tail = store.events(inv.id, 19, 100).await.unwrap_or_default();
     assert_eq!(tail.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![20, 21]);
     assert_eq!(store.events(inv.id, 0, 5).await.map(|e| e.len()).ok(), Some(5));
+}
+
+/// Many changes at once (on SQLite they share commits): one whose row update succeeds and whose
+/// event append then fails is undone entirely and answered with an error; every neighbour commits.
+async fn a_failed_change_among_concurrent_ones_is_undone_alone(store: Arc<dyn InvocationStore>) {
+    let mut invs = Vec::new();
+    for _ in 0..8 {
+        invs.push(created(&store, draft("a", None, json!({}), 30_000)).await);
+    }
+    let victim = invs[0].clone();
+    let by = victim.principal.clone();
+    let mut tasks = Vec::new();
+    for round in 0..8 {
+        for inv in &invs {
+            let (s, p, id) = (store.clone(), by.clone(), inv.id);
+            // In round 3 the first invocation gets a change that rewinds its sequence: the row
+            // update goes through, the event append collides with event 1 and fails.
+            let bad = round == 3 && id == victim.id;
+            tasks.push(tokio::spawn(async move {
+                let outcome = s
+                    .transition(
+                        id,
+                        Box::new(move |i, _| {
+                            if bad {
+                                i.last_seq = 0;
+                            }
+                            Ok(vec![EventKind::CancelRequested { by: p.clone() }])
+                        }),
+                    )
+                    .await;
+                (bad, outcome.map(drop))
+            }));
+        }
+        // And admissions in between, so batches mix both kinds.
+        let s = store.clone();
+        tasks.push(tokio::spawn(async move {
+            (false, s.admit(draft("a", None, json!({"round": round}), 30_000)).await.map(drop))
+        }));
+    }
+    let mut failed = 0;
+    for t in tasks {
+        let (bad, outcome) = t.await.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(outcome.is_err(), bad, "only the bad change fails: {:?}", outcome.err());
+        failed += usize::from(bad);
+    }
+    assert_eq!(failed, 1);
+    for inv in &invs {
+        let row = store.get(None, inv.id).await.ok().flatten().unwrap_or_else(|| panic!("row"));
+        let events = store.events(inv.id, 0, 100).await.unwrap_or_default();
+        let expected = if inv.id == victim.id { 8 } else { 9 };
+        assert_eq!(events.iter().map(|e| e.seq).collect::<Vec<_>>(), (1..=expected).collect::<Vec<u64>>());
+        assert_eq!(row.last_seq, expected, "the row agrees with its events");
+    }
+    assert_eq!(store.list(&tenant("a"), &ListQuery::default()).await.map(|p| p.items.len()).ok(), Some(16));
 }
 
 async fn terminal_rows_are_immutable_in_the_database(store: Arc<dyn InvocationStore>) {

@@ -287,6 +287,8 @@ async fn open_stores(cfg: &Config) -> anyhow::Result<switchyard_store::Stores> {
         migrate: true,
         acquire_timeout: Duration::from_millis(cfg.store.acquire_timeout_ms),
         change_feed: cfg.store.change_feed,
+        group_commit: cfg.store.group_commit,
+        pause_before_shared_commit: crate::faults::pauses_shared_commit(),
     };
     switchyard_store::connect(&url, &opts).await.with_context(|| format!("cannot open store {}", redact_url(&url)))
 }

@@ -91,11 +91,20 @@ pub struct StoreConfig {
     /// 250 ms; with the feed, that poll runs every 10 s as a fallback). Turn off behind a pooler
     /// that cannot `LISTEN` (PgBouncer in transaction mode).
     pub change_feed: bool,
+    /// SQLite: one commit carries the admissions and transitions of many calls (one `fsync`
+    /// for all of them). Off only to measure what it saves.
+    pub group_commit: bool,
 }
 
 impl Default for StoreConfig {
     fn default() -> Self {
-        Self { url: Secret::default(), max_connections: 16, acquire_timeout_ms: 2000, change_feed: true }
+        Self {
+            url: Secret::default(),
+            max_connections: 16,
+            acquire_timeout_ms: 2000,
+            change_feed: true,
+            group_commit: true,
+        }
     }
 }
 

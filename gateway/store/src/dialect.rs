@@ -181,6 +181,9 @@ pub trait Dialect: sealed::Sealed + Clone + Copy + std::fmt::Debug + Send + Sync
     /// statement and one round trip. The invocation store's admission and held-lease paths use
     /// them on PostgreSQL, where each round trip is a network hop.
     const FAST_PATHS: bool;
+    /// One writer: invocation admissions and transitions go through the group commit
+    /// ([`crate::group`]), many changes per transaction and `fsync`.
+    const GROUP_COMMIT: bool;
 
     /// Parameter `n` as a value for a JSON column.
     fn json(n: usize) -> String;
@@ -206,6 +209,7 @@ impl Dialect for Pg {
     const FOR_UPDATE: &'static str = " FOR UPDATE";
     const SKIP_LOCKED: &'static str = " FOR UPDATE SKIP LOCKED";
     const FAST_PATHS: bool = true;
+    const GROUP_COMMIT: bool = false;
 
     fn json(n: usize) -> String {
         format!("${n}::jsonb")
@@ -229,6 +233,7 @@ impl Dialect for Sqlite {
     const FOR_UPDATE: &'static str = "";
     const SKIP_LOCKED: &'static str = "";
     const FAST_PATHS: bool = false;
+    const GROUP_COMMIT: bool = true;
 
     fn json(n: usize) -> String {
         format!("${n}")

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicI64;
 
 use async_trait::async_trait;
+use sqlx::Transaction;
 use switchyard_contract::state::CancelRequest;
 use switchyard_contract::{
     Admission, EffectClass, Error, Event, EventId, EventKind, Fence, IngressKey, Invocation, InvocationId,
@@ -18,6 +19,7 @@ use switchyard_contract::{
 
 use crate::dialect::{self as sql, Cells, Dialect, On, Pg, Pools, Stmt};
 use crate::error::StoreError;
+use crate::group::GroupCommit;
 use crate::row::{corrupt, i64_of, parse_json, to_json, u64_of};
 
 /// The invocation columns, in the order [`decode_invocation`] reads them.
@@ -35,6 +37,8 @@ pub struct SqlInvocations<D: Dialect> {
     /// PostgreSQL's fast path: the database clock minus the local clock, as last observed (an
     /// estimate that only chooses the path; the database still decides every lease check).
     pub(crate) clock_offset_ms: Arc<AtomicI64>,
+    /// The single writer's group commit ([`Dialect::GROUP_COMMIT`]; `None`: one commit per change).
+    pub(crate) group: Option<Arc<GroupCommit<D>>>,
 }
 
 /// The production store: many gateway replicas on one PostgreSQL database.
@@ -44,7 +48,8 @@ pub type SqliteStore = SqlInvocations<crate::dialect::Sqlite>;
 
 impl<D: Dialect> SqlInvocations<D> {
     pub fn new(pools: Pools<D>) -> Self {
-        Self { pools, clock_offset_ms: Arc::new(AtomicI64::new(0)) }
+        let group = D::GROUP_COMMIT.then(|| Arc::new(GroupCommit::new(pools.clone())));
+        Self { group, pools, clock_offset_ms: Arc::new(AtomicI64::new(0)) }
     }
 
     /// The writer pool (PostgreSQL: the one pool).
@@ -52,11 +57,13 @@ impl<D: Dialect> SqlInvocations<D> {
         self.pools.pool()
     }
 
-    /// The portable admission: insert the invocation and its first event in one write
-    /// transaction, unless the tenant already used the ingress key.
-    async fn admit_in_transaction(&self, draft: NewInvocation) -> Result<Admission, Error> {
-        let mut tx = self.pools.begin().await?;
-        let now = sql::now::<D>(On::Tx(&mut tx)).await?;
+    /// The portable admission inside the open write transaction `tx`: insert the invocation and
+    /// its first event, unless the tenant already used the ingress key. The caller commits.
+    pub(crate) async fn admit_in(
+        tx: &mut Transaction<'static, D::Db>,
+        draft: NewInvocation,
+    ) -> Result<Admission, Error> {
+        let now = sql::now::<D>(On::Tx(tx)).await?;
         let (mut new, first) = Invocation::admit(draft, now);
         let events = append(&mut new, vec![first], now)?;
         let m = mutable(&new)?;
@@ -78,27 +85,46 @@ impl<D: Dialect> SqlInvocations<D> {
             .int(m.last_seq)
             .int(now)
             .opt_text(new.parent.map(|p| p.to_string()));
-        if sql::affected::<D>(On::Tx(&mut tx), insert).await? == 0 {
-            let existing = self.by_key(On::Tx(&mut tx), &new.principal.tenant, new.ingress_key.as_ref()).await?;
+        if sql::affected::<D>(On::Tx(tx), insert).await? == 0 {
+            let existing = by_key::<D>(On::Tx(tx), &new.principal.tenant, new.ingress_key.as_ref()).await?;
             return Ok(Admission::Existing(existing));
         }
-        insert_events::<D>(On::Tx(&mut tx), new.id, &events).await?;
-        tx.commit().await.map_err(crate::error::db)?;
+        insert_events::<D>(On::Tx(tx), new.id, &events).await?;
         Ok(Admission::Created(new))
     }
 
-    /// The invocation admitted under `key` (after an admission found the key taken).
-    pub(crate) async fn by_key(
-        &self,
-        on: On<'_, D::Db>,
-        tenant: &TenantId,
-        key: Option<&IngressKey>,
-    ) -> Result<Invocation, Error> {
-        let key = key.ok_or_else(|| Error::internal("admission inserted nothing without an ingress key"))?;
-        let stmt = Stmt::new(format!("SELECT {COLUMNS} FROM invocations WHERE tenant = $1 AND ingress_key = $2"))
-            .text(tenant.as_str())
-            .text(key.as_str());
-        decode_invocation(&sql::one::<D>(on, stmt).await?)
+    /// The portable transition inside the open write transaction `tx`: read the row (locked on
+    /// PostgreSQL), apply `f` on the database clock, write the row and append its events. The
+    /// caller commits.
+    pub(crate) async fn transition_in(
+        tx: &mut Transaction<'static, D::Db>,
+        id: InvocationId,
+        f: &Transition,
+    ) -> Result<Transitioned, Error> {
+        let read = Stmt::new(format!("SELECT {COLUMNS}, {} FROM invocations WHERE id = $1{}", D::NOW, D::FOR_UPDATE))
+            .text(id.to_string());
+        let row = sql::optional::<D>(On::Tx(tx), read)
+            .await?
+            .ok_or_else(|| Error::not_found(format!("invocation {id} not found")))?;
+        let now = row.int(COLUMN_COUNT)?;
+        let mut current = decode_invocation(&row)?;
+        let before = current.clone();
+        let kinds = f(&mut current, now)?;
+        if kinds.is_empty() && current == before {
+            return Ok(Transitioned { now, invocation: current, events: Vec::new() });
+        }
+        let events = append(&mut current, kinds, now)?;
+        let m = mutable(&current)?;
+        let update = Stmt::new(format!(
+            "UPDATE invocations SET state = $2, state_data = {}, attempts = $4, cancel_data = {}, lease_owner = $6, \
+             fence = $7, lease_expires_ms = $8, last_seq = $9, updated_ms = $10 WHERE id = $1",
+            D::json(3),
+            D::json(5)
+        ));
+        let update = bind_mutable(update, id, &m, m.lease_expires_ms).int(m.updated_ms);
+        sql::affected::<D>(On::Tx(tx), update).await?;
+        insert_events::<D>(On::Tx(tx), id, &events).await?;
+        Ok(Transitioned { now, invocation: current, events: events.into_iter().map(|(e, _)| e).collect() })
     }
 }
 
@@ -114,6 +140,26 @@ impl SqlInvocations<crate::dialect::Sqlite> {
     pub async fn connect(url: &str, opts: &crate::StoreOptions) -> Result<Self, StoreError> {
         Ok(Self::new(Pools::<crate::dialect::Sqlite>::connect(url, opts).await?))
     }
+}
+
+/// The invocation admitted under `key` (after an admission found the key taken).
+pub(crate) async fn by_key<D: Dialect>(
+    on: On<'_, D::Db>,
+    tenant: &TenantId,
+    key: Option<&IngressKey>,
+) -> Result<Invocation, Error> {
+    let key = key.ok_or_else(|| Error::internal("admission inserted nothing without an ingress key"))?;
+    let stmt = Stmt::new(format!("SELECT {COLUMNS} FROM invocations WHERE tenant = $1 AND ingress_key = $2"))
+        .text(tenant.as_str())
+        .text(key.as_str());
+    decode_invocation(&sql::one::<D>(on, stmt).await?)
+}
+
+/// What a portable transition did, and the database's clock when it did it.
+pub(crate) struct Transitioned {
+    pub now: Millis,
+    pub invocation: Invocation,
+    pub events: Vec<Event>,
 }
 
 /// Binds `$1..=$9`: id, tenant, subject, upstream, operation, effect, request, digest, ingress key.
@@ -163,39 +209,26 @@ impl<D: Dialect> InvocationStore for SqlInvocations<D> {
         if D::FAST_PATHS {
             return self.admit_in_one_statement(draft).await;
         }
-        self.admit_in_transaction(draft).await
+        if let Some(group) = &self.group {
+            return group.admit(draft).await;
+        }
+        let mut tx = self.pools.begin().await?;
+        let admitted = Self::admit_in(&mut tx, draft).await?;
+        tx.commit().await.map_err(crate::error::db)?;
+        Ok(admitted)
     }
 
     async fn transition(&self, id: InvocationId, f: Transition) -> Result<(Invocation, Vec<Event>), Error> {
+        if let Some(group) = &self.group {
+            return group.transition(id, f).await;
+        }
         let mut tx = self.pools.begin().await?;
-        let read = Stmt::new(format!("SELECT {COLUMNS}, {} FROM invocations WHERE id = $1{}", D::NOW, D::FOR_UPDATE))
-            .text(id.to_string());
-        let row = sql::optional::<D>(On::Tx(&mut tx), read)
-            .await?
-            .ok_or_else(|| Error::not_found(format!("invocation {id} not found")))?;
-        let now = row.int(COLUMN_COUNT)?;
-        if D::FAST_PATHS {
-            self.observe_clock(now); // the held-lease fast path's estimate
-        }
-        let mut current = decode_invocation(&row)?;
-        let before = current.clone();
-        let kinds = f(&mut current, now)?;
-        if kinds.is_empty() && current == before {
-            return Ok((current, Vec::new()));
-        }
-        let events = append(&mut current, kinds, now)?;
-        let m = mutable(&current)?;
-        let update = Stmt::new(format!(
-            "UPDATE invocations SET state = $2, state_data = {}, attempts = $4, cancel_data = {}, lease_owner = $6, \
-             fence = $7, lease_expires_ms = $8, last_seq = $9, updated_ms = $10 WHERE id = $1",
-            D::json(3),
-            D::json(5)
-        ));
-        let update = bind_mutable(update, id, &m, m.lease_expires_ms).int(m.updated_ms);
-        sql::affected::<D>(On::Tx(&mut tx), update).await?;
-        insert_events::<D>(On::Tx(&mut tx), id, &events).await?;
+        let done = Self::transition_in(&mut tx, id, &f).await?;
         tx.commit().await.map_err(crate::error::db)?;
-        Ok((current, events.into_iter().map(|(e, _)| e).collect()))
+        if D::FAST_PATHS {
+            self.observe_clock(done.now); // the held-lease fast path's estimate
+        }
+        Ok((done.invocation, done.events))
     }
 
     async fn transition_held(&self, expected: &Invocation, f: Transition) -> Result<(Invocation, Vec<Event>), Error> {

@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering;
 use switchyard_contract::{Admission, Error, Event, EventKind, Invocation, NewInvocation, Transition, wall_clock_ms};
 
 use crate::dialect::{self as sql, Cells, Dialect, Stmt};
-use crate::invocations::{SqlInvocations, append, bind_identity, bind_mutable, mutable};
+use crate::invocations::{SqlInvocations, append, bind_identity, bind_mutable, by_key, mutable};
 use crate::row::i64_of;
 
 /// The fast path is taken only while the lease has at least this long left on the estimate.
@@ -72,7 +72,7 @@ impl<D: Dialect> SqlInvocations<D> {
             new.lease.expires_at_ms = new.lease.expires_at_ms.map(|_| now + ttl);
             return Ok(Admission::Created(new));
         }
-        let existing = self.by_key(self.pools.read(), &new.principal.tenant, new.ingress_key.as_ref()).await?;
+        let existing = by_key::<D>(self.pools.read(), &new.principal.tenant, new.ingress_key.as_ref()).await?;
         Ok(Admission::Existing(existing))
     }
 

@@ -14,6 +14,7 @@ pub mod dialect;
 mod error;
 pub mod feed;
 pub mod grants;
+pub mod group;
 pub mod invocations;
 pub mod invocations_fast;
 mod migrate;
@@ -52,6 +53,12 @@ pub struct StoreOptions {
     pub acquire_timeout: std::time::Duration,
     /// PostgreSQL: announce and hear changes across replicas (`LISTEN/NOTIFY`, [`PgFeed`]).
     pub change_feed: bool,
+    /// SQLite: invocation admissions and transitions share commits ([`group`]'s write pipeline).
+    pub group_commit: bool,
+    /// Crash tests only: the writer stops forever before committing the first batch of at least
+    /// [`group::PAUSE_AT_CHANGES`] changes after [`group::PAUSE_AFTER_CHANGES`], so the process
+    /// can be killed with a shared commit in flight.
+    pub pause_before_shared_commit: bool,
 }
 
 impl Default for StoreOptions {
@@ -61,6 +68,8 @@ impl Default for StoreOptions {
             migrate: true,
             acquire_timeout: std::time::Duration::from_secs(2),
             change_feed: true,
+            group_commit: true,
+            pause_before_shared_commit: false,
         }
     }
 }
@@ -97,17 +106,25 @@ pub async fn connect(url: &str, opts: &StoreOptions) -> Result<Stores, StoreErro
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
         let pools = Pools::<Pg>::connect(url, opts).await?;
         let feed = opts.change_feed.then(|| Arc::new(PgFeed::new(pools.pool().clone())) as Arc<dyn ChangeFeed>);
-        Ok(Stores { feed, ..stores(pools) })
+        Ok(Stores { feed, ..stores(pools, opts) })
     } else if url.starts_with("sqlite:") {
-        Ok(stores(Pools::<Sqlite>::connect(url, opts).await?))
+        Ok(stores(Pools::<Sqlite>::connect(url, opts).await?, opts))
     } else {
         Err(StoreError::Config(format!("store url must start with postgres:// or sqlite: (got `{}`)", redact_url(url))))
     }
 }
 
-fn stores<D: Dialect>(pools: Pools<D>) -> Stores {
+fn stores<D: Dialect>(pools: Pools<D>, opts: &StoreOptions) -> Stores {
+    let mut invocations = SqlInvocations::new(pools.clone());
+    if !opts.group_commit {
+        invocations.group = None;
+    } else if opts.pause_before_shared_commit
+        && let Some(group) = &mut invocations.group
+    {
+        *group = Arc::new(group::GroupCommit::pausing(pools.clone()));
+    }
     Stores {
-        invocations: Arc::new(SqlInvocations::new(pools.clone())),
+        invocations: Arc::new(invocations),
         artifacts: Arc::new(SqlArtifacts::new(pools.clone())),
         bindings: Arc::new(SqlBindings::new(pools.clone())),
         vault: Arc::new(SqlSecrets::new(pools.clone())),

@@ -1,0 +1,472 @@
+//! Group commit: one writer task gathers the admissions and transitions of many invocations and
+//! commits them in one write transaction, answering each caller only after that shared commit.
+//!
+//! SQLite has one writer and pays one `fsync` per commit, so three commits per call capped the
+//! embedded store at about 650 calls/s whatever the concurrency. Here a commit carries every
+//! change that arrived while the previous one was being made: the window is the length of one
+//! commit (nothing waits for company when the writer is idle, so a lone call pays no added
+//! latency) and a batch holds at most [`MAX_BATCH`] changes.
+//!
+//! A batch is written with multi-row statements ([`write_together`]): one read of every row the
+//! batch's transitions change (and the database clock), one insert of its admissions, one update
+//! of its changed rows, one insert of all their events: five statements for the whole batch
+//! instead of three per change (on this machine each statement costs a hand-off to SQLite's
+//! worker thread, which is what bounded the writer).
+//!
+//! The guarantees stay per change. A transition the contract refuses (or of an invocation that
+//! does not exist) fails alone, before anything is written. If the database refuses a statement
+//! (a trigger protecting a terminal row, a constraint), the transaction is rolled back and the
+//! batch is split: every change runs again under its own savepoint ([`one_by_one`]), so the bad
+//! one is undone alone and answered with its own error while its neighbours commit. A caller is
+//! answered `Ok` only after the commit that holds its change succeeded; if that commit fails, every
+//! change in it is answered with the failure, and none of them happened. Changes of one invocation
+//! are applied in the order they were asked for, each seeing the one before.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::OnceLock;
+
+use switchyard_contract::{Admission, Error, Event, Invocation, InvocationId, Millis, NewInvocation, Transition};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::dialect::{self as sql, Cells, Dialect, On, Pools, Stmt};
+use crate::error::db;
+use crate::invocations::{
+    COLUMN_COUNT, COLUMNS, SqlInvocations, append, bind_identity, by_key, decode_invocation, mutable,
+};
+use crate::row::i64_of;
+
+/// The most changes one commit carries.
+pub const MAX_BATCH: usize = 256;
+/// Changes waiting for the writer beyond this make their callers wait to enqueue (back-pressure).
+const QUEUE: usize = 4 * MAX_BATCH;
+
+type Reply<T> = oneshot::Sender<Result<T, Error>>;
+/// Events with their data encoded for the insert.
+type Encoded = Vec<(Event, String)>;
+
+enum Change {
+    Admit(Box<NewInvocation>, Reply<Admission>),
+    Transition(InvocationId, Transition, Reply<(Invocation, Vec<Event>)>),
+}
+
+/// The writer of one database's invocations: a queue, and a task that drains it in batches
+/// (started on first use, on the caller's runtime; it ends when the store is dropped).
+pub(crate) struct GroupCommit<D: Dialect> {
+    pools: Pools<D>,
+    queue: OnceLock<mpsc::Sender<Change>>,
+    /// Crash tests: stop before the first commit of at least [`PAUSE_AT_CHANGES`] changes once
+    /// [`PAUSE_AFTER_CHANGES`] have been committed.
+    pause: bool,
+}
+
+/// The smallest batch the crash tests' pause stops before.
+pub const PAUSE_AT_CHANGES: usize = 8;
+/// How many changes the crash tests' pause lets commit first.
+pub const PAUSE_AFTER_CHANGES: usize = 300;
+
+impl<D: Dialect> std::fmt::Debug for GroupCommit<D> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GroupCommit").field("started", &self.queue.get().is_some()).finish()
+    }
+}
+
+fn writer_gone() -> Error {
+    Error::unavailable("the gateway's store writer has stopped; nothing was changed, retry later")
+}
+
+impl<D: Dialect> GroupCommit<D> {
+    pub(crate) fn new(pools: Pools<D>) -> Self {
+        Self { pools, queue: OnceLock::new(), pause: false }
+    }
+
+    /// A writer that stops forever before the first commit of many changes (crash tests).
+    pub(crate) fn pausing(pools: Pools<D>) -> Self {
+        Self { pools, queue: OnceLock::new(), pause: true }
+    }
+
+    fn queue(&self) -> &mpsc::Sender<Change> {
+        self.queue.get_or_init(|| {
+            let (tx, rx) = mpsc::channel(QUEUE);
+            tokio::spawn(write_batches(self.pools.clone(), rx, self.pause));
+            tx
+        })
+    }
+
+    async fn submit<T>(&self, change: impl FnOnce(Reply<T>) -> Change) -> Result<T, Error> {
+        let (reply, answer) = oneshot::channel();
+        self.queue().send(change(reply)).await.map_err(|_| writer_gone())?;
+        answer.await.map_err(|_| writer_gone())?
+    }
+
+    pub(crate) async fn admit(&self, draft: NewInvocation) -> Result<Admission, Error> {
+        self.submit(|reply| Change::Admit(Box::new(draft), reply)).await
+    }
+
+    pub(crate) async fn transition(&self, id: InvocationId, f: Transition) -> Result<(Invocation, Vec<Event>), Error> {
+        self.submit(|reply| Change::Transition(id, f, reply)).await
+    }
+}
+
+async fn write_batches<D: Dialect>(pools: Pools<D>, mut queue: mpsc::Receiver<Change>, pause: bool) {
+    let mut batch = Vec::with_capacity(MAX_BATCH);
+    let mut written = 0;
+    while queue.recv_many(&mut batch, MAX_BATCH).await > 0 {
+        let n = batch.len();
+        commit_batch(&pools, batch.drain(..), pause && written >= PAUSE_AFTER_CHANGES).await;
+        written += n;
+    }
+}
+
+/// Commits `changes` together and answers every caller: written with multi-row statements, or,
+/// if the database refused one of them, split into one savepoint per change.
+async fn commit_batch<D: Dialect>(pools: &Pools<D>, changes: std::vec::Drain<'_, Change>, pause: bool) {
+    let changes: Vec<Change> = changes.collect();
+    let mut tx = match pools.begin().await {
+        Ok(tx) => tx,
+        Err(e) => return changes.into_iter().for_each(|c| c.refuse(e.clone())),
+    };
+    match write_together::<D>(&mut tx, &changes).await {
+        Ok(outcomes) => {
+            if pause && changes.len() >= PAUSE_AT_CHANGES {
+                tracing::warn!(changes = changes.len(), "fault injection: pausing before a shared commit, forever");
+                std::future::pending::<()>().await;
+            }
+            let commit = tx.commit().await.map_err(db);
+            for (change, outcome) in changes.into_iter().zip(outcomes) {
+                change.answer(outcome, &commit);
+            }
+        }
+        Err(refused) => {
+            drop(tx); // rolled back: nothing of the batch was written
+            tracing::warn!(changes = changes.len(), error = %refused, "the database refused a statement of a shared commit; splitting it");
+            if changes.len() == 1 {
+                return changes.into_iter().for_each(|c| c.refuse(refused.clone()));
+            }
+            match pools.begin().await {
+                Ok(tx) => one_by_one::<D>(tx, changes).await,
+                Err(e) => changes.into_iter().for_each(|c| c.refuse(e.clone())),
+            }
+        }
+    }
+}
+
+/// What one change did inside the shared transaction (its own error if it failed alone).
+enum Outcome {
+    Admitted(Result<Admission, Error>),
+    Transitioned(Result<(Invocation, Vec<Event>), Error>),
+}
+
+/// The whole batch in five statements: read the rows the transitions change (with the database
+/// clock), insert the admissions, apply every change in memory in arrival order, update the
+/// changed rows, insert all events. `Err`: the database refused a statement; the transaction
+/// must be rolled back.
+async fn write_together<D: Dialect>(
+    tx: &mut sqlx::Transaction<'static, D::Db>,
+    changes: &[Change],
+) -> Result<Vec<Outcome>, Error> {
+    let wanted: Vec<String> = changes
+        .iter()
+        .filter_map(|c| match c {
+            Change::Transition(id, ..) => Some(id.to_string()),
+            Change::Admit(..) => None,
+        })
+        .collect::<HashSet<_>>()
+        .into_iter()
+        .collect();
+    let mut rows: HashMap<InvocationId, Invocation> = HashMap::new();
+    let mut now = None;
+    if !wanted.is_empty() {
+        let read =
+            Stmt::new(format!("SELECT {COLUMNS}, {} FROM invocations WHERE {}", D::NOW, D::any("id", 1))).texts(wanted);
+        for row in sql::all::<D>(On::Tx(tx), read).await? {
+            now = Some(row.int(COLUMN_COUNT)?);
+            let inv = decode_invocation(&row)?;
+            rows.insert(inv.id, inv);
+        }
+    }
+    let now = match now {
+        Some(now) => now,
+        None => sql::now::<D>(On::Tx(tx)).await?,
+    };
+    let mut events: Encoded = Vec::new();
+    let mut outcomes: Vec<Option<Outcome>> = Vec::with_capacity(changes.len());
+    // (position in the batch, the new row, its first event)
+    let mut admitted: Vec<(usize, Invocation, Encoded)> = Vec::new();
+    for (i, change) in changes.iter().enumerate() {
+        match change {
+            Change::Admit(draft, _) => {
+                let (mut new, first) = Invocation::admit(NewInvocation::clone(draft), now);
+                match append(&mut new, vec![first], now) {
+                    Ok(first) => {
+                        admitted.push((i, new, first));
+                        outcomes.push(None); // decided by the insert below
+                    }
+                    Err(e) => outcomes.push(Some(Outcome::Admitted(Err(e)))),
+                }
+            }
+            Change::Transition(..) => outcomes.push(None), // applied after the admissions
+        }
+    }
+    let inserted = insert_admissions::<D>(tx, admitted.iter().map(|(_, new, _)| new), now).await?;
+    for (i, new, first) in admitted {
+        let outcome = if inserted.contains(&new.id) {
+            events.extend(first);
+            rows.insert(new.id, new.clone());
+            Ok(Admission::Created(new))
+        } else {
+            // The tenant already used the key (perhaps earlier in this very batch).
+            by_key::<D>(On::Tx(tx), &new.principal.tenant, new.ingress_key.as_ref()).await.map(Admission::Existing)
+        };
+        outcomes[i] = Some(Outcome::Admitted(outcome));
+    }
+    let mut dirty: Vec<InvocationId> = Vec::new();
+    for (i, change) in changes.iter().enumerate() {
+        let Change::Transition(id, f, _) = change else { continue };
+        let outcome = match rows.get(id).map(|current| apply_in_memory(current, f, now)) {
+            None => Err(Error::not_found(format!("invocation {id} not found"))),
+            Some(Err(e)) => Err(e),
+            Some(Ok((next, new_events, changed))) => {
+                if changed {
+                    if !dirty.contains(id) {
+                        dirty.push(*id);
+                    }
+                    rows.insert(*id, next.clone());
+                }
+                let answer = new_events.iter().map(|(e, _)| e.clone()).collect();
+                events.extend(new_events);
+                Ok((next, answer))
+            }
+        };
+        outcomes[i] = Some(Outcome::Transitioned(outcome));
+    }
+    update_rows::<D>(tx, dirty.iter().filter_map(|id| rows.get(id))).await?;
+    insert_all_events::<D>(tx, &events).await?;
+    outcomes.into_iter().map(|o| o.ok_or_else(|| Error::internal("a change of the batch was not applied"))).collect()
+}
+
+/// A transition applied to a copy of the row: the row after it, its new events, and whether it
+/// changed anything (a change that changes nothing writes nothing).
+fn apply_in_memory(
+    current: &Invocation,
+    f: &Transition,
+    now: Millis,
+) -> Result<(Invocation, Encoded, bool), Error> {
+    let mut next = current.clone();
+    let kinds = f(&mut next, now)?;
+    if kinds.is_empty() && next == *current {
+        return Ok((next, Vec::new(), false));
+    }
+    let events = append(&mut next, kinds, now)?;
+    Ok((next, events, true))
+}
+
+/// Most rows one multi-row statement carries (SQLite allows 32,766 bound values per statement).
+const ROWS_PER_STATEMENT: usize = 500;
+
+/// Inserts the admitted invocations, skipping any whose tenant already used its ingress key;
+/// answers the ids actually inserted.
+async fn insert_admissions<'a, D: Dialect>(
+    tx: &mut sqlx::Transaction<'static, D::Db>,
+    admitted: impl Iterator<Item = &'a Invocation>,
+    now: Millis,
+) -> Result<HashSet<InvocationId>, Error> {
+    let admitted: Vec<&Invocation> = admitted.collect();
+    let mut inserted = HashSet::new();
+    for chunk in admitted.chunks(ROWS_PER_STATEMENT) {
+        // `$1` is the database clock; each row binds 16 values after it.
+        let values: Vec<String> = (0..chunk.len())
+            .map(|r| {
+                let n = |k: usize| 1 + r * 16 + k;
+                let p = |k: usize| format!("${}", n(k));
+                format!(
+                    "({}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, 0, {}, {}, {}, {}, $1, $1, {})",
+                    p(1),
+                    p(2),
+                    p(3),
+                    p(4),
+                    p(5),
+                    p(6),
+                    D::json(n(7)),
+                    p(8),
+                    p(9),
+                    p(10),
+                    D::json(n(11)),
+                    p(12),
+                    p(13),
+                    p(14),
+                    p(15),
+                    p(16)
+                )
+            })
+            .collect();
+        let mut stmt = Stmt::new(format!(
+            "INSERT INTO invocations (id, tenant, subject, upstream, operation, effect, request, digest, ingress_key, \
+             state, state_data, attempts, lease_owner, fence, lease_expires_ms, last_seq, created_ms, updated_ms, \
+             parent_id) VALUES {} \
+             ON CONFLICT (tenant, ingress_key) WHERE ingress_key IS NOT NULL DO NOTHING RETURNING id",
+            values.join(", ")
+        ))
+        .int(now);
+        for new in chunk {
+            let m = mutable(new)?;
+            stmt = bind_identity(stmt, new)?
+                .text(m.state)
+                .text(m.state_data)
+                .opt_text(m.lease_owner)
+                .int(m.fence)
+                .opt_int(m.lease_expires_ms)
+                .int(m.last_seq)
+                .opt_text(new.parent.map(|p| p.to_string()));
+        }
+        for row in sql::all::<D>(On::Tx(tx), stmt).await? {
+            inserted.insert(row.text(0)?.parse().map_err(crate::row::corrupt)?);
+        }
+    }
+    Ok(inserted)
+}
+
+/// Writes the mutable columns of every changed row, one statement per chunk.
+async fn update_rows<'a, D: Dialect>(
+    tx: &mut sqlx::Transaction<'static, D::Db>,
+    rows: impl Iterator<Item = &'a Invocation>,
+) -> Result<(), Error> {
+    let rows: Vec<&Invocation> = rows.collect();
+    for chunk in rows.chunks(ROWS_PER_STATEMENT) {
+        let values: Vec<String> = (0..chunk.len())
+            .map(|r| {
+                let ps: Vec<String> = (1..=10).map(|k| format!("${}", r * 10 + k)).collect();
+                format!("({})", ps.join(", "))
+            })
+            .collect();
+        let mut stmt = Stmt::new(format!(
+            "WITH v (id, state, state_data, attempts, cancel_data, lease_owner, fence, lease_expires_ms, last_seq, \
+               updated_ms) AS (VALUES {}) \
+             UPDATE invocations SET state = v.state, state_data = v.state_data, attempts = v.attempts, \
+               cancel_data = v.cancel_data, lease_owner = v.lease_owner, fence = v.fence, \
+               lease_expires_ms = v.lease_expires_ms, last_seq = v.last_seq, updated_ms = v.updated_ms \
+             FROM v WHERE invocations.id = v.id",
+            values.join(", ")
+        ));
+        for inv in chunk {
+            let m = mutable(inv)?;
+            stmt = crate::invocations::bind_mutable(stmt, inv.id, &m, m.lease_expires_ms).int(m.updated_ms);
+        }
+        sql::affected::<D>(On::Tx(tx), stmt).await?;
+    }
+    Ok(())
+}
+
+/// Appends every event of the batch, one statement per chunk.
+async fn insert_all_events<D: Dialect>(
+    tx: &mut sqlx::Transaction<'static, D::Db>,
+    events: &[(Event, String)],
+) -> Result<(), Error> {
+    for chunk in events.chunks(ROWS_PER_STATEMENT) {
+        let values: Vec<String> = (0..chunk.len())
+            .map(|r| {
+                let p = r * 6;
+                format!("(${}, ${}, ${}, ${}, {}, ${})", p + 1, p + 2, p + 3, p + 4, D::json(p + 5), p + 6)
+            })
+            .collect();
+        let mut stmt = Stmt::new(format!(
+            "INSERT INTO invocation_events (invocation_id, seq, event_id, kind, data, at_ms) VALUES {}",
+            values.join(", ")
+        ));
+        for (e, data) in chunk {
+            stmt = stmt
+                .text(e.invocation.to_string())
+                .int(i64_of(e.seq)?)
+                .text(e.id.to_string())
+                .text(e.kind.name())
+                .text(data.clone())
+                .int(e.at_ms);
+        }
+        sql::affected::<D>(On::Tx(tx), stmt).await?;
+    }
+    Ok(())
+}
+
+/// The split: every change under its own savepoint in one transaction, so a change the
+/// database refuses is undone alone; one commit for the rest.
+async fn one_by_one<D: Dialect>(mut tx: sqlx::Transaction<'static, D::Db>, changes: Vec<Change>) {
+    let mut applied = Vec::with_capacity(changes.len());
+    let mut broken: Option<Error> = None;
+    for change in changes {
+        if let Some(e) = &broken {
+            change.refuse(e.clone());
+            continue;
+        }
+        if let Err(e) = run::<D>(&mut tx, "SAVEPOINT change").await {
+            change.refuse(e.clone());
+            broken = Some(e);
+            continue;
+        }
+        let outcome = change.apply::<D>(&mut tx).await;
+        let mut step = Ok(());
+        if outcome.failed() {
+            step = run::<D>(&mut tx, "ROLLBACK TO SAVEPOINT change").await;
+        }
+        if step.is_ok() {
+            step = run::<D>(&mut tx, "RELEASE SAVEPOINT change").await;
+        }
+        broken = step.err();
+        applied.push((change, outcome));
+    }
+    let commit = match broken {
+        Some(e) => Err(e), // dropping the transaction rolls it back
+        None => tx.commit().await.map_err(db),
+    };
+    for (change, outcome) in applied {
+        change.answer(outcome, &commit);
+    }
+}
+
+async fn run<D: Dialect>(tx: &mut sqlx::Transaction<'static, D::Db>, stmt: &str) -> Result<(), Error> {
+    sql::affected::<D>(On::Tx(tx), Stmt::new(stmt)).await.map(drop)
+}
+
+impl Outcome {
+    fn failed(&self) -> bool {
+        match self {
+            Outcome::Admitted(r) => r.is_err(),
+            Outcome::Transitioned(r) => r.is_err(),
+        }
+    }
+}
+
+impl Change {
+    /// Applies the change alone (the split path), inside its savepoint.
+    async fn apply<D: Dialect>(&self, tx: &mut sqlx::Transaction<'static, D::Db>) -> Outcome {
+        match self {
+            Change::Admit(draft, _) => Outcome::Admitted(SqlInvocations::<D>::admit_in(tx, NewInvocation::clone(draft)).await),
+            Change::Transition(id, f, _) => Outcome::Transitioned(
+                SqlInvocations::<D>::transition_in(tx, *id, f).await.map(|t| (t.invocation, t.events)),
+            ),
+        }
+    }
+
+    /// Answers the caller: its own outcome if the commit held, else the commit's failure (a
+    /// change that failed on its own keeps its own error). A caller that stopped waiting is
+    /// gone; its change stands or falls with the batch.
+    fn answer(self, outcome: Outcome, commit: &Result<(), Error>) {
+        fn settle<T>(r: Result<T, Error>, commit: &Result<(), Error>) -> Result<T, Error> {
+            match (r, commit) {
+                (Ok(_), Err(e)) => Err(e.clone()),
+                (r, _) => r,
+            }
+        }
+        match (self, outcome) {
+            (Change::Admit(_, reply), Outcome::Admitted(r)) => drop(reply.send(settle(r, commit))),
+            (Change::Transition(_, _, reply), Outcome::Transitioned(r)) => drop(reply.send(settle(r, commit))),
+            (change, _) => change.refuse(Error::internal("a batch answered a change with another's outcome")),
+        }
+    }
+
+    /// Answers a change that was never applied (its batch broke first): nothing of it happened.
+    fn refuse(self, e: Error) {
+        match self {
+            Change::Admit(_, reply) => drop(reply.send(Err(e))),
+            Change::Transition(_, _, reply) => drop(reply.send(Err(e))),
+        }
+    }
+}

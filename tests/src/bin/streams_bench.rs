@@ -1,0 +1,184 @@
+//! Memory and database load of idle event streams, on loopback only: the gateway's resident set
+//! when idle and with `--streams` open admin event streams (SSE on invocations that stay in
+//! flight), and — with `--store-url postgres://…` — the transactions per second the database
+//! commits while those streams sit idle, next to the same measure with no stream open, in the
+//! same run. It also times an unrelated durable call (p50 at concurrency 1) with and without the
+//! streams open, so per-stream work that slows everything else shows.
+//!
+//! `switchyard-streams-bench [--streams 10000] [--seconds 5] [--store-url postgres://…]`
+//!
+//! The gateway is `$SWITCHYARD_BIN`, else the one next to this binary (build both in release).
+//! Each process needs a descriptor per stream: raise `ulimit -n` above `--streams` plus a margin.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use futures::StreamExt;
+use serde_json::json;
+use switchyard_tests::bench::Run;
+use switchyard_tests::gateway::{Gateway, Options, TOKEN};
+
+const TENANT: &str = "bench";
+/// Streams are spread over this many in-flight invocations.
+const INVOCATIONS: usize = 100;
+
+struct Args {
+    streams: usize,
+    seconds: u64,
+    store_url: Option<String>,
+}
+
+fn parse() -> anyhow::Result<Args> {
+    let mut a = Args { streams: 10_000, seconds: 5, store_url: None };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let value = it.next().with_context(|| format!("{flag} needs a value"))?;
+        match flag.as_str() {
+            "--streams" => a.streams = value.parse()?,
+            "--seconds" => a.seconds = value.parse()?,
+            "--store-url" => a.store_url = Some(value),
+            other => bail!("unknown flag {other}"),
+        }
+    }
+    if !(1..=20_000).contains(&a.streams) || !(1..=60).contains(&a.seconds) {
+        bail!("--streams must be 1..=20000 and --seconds 1..=60");
+    }
+    Ok(a)
+}
+
+/// The gateway's resident set, in kB.
+fn rss_kb(pid: u32) -> anyhow::Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .context("no VmRSS")
+}
+
+/// Transactions the database committed or rolled back per second over `seconds`.
+async fn db_tx_per_second(url: &str, seconds: u64) -> anyhow::Result<f64> {
+    let count = || -> anyhow::Result<f64> {
+        let out = switchyard_tests::pg::psql(
+            url,
+            "SELECT sum(xact_commit + xact_rollback) FROM pg_stat_database WHERE datname = current_database()",
+        )
+        .map_err(anyhow::Error::msg)?;
+        Ok(out.trim().parse()?)
+    };
+    let before = count()?;
+    let t0 = Instant::now();
+    tokio::time::sleep(Duration::from_secs(seconds)).await;
+    // The statistics collector reports with a delay: give it a moment, and count the two psql
+    // sessions' own transactions out.
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let after = count()?;
+    Ok(((after - before - 2.0).max(0.0)) / t0.elapsed().as_secs_f64())
+}
+
+/// Durable `echo` calls one after another for `seconds`; their latencies.
+async fn unrelated_calls(gw: &Gateway, seconds: u64) -> anyhow::Result<Run> {
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    let t0 = Instant::now();
+    let mut lat = Vec::new();
+    let mut n = 0u64;
+    while Instant::now() < deadline {
+        n += 1;
+        let started = Instant::now();
+        let (status, v) = gw.submit("other", "echo", json!({"n": n}), None, 10_000).await?;
+        if status != 201 || v["state"]["state"] != "succeeded" {
+            bail!("unrelated call failed: {status} {v}");
+        }
+        lat.push(u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX));
+    }
+    Ok(Run::new(lat, t0.elapsed()))
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = parse()?;
+    let dir = tempfile::tempdir()?;
+    let gw = Gateway::start(Options {
+        data_dir: dir.path().join("d"),
+        store_url: args.store_url.clone(),
+        env: vec![("RUST_LOG".into(), "warn".into())],
+        ..Options::default()
+    });
+    let store = if args.store_url.is_some() { "postgres" } else { "sqlite" };
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let idle_kb = rss_kb(gw.pid())?;
+    let base_calls = unrelated_calls(&gw, args.seconds).await?;
+    let base_tx = match &args.store_url {
+        Some(url) => Some(db_tx_per_second(url, args.seconds).await?),
+        None => None,
+    };
+
+    // Invocations that stay in flight (an `echo` that takes 10 minutes), and streams on them.
+    let mut ids = Vec::new();
+    for i in 0..INVOCATIONS {
+        let (status, v) = gw.submit(TENANT, "echo", json!({"delay_ms": 600_000, "i": i}), None, 0).await?;
+        if status != 201 {
+            bail!("submit: {status} {v}");
+        }
+        ids.push(v["id"].as_str().unwrap_or_default().to_string());
+    }
+    let client = reqwest::Client::builder().pool_max_idle_per_host(0).build()?;
+    let before_kb = rss_kb(gw.pid())?;
+    let opened = futures::stream::iter(0..args.streams)
+        .map(|i| {
+            let url = format!("{}/admin/v1/invocations/{}/events", gw.base, ids[i % ids.len()]);
+            let client = client.clone();
+            async move {
+                let resp = client
+                    .get(url)
+                    .bearer_auth(TOKEN)
+                    .header("x-switchyard-tenant", TENANT)
+                    .header("accept", "text/event-stream")
+                    .send()
+                    .await?;
+                if !resp.status().is_success() {
+                    bail!("stream {i}: {}", resp.status());
+                }
+                let mut body = resp.bytes_stream();
+                // The replayed events arrive first: the stream is open and served.
+                body.next().await.context("stream ended at once")??;
+                Ok(body)
+            }
+        })
+        .buffer_unordered(200)
+        .collect::<Vec<_>>()
+        .await;
+    let mut streams = Vec::with_capacity(opened.len());
+    for s in opened {
+        streams.push(s?);
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let open_kb = rss_kb(gw.pid())?;
+    let loaded_calls = unrelated_calls(&gw, args.seconds).await?;
+    let loaded_tx = match &args.store_url {
+        Some(url) => Some(db_tx_per_second(url, args.seconds).await?),
+        None => None,
+    };
+    let per_stream = (open_kb.saturating_sub(before_kb)) as f64 / args.streams as f64;
+    println!("idle event streams, store {store}, {} streams over {INVOCATIONS} in-flight invocations", args.streams);
+    println!("{:<34} {:>14} {:>14}", "measure", "no streams", "streams open");
+    println!("{:<34} {:>14.1} {:>14.1}", "gateway RSS MB", idle_kb as f64 / 1024.0, open_kb as f64 / 1024.0);
+    println!("{:<34} {:>14} {:>14.1}", "RSS per stream kB", "-", per_stream);
+    println!("{:<34} {:>14.3} {:>14.3}", "unrelated durable call p50 ms", base_calls.pct(0.5), loaded_calls.pct(0.5));
+    if let (Some(b), Some(l)) = (base_tx, loaded_tx) {
+        println!("{:<34} {:>14.1} {:>14.1}", "database transactions/s", b, l);
+    }
+    let report = json!({
+        "store": store,
+        "streams": args.streams,
+        "rss_idle_kb": idle_kb,
+        "rss_streams_kb": open_kb,
+        "rss_per_stream_kb": per_stream,
+        "unrelated_p50_ms": [base_calls.pct(0.5), loaded_calls.pct(0.5)],
+        "db_tx_per_s": [base_tx, loaded_tx],
+    });
+    println!("{report}");
+    drop(streams);
+    Ok(())
+}
