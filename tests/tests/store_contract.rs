@@ -62,6 +62,7 @@ contract!(
     tenants_do_not_see_each_other,
     held_transitions_apply_only_to_the_current_record,
     a_failed_change_among_concurrent_ones_is_undone_alone,
+    a_read_commits_its_first_attempt_with_its_admission,
 );
 
 fn tenant(t: &str) -> TenantId {
@@ -81,6 +82,7 @@ fn draft(t: &str, key: Option<&str>, request: serde_json::Value, ttl_ms: i64) ->
         lease_ttl_ms: ttl_ms,
         hold: None,
         parent: None,
+        first_attempt: false,
     }
 }
 
@@ -244,6 +246,29 @@ async fn a_failed_change_among_concurrent_ones_is_undone_alone(store: Arc<dyn In
         assert_eq!(row.last_seq, expected, "the row agrees with its events");
     }
     assert_eq!(store.list(&tenant("a"), &ListQuery::default()).await.map(|p| p.items.len()).ok(), Some(16));
+}
+
+/// A `read_only` call that asks for it is admitted with its first attempt recorded, in the same
+/// commit; a write never is (its attempt commits on its own, after the admission).
+async fn a_read_commits_its_first_attempt_with_its_admission(store: Arc<dyn InvocationStore>) {
+    let mut read = draft("a", Some("r-1"), json!({"q": 1}), 30_000);
+    read.target.effect = EffectClass::ReadOnly;
+    read.first_attempt = true;
+    let inv = created(&store, read.clone()).await;
+    assert!(matches!(inv.state, InvocationState::Dispatching { attempt_no: 1, .. }), "{:?}", inv.state);
+    assert_eq!((inv.attempts, inv.last_seq), (1, 2));
+    let stored = store.get(None, inv.id).await.ok().flatten();
+    assert_eq!(stored.as_ref(), Some(&inv), "what the store answered is what it committed");
+    let kinds: Vec<_> = store.events(inv.id, 0, 10).await.unwrap_or_default().into_iter().map(|e| (e.seq, e.kind.name())).collect();
+    assert_eq!(kinds, vec![(1, "admitted"), (2, "dispatch_started")]);
+    // The same key again attaches to it, attempt and all.
+    let again = store.admit(read).await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(matches!(again, Admission::Existing(ref i) if i.id == inv.id && i.attempts == 1));
+
+    let mut write = draft("a", None, json!({"w": 1}), 30_000);
+    write.first_attempt = true;
+    let inv = created(&store, write).await;
+    assert_eq!((inv.state.name(), inv.attempts, inv.last_seq), (StateName::Admitted, 0, 1));
 }
 
 async fn terminal_rows_are_immutable_in_the_database(store: Arc<dyn InvocationStore>) {

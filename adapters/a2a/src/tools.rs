@@ -643,6 +643,7 @@ mod tests {
             worker: switchyard_contract::WorkerId::new(),
             lease_ttl_ms: 1000,
             hold: None,
+            first_attempt: false,
         };
         let (mut inv, _) = Invocation::admit(draft, 0);
         inv.state = InvocationState::Succeeded {

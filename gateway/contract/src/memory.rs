@@ -217,6 +217,7 @@ impl MemoryInvocations {
             worker: self.worker,
             lease_ttl_ms: 30_000,
             hold: None,
+            first_attempt: false,
         };
         let (mut inv, admitted) = Invocation::admit(draft, now);
         let attempt = AttemptId::new();

@@ -250,6 +250,9 @@ pub struct NewInvocation {
     /// Held for approval by the policy enforcement point: admitted as `awaiting_approval`,
     /// without a lease, and not dispatched.
     pub hold: Option<Hold>,
+    /// Record the first attempt in the admission's own commit ([`Invocation::admit_started`]):
+    /// honoured for a `read_only` call that is not held, ignored otherwise.
+    pub first_attempt: bool,
 }
 
 /// Why a call waits for approval, as the policy enforcement point said.
@@ -263,6 +266,23 @@ pub struct Hold {
 
 impl Invocation {
     /// The record and first event of a newly admitted invocation (G1).
+    /// The new invocation and the events its admission appends: the admission, and for a
+    /// `read_only` call that asked for it ([`NewInvocation::first_attempt`]) the start of its
+    /// first attempt, so admission and attempt take one commit. A crash after that commit and
+    /// before the dispatch leaves a `dispatching` read that recovery retries, which a read allows
+    /// (G5); a write's attempt always commits on its own, after its admission, so a write that
+    /// was never sent is never taken for one that may have been.
+    pub fn admit_started(d: NewInvocation, now: Millis) -> (Self, Vec<EventKind>) {
+        let start = d.first_attempt && d.target.effect == EffectClass::ReadOnly && d.hold.is_none();
+        let (worker, ttl) = (d.worker, d.lease_ttl_ms);
+        let (mut inv, admitted) = Self::admit(d, now);
+        let mut events = vec![admitted];
+        if start && let Ok(started) = inv.begin_attempt(worker, Fence(1), now, ttl) {
+            events.extend(started);
+        }
+        (inv, events)
+    }
+
     pub fn admit(d: NewInvocation, now: Millis) -> (Self, EventKind) {
         let event = EventKind::Admitted {
             principal: d.principal.clone(),

@@ -195,8 +195,8 @@ async fn write_together<D: Dialect>(
     for (i, change) in changes.iter().enumerate() {
         match change {
             Change::Admit(draft, _) => {
-                let (mut new, first) = Invocation::admit(NewInvocation::clone(draft), now);
-                match append(&mut new, vec![first], now) {
+                let (mut new, first) = Invocation::admit_started(NewInvocation::clone(draft), now);
+                match append(&mut new, first, now) {
                     Ok(first) => {
                         admitted.push((i, new, first));
                         outcomes.push(None); // decided by the insert below
@@ -246,11 +246,7 @@ async fn write_together<D: Dialect>(
 
 /// A transition applied to a copy of the row: the row after it, its new events, and whether it
 /// changed anything (a change that changes nothing writes nothing).
-fn apply_in_memory(
-    current: &Invocation,
-    f: &Transition,
-    now: Millis,
-) -> Result<(Invocation, Encoded, bool), Error> {
+fn apply_in_memory(current: &Invocation, f: &Transition, now: Millis) -> Result<(Invocation, Encoded, bool), Error> {
     let mut next = current.clone();
     let kinds = f(&mut next, now)?;
     if kinds.is_empty() && next == *current {
@@ -273,30 +269,13 @@ async fn insert_admissions<'a, D: Dialect>(
     let admitted: Vec<&Invocation> = admitted.collect();
     let mut inserted = HashSet::new();
     for chunk in admitted.chunks(ROWS_PER_STATEMENT) {
-        // `$1` is the database clock; each row binds 16 values after it.
+        // `$1` is the database clock; each row binds 17 values after it, in column order.
         let values: Vec<String> = (0..chunk.len())
             .map(|r| {
-                let n = |k: usize| 1 + r * 16 + k;
-                let p = |k: usize| format!("${}", n(k));
-                format!(
-                    "({}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, 0, {}, {}, {}, {}, $1, $1, {})",
-                    p(1),
-                    p(2),
-                    p(3),
-                    p(4),
-                    p(5),
-                    p(6),
-                    D::json(n(7)),
-                    p(8),
-                    p(9),
-                    p(10),
-                    D::json(n(11)),
-                    p(12),
-                    p(13),
-                    p(14),
-                    p(15),
-                    p(16)
-                )
+                let cell =
+                    |k: usize| if k == 7 || k == 11 { D::json(1 + r * 17 + k) } else { format!("${}", 1 + r * 17 + k) };
+                let cells: Vec<String> = (1..=16).map(cell).collect();
+                format!("({}, $1, $1, {})", cells.join(", "), cell(17))
             })
             .collect();
         let mut stmt = Stmt::new(format!(
@@ -312,6 +291,7 @@ async fn insert_admissions<'a, D: Dialect>(
             stmt = bind_identity(stmt, new)?
                 .text(m.state)
                 .text(m.state_data)
+                .int(m.attempts)
                 .opt_text(m.lease_owner)
                 .int(m.fence)
                 .opt_int(m.lease_expires_ms)
@@ -438,7 +418,9 @@ impl Change {
     /// Applies the change alone (the split path), inside its savepoint.
     async fn apply<D: Dialect>(&self, tx: &mut sqlx::Transaction<'static, D::Db>) -> Outcome {
         match self {
-            Change::Admit(draft, _) => Outcome::Admitted(SqlInvocations::<D>::admit_in(tx, NewInvocation::clone(draft)).await),
+            Change::Admit(draft, _) => {
+                Outcome::Admitted(SqlInvocations::<D>::admit_in(tx, NewInvocation::clone(draft)).await)
+            }
             Change::Transition(id, f, _) => Outcome::Transitioned(
                 SqlInvocations::<D>::transition_in(tx, *id, f).await.map(|t| (t.invocation, t.events)),
             ),

@@ -64,14 +64,14 @@ impl<D: Dialect> SqlInvocations<D> {
         draft: NewInvocation,
     ) -> Result<Admission, Error> {
         let now = sql::now::<D>(On::Tx(tx)).await?;
-        let (mut new, first) = Invocation::admit(draft, now);
-        let events = append(&mut new, vec![first], now)?;
+        let (mut new, first) = Invocation::admit_started(draft, now);
+        let events = append(&mut new, first, now)?;
         let m = mutable(&new)?;
         let insert = Stmt::new(format!(
             "INSERT INTO invocations (id, tenant, subject, upstream, operation, effect, request, digest, ingress_key, \
              state, state_data, attempts, lease_owner, fence, lease_expires_ms, last_seq, created_ms, updated_ms, \
              parent_id) \
-             VALUES ($1, $2, $3, $4, $5, $6, {}, $8, $9, $10, {}, 0, $12, $13, $14, $15, $16, $16, $17) \
+             VALUES ($1, $2, $3, $4, $5, $6, {}, $8, $9, $10, {}, $18, $12, $13, $14, $15, $16, $16, $17) \
              ON CONFLICT (tenant, ingress_key) WHERE ingress_key IS NOT NULL DO NOTHING",
             D::json(7),
             D::json(11)
@@ -84,7 +84,8 @@ impl<D: Dialect> SqlInvocations<D> {
             .opt_int(m.lease_expires_ms)
             .int(m.last_seq)
             .int(now)
-            .opt_text(new.parent.map(|p| p.to_string()));
+            .opt_text(new.parent.map(|p| p.to_string()))
+            .int(m.attempts);
         if sql::affected::<D>(On::Tx(tx), insert).await? == 0 {
             let existing = by_key::<D>(On::Tx(tx), &new.principal.tenant, new.ingress_key.as_ref()).await?;
             return Ok(Admission::Existing(existing));

@@ -32,25 +32,26 @@ impl<D: Dialect> SqlInvocations<D> {
         self.clock_offset_ms.fetch_add(ms, Ordering::Relaxed);
     }
 
-    /// One statement: insert the invocation and its first event atomically, on the database
-    /// clock, unless the tenant already used the ingress key.
+    /// One statement: insert the invocation and its first events (the admission, and a read's
+    /// first attempt) atomically, on the database clock, unless the tenant already used the
+    /// ingress key.
     pub(crate) async fn admit_in_one_statement(&self, draft: NewInvocation) -> Result<Admission, Error> {
         let ttl = draft.lease_ttl_ms;
-        let (mut new, first) = Invocation::admit(draft, 0);
-        let mut evs = append(&mut new, vec![first], 0)?;
-        let (event, event_data) = evs.pop().ok_or_else(|| Error::internal("no admission event"))?;
+        let (mut new, first) = Invocation::admit_started(draft, 0);
+        let events = append(&mut new, first, 0)?;
         let m = mutable(&new)?;
         let stmt = Stmt::new(format!(
             "WITH clock AS (SELECT {} AS ms), \
              ins AS (INSERT INTO invocations (id, tenant, subject, upstream, operation, effect, request, digest, \
                  ingress_key, state, state_data, attempts, lease_owner, fence, lease_expires_ms, last_seq, created_ms, updated_ms, \
                 parent_id) \
-               SELECT $1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11::jsonb, 0, $12, $13, clock.ms + $14, $15, clock.ms, clock.ms, \
-                 $19 FROM clock \
+               SELECT $1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11::jsonb, $20, $12, $13, clock.ms + $14, $15, \
+                 clock.ms, clock.ms, $21 FROM clock \
                ON CONFLICT (tenant, ingress_key) WHERE ingress_key IS NOT NULL DO NOTHING RETURNING id, created_ms), \
              ev AS (INSERT INTO invocation_events (invocation_id, seq, event_id, kind, data, at_ms) \
-               SELECT ins.id, 1, $16, $17, $18::jsonb, ins.created_ms FROM ins RETURNING seq) \
-             SELECT ins.created_ms FROM ins, ev",
+               SELECT ins.id, e.seq, e.event_id, e.kind, e.data::jsonb, ins.created_ms FROM ins, \
+                 unnest($16::bigint[], $17::text[], $18::text[], $19::text[]) AS e(seq, event_id, kind, data)) \
+             SELECT ins.created_ms FROM ins",
             D::NOW
         ));
         let stmt = bind_identity(stmt, &new)?
@@ -61,9 +62,11 @@ impl<D: Dialect> SqlInvocations<D> {
             // A held call takes no lease: NULL + clock is NULL.
             .opt_int(m.lease_expires_ms.map(|_| ttl))
             .int(m.last_seq)
-            .text(event.id.to_string())
-            .text(event.kind.name())
-            .text(event_data)
+            .ints(events.iter().map(|(e, _)| i64_of(e.seq)).collect::<Result<_, _>>()?)
+            .texts(events.iter().map(|(e, _)| e.id.to_string()).collect())
+            .texts(events.iter().map(|(e, _)| e.kind.name().to_string()).collect())
+            .texts(events.iter().map(|(_, data)| data.clone()).collect())
+            .int(m.attempts)
             .opt_text(new.parent.map(|p| p.to_string()));
         if let Some(row) = sql::optional::<D>(self.pools.write(), stmt).await? {
             let now = row.int(0)?;

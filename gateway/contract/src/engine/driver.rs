@@ -26,7 +26,7 @@ pub(super) async fn drive(
     inv: Invocation,
     cancel: Arc<Notify>,
     context: Option<CallContext>,
-    via: &'static str,
+    (via, started): (&'static str, bool),
     parent: tracing::Span,
 ) {
     // Under the face's span when a face submitted it: one trace from the wire request to the
@@ -44,7 +44,7 @@ pub(super) async fn drive(
     );
     // Deregisters even if the driver panics (an adapter bug): shutdown must not wait for it.
     let _done = Done { inner: inner.clone(), id: inv.id, fence: inv.lease.fence };
-    if let Err(e) = run(&inner, inv, &cancel, context).instrument(span.clone()).await {
+    if let Err(e) = run(&inner, inv, &cancel, context, started).instrument(span.clone()).await {
         span.in_scope(|| debug!(error = %e, "driver stopped"));
     }
 }
@@ -70,32 +70,39 @@ async fn run(
     mut inv: Invocation,
     cancel: &Notify,
     context: Option<CallContext>,
+    mut started: bool,
 ) -> Result<(), Error> {
     let fence = inv.lease.fence;
     let (worker, ttl) = (inner.cfg.worker, inner.cfg.ttl_ms());
     loop {
-        match &inv.state {
-            InvocationState::Admitted => {}
-            InvocationState::Retrying { retry_at_ms, .. } => {
-                let wait = retry_at_ms.saturating_sub(inner.store.now().await?);
-                tokio::time::sleep(Duration::from_millis(u64::try_from(wait).unwrap_or(0))).await;
+        // A read admitted with its first attempt recorded goes straight to the dispatch (once).
+        if std::mem::take(&mut started) {
+            inner.faults.reached(FaultPoint::BeforeDispatch, inv.id).await;
+            inner.faults.reached(FaultPoint::AttemptRecorded, inv.id).await;
+        } else {
+            match &inv.state {
+                InvocationState::Admitted => {}
+                InvocationState::Retrying { retry_at_ms, .. } => {
+                    let wait = retry_at_ms.saturating_sub(inner.store.now().await?);
+                    tokio::time::sleep(Duration::from_millis(u64::try_from(wait).unwrap_or(0))).await;
+                }
+                InvocationState::Dispatching { .. } => {
+                    let max = inner.cfg.retry.max_attempts;
+                    inv = apply(inner, &inv, move |i, now| i.recover_lost_attempt(worker, fence, now, max)).await?;
+                    continue;
+                }
+                _ => return Ok(()),
             }
-            InvocationState::Dispatching { .. } => {
-                let max = inner.cfg.retry.max_attempts;
-                inv = apply(inner, &inv, move |i, now| i.recover_lost_attempt(worker, fence, now, max)).await?;
-                continue;
+            if *inner.stopping.borrow() {
+                return Ok(());
             }
-            _ => return Ok(()),
+            inner.faults.reached(FaultPoint::BeforeDispatch, inv.id).await;
+            inv = apply(inner, &inv, move |i, now| i.begin_attempt(worker, fence, now, ttl)).await?;
+            inner.faults.reached(FaultPoint::AttemptRecorded, inv.id).await;
         }
-        if *inner.stopping.borrow() {
-            return Ok(());
-        }
-        inner.faults.reached(FaultPoint::BeforeDispatch, inv.id).await;
-        inv = apply(inner, &inv, move |i, now| i.begin_attempt(worker, fence, now, ttl)).await?;
         let InvocationState::Dispatching { attempt, attempt_no, .. } = inv.state else {
             return Ok(());
         };
-        inner.faults.reached(FaultPoint::AttemptRecorded, inv.id).await;
         let call = DispatchCall {
             invocation: inv.id,
             attempt,

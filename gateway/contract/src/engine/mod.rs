@@ -384,7 +384,7 @@ impl Inner {
         let n = taken.len();
         for inv in taken {
             info!(invocation.id = %inv.id, state = inv.state.name().as_str(), fence = inv.lease.fence.0, "recovering invocation");
-            self.spawn_driver(inv, None, "recovery");
+            self.spawn_driver(inv, None, "recovery", false);
         }
         self.expire_holds().await?;
         Ok(n)
@@ -404,13 +404,21 @@ impl Inner {
         Ok(())
     }
 
-    /// `via`: where the call came from (its ingress, or `recovery`), for the driver's span.
-    fn spawn_driver(self: &Arc<Self>, inv: Invocation, context: Option<crate::relay::CallContext>, via: &'static str) {
+    /// `via`: where the call came from (its ingress, or `recovery`), for the driver's span;
+    /// `started`: the admission itself recorded the first attempt (a read), so the driver
+    /// dispatches it at once.
+    fn spawn_driver(
+        self: &Arc<Self>,
+        inv: Invocation,
+        context: Option<crate::relay::CallContext>,
+        via: &'static str,
+        started: bool,
+    ) {
         let cancel = Arc::new(Notify::new());
         let (id, fence) = (inv.id, inv.lease.fence);
         let Ok(mut running) = self.running.lock() else { return };
         let parent = tracing::Span::current();
-        let task = tokio::spawn(driver::drive(self.clone(), inv, cancel.clone(), context, via, parent));
+        let task = tokio::spawn(driver::drive(self.clone(), inv, cancel.clone(), context, (via, started), parent));
         running.insert(id, Running { fence, cancel, task: task.abort_handle() });
     }
 
@@ -504,12 +512,16 @@ impl Invocations for Engine {
             worker: inner.cfg.worker,
             lease_ttl_ms: inner.cfg.ttl_ms(),
             hold,
+            // A read's first attempt commits with its admission (the driver then dispatches).
+            first_attempt: true,
         };
         let submitted = match inner.store.admit(draft).await? {
             Admission::Created(inv) => {
                 inner.notify_changed(&inv);
                 if inv.state.name().is_active() {
-                    inner.spawn_driver(inv.clone(), s.context, s.ingress.name());
+                    // A read may arrive with its first attempt already recorded by the admission.
+                    let started = matches!(inv.state, crate::state::InvocationState::Dispatching { .. });
+                    inner.spawn_driver(inv.clone(), s.context, s.ingress.name(), started);
                 }
                 Submitted { invocation: inv, created: true }
             }
@@ -586,7 +598,7 @@ impl Invocations for Engine {
         info!(invocation.id = %id, by = %by.subject, "held call approved");
         // This worker holds the lease it took with the approval; if it stops first, recovery
         // drives the call once the lease runs out.
-        self.inner.spawn_driver(inv.clone(), None, "approval");
+        self.inner.spawn_driver(inv.clone(), None, "approval", false);
         Ok(inv)
     }
 

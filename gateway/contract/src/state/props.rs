@@ -67,6 +67,7 @@ proptest! {
             worker,
             lease_ttl_ms: TTL,
             hold: None,
+            first_attempt: false,
             parent: None,
         };
         let mut now: Millis = 1_000;

@@ -23,6 +23,7 @@ fn admitted(effect: EffectClass, worker: WorkerId) -> Invocation {
         worker,
         lease_ttl_ms: TTL,
         hold: None,
+        first_attempt: false,
         parent: None,
     };
     Invocation::admit(draft, 100).0
