@@ -259,7 +259,8 @@ async fn a_read_commits_its_first_attempt_with_its_admission(store: Arc<dyn Invo
     assert_eq!((inv.attempts, inv.last_seq), (1, 2));
     let stored = store.get(None, inv.id).await.ok().flatten();
     assert_eq!(stored.as_ref(), Some(&inv), "what the store answered is what it committed");
-    let kinds: Vec<_> = store.events(inv.id, 0, 10).await.unwrap_or_default().into_iter().map(|e| (e.seq, e.kind.name())).collect();
+    let kinds: Vec<_> =
+        store.events(inv.id, 0, 10).await.unwrap_or_default().into_iter().map(|e| (e.seq, e.kind.name())).collect();
     assert_eq!(kinds, vec![(1, "admitted"), (2, "dispatch_started")]);
     // The same key again attaches to it, attempt and all.
     let again = store.admit(read).await.unwrap_or_else(|e| panic!("{e}"));

@@ -6,6 +6,7 @@
 //! its lease can only append a late event. A recovery loop takes expired leases (G7).
 
 mod driver;
+mod hub;
 mod policy;
 mod resolve;
 mod watch;
@@ -127,21 +128,8 @@ impl EngineConfig {
     }
 }
 
-/// What a waiter listens to: this process's snapshots, and other replicas' notices.
-type Listening = (tokio::sync::broadcast::Receiver<Arc<Invocation>>, tokio::sync::broadcast::Receiver<Changed>);
-
 /// With a change feed, how often a waiter still re-reads (for notices lost without a reconnect).
 const FEED_FALLBACK_POLL: Duration = Duration::from_secs(10);
-
-/// Whether another replica's notice means invocation `id`, last seen at event `seen`, must be
-/// read again.
-pub(crate) fn moved(change: &Changed, id: InvocationId, seen: u64) -> bool {
-    match change {
-        Changed::Invocation { id: changed, seq } => *changed == id && *seq > seen,
-        Changed::Resync => true,
-        Changed::Tasks => false,
-    }
-}
 
 /// One driver running in this process.
 struct Running {
@@ -158,10 +146,9 @@ pub(crate) struct Inner {
     /// Asked before every admission.
     policy: Arc<dyn PolicyPoint>,
     cfg: EngineConfig,
-    /// Every invocation changed by this process, as committed; watchers wait for theirs.
-    changed: tokio::sync::broadcast::Sender<Arc<Invocation>>,
-    /// What other replicas changed, heard on the feed.
-    remote: tokio::sync::broadcast::Sender<crate::ports::Changed>,
+    /// Wakes the waiters and watchers of each invocation this process or (heard on the feed)
+    /// another replica changed.
+    hub: Arc<hub::Hub>,
     feed: std::sync::OnceLock<Arc<dyn crate::ports::ChangeFeed>>,
     running: Mutex<HashMap<InvocationId, Running>>,
     stopping: tokio::sync::watch::Sender<bool>,
@@ -207,8 +194,7 @@ impl Engine {
                 faults,
                 policy,
                 cfg,
-                changed: tokio::sync::broadcast::channel(4096).0,
-                remote: tokio::sync::broadcast::channel(4096).0,
+                hub: Arc::default(),
                 feed: std::sync::OnceLock::new(),
                 running: Mutex::new(HashMap::new()),
                 stopping: tokio::sync::watch::channel(false).0,
@@ -283,6 +269,69 @@ impl Engine {
         }
     }
 
+    /// Admits a submission as invocation `id` (or finds the one its idempotency key already
+    /// names), and starts driving it.
+    async fn admit(&self, s: Submission, id: InvocationId) -> Result<Submitted, Error> {
+        let inner = &self.inner;
+        if *inner.stopping.borrow() {
+            return Err(Error::unavailable("the gateway is shutting down; nothing was admitted"));
+        }
+        let target = inner.upstreams.target(&s.upstream, &s.operation)?;
+        if let Some(owner) = inner.upstreams.owner(&s.upstream)
+            && owner != s.ingress
+        {
+            return Err(Error::forbidden(format!(
+                "upstream `{}` is served through {}, which checks each call first; {} cannot call it",
+                s.upstream,
+                owner.describe(),
+                s.ingress.describe()
+            )));
+        }
+        if let Some(parent) = s.parent
+            && inner.store.get(Some(&s.principal.tenant), parent).await?.is_none()
+        {
+            return Err(Error::invalid_input(format!("parent invocation {parent} not found")));
+        }
+        let digest = RequestDigest::compute(&target.upstream, &target.operation, &s.request)?;
+        let hold = self.rule(&s, &target, &digest).await?;
+        let draft = NewInvocation {
+            id,
+            principal: s.principal,
+            target,
+            request: s.request,
+            digest: digest.clone(),
+            ingress_key: s.ingress_key,
+            parent: s.parent,
+            worker: inner.cfg.worker,
+            lease_ttl_ms: inner.cfg.ttl_ms(),
+            hold,
+            // A read's first attempt commits with its admission (the driver then dispatches).
+            first_attempt: true,
+        };
+        let submitted = match inner.store.admit(draft).await? {
+            Admission::Created(inv) => {
+                inner.notify_changed(&inv);
+                if inv.state.name().is_active() {
+                    // A read may arrive with its first attempt already recorded by the admission.
+                    let started = matches!(inv.state, crate::state::InvocationState::Dispatching { .. });
+                    inner.spawn_driver(inv.clone(), s.context, s.ingress.name(), started);
+                }
+                Submitted { invocation: inv, created: true }
+            }
+            Admission::Existing(inv) if inv.digest == digest => Submitted { invocation: inv, created: false },
+            Admission::Existing(inv) => {
+                return Err(Error::conflict(format!(
+                    "idempotency key `{}` was already used by {} with a different request; nothing was dispatched",
+                    inv.ingress_key.as_ref().map_or("", |k| k.as_str()),
+                    inv.id
+                )));
+            }
+        };
+        // The caller's span (a face's request) names the invocation it made or attached to.
+        tracing::Span::current().record("invocation.id", tracing::field::display(submitted.invocation.id));
+        Ok(submitted)
+    }
+
     /// Runs one recovery pass now; returns how many invocations it took over.
     pub async fn recover_once(&self) -> Result<usize, Error> {
         Inner::recover_once(&self.inner).await
@@ -292,10 +341,11 @@ impl Engine {
     /// at every poll) until it settles or `limit` passes.
     async fn follow(
         &self,
-        (mut changes, mut remote): Listening,
+        mut following: hub::Following,
         mut inv: Invocation,
         limit: Duration,
     ) -> Result<Invocation, Error> {
+        let mut resyncs = following.rx.borrow().resyncs;
         let (tenant, id) = (inv.principal.tenant.clone(), inv.id);
         let deadline = tokio::time::Instant::now() + limit;
         // One timer for the whole wait: snapshots of other invocations must not keep resetting it.
@@ -309,14 +359,17 @@ impl Engine {
                 // (While shutdown drains, waits go on: a call that finishes within the grace
                 // period is answered with its outcome.)
                 _ = stopped(&mut drained) => break,
-                r = changes.recv() => match r {
+                // The slot lives as long as `following`: its sender never goes away first.
+                Ok(()) = following.rx.changed() => {
+                    let seen = following.rx.borrow_and_update().clone();
                     // Snapshots only move forward: keep the newest by sequence number.
-                    Ok(snapshot) if snapshot.id == id && snapshot.last_seq >= inv.last_seq => inv = (*snapshot).clone(),
-                    Ok(_) => {}
-                    Err(_) => inv = self.inner.owned(&tenant, id).await?,
-                },
-                r = remote.recv() => if r.map_or(true, |c| moved(&c, id, inv.last_seq)) {
-                    inv = self.inner.owned(&tenant, id).await?;
+                    if let Some(snapshot) = seen.snapshot.filter(|s| s.last_seq >= inv.last_seq) {
+                        inv = (*snapshot).clone();
+                    }
+                    if seen.moved > inv.last_seq || seen.resyncs != resyncs {
+                        resyncs = seen.resyncs;
+                        inv = self.inner.owned(&tenant, id).await?;
+                    }
                 },
                 _ = poll.tick() => inv = self.inner.owned(&tenant, id).await?,
             }
@@ -330,7 +383,7 @@ impl Engine {
         if self.inner.feed.set(feed.clone()).is_err() {
             return;
         }
-        let (remote, mut stopping) = (self.inner.remote.clone(), self.inner.stopping.subscribe());
+        let (hub, mut stopping) = (self.inner.hub.clone(), self.inner.stopping.subscribe());
         tokio::spawn(async move {
             use futures::StreamExt as _;
             let mut heard = feed.heard();
@@ -338,7 +391,8 @@ impl Engine {
                 tokio::select! {
                     next = heard.next() => match next {
                         Some(Changed::Tasks) => {}
-                        Some(change) => { let _ = remote.send(change); }
+                        Some(Changed::Invocation { id, seq }) => hub.moved(id, seq),
+                        Some(Changed::Resync) => hub.resync(),
                         None => break,
                     },
                     _ = stopped(&mut stopping) => break,
@@ -432,17 +486,10 @@ impl Inner {
     }
 
     fn notify_changed(&self, inv: &Invocation) {
-        // No receiver is not an error: nobody is watching.
-        let _ = self.changed.send(Arc::new(inv.clone()));
+        self.hub.committed(inv);
         if let Some(feed) = self.feed.get() {
             feed.announce(Changed::Invocation { id: inv.id, seq: inv.last_seq });
         }
-    }
-
-    /// Starts listening for this process's changes and other replicas' (before reading what
-    /// the listener then follows, so that no change falls in between).
-    fn listen(&self) -> Listening {
-        (self.changed.subscribe(), self.remote.subscribe())
     }
 
     /// How often a watcher re-reads the store for changes made elsewhere.
@@ -479,64 +526,7 @@ impl Inner {
 #[async_trait]
 impl Invocations for Engine {
     async fn submit(&self, s: Submission) -> Result<Submitted, Error> {
-        let inner = &self.inner;
-        if *inner.stopping.borrow() {
-            return Err(Error::unavailable("the gateway is shutting down; nothing was admitted"));
-        }
-        let target = inner.upstreams.target(&s.upstream, &s.operation)?;
-        if let Some(owner) = inner.upstreams.owner(&s.upstream)
-            && owner != s.ingress
-        {
-            return Err(Error::forbidden(format!(
-                "upstream `{}` is served through {}, which checks each call first; {} cannot call it",
-                s.upstream,
-                owner.describe(),
-                s.ingress.describe()
-            )));
-        }
-        if let Some(parent) = s.parent
-            && inner.store.get(Some(&s.principal.tenant), parent).await?.is_none()
-        {
-            return Err(Error::invalid_input(format!("parent invocation {parent} not found")));
-        }
-        let digest = RequestDigest::compute(&target.upstream, &target.operation, &s.request)?;
-        let hold = self.rule(&s, &target, &digest).await?;
-        let draft = NewInvocation {
-            id: InvocationId::new(),
-            principal: s.principal,
-            target,
-            request: s.request,
-            digest: digest.clone(),
-            ingress_key: s.ingress_key,
-            parent: s.parent,
-            worker: inner.cfg.worker,
-            lease_ttl_ms: inner.cfg.ttl_ms(),
-            hold,
-            // A read's first attempt commits with its admission (the driver then dispatches).
-            first_attempt: true,
-        };
-        let submitted = match inner.store.admit(draft).await? {
-            Admission::Created(inv) => {
-                inner.notify_changed(&inv);
-                if inv.state.name().is_active() {
-                    // A read may arrive with its first attempt already recorded by the admission.
-                    let started = matches!(inv.state, crate::state::InvocationState::Dispatching { .. });
-                    inner.spawn_driver(inv.clone(), s.context, s.ingress.name(), started);
-                }
-                Submitted { invocation: inv, created: true }
-            }
-            Admission::Existing(inv) if inv.digest == digest => Submitted { invocation: inv, created: false },
-            Admission::Existing(inv) => {
-                return Err(Error::conflict(format!(
-                    "idempotency key `{}` was already used by {} with a different request; nothing was dispatched",
-                    inv.ingress_key.as_ref().map_or("", |k| k.as_str()),
-                    inv.id
-                )));
-            }
-        };
-        // The caller's span (a face's request) names the invocation it made or attached to.
-        tracing::Span::current().record("invocation.id", tracing::field::display(submitted.invocation.id));
-        Ok(submitted)
+        self.admit(s, InvocationId::new()).await
     }
 
     /// Local changes arrive as snapshots; the store is re-read only every `watch_poll` (for
@@ -547,11 +537,18 @@ impl Invocations for Engine {
         limit: Duration,
         gone: ClientGone,
     ) -> Result<Waited, Error> {
-        let changes = self.inner.listen();
-        let mut submitted = self.submit(submission).await?;
-        let current = submitted.invocation.clone();
+        // Follow the id the call will get before admitting it, so no change falls in between.
+        let id = InvocationId::new();
+        let mut following = self.inner.hub.follow(id);
+        let mut submitted = self.admit(submission, id).await?;
+        let mut current = submitted.invocation.clone();
+        if current.id != id {
+            // An earlier call with the same key: follow that one, read after starting to.
+            following = self.inner.hub.follow(current.id);
+            current = self.inner.owned(&current.principal.tenant, current.id).await?;
+        }
         tokio::select! {
-            followed = self.follow(changes, current, limit) => {
+            followed = self.follow(following, current, limit) => {
                 submitted.invocation = followed?;
                 Ok(Waited { submitted, client_gone: false })
             }
@@ -560,9 +557,9 @@ impl Invocations for Engine {
     }
 
     async fn wait(&self, tenant: &TenantId, id: InvocationId, limit: Duration) -> Result<Invocation, Error> {
-        let changes = self.inner.listen();
+        let following = self.inner.hub.follow(id);
         let current = self.inner.owned(tenant, id).await?;
-        self.follow(changes, current, limit).await
+        self.follow(following, current, limit).await
     }
 
     async fn get(&self, tenant: &TenantId, id: InvocationId) -> Result<Invocation, Error> {

@@ -1,21 +1,20 @@
 //! `watch`: every event after a sequence number, in order, without gaps or duplicates (G9).
 //! Reads come from the store, so a watcher sees events committed by any replica; local
-//! changes wake it at once, so do other replicas' when a change feed is attached, and it re-reads
-//! every poll interval for changes it was not told about.
+//! changes to its invocation wake it at once (and only those: see [`super::hub`]), so do other
+//! replicas' when a change feed is attached, and it re-reads every poll interval for changes it
+//! was not told about.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
 use futures::stream::{self, BoxStream, StreamExt};
-use tokio::sync::broadcast;
 
 use super::Inner;
+use super::hub::Following;
 use crate::error::Error;
 use crate::event::Event;
 use crate::id::InvocationId;
-use crate::ports::Changed;
 use crate::principal::TenantId;
-use crate::state::Invocation;
 
 struct Cursor {
     inner: Arc<Inner>,
@@ -25,6 +24,10 @@ struct Cursor {
     buffered: VecDeque<Event>,
     checked_owner: bool,
     done: bool,
+    /// Made before the first read, so that no change falls between a read and the wait.
+    following: Following,
+    /// The feed's resyncs this watcher has read after.
+    resyncs: u64,
 }
 
 pub(super) fn stream(
@@ -33,7 +36,19 @@ pub(super) fn stream(
     id: InvocationId,
     after: u64,
 ) -> BoxStream<'static, Result<Event, Error>> {
-    let cursor = Cursor { inner, tenant, id, after, buffered: VecDeque::new(), checked_owner: false, done: false };
+    let following = inner.hub.follow(id);
+    let resyncs = following.rx.borrow().resyncs;
+    let cursor = Cursor {
+        inner,
+        tenant,
+        id,
+        after,
+        buffered: VecDeque::new(),
+        checked_owner: false,
+        done: false,
+        following,
+        resyncs,
+    };
     stream::unfold(cursor, |mut c| async move {
         let item = next(&mut c).await?;
         Some((item, c))
@@ -52,8 +67,6 @@ async fn next(c: &mut Cursor) -> Option<Result<Event, Error>> {
         }
         c.checked_owner = true;
     }
-    let mut changes = c.inner.changed.subscribe();
-    let mut remote = c.inner.remote.subscribe();
     let mut stopping = c.inner.stopping.subscribe();
     loop {
         if let Some(ev) = c.buffered.pop_front() {
@@ -82,10 +95,10 @@ async fn next(c: &mut Cursor) -> Option<Result<Event, Error>> {
                 return Some(Err(e));
             }
         }
+        let poll = tokio::time::sleep(c.inner.poll_every());
         tokio::select! {
-            _ = changed(&mut changes, c.id) => {}
-            _ = changed_elsewhere(&mut remote, c.id, c.after) => {}
-            _ = tokio::time::sleep(c.inner.poll_every()) => {}
+            () = changed(c) => {}
+            () = poll => {}
             // Shutting down: end the stream so connections drain; a client resumes elsewhere
             // from its last sequence number.
             _ = super::stopped(&mut stopping) => {
@@ -96,28 +109,16 @@ async fn next(c: &mut Cursor) -> Option<Result<Event, Error>> {
     }
 }
 
-/// Resolves when this process changes invocation `id` (or when notifications were lost and
-/// the store must be re-read).
-async fn changed(changes: &mut broadcast::Receiver<Arc<Invocation>>, id: InvocationId) {
-    loop {
-        match changes.recv().await {
-            Ok(changed) if changed.id == id => return,
-            Ok(_) => {}
-            Err(broadcast::error::RecvError::Lagged(_)) => return,
-            Err(broadcast::error::RecvError::Closed) => std::future::pending().await,
+/// Resolves when the watched invocation moved past what the watcher has read (here or on
+/// another replica), or when notices may have been lost.
+async fn changed(c: &mut Cursor) {
+    // The slot lives as long as the cursor: its sender never goes away first.
+    while c.following.rx.changed().await.is_ok() {
+        let seen = c.following.rx.borrow_and_update();
+        if seen.beyond(c.after, c.resyncs) {
+            c.resyncs = seen.resyncs;
+            return;
         }
     }
-}
-
-/// Resolves when another replica moved invocation `id` past event `after` (or when notices were
-/// lost and the store must be re-read).
-async fn changed_elsewhere(remote: &mut broadcast::Receiver<Changed>, id: InvocationId, after: u64) {
-    loop {
-        match remote.recv().await {
-            Ok(change) if super::moved(&change, id, after) => return,
-            Ok(_) => {}
-            Err(broadcast::error::RecvError::Lagged(_)) => return,
-            Err(broadcast::error::RecvError::Closed) => std::future::pending().await,
-        }
-    }
+    std::future::pending().await
 }
