@@ -248,6 +248,18 @@ pub trait InvocationStore: Send + Sync {
     /// Events with `seq > after`, ascending, at most `limit`.
     async fn events(&self, id: InvocationId, after: u64, limit: u32) -> Result<Vec<Event>, Error>;
 
+    /// The last event sequence of each of `ids` that exists (one read for many invocations:
+    /// the engine's sweep for changes it was not told about).
+    async fn progress(&self, ids: &[InvocationId]) -> Result<Vec<(InvocationId, u64)>, Error> {
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some(inv) = self.get(None, *id).await? {
+                out.push((inv.id, inv.last_seq));
+            }
+        }
+        Ok(out)
+    }
+
     /// Takes the lease of up to `limit` active invocations whose lease has expired on the
     /// store's clock, raising each one's fence; rows locked by another worker are skipped.
     async fn acquire_expired(&self, worker: WorkerId, ttl_ms: Millis, limit: u32) -> Result<Vec<Invocation>, Error>;

@@ -292,6 +292,18 @@ impl<D: Dialect> InvocationStore for SqlInvocations<D> {
         sql::all::<D>(self.pools.read(), stmt).await?.iter().map(decode_event).collect()
     }
 
+    async fn progress(&self, ids: &[InvocationId]) -> Result<Vec<(InvocationId, u64)>, Error> {
+        let mut out = Vec::with_capacity(ids.len());
+        for chunk in ids.chunks(500) {
+            let stmt = Stmt::new(format!("SELECT id, last_seq FROM invocations WHERE {}", D::any("id", 1)))
+                .texts(chunk.iter().map(ToString::to_string).collect());
+            for row in sql::all::<D>(self.pools.read(), stmt).await? {
+                out.push((row.text(0)?.parse().map_err(corrupt)?, u64_of(row.int(1)?, "last_seq")?));
+            }
+        }
+        Ok(out)
+    }
+
     async fn acquire_expired(&self, worker: WorkerId, ttl_ms: Millis, limit: u32) -> Result<Vec<Invocation>, Error> {
         let now = D::NOW;
         let stmt = Stmt::new(format!(

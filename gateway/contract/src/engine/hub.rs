@@ -118,10 +118,9 @@ impl Hub {
         }
     }
 
-    /// How many invocations are followed (tests).
-    #[cfg(test)]
-    pub fn followed(&self) -> usize {
-        self.ids.lock().map(|ids| ids.len()).unwrap_or(0)
+    /// The invocations someone here follows.
+    pub fn followed(&self) -> Vec<InvocationId> {
+        self.ids.lock().map(|ids| ids.keys().copied().collect()).unwrap_or_default()
     }
 }
 
@@ -160,7 +159,7 @@ mod tests {
         let mut fa = hub.follow(a.id);
         let mut fa2 = hub.follow(a.id);
         let mut fb = hub.follow(b.id);
-        assert_eq!(hub.followed(), 2);
+        assert_eq!(hub.followed().len(), 2);
         let mut next = a.clone();
         next.last_seq += 1;
         hub.committed(&next);
@@ -175,8 +174,8 @@ mod tests {
         hub.resync();
         assert!(fa2.rx.borrow_and_update().beyond(u64::MAX - 1, 0));
         drop((fa, fa2));
-        assert_eq!(hub.followed(), 1, "the last follower's slot leaves the hub");
+        assert_eq!(hub.followed(), vec![b.id], "the last follower's slot leaves the hub");
         drop(fb);
-        assert_eq!(hub.followed(), 0);
+        assert!(hub.followed().is_empty());
     }
 }

@@ -149,6 +149,8 @@ pub(crate) struct Inner {
     /// Wakes the waiters and watchers of each invocation this process or (heard on the feed)
     /// another replica changed.
     hub: Arc<hub::Hub>,
+    /// Set once the recovery loop's sweep runs: followers then poll only as a fallback.
+    sweeping: std::sync::atomic::AtomicBool,
     feed: std::sync::OnceLock<Arc<dyn crate::ports::ChangeFeed>>,
     running: Mutex<HashMap<InvocationId, Running>>,
     stopping: tokio::sync::watch::Sender<bool>,
@@ -195,6 +197,7 @@ impl Engine {
                 policy,
                 cfg,
                 hub: Arc::default(),
+                sweeping: std::sync::atomic::AtomicBool::new(false),
                 feed: std::sync::OnceLock::new(),
                 running: Mutex::new(HashMap::new()),
                 stopping: tokio::sync::watch::channel(false).0,
@@ -260,10 +263,20 @@ impl Engine {
                 }
             };
             let unknowns = resolve::run(inner.clone());
+            let sweep = async {
+                inner.sweeping.store(true, std::sync::atomic::Ordering::Relaxed);
+                loop {
+                    tokio::time::sleep(inner.sweep_every()).await;
+                    if let Err(e) = Inner::sweep(&inner).await {
+                        warn!(error = %e, "sweep for changes made elsewhere failed");
+                    }
+                }
+            };
             let mut stopping = inner.stopping.subscribe();
             tokio::select! {
                 () = leases => {}
                 () = unknowns => {}
+                () = sweep => {}
                 _ = stopping.wait_for(|s| *s) => {}
             }
         }
@@ -492,9 +505,34 @@ impl Inner {
         }
     }
 
-    /// How often a watcher re-reads the store for changes made elsewhere.
+    /// How often a waiter or watcher re-reads the store by itself: while the sweep runs (or a
+    /// feed is attached) only as a slow fallback, else every `watch_poll`.
     fn poll_every(&self) -> Duration {
+        if self.feed.get().is_some() || self.sweeping.load(std::sync::atomic::Ordering::Relaxed) {
+            self.cfg.watch_poll.max(FEED_FALLBACK_POLL)
+        } else {
+            self.cfg.watch_poll
+        }
+    }
+
+    /// How often the sweep reads the progress of every followed invocation: every `watch_poll`
+    /// (changes by other processes on the same database: another replica without a feed, the
+    /// CLI), or with a feed, which tells of those at once, as a fallback.
+    fn sweep_every(&self) -> Duration {
         if self.feed.get().is_some() { self.cfg.watch_poll.max(FEED_FALLBACK_POLL) } else { self.cfg.watch_poll }
+    }
+
+    /// One read of the progress of every invocation someone here follows (instead of a read per
+    /// follower); only the followers of those that moved are woken.
+    async fn sweep(&self) -> Result<(), Error> {
+        let followed = self.hub.followed();
+        if followed.is_empty() {
+            return Ok(());
+        }
+        for (id, seq) in self.store.progress(&followed).await? {
+            self.hub.moved(id, seq);
+        }
+        Ok(())
     }
 
     async fn owned(&self, tenant: &TenantId, id: InvocationId) -> Result<Invocation, Error> {
