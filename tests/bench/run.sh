@@ -24,7 +24,8 @@ export SWITCHYARD_BIN=$bin/switchyard
 
 work=$(mktemp -d /tmp/switchyard-benchall.XXXXXX)
 chown postgres: "$work" 2>/dev/null || true
-as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+# (from the work dir: the postgres user may not be allowed into the checkout)
+as_pg() { (cd "$work" && if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi); }
 cleanup() {
   as_pg "$pgbin/pg_ctl" -D "$work/data" -m immediate stop >/dev/null 2>&1 || true
   rm -rf "$work"
@@ -35,7 +36,8 @@ log() { echo "== $*" >&2; }
 # A throw-away cluster with PostgreSQL's default durability, for the rows that need one.
 as_pg "$pgbin/initdb" -D "$work/data" -U postgres -A trust -E UTF8 --locale=C --no-instructions >/dev/null
 as_pg "$pgbin/pg_ctl" -D "$work/data" -l "$work/pg.log" -w start \
-  -o "-k $work -c listen_addresses=127.0.0.1 -p $port -c max_connections=300" >/dev/null
+  -o "-k $work -c listen_addresses=127.0.0.1 -p $port -c max_connections=300" >/dev/null \
+  || { cat "$work/pg.log" >&2; exit 1; }
 pg_url() { psql -q -d "postgres://postgres@127.0.0.1:$port/postgres" -c "CREATE DATABASE $1" >/dev/null; echo "postgres://postgres@127.0.0.1:$port/$1"; }
 
 rows=()

@@ -67,6 +67,8 @@ async fn db_tx_per_second(url: &str, seconds: u64) -> anyhow::Result<f64> {
         .map_err(anyhow::Error::msg)?;
         Ok(out.trim().parse()?)
     };
+    // PostgreSQL publishes a backend's counters up to a second late: let what came before settle.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
     let before = count()?;
     let t0 = Instant::now();
     tokio::time::sleep(Duration::from_secs(seconds)).await;

@@ -130,6 +130,8 @@ impl EngineConfig {
 
 /// With a change feed, how often a waiter still re-reads (for notices lost without a reconnect).
 const FEED_FALLBACK_POLL: Duration = Duration::from_secs(10);
+/// A follower's own poll while the sweep reads for it: effectively never.
+const NO_POLL: Duration = Duration::from_secs(24 * 3600);
 
 /// One driver running in this process.
 struct Running {
@@ -505,10 +507,13 @@ impl Inner {
         }
     }
 
-    /// How often a waiter or watcher re-reads the store by itself: while the sweep runs (or a
-    /// feed is attached) only as a slow fallback, else every `watch_poll`.
+    /// How often a waiter or watcher re-reads the store by itself: never while the sweep runs
+    /// (it reads for every follower at once), every 10 s with only a feed, else every
+    /// `watch_poll`.
     fn poll_every(&self) -> Duration {
-        if self.feed.get().is_some() || self.sweeping.load(std::sync::atomic::Ordering::Relaxed) {
+        if self.sweeping.load(std::sync::atomic::Ordering::Relaxed) {
+            NO_POLL
+        } else if self.feed.get().is_some() {
             self.cfg.watch_poll.max(FEED_FALLBACK_POLL)
         } else {
             self.cfg.watch_poll
