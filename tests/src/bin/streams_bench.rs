@@ -57,7 +57,7 @@ fn rss_kb(pid: u32) -> anyhow::Result<u64> {
         .context("no VmRSS")
 }
 
-/// Transactions the database committed or rolled back per second over `seconds`.
+/// Transactions the database committed or rolled back per second, over at least `seconds`.
 async fn db_tx_per_second(url: &str, seconds: u64) -> anyhow::Result<f64> {
     let count = || -> anyhow::Result<f64> {
         let out = switchyard_tests::pg::psql(
@@ -67,15 +67,17 @@ async fn db_tx_per_second(url: &str, seconds: u64) -> anyhow::Result<f64> {
         .map_err(anyhow::Error::msg)?;
         Ok(out.trim().parse()?)
     };
-    // PostgreSQL publishes a backend's counters up to a second late: let what came before settle.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // PostgreSQL publishes a backend's counters late (an idle connection's up to 10 s later):
+    // let what came before settle, count over the window, and let the window's own settle
+    // before counting again (nothing else runs meanwhile).
+    const SETTLE: Duration = Duration::from_secs(11);
+    tokio::time::sleep(SETTLE).await;
     let before = count()?;
     let t0 = Instant::now();
-    tokio::time::sleep(Duration::from_secs(seconds)).await;
-    // The statistics collector reports with a delay: give it a moment, and count the two psql
-    // sessions' own transactions out.
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    tokio::time::sleep(Duration::from_secs(seconds) + SETTLE).await;
     let after = count()?;
+    // In steady state what was counted ran over as long as the counts were apart; the psql
+    // sessions' own transactions are counted out.
     Ok(((after - before - 2.0).max(0.0)) / t0.elapsed().as_secs_f64())
 }
 
@@ -104,19 +106,18 @@ async fn main() -> anyhow::Result<()> {
     let gw = Gateway::start(Options {
         data_dir: dir.path().join("d"),
         store_url: args.store_url.clone(),
-        env: vec![("RUST_LOG".into(), "warn".into())],
+        // The followed calls must stay idle: no attempt timeout (and retry) within the run.
+        env: vec![
+            ("RUST_LOG".into(), "warn".into()),
+            ("SWITCHYARD__ENGINE__ATTEMPT_TIMEOUT_MS".into(), "900000".into()),
+        ],
         ..Options::default()
     });
     let store = if args.store_url.is_some() { "postgres" } else { "sqlite" };
     tokio::time::sleep(Duration::from_secs(1)).await;
     let idle_kb = rss_kb(gw.pid())?;
-    let base_calls = unrelated_calls(&gw, args.seconds).await?;
-    let base_tx = match &args.store_url {
-        Some(url) => Some(db_tx_per_second(url, args.seconds).await?),
-        None => None,
-    };
-
-    // Invocations that stay in flight (an `echo` that takes 10 minutes), and streams on them.
+    // Invocations that stay in flight (an `echo` that takes 10 minutes), for the streams to follow;
+    // made before the baseline, so that both sides count their lease renewals.
     let mut ids = Vec::new();
     for i in 0..INVOCATIONS {
         let (status, v) = gw.submit(TENANT, "echo", json!({"delay_ms": 600_000, "i": i}), None, 0).await?;
@@ -125,6 +126,13 @@ async fn main() -> anyhow::Result<()> {
         }
         ids.push(v["id"].as_str().unwrap_or_default().to_string());
     }
+    // The database's load is measured while nothing else runs, before the unrelated calls.
+    let base_tx = match &args.store_url {
+        Some(url) => Some(db_tx_per_second(url, args.seconds).await?),
+        None => None,
+    };
+    let base_calls = unrelated_calls(&gw, args.seconds).await?;
+
     let client = reqwest::Client::builder().pool_max_idle_per_host(0).build()?;
     let before_kb = rss_kb(gw.pid())?;
     let opened = futures::stream::iter(0..args.streams)
@@ -157,11 +165,11 @@ async fn main() -> anyhow::Result<()> {
     }
     tokio::time::sleep(Duration::from_secs(2)).await;
     let open_kb = rss_kb(gw.pid())?;
-    let loaded_calls = unrelated_calls(&gw, args.seconds).await?;
     let loaded_tx = match &args.store_url {
         Some(url) => Some(db_tx_per_second(url, args.seconds).await?),
         None => None,
     };
+    let loaded_calls = unrelated_calls(&gw, args.seconds).await?;
     let per_stream = (open_kb.saturating_sub(before_kb)) as f64 / args.streams as f64;
     println!("idle event streams, store {store}, {} streams over {INVOCATIONS} in-flight invocations", args.streams);
     println!("{:<34} {:>14} {:>14}", "measure", "no streams", "streams open");
