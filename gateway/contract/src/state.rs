@@ -265,7 +265,6 @@ pub struct Hold {
 }
 
 impl Invocation {
-    /// The record and first event of a newly admitted invocation (G1).
     /// The new invocation and the events its admission appends: the admission, and for a
     /// `read_only` call that asked for it ([`NewInvocation::first_attempt`]) the start of its
     /// first attempt, so admission and attempt take one commit. A crash after that commit and
@@ -283,6 +282,7 @@ impl Invocation {
         (inv, events)
     }
 
+    /// The record and first event of a newly admitted invocation (G1).
     pub fn admit(d: NewInvocation, now: Millis) -> (Self, EventKind) {
         let event = EventKind::Admitted {
             principal: d.principal.clone(),

@@ -128,7 +128,8 @@ impl EngineConfig {
     }
 }
 
-/// With a change feed, how often a waiter still re-reads (for notices lost without a reconnect).
+/// With a change feed, how often the sweep (or, without one running, each follower) still
+/// re-reads, for notices lost without a reconnect.
 const FEED_FALLBACK_POLL: Duration = Duration::from_secs(10);
 /// A follower's own poll while the sweep reads for it: effectively never.
 const NO_POLL: Duration = Duration::from_secs(24 * 3600);
@@ -151,7 +152,7 @@ pub(crate) struct Inner {
     /// Wakes the waiters and watchers of each invocation this process or (heard on the feed)
     /// another replica changed.
     hub: Arc<hub::Hub>,
-    /// Set once the recovery loop's sweep runs: followers then poll only as a fallback.
+    /// Set once the recovery loop's sweep runs: followers then do not poll by themselves.
     sweeping: std::sync::atomic::AtomicBool,
     feed: std::sync::OnceLock<Arc<dyn crate::ports::ChangeFeed>>,
     running: Mutex<HashMap<InvocationId, Running>>,
