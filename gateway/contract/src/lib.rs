@@ -7,6 +7,7 @@
 //! protocol SDK and no database: stores persist what [`state`] decides.
 
 pub mod artifact;
+pub mod audit;
 pub mod catalog;
 pub mod digest;
 pub mod engine;
@@ -26,6 +27,7 @@ pub use artifact::{
     ArtifactError, ArtifactIndex, ArtifactKeeper, ArtifactMeta, ArtifactPage, ArtifactStore, BlobRef, ByteRange,
     ByteStream, ChunkSums, Commit, ContentDigest, Keep, NewArtifact, OpenedBlob, StagedBlob,
 };
+pub use audit::{AuditEntry, AuditKind, AuditLog, AuditRow, AuditStore, ChainHead, StoredCheckpoint};
 pub use catalog::{Catalog, Content, NeedsInput, Operation, Part};
 pub use digest::RequestDigest;
 pub use engine::{Engine, EngineConfig, FaultHook, FaultPoint, NoFaults};

@@ -1,10 +1,12 @@
 //! Grants: Ed25519-signed compact JWS (`alg: EdDSA`) that let a subject's calls run up to a tier
 //! without waiting for approval, verified offline by every replica with the shared key, and
 //! revocable in the store (a revocation takes effect at every replica's next decision on that
-//! grant). A grant only ever lowers the bar up to its ceiling: a call above the ceiling, or one
-//! an envelope or deny rule refuses, is decided as if no grant were presented.
+//! grant; the same key signs the audit log's checkpoints). A grant only ever lowers the bar up
+//! to its ceiling: a call above the ceiling, or one an envelope or deny rule refuses, is decided
+//! as if no grant were presented.
 
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use crate::config::Condition;
@@ -81,19 +83,35 @@ impl GrantKey {
     }
 
     /// Signs `claims` (`iss` is set to this gateway's).
-    pub fn mint(&self, mut claims: GrantClaims) -> Result<String, PolicyError> {
-        claims.iss = ISSUER.into();
+    pub fn mint(&self, claims: GrantClaims) -> Result<String, PolicyError> {
+        self.sign(claims)
+    }
+
+    /// Signs any claims (a grant, an audit checkpoint) as a compact JWS; `iss` is set to this
+    /// gateway's.
+    pub fn sign<T: Serialize>(&self, claims: T) -> Result<String, PolicyError> {
+        let mut claims = serde_json::to_value(claims).map_err(|e| PolicyError(e.to_string()))?;
+        if let Some(map) = claims.as_object_mut() {
+            map.insert("iss".into(), ISSUER.into());
+        }
         jsonwebtoken::encode(&Header::new(Algorithm::EdDSA), &claims, &self.encoding)
-            .map_err(|e| PolicyError(format!("cannot sign the grant: {e}")))
+            .map_err(|e| PolicyError(format!("cannot sign: {e}")))
     }
 
     /// The claims of `token` if this key signed it and it has not expired (no leeway).
     pub fn verify(&self, token: &str) -> Result<GrantClaims, String> {
+        self.open(token, true)
+    }
+
+    /// The claims of `token` if this key signed it (and, when `expires`, it has an `exp` that
+    /// has not passed).
+    pub fn open<T: DeserializeOwned>(&self, token: &str, expires: bool) -> Result<T, String> {
         let mut v = Validation::new(Algorithm::EdDSA);
         v.set_issuer(&[ISSUER]);
-        v.set_required_spec_claims(&["exp", "iss"]);
+        v.set_required_spec_claims(if expires { &["exp", "iss"][..] } else { &["iss"][..] });
+        v.validate_exp = expires;
         v.validate_aud = false;
         v.leeway = 0;
-        jsonwebtoken::decode::<GrantClaims>(token, &self.decoding, &v).map(|d| d.claims).map_err(|e| e.to_string())
+        jsonwebtoken::decode::<T>(token, &self.decoding, &v).map(|d| d.claims).map_err(|e| e.to_string())
     }
 }

@@ -12,6 +12,7 @@
 //!
 //! [`PolicyPoint`]: switchyard_contract::PolicyPoint
 
+pub mod audit;
 mod config;
 mod error;
 mod evaluate;

@@ -9,6 +9,7 @@
 //! runs the same contract test suites on both databases (`tests/` crate).
 
 pub mod artifacts;
+pub mod audit;
 pub mod bindings;
 pub mod dialect;
 mod error;
@@ -26,10 +27,11 @@ pub mod tasks;
 use std::sync::Arc;
 
 use switchyard_contract::{
-    ArtifactIndex, BindingStore, ChangeFeed, GrantStore, InvocationStore, PushOutbox, SecretVault, TaskStore,
+    ArtifactIndex, AuditStore, BindingStore, ChangeFeed, GrantStore, InvocationStore, PushOutbox, SecretVault, TaskStore,
 };
 
 pub use artifacts::SqlArtifacts;
+pub use audit::SqlAudit;
 pub use bindings::SqlBindings;
 pub use dialect::{Dialect, Pg, Pools, Sqlite};
 pub use error::StoreError;
@@ -89,6 +91,8 @@ pub struct Stores {
     pub outbox: Arc<dyn PushOutbox>,
     /// The policy enforcement point's minted grants and revocations.
     pub grants: Arc<dyn GrantStore>,
+    /// The audit log's hash chains and signed checkpoints.
+    pub audit: Arc<dyn AuditStore>,
     /// PostgreSQL: other replicas' changes, heard as they commit (`LISTEN/NOTIFY`). SQLite has
     /// one process, whose changes the engine hears in memory.
     pub feed: Option<Arc<dyn ChangeFeed>>,
@@ -130,7 +134,8 @@ fn stores<D: Dialect>(pools: Pools<D>, opts: &StoreOptions) -> Stores {
         vault: Arc::new(SqlSecrets::new(pools.clone())),
         tasks: Arc::new(SqlTasks::new(pools.clone())),
         outbox: Arc::new(SqlOutbox::new(pools.clone())),
-        grants: Arc::new(SqlGrants::new(pools)),
+        grants: Arc::new(SqlGrants::new(pools.clone())),
+        audit: Arc::new(SqlAudit::new(pools)),
         feed: None,
     }
 }

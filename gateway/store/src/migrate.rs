@@ -33,6 +33,7 @@ pub(crate) const POSTGRES: Files = &[
         "invocation_parent",
         include_str!("../../../migrations/postgres/20261201000010_invocation_parent.sql"),
     ),
+    (20261202000011, "audit", include_str!("../../../migrations/postgres/20261202000011_audit.sql")),
 ];
 
 pub(crate) const SQLITE: Files = &[
@@ -54,6 +55,7 @@ pub(crate) const SQLITE: Files = &[
         "invocation_parent",
         include_str!("../../../migrations/sqlite/20261201000010_invocation_parent.sql"),
     ),
+    (20261202000011, "audit", include_str!("../../../migrations/sqlite/20261202000011_audit.sql")),
 ];
 
 #[derive(Debug, Clone, Copy)]

@@ -1,0 +1,20 @@
+//! The audit log: every decision, approval step, grant mint or revocation and reconciliation
+//! appended to a hash chain in the store, one chain per partition so replicas never queue on one
+//! chain head ([`AuditWriter`]), bound together by Ed25519-signed checkpoints over every
+//! partition's head ([`checkpoint`]), and checked end to end by [`verify`].
+//!
+//! A row's hash is the SHA-256 of the canonical JSON (RFC 8785) of every field but its sequence
+//! number, the previous row's hash included ([`row_hash`]). So a changed row no longer matches
+//! its hash; a removed row leaves a gap (or, renumbered, a broken link); two swapped rows each
+//! name the other as their predecessor; and a cut-off tail falls short of the last checkpoint.
+
+mod chain;
+mod verify;
+mod writer;
+
+pub use chain::{CHECKPOINT_TYP, Checkpoint, GENESIS, checkpoint, row_hash};
+pub use verify::{Finding, Problem, Report, verify};
+pub use writer::AuditWriter;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,154 @@
+//! The audit log's rows and checkpoints ([`AuditStore`]) on both databases. A batch of rows is
+//! one multi-row `INSERT`: all of it commits or none; a sequence number already taken in the
+//! partition (two writers on one chain) is a `Conflict`, never an overwrite.
+
+use async_trait::async_trait;
+use switchyard_contract::{AuditRow, AuditStore, ChainHead, Error, Millis, StoredCheckpoint};
+
+use crate::dialect::{self as sql, Arg, Cells, Dialect, Pools, Stmt};
+use crate::error::db;
+use crate::row::{i64_of, parse_json, to_json, u64_of};
+
+const COLUMNS: &str = "part, seq, at_ms, kind, tenant, actor, invocation, detail, prev, hash";
+
+/// The audit store on one database.
+#[derive(Debug, Clone)]
+pub struct SqlAudit<D: Dialect> {
+    pools: Pools<D>,
+}
+
+impl<D: Dialect> SqlAudit<D> {
+    pub fn new(pools: Pools<D>) -> Self {
+        Self { pools }
+    }
+}
+
+fn decode(row: &impl Cells) -> Result<AuditRow, Error> {
+    Ok(AuditRow {
+        partition: row.text(0)?,
+        seq: u64_of(row.int(1)?, "audit seq")?,
+        at_ms: row.int(2)?,
+        kind: row.text(3)?,
+        tenant: row.text(4)?,
+        actor: row.text(5)?,
+        invocation: row.opt_text(6)?,
+        detail: parse_json(&row.text(7)?, "audit detail")?,
+        prev: row.text(8)?,
+        hash: row.text(9)?,
+    })
+}
+
+fn head(row: &impl Cells) -> Result<ChainHead, Error> {
+    Ok(ChainHead { partition: row.text(0)?, seq: u64_of(row.int(1)?, "audit seq")?, hash: row.text(2)? })
+}
+
+/// A taken `(part, seq)` is another writer on the same chain: the caller reloads its head.
+fn append_error(e: sqlx::Error) -> Error {
+    match &e {
+        sqlx::Error::Database(d) if d.is_unique_violation() => {
+            Error::conflict("another writer appended to this audit partition first")
+        }
+        _ => db(e),
+    }
+}
+
+#[async_trait]
+impl<D: Dialect> AuditStore for SqlAudit<D> {
+    async fn head(&self, partition: &str) -> Result<Option<ChainHead>, Error> {
+        let stmt = Stmt::new("SELECT part, seq, hash FROM audit_log WHERE part = $1 ORDER BY seq DESC LIMIT 1")
+            .text(partition);
+        sql::optional::<D>(self.pools.read(), stmt).await?.as_ref().map(head).transpose()
+    }
+
+    async fn append(&self, rows: &[AuditRow]) -> Result<(), Error> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let mut values = Vec::with_capacity(rows.len());
+        let mut args = Vec::with_capacity(rows.len() * 10);
+        for (i, r) in rows.iter().enumerate() {
+            let n = i * 10;
+            let cells: Vec<String> = (1..=10).map(|k| format!("${}", n + k)).collect();
+            values.push(format!("({})", cells.join(", ")));
+            args.extend([
+                Arg::Text(r.partition.clone()),
+                Arg::Int(i64_of(r.seq)?),
+                Arg::Int(r.at_ms),
+                Arg::Text(r.kind.clone()),
+                Arg::Text(r.tenant.clone()),
+                Arg::Text(r.actor.clone()),
+                Arg::OptText(r.invocation.clone()),
+                Arg::Text(to_json(&r.detail)?),
+                Arg::Text(r.prev.clone()),
+                Arg::Text(r.hash.clone()),
+            ]);
+        }
+        let stmt = Stmt::with_args(format!("INSERT INTO audit_log ({COLUMNS}) VALUES {}", values.join(", ")), args);
+        sql::affected_or::<D>(self.pools.write(), stmt, append_error).await?;
+        Ok(())
+    }
+
+    async fn heads(&self) -> Result<Vec<ChainHead>, Error> {
+        let stmt = Stmt::new(
+            "SELECT a.part, a.seq, a.hash FROM audit_log a \
+             JOIN (SELECT part, MAX(seq) AS seq FROM audit_log GROUP BY part) m ON a.part = m.part AND a.seq = m.seq \
+             ORDER BY a.part",
+        );
+        sql::all::<D>(self.pools.read(), stmt).await?.iter().map(head).collect()
+    }
+
+    async fn partitions(&self) -> Result<Vec<String>, Error> {
+        let stmt = Stmt::new("SELECT DISTINCT part FROM audit_log ORDER BY part");
+        sql::all::<D>(self.pools.read(), stmt).await?.iter().map(|r| r.text(0)).collect()
+    }
+
+    async fn rows(&self, partition: &str, after: u64, limit: u32) -> Result<Vec<AuditRow>, Error> {
+        let stmt =
+            Stmt::new(format!("SELECT {COLUMNS} FROM audit_log WHERE part = $1 AND seq > $2 ORDER BY seq LIMIT $3"))
+                .text(partition)
+                .int(i64_of(after)?)
+                .int(i64::from(limit));
+        sql::all::<D>(self.pools.read(), stmt).await?.iter().map(decode).collect()
+    }
+
+    async fn since(
+        &self,
+        since_ms: Millis,
+        after: Option<(Millis, String, u64)>,
+        limit: u32,
+    ) -> Result<Vec<AuditRow>, Error> {
+        let (at, part, seq) = match after {
+            Some((at, part, seq)) => (Some(at), Some(part), Some(i64_of(seq)?)),
+            None => (None, None, None),
+        };
+        let stmt = Stmt::new(format!(
+            "SELECT {COLUMNS} FROM audit_log WHERE at_ms >= $1 AND ($2 IS NULL \
+             OR at_ms > $2 OR (at_ms = $2 AND (part > $3 OR (part = $3 AND seq > $4)))) \
+             ORDER BY at_ms, part, seq LIMIT $5"
+        ))
+        .int(since_ms)
+        .opt_int(at)
+        .opt_text(part)
+        .opt_int(seq)
+        .int(i64::from(limit));
+        sql::all::<D>(self.pools.read(), stmt).await?.iter().map(decode).collect()
+    }
+
+    async fn put_checkpoint(&self, checkpoint: &StoredCheckpoint) -> Result<(), Error> {
+        let stmt = Stmt::new("INSERT INTO audit_checkpoints (id, at_ms, token) VALUES ($1, $2, $3)")
+            .text(checkpoint.id.clone())
+            .int(checkpoint.at_ms)
+            .text(checkpoint.token.clone());
+        sql::affected::<D>(self.pools.write(), stmt).await?;
+        Ok(())
+    }
+
+    async fn checkpoints(&self) -> Result<Vec<StoredCheckpoint>, Error> {
+        let stmt = Stmt::new("SELECT id, at_ms, token FROM audit_checkpoints ORDER BY at_ms, id");
+        sql::all::<D>(self.pools.read(), stmt)
+            .await?
+            .iter()
+            .map(|r| Ok(StoredCheckpoint { id: r.text(0)?, at_ms: r.int(1)?, token: r.text(2)? }))
+            .collect()
+    }
+}

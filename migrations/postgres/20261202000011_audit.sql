@@ -1,0 +1,35 @@
+-- The audit log (issue 16): one hash chain per partition (a replica, or the command line), so
+-- replicas never serialize on one chain head. Each row's hash covers the row before it; the
+-- signed checkpoints bind every partition's head. Rows are append-only: a trigger refuses any
+-- change, and `switchyard audit verify` finds a row changed, removed or moved behind its back.
+CREATE TABLE audit_log (
+    part        TEXT   NOT NULL,
+    seq         BIGINT NOT NULL,
+    at_ms       BIGINT NOT NULL,
+    kind        TEXT   NOT NULL,
+    tenant      TEXT   NOT NULL,
+    actor       TEXT   NOT NULL,
+    invocation  TEXT,
+    detail      TEXT   NOT NULL,
+    prev        TEXT   NOT NULL,
+    hash        TEXT   NOT NULL,
+    PRIMARY KEY (part, seq)
+);
+CREATE INDEX audit_log_by_time ON audit_log (at_ms, part, seq);
+
+CREATE FUNCTION switchyard_audit_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'the audit log is append-only' USING ERRCODE = 'check_violation';
+END
+$$;
+
+CREATE TRIGGER audit_log_append_only BEFORE UPDATE OR DELETE ON audit_log
+    FOR EACH ROW EXECUTE FUNCTION switchyard_audit_append_only();
+
+-- Ed25519-signed statements (compact JWS) of every partition's head at one moment.
+CREATE TABLE audit_checkpoints (
+    id      TEXT   PRIMARY KEY,
+    at_ms   BIGINT NOT NULL,
+    token   TEXT   NOT NULL
+);
+CREATE INDEX audit_checkpoints_by_time ON audit_checkpoints (at_ms);
