@@ -45,6 +45,8 @@ pub struct App {
     /// The A2A agents and their face.
     pub a2a: Arc<switchyard_a2a::A2aAgents>,
     a2a_face: switchyard_a2a::face::A2aFace,
+    /// With `[audit]` on: the audit store and this replica's chain writer.
+    pub audit: Option<(Arc<dyn switchyard_contract::AuditStore>, switchyard_policy::audit::AuditWriter)>,
 }
 
 impl std::fmt::Debug for App {
@@ -86,6 +88,12 @@ impl App {
             policy_point(cfg, stores.grants.clone())?,
             cfg.engine_config(worker),
         )?;
+        let audit = cfg.audited().then(|| {
+            let partition = cfg.audit.partition.clone().unwrap_or_else(|| worker.to_string());
+            let writer = switchyard_policy::audit::AuditWriter::start(stores.audit.clone(), partition);
+            engine.attach_audit(Arc::new(writer.clone()));
+            (stores.audit.clone(), writer)
+        });
         if let Some(feed) = stores.feed.clone() {
             engine.attach_feed(feed.clone());
             a2a.attach_feed(feed);
@@ -112,6 +120,7 @@ impl App {
             bindings: stores.bindings,
             a2a,
             a2a_face,
+            audit,
         })
     }
 
@@ -236,16 +245,14 @@ pub fn mcp_sealer(cfg: &Config) -> anyhow::Result<Sealer> {
     Sealer::from_hex(&key.0).map_err(|e| anyhow::anyhow!("mcp.token_key: {e}"))
 }
 
-/// The key grants are signed and verified with: `[policy] grant_key_file`, else
-/// `<data_dir>/grant-signing-key` (generated once; replicas share it).
-pub fn grant_key(
-    cfg: &Config,
-    policy: &switchyard_policy::PolicyConfig,
-) -> anyhow::Result<switchyard_policy::grants::GrantKey> {
+/// The key grants and audit checkpoints are signed and verified with: `[policy]
+/// grant_key_file`, else `<data_dir>/grant-signing-key` (generated once; replicas share it).
+pub fn grant_key(cfg: &Config) -> anyhow::Result<switchyard_policy::grants::GrantKey> {
     use switchyard_policy::grants::GrantKey;
-    let path = policy
-        .grant_key_file
+    let path = cfg
+        .policy
         .as_ref()
+        .and_then(|p| p.grant_key_file.as_ref())
         .map_or_else(|| cfg.server.data_dir.join("grant-signing-key"), std::path::PathBuf::from);
     let der = match std::fs::read_to_string(&path) {
         Ok(text) => hex::decode(text.trim()).with_context(|| format!("{} is not hex", path.display()))?,
@@ -269,7 +276,7 @@ fn policy_point(
 ) -> anyhow::Result<Arc<dyn switchyard_contract::PolicyPoint>> {
     Ok(match &cfg.policy {
         Some(p) => {
-            let evaluator = switchyard_policy::Evaluator::new(p.clone())?.with_grants(grant_key(cfg, p)?, grants);
+            let evaluator = switchyard_policy::Evaluator::new(p.clone())?.with_grants(grant_key(cfg)?, grants);
             tracing::info!(policy = evaluator.version(), "policy enforcement point on");
             Arc::new(evaluator)
         }
@@ -357,6 +364,26 @@ fn worker_identity(data_dir: &std::path::Path) -> anyhow::Result<WorkerId> {
     }
 }
 
+/// Signs a checkpoint of every audit partition's head every `every`, when the log moved.
+async fn audit_checkpoints(
+    store: Arc<dyn switchyard_contract::AuditStore>,
+    key: switchyard_policy::grants::GrantKey,
+    every: Duration,
+) {
+    let mut last = None;
+    loop {
+        tokio::time::sleep(every).await;
+        match switchyard_policy::audit::checkpoint(store.as_ref(), &key, last.as_deref()).await {
+            Ok(Some((stored, heads))) => {
+                tracing::debug!(checkpoint = %stored.id, partitions = heads.len(), "audit checkpoint signed");
+                last = Some(heads);
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!(error = %e, "audit checkpoint not written"),
+        }
+    }
+}
+
 /// Runs the gateway until `shutdown` resolves, then drains HTTP and the engine for up to the
 /// configured grace period and releases every lease still held.
 pub async fn serve(cfg: Config, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
@@ -376,6 +403,10 @@ pub async fn serve(cfg: Config, shutdown: impl Future<Output = ()> + Send + 'sta
     background.spawn(app.engine.recovery());
     if let Some(push) = app.a2a.background() {
         background.spawn(push);
+    }
+    if let Some((store, _)) = &app.audit {
+        let every = Duration::from_secs(cfg.audit.checkpoint_interval_s);
+        background.spawn(audit_checkpoints(store.clone(), grant_key(&cfg)?, every));
     }
     if cfg.artifacts.gc_interval_ms > 0 {
         background.spawn(app.artifacts.collector(Duration::from_millis(cfg.artifacts.gc_interval_ms)));

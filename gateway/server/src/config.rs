@@ -30,6 +30,8 @@ pub struct Config {
     pub a2a: switchyard_a2a::A2aConfig,
     /// The policy enforcement point (`[policy]`): without it every call runs.
     pub policy: Option<switchyard_policy::PolicyConfig>,
+    /// The hash-chained audit log of decisions, approvals, grants and reconciliations.
+    pub audit: AuditConfig,
 }
 
 impl Default for Config {
@@ -46,7 +48,28 @@ impl Default for Config {
             mcp: switchyard_mcp::McpConfig::default(),
             a2a: switchyard_a2a::A2aConfig::default(),
             policy: None,
+            audit: AuditConfig::default(),
         }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuditConfig {
+    /// Record every policy decision, approval step, grant mint or revocation and
+    /// reconciliation. Default: on when a `[policy]` is configured.
+    pub enabled: Option<bool>,
+    /// How often a replica signs a checkpoint of every partition's chain head (when the log
+    /// moved since its last one). Signed with the grant key (`[policy] grant_key_file`).
+    pub checkpoint_interval_s: u64,
+    /// This replica's chain. Default: `worker-<worker id>` (one chain per replica, so replicas
+    /// never wait for each other's appends).
+    pub partition: Option<String>,
+}
+
+impl Default for AuditConfig {
+    fn default() -> Self {
+        Self { enabled: None, checkpoint_interval_s: 60, partition: None }
     }
 }
 
@@ -197,6 +220,11 @@ pub enum ConfigError {
 }
 
 impl Config {
+    /// Whether the audit log is on (`[audit] enabled`, else on with a `[policy]`).
+    pub fn audited(&self) -> bool {
+        self.audit.enabled.unwrap_or(self.policy.is_some())
+    }
+
     /// Loads defaults, then `file` (if any), then `SWITCHYARD__…` variables from `env`.
     pub fn load(file: Option<&Path>, env: impl Iterator<Item = (String, String)>) -> Result<Self, ConfigError> {
         let text = match file {
@@ -282,6 +310,14 @@ impl Config {
         }
         if let Some(p) = &self.policy {
             p.check().map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        }
+        if !(1..=86_400).contains(&self.audit.checkpoint_interval_s) {
+            return bad("audit.checkpoint_interval_s must be within 1..=86400".into());
+        }
+        if let Some(p) = &self.audit.partition
+            && (p.is_empty() || p.len() > 100 || !p.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b)))
+        {
+            return bad(format!("audit.partition `{p}` must be 1 to 100 characters of [A-Za-z0-9_.-]"));
         }
         if !["text", "json"].contains(&self.log.format.as_str()) {
             return bad(format!("log.format must be `text` or `json` (got `{}`)", self.log.format));

@@ -27,7 +27,8 @@ pub mod tasks;
 use std::sync::Arc;
 
 use switchyard_contract::{
-    ArtifactIndex, AuditStore, BindingStore, ChangeFeed, GrantStore, InvocationStore, PushOutbox, SecretVault, TaskStore,
+    ArtifactIndex, AuditStore, BindingStore, ChangeFeed, GrantStore, InvocationStore, PushOutbox, SecretVault,
+    TaskStore,
 };
 
 pub use artifacts::SqlArtifacts;

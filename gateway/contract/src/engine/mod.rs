@@ -5,6 +5,7 @@
 //! renew it while an upstream call runs; every write they make is fenced, so a driver that lost
 //! its lease can only append a late event. A recovery loop takes expired leases (G7).
 
+mod audit;
 mod driver;
 mod hub;
 mod policy;
@@ -21,6 +22,7 @@ use tokio::sync::Notify;
 use tracing::{info, warn};
 
 use crate::Millis;
+use crate::audit::{AuditEntry, AuditKind, AuditLog};
 use crate::digest::RequestDigest;
 use crate::error::Error;
 use crate::event::{Event, EventKind};
@@ -155,6 +157,8 @@ pub(crate) struct Inner {
     /// Set once the recovery loop's sweep runs: followers then do not poll by themselves.
     sweeping: std::sync::atomic::AtomicBool,
     feed: std::sync::OnceLock<Arc<dyn crate::ports::ChangeFeed>>,
+    /// Where decisions, approvals, expiries and reconciliations are recorded (none: not audited).
+    audit: std::sync::OnceLock<Arc<dyn AuditLog>>,
     running: Mutex<HashMap<InvocationId, Running>>,
     stopping: tokio::sync::watch::Sender<bool>,
     /// Set once shutdown has drained (or stopped) every driver: waits end then, not before.
@@ -202,6 +206,7 @@ impl Engine {
                 hub: Arc::default(),
                 sweeping: std::sync::atomic::AtomicBool::new(false),
                 feed: std::sync::OnceLock::new(),
+                audit: std::sync::OnceLock::new(),
                 running: Mutex::new(HashMap::new()),
                 stopping: tokio::sync::watch::channel(false).0,
                 drained: tokio::sync::watch::channel(false).0,
@@ -209,9 +214,17 @@ impl Engine {
         })
     }
 
-    /// The policy enforcement point's ruling on a submission: `None` runs it, a [`Hold`] admits
-    /// it held for approval; a denial or deferral is the caller's error (nothing is admitted).
-    async fn rule(&self, s: &Submission, target: &Target, digest: &RequestDigest) -> Result<Option<Hold>, Error> {
+    /// The policy enforcement point's ruling on a submission that would be admitted as `id`:
+    /// `None` runs it, a [`Hold`] admits it held for approval; a denial or deferral is the
+    /// caller's error (nothing is admitted). With an audit log, the decision is recorded first:
+    /// a decision that cannot be recorded admits nothing (it fails closed).
+    async fn rule(
+        &self,
+        s: &Submission,
+        target: &Target,
+        digest: &RequestDigest,
+        id: InvocationId,
+    ) -> Result<Option<Hold>, Error> {
         let facts = CallFacts {
             principal: &s.principal,
             ingress: s.ingress,
@@ -221,6 +234,15 @@ impl Engine {
             grant: s.grant.as_deref(),
         };
         let ruling = self.inner.policy.decide(&facts).await;
+        if let Some(log) = self.inner.audit.get() {
+            let entry = audit::decision(&facts, id, s.ingress_key.as_ref(), &ruling);
+            if let Err(e) = log.append(entry).await {
+                return Err(Error::unavailable(format!(
+                    "the call's policy decision cannot be recorded in the audit log ({}); nothing was admitted",
+                    e.message
+                )));
+            }
+        }
         let (upstream, operation) = (&target.upstream, &target.operation);
         match ruling.verdict {
             Verdict::Allow => Ok(None),
@@ -240,6 +262,12 @@ impl Engine {
                 ))
             }
         }
+    }
+
+    /// Records every policy decision, approval, denial, expiry and reconciliation in `log`
+    /// from now on (once; a second log is ignored).
+    pub fn attach_audit(&self, log: Arc<dyn AuditLog>) {
+        let _ = self.inner.audit.set(log);
     }
 
     pub fn worker(&self) -> WorkerId {
@@ -309,7 +337,7 @@ impl Engine {
             return Err(Error::invalid_input(format!("parent invocation {parent} not found")));
         }
         let digest = RequestDigest::compute(&target.upstream, &target.operation, &s.request)?;
-        let hold = self.rule(&s, &target, &digest).await?;
+        let hold = self.rule(&s, &target, &digest, id).await?;
         let draft = NewInvocation {
             id,
             principal: s.principal,
@@ -469,6 +497,13 @@ impl Inner {
             if !events.is_empty() {
                 info!(invocation.id = %id, "approval expired");
                 self.notify_changed(&inv);
+                self.audit_step(AuditEntry::about(
+                    AuditKind::ApprovalExpired,
+                    "switchyard",
+                    &inv,
+                    serde_json::json!({}),
+                ))
+                .await;
             }
         }
         Ok(())
@@ -637,6 +672,7 @@ impl Invocations for Engine {
         let (inv, _) =
             self.inner.act_for(by, id, move |inv, who, now| inv.approve(who.clone(), worker, now, ttl)).await?;
         info!(invocation.id = %id, by = %by.subject, "held call approved");
+        self.inner.audit_step(AuditEntry::about(AuditKind::Approved, &by.subject, &inv, serde_json::json!({}))).await;
         // This worker holds the lease it took with the approval; if it stops first, recovery
         // drives the call once the lease runs out.
         self.inner.spawn_driver(inv.clone(), None, "approval", false);
@@ -644,9 +680,11 @@ impl Invocations for Engine {
     }
 
     async fn deny(&self, by: &Principal, id: InvocationId, reason: String) -> Result<Invocation, Error> {
+        let detail = serde_json::json!({ "reason": reason });
         let (inv, _) =
             self.inner.act_for(by, id, move |inv, who, _| inv.deny_approval(who.clone(), reason.clone())).await?;
         info!(invocation.id = %id, by = %by.subject, "held call denied");
+        self.inner.audit_step(AuditEntry::about(AuditKind::ApprovalDenied, &by.subject, &inv, detail)).await;
         Ok(inv)
     }
 
@@ -662,9 +700,11 @@ impl Invocations for Engine {
 
 /// Reconciles `id` for `by` (an operator, or recovery on an upstream's evidence).
 async fn reconcile(inner: &Inner, by: &Principal, id: InvocationId, decision: Decision) -> Result<Invocation, Error> {
+    let entry = decision.clone();
     let (inv, changed) = inner.act_for(by, id, move |inv, who, _| inv.reconcile(decision.clone(), who.clone())).await?;
     if changed {
         info!(invocation.id = %id, by = %by.subject, state = inv.state.name().as_str(), "invocation reconciled");
+        inner.audit_step(AuditEntry::reconciliation(&by.subject, &inv, &entry)).await;
     }
     Ok(inv)
 }

@@ -41,7 +41,7 @@ impl Mem {
 impl AuditStore for Mem {
     async fn head(&self, partition: &str) -> Result<Option<ChainHead>, Error> {
         let rows = self.rows.lock().expect("lock");
-        Ok(rows.values().filter(|r| r.partition == partition).next_back().map(|r| ChainHead {
+        Ok(rows.values().rfind(|r| r.partition == partition).map(|r| ChainHead {
             partition: r.partition.clone(),
             seq: r.seq,
             hash: r.hash.clone(),
@@ -75,12 +75,7 @@ impl AuditStore for Mem {
     }
     async fn rows(&self, partition: &str, after: u64, limit: u32) -> Result<Vec<AuditRow>, Error> {
         let rows = self.rows.lock().expect("lock");
-        Ok(rows
-            .values()
-            .filter(|r| r.partition == partition && r.seq > after)
-            .take(limit as usize)
-            .cloned()
-            .collect())
+        Ok(rows.values().filter(|r| r.partition == partition && r.seq > after).take(limit as usize).cloned().collect())
     }
     async fn since(&self, _: Millis, _: Option<(Millis, String, u64)>, _: u32) -> Result<Vec<AuditRow>, Error> {
         Ok(Vec::new())

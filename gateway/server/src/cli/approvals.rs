@@ -3,7 +3,9 @@
 //! gateway drives the call at its next recovery pass (the approval leaves no live lease); a
 //! denial fails the call without running it.
 
-use switchyard_contract::{EventKind, InvocationId, ListQuery, Principal, StateName, TenantId, WorkerId};
+use switchyard_contract::{
+    AuditEntry, AuditKind, EventKind, InvocationId, ListQuery, Principal, StateName, TenantId, WorkerId,
+};
 
 use crate::config::Config;
 
@@ -33,7 +35,8 @@ pub enum Command {
 }
 
 pub async fn run(cmd: Command, cfg: &Config) -> anyhow::Result<()> {
-    let store = super::open_store(cfg).await?.invocations;
+    let stores = super::open_store(cfg).await?;
+    let store = stores.invocations;
     match cmd {
         Command::List { tenant, limit } => {
             let query = ListQuery { state: Some(StateName::AwaitingApproval), limit: Some(limit), cursor: None };
@@ -56,6 +59,7 @@ pub async fn run(cmd: Command, cfg: &Config) -> anyhow::Result<()> {
         }
         Command::Approve { id, by } => {
             let inv = store.get(None, id).await?.ok_or_else(|| anyhow::anyhow!("invocation {id} not found"))?;
+            let actor = by.clone();
             let by = Principal::new(inv.principal.tenant.clone(), by);
             // No live lease: the next recovery pass of any replica takes the call and runs it.
             let worker = WorkerId::new();
@@ -66,14 +70,19 @@ pub async fn run(cmd: Command, cfg: &Config) -> anyhow::Result<()> {
                 after.id,
                 after.state.name().as_str()
             );
+            let entry = AuditEntry::about(AuditKind::Approved, &actor, &after, serde_json::json!({}));
+            super::audit::record(cfg, &stores.audit, entry).await?;
         }
         Command::Deny { id, reason, by } => {
             let inv = store.get(None, id).await?.ok_or_else(|| anyhow::anyhow!("invocation {id} not found"))?;
             let reason = reason.unwrap_or_else(|| format!("denied by {by}"));
+            let (actor, detail) = (by.clone(), serde_json::json!({ "reason": reason }));
             let by = Principal::new(inv.principal.tenant.clone(), by);
             let (after, _) =
                 store.transition(id, Box::new(move |i, _| i.deny_approval(by.clone(), reason.clone()))).await?;
             println!("{} is {}", after.id, after.state.name().as_str());
+            let entry = AuditEntry::about(AuditKind::ApprovalDenied, &actor, &after, detail);
+            super::audit::record(cfg, &stores.audit, entry).await?;
         }
     }
     Ok(())

@@ -3,7 +3,7 @@
 //! recorded in the store, verified offline by every replica; a revocation takes effect at every
 //! replica's next decision on that grant.
 
-use switchyard_contract::TenantId;
+use switchyard_contract::{AuditEntry, AuditKind, TenantId};
 use switchyard_policy::Tier;
 use switchyard_policy::grants::GrantClaims;
 
@@ -42,9 +42,9 @@ pub enum Command {
 }
 
 pub async fn run(cmd: Command, cfg: &Config) -> anyhow::Result<()> {
-    let policy =
-        cfg.policy.as_ref().ok_or_else(|| anyhow::anyhow!("no [policy] is configured: grants have no effect"))?;
-    let grants = super::open_store(cfg).await?.grants;
+    anyhow::ensure!(cfg.policy.is_some(), "no [policy] is configured: grants have no effect");
+    let stores = super::open_store(cfg).await?;
+    let grants = stores.grants;
     match cmd {
         Command::Mint { subject, tenant, upstream, operation, ceiling, expires_in_s } => {
             let tenant = TenantId::new(tenant)?;
@@ -63,7 +63,10 @@ pub async fn run(cmd: Command, cfg: &Config) -> anyhow::Result<()> {
                 iat: now,
                 exp: now + expires_in_s,
             };
-            let token = crate::app::grant_key(cfg, policy)?.mint(claims.clone())?;
+            let token = crate::app::grant_key(cfg)?.mint(claims.clone())?;
+            // Recorded in the audit log first: a grant that cannot be audited is not minted.
+            let detail = serde_json::json!({ "grant": claims.jti, "claims": claims });
+            super::audit::record(cfg, &stores.audit, entry(AuditKind::GrantMinted, &tenant, detail)).await?;
             grants.record(&claims.jti, &tenant, &subject, &serde_json::to_value(&claims)?).await?;
             println!("{token}");
             eprintln!("grant {} for {subject} in {tenant}: up to {}, {}s", claims.jti, ceiling.as_str(), expires_in_s);
@@ -81,9 +84,21 @@ pub async fn run(cmd: Command, cfg: &Config) -> anyhow::Result<()> {
             }
         }
         Command::Revoke { id, by } => {
+            let known = grants.list(None).await?.into_iter().find(|g| g.id == id);
             anyhow::ensure!(grants.revoke(&id, &by).await?, "no active grant `{id}`");
             println!("grant {id} is revoked; every replica refuses it at its next decision");
+            if let Some(g) = known {
+                let mut revoked =
+                    entry(AuditKind::GrantRevoked, &g.tenant, serde_json::json!({ "grant": id, "subject": g.subject }));
+                revoked.actor = by;
+                super::audit::record(cfg, &stores.audit, revoked).await?;
+            }
         }
     }
     Ok(())
+}
+
+/// An entry about a grant, by the operator at this command line.
+fn entry(kind: AuditKind, tenant: &TenantId, detail: serde_json::Value) -> AuditEntry {
+    AuditEntry { kind, tenant: tenant.clone(), actor: "operator".into(), invocation: None, detail }
 }

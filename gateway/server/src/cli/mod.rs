@@ -2,6 +2,7 @@
 
 mod approvals;
 mod artifacts;
+mod audit;
 mod auth;
 mod grants;
 mod invocations;
@@ -49,6 +50,9 @@ enum Command {
     /// Grants that let a subject's calls run without approval, up to a tier.
     #[command(subcommand)]
     Grants(grants::Command),
+    /// Verify or export the hash-chained audit log.
+    #[command(subcommand)]
+    Audit(audit::Command),
     /// Inspect, download and collect stored artifacts.
     #[command(subcommand)]
     Artifacts(artifacts::Command),
@@ -92,6 +96,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Reconcile(args) => reconcile::run(args, &cfg).await,
         Command::Approvals(cmd) => approvals::run(cmd, &cfg).await,
         Command::Grants(cmd) => grants::run(cmd, &cfg).await,
+        Command::Audit(cmd) => audit::run(cmd, &cfg).await,
         Command::Artifacts(cmd) => artifacts::run(cmd, &cfg).await,
         Command::Upstreams(cmd) => upstreams::run(cmd, &cfg).await,
         Command::Auth(cmd) => auth::run(cmd, &cfg).await,

@@ -1,7 +1,7 @@
 //! `switchyard reconcile <id> applied|not-applied`: resolve an `unknown` outcome. Audited as an
 //! event naming the operator; repeating the same decision is a no-op; any other state refuses.
 
-use switchyard_contract::{Decision, InvocationId, Principal};
+use switchyard_contract::{AuditEntry, Decision, InvocationId, Principal};
 
 use crate::config::Config;
 
@@ -30,7 +30,8 @@ pub struct Args {
 }
 
 pub async fn run(args: Args, cfg: &Config) -> anyhow::Result<()> {
-    let store = super::open_store(cfg).await?.invocations;
+    let stores = super::open_store(cfg).await?;
+    let store = stores.invocations;
     let inv = store.get(None, args.id).await?.ok_or_else(|| anyhow::anyhow!("invocation {} not found", args.id))?;
     let decision = match args.verdict {
         Verdict::Applied => {
@@ -44,10 +45,15 @@ pub async fn run(args: Args, cfg: &Config) -> anyhow::Result<()> {
             message: args.message.unwrap_or_else(|| "reconciled by operator: not applied".into()),
         },
     };
-    let by = Principal::new(inv.principal.tenant.clone(), args.by);
+    let by = Principal::new(inv.principal.tenant.clone(), args.by.clone());
+    let audited = decision.clone();
     let (after, events) =
         store.transition(args.id, Box::new(move |i, _| i.reconcile(decision.clone(), by.clone()))).await?;
     let note = if events.is_empty() { " (already reconciled with this decision)" } else { "" };
     println!("{} is now {}{note}", after.id, after.state.name().as_str());
+    if !events.is_empty() {
+        let entry = AuditEntry::reconciliation(&args.by, &after, &audited);
+        super::audit::record(cfg, &stores.audit, entry).await?;
+    }
     Ok(())
 }
