@@ -94,8 +94,8 @@ fn key() -> GrantKey {
 
 fn entry(i: usize) -> AuditEntry {
     AuditEntry {
-        kind: if i % 5 == 0 { AuditKind::Approved } else { AuditKind::Decision },
-        tenant: TenantId::new(if i % 2 == 0 { "acme" } else { "globex" }).unwrap_or_else(|e| panic!("{e}")),
+        kind: if i.is_multiple_of(5) { AuditKind::Approved } else { AuditKind::Decision },
+        tenant: TenantId::new(if i.is_multiple_of(2) { "acme" } else { "globex" }).unwrap_or_else(|e| panic!("{e}")),
         actor: format!("user-{}", i % 7),
         invocation: Some(switchyard_contract::InvocationId::new()),
         detail: json!({"verdict": "allow", "n": i, "reason": "ünïcode and \"quotes\"", "ratio": 0.1}),

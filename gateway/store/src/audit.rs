@@ -2,12 +2,18 @@
 //! one multi-row `INSERT`: all of it commits or none; a sequence number already taken in the
 //! partition (two writers on one chain) is a `Conflict`, never an overwrite.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use switchyard_contract::{AuditRow, AuditStore, ChainHead, Error, Millis, StoredCheckpoint};
 
-use crate::dialect::{self as sql, Arg, Cells, Dialect, Pools, Stmt};
+use crate::dialect::{self as sql, Arg, Cells, Dialect, On, Pools, Stmt};
 use crate::error::db;
+use crate::group::GroupCommit;
 use crate::row::{i64_of, parse_json, to_json, u64_of};
+
+/// Rows per insert statement (10 values each; SQLite allows 32,766 per statement).
+const ROWS_PER_STATEMENT: usize = 500;
 
 const COLUMNS: &str = "part, seq, at_ms, kind, tenant, actor, invocation, detail, prev, hash";
 
@@ -15,12 +21,47 @@ const COLUMNS: &str = "part, seq, at_ms, kind, tenant, actor, invocation, detail
 #[derive(Debug, Clone)]
 pub struct SqlAudit<D: Dialect> {
     pools: Pools<D>,
+    /// SQLite: the invocation store's group commit, which appends rows in its shared commits.
+    group: Option<Arc<GroupCommit<D>>>,
 }
 
 impl<D: Dialect> SqlAudit<D> {
     pub fn new(pools: Pools<D>) -> Self {
-        Self { pools }
+        Self { pools, group: None }
     }
+
+    /// Appends through `group`'s shared commits (one `fsync` with the calls they record).
+    pub(crate) fn sharing(pools: Pools<D>, group: Option<Arc<GroupCommit<D>>>) -> Self {
+        Self { pools, group }
+    }
+}
+
+/// The inserts of `rows`, one statement per chunk. Run with [`insert_error`]: a taken
+/// `(part, seq)` is `Conflict`.
+pub(crate) fn inserts(rows: &[AuditRow]) -> Result<Vec<Stmt>, Error> {
+    let mut stmts = Vec::new();
+    for chunk in rows.chunks(ROWS_PER_STATEMENT) {
+        let mut values = Vec::with_capacity(chunk.len());
+        let mut args = Vec::with_capacity(chunk.len() * 10);
+        for (i, r) in chunk.iter().enumerate() {
+            let cells: Vec<String> = (1..=10).map(|k| format!("${}", i * 10 + k)).collect();
+            values.push(format!("({})", cells.join(", ")));
+            args.extend([
+                Arg::Text(r.partition.clone()),
+                Arg::Int(i64_of(r.seq)?),
+                Arg::Int(r.at_ms),
+                Arg::Text(r.kind.clone()),
+                Arg::Text(r.tenant.clone()),
+                Arg::Text(r.actor.clone()),
+                Arg::OptText(r.invocation.clone()),
+                Arg::Text(to_json(&r.detail)?),
+                Arg::Text(r.prev.clone()),
+                Arg::Text(r.hash.clone()),
+            ]);
+        }
+        stmts.push(Stmt::with_args(format!("INSERT INTO audit_log ({COLUMNS}) VALUES {}", values.join(", ")), args));
+    }
+    Ok(stmts)
 }
 
 fn decode(row: &impl Cells) -> Result<AuditRow, Error> {
@@ -43,7 +84,7 @@ fn head(row: &impl Cells) -> Result<ChainHead, Error> {
 }
 
 /// A taken `(part, seq)` is another writer on the same chain: the caller reloads its head.
-fn append_error(e: sqlx::Error) -> Error {
+pub(crate) fn insert_error(e: sqlx::Error) -> Error {
     match &e {
         sqlx::Error::Database(d) if d.is_unique_violation() => {
             Error::conflict("another writer appended to this audit partition first")
@@ -64,28 +105,19 @@ impl<D: Dialect> AuditStore for SqlAudit<D> {
         if rows.is_empty() {
             return Ok(());
         }
-        let mut values = Vec::with_capacity(rows.len());
-        let mut args = Vec::with_capacity(rows.len() * 10);
-        for (i, r) in rows.iter().enumerate() {
-            let n = i * 10;
-            let cells: Vec<String> = (1..=10).map(|k| format!("${}", n + k)).collect();
-            values.push(format!("({})", cells.join(", ")));
-            args.extend([
-                Arg::Text(r.partition.clone()),
-                Arg::Int(i64_of(r.seq)?),
-                Arg::Int(r.at_ms),
-                Arg::Text(r.kind.clone()),
-                Arg::Text(r.tenant.clone()),
-                Arg::Text(r.actor.clone()),
-                Arg::OptText(r.invocation.clone()),
-                Arg::Text(to_json(&r.detail)?),
-                Arg::Text(r.prev.clone()),
-                Arg::Text(r.hash.clone()),
-            ]);
+        match &self.group {
+            // One writer (SQLite): the rows ride the next shared commit, with the admissions
+            // whose decisions they record.
+            Some(group) => group.append_audit(rows.to_vec()).await,
+            None => {
+                // One statement when the rows fit (a writer's batch does): all or nothing.
+                let mut tx = self.pools.begin().await?;
+                for stmt in inserts(rows)? {
+                    sql::affected_or::<D>(On::Tx(&mut tx), stmt, insert_error).await?;
+                }
+                tx.commit().await.map_err(db)
+            }
         }
-        let stmt = Stmt::with_args(format!("INSERT INTO audit_log ({COLUMNS}) VALUES {}", values.join(", ")), args);
-        sql::affected_or::<D>(self.pools.write(), stmt, append_error).await?;
-        Ok(())
     }
 
     async fn heads(&self) -> Result<Vec<ChainHead>, Error> {

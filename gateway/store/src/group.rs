@@ -1,5 +1,6 @@
-//! Group commit: one writer task gathers the admissions and transitions of many invocations and
-//! commits them in one write transaction, answering each caller only after that shared commit.
+//! Group commit: one writer task gathers the admissions and transitions of many invocations (and
+//! the audit rows recording their decisions) and commits them in one write transaction,
+//! answering each caller only after that shared commit.
 //!
 //! SQLite has one writer and pays one `fsync` per commit, so three commits per call capped the
 //! embedded store at about 650 calls/s whatever the concurrency. Here a commit carries every
@@ -25,7 +26,9 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
 
-use switchyard_contract::{Admission, Error, Event, Invocation, InvocationId, Millis, NewInvocation, Transition};
+use switchyard_contract::{
+    Admission, AuditRow, Error, Event, Invocation, InvocationId, Millis, NewInvocation, Transition,
+};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::dialect::{self as sql, Cells, Dialect, On, Pools, Stmt};
@@ -47,6 +50,8 @@ type Encoded = Vec<(Event, String)>;
 enum Change {
     Admit(Box<NewInvocation>, Reply<Admission>),
     Transition(InvocationId, Transition, Reply<(Invocation, Vec<Event>)>),
+    /// Audit rows (one writer's chained batch), inserted with the batch's other changes.
+    Audit(Vec<AuditRow>, Reply<()>),
 }
 
 /// The writer of one database's invocations: a queue, and a task that drains it in batches
@@ -105,6 +110,11 @@ impl<D: Dialect> GroupCommit<D> {
     pub(crate) async fn transition(&self, id: InvocationId, f: Transition) -> Result<(Invocation, Vec<Event>), Error> {
         self.submit(|reply| Change::Transition(id, f, reply)).await
     }
+
+    /// Appends audit rows in the next shared commit (all or none; a taken sequence is `Conflict`).
+    pub(crate) async fn append_audit(&self, rows: Vec<AuditRow>) -> Result<(), Error> {
+        self.submit(|reply| Change::Audit(rows, reply)).await
+    }
 }
 
 async fn write_batches<D: Dialect>(pools: Pools<D>, mut queue: mpsc::Receiver<Change>, pause: bool) {
@@ -154,6 +164,7 @@ async fn commit_batch<D: Dialect>(pools: &Pools<D>, changes: std::vec::Drain<'_,
 enum Outcome {
     Admitted(Result<Admission, Error>),
     Transitioned(Result<(Invocation, Vec<Event>), Error>),
+    Appended(Result<(), Error>),
 }
 
 /// The whole batch in five statements: read the rows the transitions change (with the database
@@ -168,7 +179,7 @@ async fn write_together<D: Dialect>(
         .iter()
         .filter_map(|c| match c {
             Change::Transition(id, ..) => Some(id.to_string()),
-            Change::Admit(..) => None,
+            Change::Admit(..) | Change::Audit(..) => None,
         })
         .collect::<HashSet<_>>()
         .into_iter()
@@ -205,6 +216,7 @@ async fn write_together<D: Dialect>(
                 }
             }
             Change::Transition(..) => outcomes.push(None), // applied after the admissions
+            Change::Audit(..) => outcomes.push(Some(Outcome::Appended(Ok(())))), // inserted last
         }
     }
     let inserted = insert_admissions::<D>(tx, admitted.iter().map(|(_, new, _)| new), now).await?;
@@ -241,6 +253,14 @@ async fn write_together<D: Dialect>(
     }
     update_rows::<D>(tx, dirty.iter().filter_map(|id| rows.get(id))).await?;
     insert_all_events::<D>(tx, &events).await?;
+    let audit: Vec<AuditRow> = changes
+        .iter()
+        .filter_map(|c| if let Change::Audit(r, _) = c { Some(r.clone()) } else { None })
+        .flatten()
+        .collect();
+    for stmt in crate::audit::inserts(&audit)? {
+        sql::affected_or::<D>(On::Tx(tx), stmt, crate::audit::insert_error).await?;
+    }
     outcomes.into_iter().map(|o| o.ok_or_else(|| Error::internal("a change of the batch was not applied"))).collect()
 }
 
@@ -410,6 +430,7 @@ impl Outcome {
         match self {
             Outcome::Admitted(r) => r.is_err(),
             Outcome::Transitioned(r) => r.is_err(),
+            Outcome::Appended(r) => r.is_err(),
         }
     }
 }
@@ -423,6 +444,15 @@ impl Change {
             }
             Change::Transition(id, f, _) => Outcome::Transitioned(
                 SqlInvocations::<D>::transition_in(tx, *id, f).await.map(|t| (t.invocation, t.events)),
+            ),
+            Change::Audit(rows, _) => Outcome::Appended(
+                async {
+                    for stmt in crate::audit::inserts(rows)? {
+                        sql::affected_or::<D>(On::Tx(&mut *tx), stmt, crate::audit::insert_error).await?;
+                    }
+                    Ok(())
+                }
+                .await,
             ),
         }
     }
@@ -440,6 +470,7 @@ impl Change {
         match (self, outcome) {
             (Change::Admit(_, reply), Outcome::Admitted(r)) => drop(reply.send(settle(r, commit))),
             (Change::Transition(_, _, reply), Outcome::Transitioned(r)) => drop(reply.send(settle(r, commit))),
+            (Change::Audit(_, reply), Outcome::Appended(r)) => drop(reply.send(settle(r, commit))),
             (change, _) => change.refuse(Error::internal("a batch answered a change with another's outcome")),
         }
     }
@@ -449,6 +480,7 @@ impl Change {
         match self {
             Change::Admit(_, reply) => drop(reply.send(Err(e))),
             Change::Transition(_, _, reply) => drop(reply.send(Err(e))),
+            Change::Audit(_, reply) => drop(reply.send(Err(e))),
         }
     }
 }

@@ -128,6 +128,7 @@ fn stores<D: Dialect>(pools: Pools<D>, opts: &StoreOptions) -> Stores {
     {
         *group = Arc::new(group::GroupCommit::pausing(pools.clone()));
     }
+    let audit = SqlAudit::sharing(pools.clone(), invocations.group.clone());
     Stores {
         invocations: Arc::new(invocations),
         artifacts: Arc::new(SqlArtifacts::new(pools.clone())),
@@ -135,8 +136,8 @@ fn stores<D: Dialect>(pools: Pools<D>, opts: &StoreOptions) -> Stores {
         vault: Arc::new(SqlSecrets::new(pools.clone())),
         tasks: Arc::new(SqlTasks::new(pools.clone())),
         outbox: Arc::new(SqlOutbox::new(pools.clone())),
-        grants: Arc::new(SqlGrants::new(pools.clone())),
-        audit: Arc::new(SqlAudit::new(pools)),
+        grants: Arc::new(SqlGrants::new(pools)),
+        audit: Arc::new(audit),
         feed: None,
     }
 }

@@ -28,6 +28,7 @@ use crate::hub::{self, Hub, slice_history, state_name, task_of};
 use crate::push;
 use crate::run::{RunRequest, digest_id};
 
+mod decided;
 mod push_configs;
 mod send;
 mod tasks;

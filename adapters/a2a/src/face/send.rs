@@ -56,16 +56,16 @@ impl Answered {
 }
 
 /// A decoded send: everything the run needs, checked, before anything is submitted.
-struct Send {
-    scope: TaskScope,
-    task_id: TaskId,
-    new_task: bool,
+pub(super) struct Send {
+    pub(super) scope: TaskScope,
+    pub(super) task_id: TaskId,
+    pub(super) new_task: bool,
     message_id: String,
-    history_length: Option<i32>,
+    pub(super) history_length: Option<i32>,
     /// A follow-up's task as it was before this message: its stream starts there, so every
     /// event of this run (its end included) follows the first snapshot.
     before: Option<(Task, i64)>,
-    submission: Submission,
+    pub(super) submission: Submission,
     /// With dedupe: the message's identity (scope, agent, messageId) and content generation.
     generation: Option<(String, String)>,
 }
@@ -100,12 +100,20 @@ impl A2aFace {
             }
         };
         let generation = send.generation.clone();
-        let (inv, reply) = if blocking {
-            let wait = Duration::from_millis(self.config.call_wait_ms);
-            let inv = self.submit_run(send.submission.clone(), Some(wait)).await.map_err(resent)?.invocation;
+        let wait = blocking.then(|| Duration::from_millis(self.config.call_wait_ms));
+        let inv = match self.submit_run(send.submission.clone(), wait).await {
+            Ok(submitted) => submitted.invocation,
+            // Refused by the policy: nothing was admitted; the task says why.
+            Err(e) if e.kind == ErrorKind::Forbidden && e.source == switchyard_contract::ErrorSource::Policy => {
+                return self.denied(agent, &send, &e.message, streaming).await;
+            }
+            Err(e) => return Err(resent(e)),
+        };
+        let (inv, reply) = if matches!(inv.state, InvocationState::AwaitingApproval) {
+            (inv.id, self.held(agent, &send, &inv, streaming).await?)
+        } else if blocking {
             (inv.id, self.blocking(&send, inv).await?)
         } else {
-            let inv = self.submit_run(send.submission.clone(), None).await.map_err(resent)?.invocation;
             (inv.id, self.first(send, inv.id, &who.principal, streaming).await?)
         };
         // The caller has its answer (a stream: its first event): a resend is a new message.

@@ -1,0 +1,126 @@
+//! Sends the policy enforcement point did not let run at once, rendered as tasks (A2A has no
+//! "held" answer): a **denied** send's task ends `TASK_STATE_REJECTED` with the reason (nothing
+//! was admitted: no run); a **held** send's task is created `TASK_STATE_SUBMITTED` with a status
+//! message saying it awaits approval and naming the invocation. Approval runs it (the run moves
+//! the same task on); a denial or an expiry ends it `TASK_STATE_REJECTED`, written by a follower
+//! this face starts for the held call.
+
+use a2a::{Task, TaskState};
+use switchyard_contract::{Event, EventKind, FailureCode, Invocation, RunCursor};
+
+use super::send::Send;
+use super::*;
+use crate::hub::Change;
+use crate::run::{status_saying, submitted};
+
+impl A2aFace {
+    /// A send the policy refused: its task (new, or the follow-up's) ends rejected, saying why.
+    pub(super) async fn denied(
+        &self,
+        agent: &AgentEntry,
+        send: &Send,
+        reason: &str,
+        streaming: bool,
+    ) -> Result<Reply, A2aError> {
+        let text = format!("refused by the gateway's policy: {reason}");
+        // No run exists: the task names a cursor of its own, so nothing replays into it.
+        let cursor = RunCursor { invocation: InvocationId::new(), step: 1 };
+        let task = self.decided_task(agent, send, cursor, TaskState::Rejected, &text).await?;
+        self.render_decided(send, task, streaming)
+    }
+
+    /// A send held for approval as invocation `inv`: its task waits, saying so, and a follower
+    /// ends it rejected if the call is denied or expires.
+    pub(super) async fn held(
+        &self,
+        agent: &AgentEntry,
+        send: &Send,
+        inv: &Invocation,
+        streaming: bool,
+    ) -> Result<Reply, A2aError> {
+        let tenant = &inv.principal.tenant;
+        let first = self.engine.events(tenant, inv.id, 0, 1).await?;
+        let reason = first.first().and_then(|e| match &e.kind {
+            EventKind::Admitted { held: Some(h), .. } => Some(h.reason.clone()),
+            _ => None,
+        });
+        let text = format!(
+            "waits for approval{} (invocation {}): it runs once an operator approves it, and is rejected if \
+             denied or not decided in time",
+            reason.map(|r| format!(": {r}")).unwrap_or_default(),
+            inv.id
+        );
+        // Step 0 of the run: the approved run's own first step (1) still applies.
+        let cursor = RunCursor { invocation: inv.id, step: 0 };
+        let task = self.decided_task(agent, send, cursor, TaskState::Submitted, &text).await?;
+        self.follow_held(send.scope.clone(), send.task_id.clone(), inv.clone());
+        self.render_decided(send, task, streaming)
+    }
+
+    /// The send's task with a status `state` saying `text`: created for a new task (or found, if
+    /// a resend created it), changed for a follow-up's.
+    async fn decided_task(
+        &self,
+        agent: &AgentEntry,
+        send: &Send,
+        cursor: RunCursor,
+        state: TaskState,
+        text: &str,
+    ) -> Result<(Task, i64), A2aError> {
+        let run: RunRequest = serde_json::from_value(send.submission.request.clone())
+            .map_err(|e| A2aError::internal(format!("run request: {e}")))?;
+        let change = status_saying(state, text, &run.context_id, &run.task_id);
+        if send.new_task {
+            self.hub.create(&send.scope, &agent.config.name, &submitted(&run), cursor, vec![change]).await?;
+        } else {
+            self.hub.apply_all(&send.scope, &send.task_id, None, vec![change]).await?;
+        }
+        let rec = self.record(agent, &send.scope, &send.task_id).await?;
+        Ok((task_of(&rec)?, rec.version))
+    }
+
+    /// The decided task as the send's answer; on a stream, followed by its later events (a held
+    /// task's approval run, or its rejection).
+    fn render_decided(&self, send: &Send, (task, version): (Task, i64), streaming: bool) -> Result<Reply, A2aError> {
+        let task = slice_history(task, send.history_length);
+        if !streaming {
+            return Ok(Reply::Send(SendMessageResponse::Task(task)));
+        }
+        let terminal = task.status.state.is_terminal();
+        let first = futures::stream::once(async move { Ok(StreamResponse::Task(task)) });
+        if terminal {
+            return Ok(Reply::Stream(first.boxed()));
+        }
+        let rest = self.hub.follow(send.task_id.clone(), version, true);
+        Ok(Reply::Stream(first.chain(rest).boxed()))
+    }
+
+    /// Waits (in the background) for the held call's next event: a denial or an expiry ends its
+    /// task rejected; an approval leaves the task to the run.
+    fn follow_held(&self, scope: TaskScope, task_id: TaskId, inv: Invocation) {
+        let (engine, hub) = (self.engine.clone(), self.hub.clone());
+        tokio::spawn(async move {
+            let tenant = inv.principal.tenant.clone();
+            let mut events = engine.watch(tenant.clone(), inv.id, inv.last_seq);
+            let next: Option<Event> = events.next().await.and_then(Result::ok);
+            drop(events);
+            if next.is_none() {
+                return;
+            }
+            let Ok(now) = engine.get(&tenant, inv.id).await else { return };
+            let InvocationState::Failed { error, .. } = &now.state else { return };
+            let why = match error.code {
+                FailureCode::ApprovalDenied => format!("approval denied: {}", error.message),
+                FailureCode::ApprovalExpired => "nobody approved it in time".to_string(),
+                _ => return,
+            };
+            let Ok(Some(rec)) = hub.get(&scope, &task_id).await else { return };
+            let Ok(task) = task_of(&rec) else { return };
+            let change: Change = status_saying(TaskState::Rejected, &why, &task.context_id, &task.id);
+            let step = Some(RunCursor { invocation: inv.id, step: 1 });
+            if let Err(e) = hub.apply_all(&scope, &task_id, step, vec![change]).await {
+                tracing::warn!(task = %task_id, error = %e.message, "a denied held task could not be rejected");
+            }
+        });
+    }
+}

@@ -1,0 +1,186 @@
+//! The policy enforcement point on the A2A face, against the real binary, over JSON-RPC and
+//! HTTP+JSON: an allowed send runs; a denied send's task ends `TASK_STATE_REJECTED` with the
+//! reason and nothing is admitted; a held send's task waits `TASK_STATE_SUBMITTED`, saying it
+//! awaits approval, and then runs once approved (a stream sees it through), ends `REJECTED` when
+//! denied, and ends `REJECTED` when nobody decides in time.
+
+use std::time::Duration;
+
+use futures::StreamExt as _;
+use serde_json::{Value, json};
+use switchyard_tests::a2a::{message, rpc, write_gateway_config};
+use switchyard_tests::gateway::{Gateway, Options};
+
+const AGENTS: &str = r#"
+[[a2a.agents]]
+name = "open"
+kind = "echo"
+
+[[a2a.agents]]
+name = "vault"
+kind = "echo"
+
+[[a2a.agents]]
+name = "desk"
+kind = "echo"
+
+[policy]
+approval_ttl_s = 4
+
+[[policy.envelope]]
+upstream = "a2a-agent-vault"
+reason = "the vault agent is closed to callers"
+
+[[policy.rules]]
+upstream = "a2a-agent-open"
+tier = "routine"
+
+# A built-in agent is read-only (routine by default); this one waits for a human.
+[[policy.rules]]
+upstream = "a2a-agent-desk"
+tier = "sensitive"
+"#;
+
+fn start(dir: &std::path::Path) -> Gateway {
+    let config = write_gateway_config(dir, "anonymous = true", AGENTS);
+    Gateway::start(Options { data_dir: dir.join("d"), config: Some(config), ..Options::default() })
+}
+
+async fn send(gw: &Gateway, agent: &str) -> Value {
+    let url = format!("{}/a2a/{agent}", gw.base);
+    let (status, out) = rpc(&gw.http, &url, None, "SendMessage", json!({"message": message("m")})).await;
+    assert_eq!(status, 200, "{out}");
+    out["result"]["task"].clone()
+}
+
+async fn get_task(gw: &Gateway, agent: &str, id: &str) -> Value {
+    let url = format!("{}/a2a/{agent}", gw.base);
+    let (_, out) = rpc(&gw.http, &url, None, "GetTask", json!({"id": id})).await;
+    out["result"].clone()
+}
+
+/// Polls the task until it is in `state` (or 10 s pass).
+async fn until(gw: &Gateway, agent: &str, id: &str, state: &str) -> Value {
+    for _ in 0..100 {
+        let task = get_task(gw, agent, id).await;
+        if task["status"]["state"] == state {
+            return task;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("task {id} did not reach {state}: {}", get_task(gw, agent, id).await);
+}
+
+fn status_text(task: &Value) -> String {
+    task["status"]["message"]["parts"][0]["text"].as_str().unwrap_or_default().to_string()
+}
+
+/// The invocation a held task names in its status message.
+fn invocation_of(task: &Value) -> String {
+    let text = status_text(task);
+    let at = text.find("inv_").unwrap_or_else(|| panic!("no invocation named: {task}"));
+    text[at..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect()
+}
+
+fn sends_to(runs: &[Value], agent: &str) -> usize {
+    runs.iter().filter(|i| i["target"]["upstream"] == format!("a2a-agent-{agent}")).count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sends_are_allowed_rejected_or_wait_for_approval() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let gw = start(dir.path());
+
+    let done = send(&gw, "open").await;
+    assert_eq!(done["status"]["state"], "TASK_STATE_COMPLETED", "{done}");
+
+    // Denied: the task ends rejected with the reason; no run was admitted.
+    let rejected = send(&gw, "vault").await;
+    assert_eq!(rejected["status"]["state"], "TASK_STATE_REJECTED", "{rejected}");
+    assert!(status_text(&rejected).contains("the vault agent is closed to callers"), "{rejected}");
+    let id = rejected["id"].as_str().unwrap_or_default();
+    assert_eq!(get_task(&gw, "vault", id).await["status"]["state"], "TASK_STATE_REJECTED");
+    assert_eq!(sends_to(&gw.all("default").await, "vault"), 0, "nothing admitted");
+    // Over HTTP+JSON as well.
+    let rest = gw
+        .http
+        .post(format!("{}/a2a/vault/rest/message:send", gw.base))
+        .header("a2a-version", "1.0")
+        .json(&json!({"message": message("r")}))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let body: Value = rest.json().await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(body["task"]["status"]["state"], "TASK_STATE_REJECTED", "{body}");
+
+    // Held: the task waits, saying so and naming its invocation; nothing ran yet.
+    let waiting = send(&gw, "desk").await;
+    assert_eq!(waiting["status"]["state"], "TASK_STATE_SUBMITTED", "{waiting}");
+    assert!(status_text(&waiting).contains("waits for approval"), "{waiting}");
+    let (task, inv) = (waiting["id"].as_str().unwrap_or_default().to_string(), invocation_of(&waiting));
+    let (_, shown) = gw.get("default", &format!("/admin/v1/invocations/{inv}")).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(shown["state"]["state"], "awaiting_approval", "{shown}");
+    // Approved: the same task runs to its end.
+    let (status, body) = gw
+        .post("default", &format!("/admin/v1/invocations/{inv}/approve"), json!({}))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(status, 200, "{body}");
+    let finished = until(&gw, "desk", &task, "TASK_STATE_COMPLETED").await;
+    assert!(status_text(&finished).contains("echo"), "{finished}");
+
+    // Held, then denied: the task ends rejected, saying so.
+    let waiting = send(&gw, "desk").await;
+    let (task, inv) = (waiting["id"].as_str().unwrap_or_default().to_string(), invocation_of(&waiting));
+    let (status, _) = gw
+        .post("default", &format!("/admin/v1/invocations/{inv}/deny"), json!({"reason": "not now"}))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(status, 200);
+    let ended = until(&gw, "desk", &task, "TASK_STATE_REJECTED").await;
+    assert!(status_text(&ended).contains("approval denied"), "{ended}");
+
+    // Held, and nobody decides within approval_ttl_s (4 s): rejected.
+    let waiting = send(&gw, "desk").await;
+    let task = waiting["id"].as_str().unwrap_or_default().to_string();
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let ended = until(&gw, "desk", &task, "TASK_STATE_REJECTED").await;
+    assert!(status_text(&ended).contains("nobody approved it in time"), "{ended}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_stream_follows_its_task_through_approval() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let gw = start(dir.path());
+    let resp = gw
+        .http
+        .post(format!("{}/a2a/desk/rest/message:stream", gw.base))
+        .header("a2a-version", "1.0")
+        .json(&json!({"message": message("s")}))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(resp.status().as_u16(), 200);
+    let mut body = resp.bytes_stream();
+    let mut seen = String::new();
+    let mut approved = false;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    while !seen.contains("TASK_STATE_COMPLETED") {
+        let chunk = tokio::time::timeout_at(deadline, body.next()).await;
+        let Ok(Some(Ok(bytes))) = chunk else { panic!("stream ended or stalled: {seen}") };
+        seen.push_str(&String::from_utf8_lossy(&bytes));
+        if !approved && seen.contains("waits for approval") {
+            let at = seen.find("inv_").unwrap_or_else(|| panic!("{seen}"));
+            let inv: String = seen[at..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+            let (status, b) = gw
+                .post("default", &format!("/admin/v1/invocations/{inv}/approve"), json!({}))
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(status, 200, "{b}");
+            approved = true;
+        }
+    }
+    assert!(approved, "the first event was the waiting task: {seen}");
+    let submitted = seen.find("TASK_STATE_SUBMITTED").unwrap_or(usize::MAX);
+    assert!(submitted < seen.find("TASK_STATE_COMPLETED").unwrap_or(0), "{seen}");
+}
