@@ -200,6 +200,10 @@ pub struct PolicyConfig {
     /// Rate limits at admission (see [`crate::quota`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub quotas: Vec<crate::quota::Quota>,
+    /// An external decision point (OpenID AuthZEN) that decides in place of the tiers for the
+    /// tenants it names (see [`crate::authzen`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authzen: Option<crate::authzen::AuthzenConfig>,
 }
 
 fn a_day() -> u64 {
@@ -225,6 +229,7 @@ impl Default for PolicyConfig {
             envelope: Vec::new(),
             rules: Vec::new(),
             quotas: Vec::new(),
+            authzen: None,
         }
     }
 }
@@ -260,6 +265,9 @@ impl PolicyConfig {
                 ));
             }
             Self::check_rule(r).map_err(at(format!("rules[{i}]")))?;
+        }
+        if let Some(a) = &self.authzen {
+            a.check()?;
         }
         for (i, q) in self.quotas.iter().enumerate() {
             q.check().map_err(at(format!("quotas[{i}]")))?;

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use switchyard_contract::GrantStore;
 
+use crate::authzen::{Pdp, PdpDecision};
 use crate::config::{PolicyConfig, Rule, TierAction};
 use crate::error::{PolicyError, Unevaluable};
 use crate::grants::{GrantClaims, GrantKey};
@@ -37,6 +38,8 @@ pub struct Evaluator {
     buckets: Buckets,
     /// The key grants are verified with, and where revocations are kept.
     grants: Option<(GrantKey, Arc<dyn GrantStore>)>,
+    /// The external decision point that decides in place of the tiers for its tenants.
+    pdp: Option<Pdp>,
 }
 
 impl Evaluator {
@@ -47,7 +50,8 @@ impl Evaluator {
         let json = serde_json::to_value(&config).map_err(|e| PolicyError(e.to_string()))?;
         let canonical = serde_json_canonicalizer::to_string(&json).map_err(|e| PolicyError(e.to_string()))?;
         let version = hex::encode(Sha256::digest(canonical.as_bytes()))[..16].to_string();
-        Ok(Self { config, version, buckets: Buckets::default(), grants: None })
+        let pdp = config.authzen.clone().map(Pdp::new);
+        Ok(Self { config, version, buckets: Buckets::default(), grants: None, pdp })
     }
 
     /// Accepts grants signed with `key`, unless `store` has them revoked.
@@ -186,7 +190,27 @@ fn suggested(req: &DecisionRequest) -> Option<Tier> {
 impl PolicyPoint for Evaluator {
     async fn decide(&self, facts: &CallFacts<'_>) -> Ruling {
         let (grant, set_aside) = self.accepted(facts.grant).await;
-        let outcome = self.evaluate_with(&DecisionRequest::from_facts(facts), grant.as_ref());
+        let req = DecisionRequest::from_facts(facts);
+        let mut outcome = self.evaluate_with(&req, grant.as_ref());
+        // A call that reached the tiers (no envelope, deny rule or quota stopped it) is the
+        // external decision point's to decide, for its tenants.
+        if let Some(pdp) = self.pdp.as_ref().filter(|p| p.config().decides_for(req.subject.tenant.as_str()))
+            && outcome.tier.is_some()
+        {
+            let (decision, basis) = match pdp.decide(&req, outcome.tier).await {
+                Ok(PdpDecision::Allow) => (Verdict::Allow, "allowed".to_string()),
+                Ok(PdpDecision::Deny(reason)) => {
+                    (Verdict::Deny { reason: reason.clone() }, format!("denied: {reason}"))
+                }
+                Ok(PdpDecision::Hold(reason)) => (Verdict::Hold { reason: reason.clone() }, format!("held: {reason}")),
+                Err(why) => {
+                    let reason = format!("the policy decision point did not decide ({why}); refused");
+                    (Verdict::Deny { reason: reason.clone() }, reason)
+                }
+            };
+            outcome.decision = decision;
+            outcome.basis = format!("authzen {}: {basis}", pdp.config().url);
+        }
         let tier = outcome.tier.map(|t| format!(", tier {}", t.as_str())).unwrap_or_default();
         let note = set_aside.map(|n| format!("; {n}")).unwrap_or_default();
         let basis = format!("policy {}: {}{tier}{note}", outcome.policy, outcome.basis);

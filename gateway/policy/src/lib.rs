@@ -13,6 +13,7 @@
 //! [`PolicyPoint`]: switchyard_contract::PolicyPoint
 
 pub mod audit;
+pub mod authzen;
 mod config;
 mod error;
 mod evaluate;
