@@ -210,3 +210,81 @@ async fn tampering_behind_the_triggers_is_named(db: Db) {
     );
     assert_eq!(found.len(), 4, "nothing else is reported: {found:?}");
 }
+
+/// On SQLite (one writer, the group commit) a decision is recorded in its admission's own
+/// commit: concurrent admissions carrying their decisions and appended entries make one whole
+/// chain, every admitted call's decision is in it, and an admission whose entry cannot be
+/// written is not admitted either (both or neither). PostgreSQL has no such log: its store
+/// refuses an admission that carries one rather than drop the entry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_decision_commits_with_its_admission_on_sqlite() {
+    use switchyard_contract::state::NewInvocation;
+    use switchyard_contract::{Admission, EffectClass, InvocationId, Principal, RequestDigest, Target, WorkerId};
+    let db = Db::sqlite().await;
+    let stores = switchyard_store::connect(&db.url, &StoreOptions::default()).await.unwrap_or_else(|e| panic!("{e}"));
+    let log = stores.audit.log_in_commits("replica").unwrap_or_else(|| panic!("SQLite logs in its commits"));
+    assert_eq!(log.admission_partition(), Some("replica"));
+    let draft = |i: usize| {
+        let request = json!({"n": i});
+        let id = InvocationId::new();
+        NewInvocation {
+            id,
+            principal: Principal::new(TenantId::new("acme").unwrap_or_else(|e| panic!("{e}")), "alice"),
+            target: Target { upstream: "demo".into(), operation: "count".into(), effect: EffectClass::Write },
+            digest: RequestDigest::compute("demo", "count", &request).unwrap_or_else(|e| panic!("{e}")),
+            request,
+            ingress_key: None,
+            worker: WorkerId::new(),
+            lease_ttl_ms: 30_000,
+            hold: None,
+            parent: None,
+            first_attempt: false,
+            audit: Some(("replica".into(), AuditEntry { invocation: Some(id), ..entry(i) })),
+        }
+    };
+    let admissions = (0..60).map(|i| {
+        let store = stores.invocations.clone();
+        let d = draft(i);
+        async move { store.admit(d).await }
+    });
+    let appends = (0..60).map(|i| {
+        let log = log.clone();
+        async move { log.append(entry(1000 + i)).await }
+    });
+    let (admitted, appended) =
+        futures::future::join(futures::future::join_all(admissions), futures::future::join_all(appends)).await;
+    let ids: Vec<String> = admitted
+        .into_iter()
+        .map(|r| match r {
+            Ok(Admission::Created(inv)) => inv.id.to_string(),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert!(appended.iter().all(Result::is_ok), "{appended:?}");
+    let report = verify(db.audit.as_ref(), &key()).await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(report.ok(), "{:?}", report.findings);
+    assert_eq!((report.rows, report.partitions), (120, 1));
+    let rows = db.audit.rows("replica", 0, 1000).await.unwrap_or_else(|e| panic!("{e}"));
+    for id in &ids {
+        assert!(rows.iter().any(|r| r.invocation.as_deref() == Some(id.as_str())), "{id}'s decision is recorded");
+    }
+
+    // The entry cannot be written: the admission is undone with it.
+    db.raw("ALTER TABLE audit_log RENAME TO audit_log_away").await.unwrap_or_else(|e| panic!("{e}"));
+    let refused = draft(999);
+    let id = refused.id;
+    assert!(stores.invocations.admit(refused).await.is_err(), "admitted without its decision");
+    assert!(stores.invocations.get(None, id).await.unwrap_or_else(|e| panic!("{e}")).is_none(), "nothing admitted");
+    db.raw("ALTER TABLE audit_log_away RENAME TO audit_log").await.unwrap_or_else(|e| panic!("{e}"));
+    let later = draft(1000);
+    assert!(matches!(stores.invocations.admit(later).await, Ok(Admission::Created(_))));
+    let report = verify(db.audit.as_ref(), &key()).await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(report.ok() && report.rows == 121, "{report:?}");
+
+    // PostgreSQL refuses an admission carrying an entry it cannot record with it.
+    let pg = switchyard_store::connect(&switchyard_tests::pg::database().await, &StoreOptions::default())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(pg.audit.log_in_commits("replica").is_none());
+    assert!(pg.invocations.admit(draft(1)).await.is_err());
+}

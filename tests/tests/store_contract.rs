@@ -83,6 +83,7 @@ fn draft(t: &str, key: Option<&str>, request: serde_json::Value, ttl_ms: i64) ->
         hold: None,
         parent: None,
         first_attempt: false,
+        audit: None,
     }
 }
 

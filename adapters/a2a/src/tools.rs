@@ -644,6 +644,7 @@ mod tests {
             lease_ttl_ms: 1000,
             hold: None,
             first_attempt: false,
+            audit: None,
         };
         let (mut inv, _) = Invocation::admit(draft, 0);
         inv.state = InvocationState::Succeeded {

@@ -115,6 +115,67 @@ impl AuditEntry {
 #[async_trait]
 pub trait AuditLog: Send + Sync + std::fmt::Debug {
     async fn append(&self, entry: AuditEntry) -> Result<(), Error>;
+
+    /// The partition whose chain the store can extend in an admission's own commit
+    /// ([`NewInvocation::audit`](crate::NewInvocation::audit)): a call's decision then commits
+    /// with its admission, all or nothing. `None` (the default): decisions are appended first.
+    fn admission_partition(&self) -> Option<&str> {
+        None
+    }
+}
+
+/// The `prev` of a partition's first row.
+pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// The hash a row must carry: SHA-256 over the canonical JSON (RFC 8785) of every field but
+/// `seq` and `hash` (so a row moved to another place in its chain keeps a valid hash of its own
+/// and breaks only its links, which verification names as a reordering).
+pub fn row_hash(row: &AuditRow) -> Result<String, Error> {
+    use sha2::Digest as _;
+    let body = serde_json::json!({
+        "partition": row.partition,
+        "at_ms": row.at_ms,
+        "kind": row.kind,
+        "tenant": row.tenant,
+        "actor": row.actor,
+        "invocation": row.invocation,
+        "detail": row.detail,
+        "prev": row.prev,
+    });
+    let canonical = serde_json_canonicalizer::to_string(&body)
+        .map_err(|e| Error::internal(format!("audit row does not canonicalize: {e}")))?;
+    Ok(hex::encode(sha2::Sha256::digest(canonical.as_bytes())))
+}
+
+/// The rows for `entries` in `partition`, numbered after `head` (`(seq, hash)` of its newest
+/// row; `None`: an empty partition) and linked after it, written at `at_ms`.
+pub fn chain(
+    partition: &str,
+    head: Option<(u64, String)>,
+    entries: &[&AuditEntry],
+    at_ms: Millis,
+) -> Result<Vec<AuditRow>, Error> {
+    let (mut seq, mut prev) = head.unwrap_or_else(|| (0, GENESIS.to_string()));
+    let mut rows = Vec::with_capacity(entries.len());
+    for e in entries {
+        seq += 1;
+        let mut row = AuditRow {
+            partition: partition.to_string(),
+            seq,
+            at_ms,
+            kind: e.kind.as_str().to_string(),
+            tenant: e.tenant.as_str().to_string(),
+            actor: e.actor.clone(),
+            invocation: e.invocation.map(|i| i.to_string()),
+            detail: e.detail.clone(),
+            prev,
+            hash: String::new(),
+        };
+        row.hash = row_hash(&row)?;
+        prev = row.hash.clone();
+        rows.push(row);
+    }
+    Ok(rows)
 }
 
 /// One stored row of a partition's chain. `hash` covers every field but `seq` (and itself),
@@ -176,4 +237,11 @@ pub trait AuditStore: Send + Sync + std::fmt::Debug {
     async fn put_checkpoint(&self, checkpoint: &StoredCheckpoint) -> Result<(), Error>;
     /// Every checkpoint, oldest first.
     async fn checkpoints(&self) -> Result<Vec<StoredCheckpoint>, Error>;
+
+    /// A log of `partition` that chains and appends inside the store's own commits, if the store
+    /// has them (SQLite's group commit: entries share the `fsync` of the calls they record, and
+    /// decisions commit with their admissions). `None` (the default): use a chain writer.
+    fn log_in_commits(&self, _partition: &str) -> Option<std::sync::Arc<dyn AuditLog>> {
+        None
+    }
 }

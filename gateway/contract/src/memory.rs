@@ -218,6 +218,7 @@ impl MemoryInvocations {
             lease_ttl_ms: 30_000,
             hold: None,
             first_attempt: false,
+            audit: None,
         };
         let (mut inv, admitted) = Invocation::admit(draft, now);
         let attempt = AttemptId::new();

@@ -253,6 +253,11 @@ pub struct NewInvocation {
     /// Record the first attempt in the admission's own commit ([`Invocation::admit_started`]):
     /// honoured for a `read_only` call that is not held, ignored otherwise.
     pub first_attempt: bool,
+    /// The decision that admitted the call, to append to this partition's audit chain in the
+    /// admission's own commit. Only set when the audit log says the store can
+    /// ([`AuditLog::admission_partition`](crate::AuditLog::admission_partition)); a store that
+    /// cannot refuses the admission rather than drop the entry.
+    pub audit: Option<(String, crate::audit::AuditEntry)>,
 }
 
 /// Why a call waits for approval, as the policy enforcement point said.

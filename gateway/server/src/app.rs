@@ -45,8 +45,8 @@ pub struct App {
     /// The A2A agents and their face.
     pub a2a: Arc<switchyard_a2a::A2aAgents>,
     a2a_face: switchyard_a2a::face::A2aFace,
-    /// With `[audit]` on: the audit store and this replica's chain writer.
-    pub audit: Option<(Arc<dyn switchyard_contract::AuditStore>, switchyard_policy::audit::AuditWriter)>,
+    /// With `[audit]` on: the audit store.
+    pub audit: Option<Arc<dyn switchyard_contract::AuditStore>>,
 }
 
 impl std::fmt::Debug for App {
@@ -90,9 +90,8 @@ impl App {
         )?;
         let audit = cfg.audited().then(|| {
             let partition = cfg.audit.partition.clone().unwrap_or_else(|| worker.to_string());
-            let writer = switchyard_policy::audit::AuditWriter::start(stores.audit.clone(), partition);
-            engine.attach_audit(Arc::new(writer.clone()));
-            (stores.audit.clone(), writer)
+            engine.attach_audit(audit_log(&stores.audit, partition));
+            stores.audit.clone()
         });
         if let Some(feed) = stores.feed.clone() {
             engine.attach_feed(feed.clone());
@@ -364,6 +363,17 @@ fn worker_identity(data_dir: &std::path::Path) -> anyhow::Result<WorkerId> {
     }
 }
 
+/// The log of `partition`: in the store's own commits where it has them (SQLite's group
+/// commit), else a chain writer that batches appends.
+pub fn audit_log(
+    store: &Arc<dyn switchyard_contract::AuditStore>,
+    partition: String,
+) -> Arc<dyn switchyard_contract::AuditLog> {
+    store
+        .log_in_commits(&partition)
+        .unwrap_or_else(|| Arc::new(switchyard_policy::audit::AuditWriter::start(store.clone(), partition)))
+}
+
 /// Signs a checkpoint of every audit partition's head every `every`, when the log moved.
 async fn audit_checkpoints(
     store: Arc<dyn switchyard_contract::AuditStore>,
@@ -404,7 +414,7 @@ pub async fn serve(cfg: Config, shutdown: impl Future<Output = ()> + Send + 'sta
     if let Some(push) = app.a2a.background() {
         background.spawn(push);
     }
-    if let Some((store, _)) = &app.audit {
+    if let Some(store) = &app.audit {
         let every = Duration::from_secs(cfg.audit.checkpoint_interval_s);
         background.spawn(audit_checkpoints(store.clone(), grant_key(&cfg)?, every));
     }

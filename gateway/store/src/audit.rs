@@ -5,7 +5,8 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use switchyard_contract::{AuditRow, AuditStore, ChainHead, Error, Millis, StoredCheckpoint};
+use switchyard_contract::audit::chain;
+use switchyard_contract::{AuditEntry, AuditLog, AuditRow, AuditStore, ChainHead, Error, Millis, StoredCheckpoint};
 
 use crate::dialect::{self as sql, Arg, Cells, Dialect, On, Pools, Stmt};
 use crate::error::db;
@@ -21,7 +22,8 @@ const COLUMNS: &str = "part, seq, at_ms, kind, tenant, actor, invocation, detail
 #[derive(Debug, Clone)]
 pub struct SqlAudit<D: Dialect> {
     pools: Pools<D>,
-    /// SQLite: the invocation store's group commit, which appends rows in its shared commits.
+    /// SQLite: the invocation store's group commit, whose shared commits chain and insert
+    /// entries ([`AuditStore::log_in_commits`]).
     group: Option<Arc<GroupCommit<D>>>,
 }
 
@@ -34,6 +36,52 @@ impl<D: Dialect> SqlAudit<D> {
     pub(crate) fn sharing(pools: Pools<D>, group: Option<Arc<GroupCommit<D>>>) -> Self {
         Self { pools, group }
     }
+}
+
+/// A partition's log on the single writer (SQLite): entries are chained and inserted inside the
+/// group commit's shared transactions, which hold the database's write lock, so reading the
+/// head there is race-free; a decision rides its admission's commit.
+#[derive(Debug)]
+struct GroupAudit<D: Dialect> {
+    group: Arc<GroupCommit<D>>,
+    partition: String,
+}
+
+#[async_trait]
+impl<D: Dialect> AuditLog for GroupAudit<D> {
+    async fn append(&self, entry: AuditEntry) -> Result<(), Error> {
+        self.group.append_audit(self.partition.clone(), vec![entry]).await
+    }
+
+    fn admission_partition(&self) -> Option<&str> {
+        Some(&self.partition)
+    }
+}
+
+/// Chains `entries` (in order, each onto its partition) after each partition's head as read
+/// inside `tx`, written at `at_ms`, and inserts them there.
+pub(crate) async fn extend_in<D: Dialect>(
+    tx: &mut sqlx::Transaction<'static, D::Db>,
+    entries: &[(&str, &AuditEntry)],
+    at_ms: Millis,
+) -> Result<(), Error> {
+    let mut partitions: Vec<&str> = Vec::new();
+    for (p, _) in entries {
+        if !partitions.contains(p) {
+            partitions.push(p);
+        }
+    }
+    for partition in partitions {
+        let stmt = Stmt::new("SELECT part, seq, hash FROM audit_log WHERE part = $1 ORDER BY seq DESC LIMIT 1")
+            .text(partition);
+        let last = sql::optional::<D>(On::Tx(&mut *tx), stmt).await?.as_ref().map(head).transpose()?;
+        let mine: Vec<&AuditEntry> = entries.iter().filter(|(p, _)| *p == partition).map(|(_, e)| *e).collect();
+        let rows = chain(partition, last.map(|h| (h.seq, h.hash)), &mine, at_ms)?;
+        for stmt in inserts(&rows)? {
+            sql::affected_or::<D>(On::Tx(&mut *tx), stmt, insert_error).await?;
+        }
+    }
+    Ok(())
 }
 
 /// The inserts of `rows`, one statement per chunk. Run with [`insert_error`]: a taken
@@ -105,19 +153,11 @@ impl<D: Dialect> AuditStore for SqlAudit<D> {
         if rows.is_empty() {
             return Ok(());
         }
-        match &self.group {
-            // One writer (SQLite): the rows ride the next shared commit, with the admissions
-            // whose decisions they record.
-            Some(group) => group.append_audit(rows.to_vec()).await,
-            None => {
-                // One statement when the rows fit (a writer's batch does): all or nothing.
-                let mut tx = self.pools.begin().await?;
-                for stmt in inserts(rows)? {
-                    sql::affected_or::<D>(On::Tx(&mut tx), stmt, insert_error).await?;
-                }
-                tx.commit().await.map_err(db)
-            }
+        let mut tx = self.pools.begin().await?;
+        for stmt in inserts(rows)? {
+            sql::affected_or::<D>(On::Tx(&mut tx), stmt, insert_error).await?;
         }
+        tx.commit().await.map_err(db)
     }
 
     async fn heads(&self) -> Result<Vec<ChainHead>, Error> {
@@ -173,6 +213,11 @@ impl<D: Dialect> AuditStore for SqlAudit<D> {
             .text(checkpoint.token.clone());
         sql::affected::<D>(self.pools.write(), stmt).await?;
         Ok(())
+    }
+
+    fn log_in_commits(&self, partition: &str) -> Option<Arc<dyn AuditLog>> {
+        let group = self.group.clone()?;
+        Some(Arc::new(GroupAudit { group, partition: partition.to_string() }))
     }
 
     async fn checkpoints(&self) -> Result<Vec<StoredCheckpoint>, Error> {

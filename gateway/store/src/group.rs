@@ -27,7 +27,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
 
 use switchyard_contract::{
-    Admission, AuditRow, Error, Event, Invocation, InvocationId, Millis, NewInvocation, Transition,
+    Admission, AuditEntry, Error, Event, Invocation, InvocationId, Millis, NewInvocation, Transition,
 };
 use tokio::sync::{mpsc, oneshot};
 
@@ -50,8 +50,9 @@ type Encoded = Vec<(Event, String)>;
 enum Change {
     Admit(Box<NewInvocation>, Reply<Admission>),
     Transition(InvocationId, Transition, Reply<(Invocation, Vec<Event>)>),
-    /// Audit rows (one writer's chained batch), inserted with the batch's other changes.
-    Audit(Vec<AuditRow>, Reply<()>),
+    /// Audit entries for a partition's chain, chained and inserted with the batch's other
+    /// changes (an admission may carry its decision's entry too: [`NewInvocation::audit`]).
+    Audit(String, Vec<AuditEntry>, Reply<()>),
 }
 
 /// The writer of one database's invocations: a queue, and a task that drains it in batches
@@ -111,9 +112,9 @@ impl<D: Dialect> GroupCommit<D> {
         self.submit(|reply| Change::Transition(id, f, reply)).await
     }
 
-    /// Appends audit rows in the next shared commit (all or none; a taken sequence is `Conflict`).
-    pub(crate) async fn append_audit(&self, rows: Vec<AuditRow>) -> Result<(), Error> {
-        self.submit(|reply| Change::Audit(rows, reply)).await
+    /// Chains `entries` onto `partition` in the next shared commit.
+    pub(crate) async fn append_audit(&self, partition: String, entries: Vec<AuditEntry>) -> Result<(), Error> {
+        self.submit(|reply| Change::Audit(partition, entries, reply)).await
     }
 }
 
@@ -216,7 +217,7 @@ async fn write_together<D: Dialect>(
                 }
             }
             Change::Transition(..) => outcomes.push(None), // applied after the admissions
-            Change::Audit(..) => outcomes.push(Some(Outcome::Appended(Ok(())))), // inserted last
+            Change::Audit(..) => outcomes.push(Some(Outcome::Appended(Ok(())))), // chained last
         }
     }
     let inserted = insert_admissions::<D>(tx, admitted.iter().map(|(_, new, _)| new), now).await?;
@@ -253,14 +254,21 @@ async fn write_together<D: Dialect>(
     }
     update_rows::<D>(tx, dirty.iter().filter_map(|id| rows.get(id))).await?;
     insert_all_events::<D>(tx, &events).await?;
-    let audit: Vec<AuditRow> = changes
-        .iter()
-        .filter_map(|c| if let Change::Audit(r, _) = c { Some(r.clone()) } else { None })
-        .flatten()
-        .collect();
-    for stmt in crate::audit::inserts(&audit)? {
-        sql::affected_or::<D>(On::Tx(tx), stmt, crate::audit::insert_error).await?;
+    // The audit entries of the batch, in arrival order: appended entries, and the decisions of
+    // the admissions that went through (committed with them, all or nothing).
+    let mut audited: Vec<(&str, &AuditEntry)> = Vec::new();
+    for (change, outcome) in changes.iter().zip(&outcomes) {
+        match (change, outcome) {
+            (Change::Audit(partition, entries, _), _) => {
+                audited.extend(entries.iter().map(|e| (partition.as_str(), e)))
+            }
+            (Change::Admit(draft, _), Some(Outcome::Admitted(Ok(_)))) => {
+                audited.extend(draft.audit.as_ref().map(|(p, e)| (p.as_str(), e)));
+            }
+            _ => {}
+        }
     }
+    crate::audit::extend_in::<D>(tx, &audited, now).await?;
     outcomes.into_iter().map(|o| o.ok_or_else(|| Error::internal("a change of the batch was not applied"))).collect()
 }
 
@@ -439,18 +447,25 @@ impl Change {
     /// Applies the change alone (the split path), inside its savepoint.
     async fn apply<D: Dialect>(&self, tx: &mut sqlx::Transaction<'static, D::Db>) -> Outcome {
         match self {
-            Change::Admit(draft, _) => {
-                Outcome::Admitted(SqlInvocations::<D>::admit_in(tx, NewInvocation::clone(draft)).await)
-            }
+            Change::Admit(draft, _) => Outcome::Admitted(
+                async {
+                    let admitted = SqlInvocations::<D>::admit_in(tx, NewInvocation::clone(draft)).await?;
+                    if let Some((partition, entry)) = &draft.audit {
+                        let now = sql::now::<D>(On::Tx(&mut *tx)).await?;
+                        crate::audit::extend_in::<D>(tx, &[(partition.as_str(), entry)], now).await?;
+                    }
+                    Ok(admitted)
+                }
+                .await,
+            ),
             Change::Transition(id, f, _) => Outcome::Transitioned(
                 SqlInvocations::<D>::transition_in(tx, *id, f).await.map(|t| (t.invocation, t.events)),
             ),
-            Change::Audit(rows, _) => Outcome::Appended(
+            Change::Audit(partition, entries, _) => Outcome::Appended(
                 async {
-                    for stmt in crate::audit::inserts(rows)? {
-                        sql::affected_or::<D>(On::Tx(&mut *tx), stmt, crate::audit::insert_error).await?;
-                    }
-                    Ok(())
+                    let now = sql::now::<D>(On::Tx(&mut *tx)).await?;
+                    let audited: Vec<(&str, &AuditEntry)> = entries.iter().map(|e| (partition.as_str(), e)).collect();
+                    crate::audit::extend_in::<D>(tx, &audited, now).await
                 }
                 .await,
             ),
@@ -470,7 +485,7 @@ impl Change {
         match (self, outcome) {
             (Change::Admit(_, reply), Outcome::Admitted(r)) => drop(reply.send(settle(r, commit))),
             (Change::Transition(_, _, reply), Outcome::Transitioned(r)) => drop(reply.send(settle(r, commit))),
-            (Change::Audit(_, reply), Outcome::Appended(r)) => drop(reply.send(settle(r, commit))),
+            (Change::Audit(_, _, reply), Outcome::Appended(r)) => drop(reply.send(settle(r, commit))),
             (change, _) => change.refuse(Error::internal("a batch answered a change with another's outcome")),
         }
     }
@@ -480,7 +495,7 @@ impl Change {
         match self {
             Change::Admit(_, reply) => drop(reply.send(Err(e))),
             Change::Transition(_, _, reply) => drop(reply.send(Err(e))),
-            Change::Audit(_, reply) => drop(reply.send(Err(e))),
+            Change::Audit(_, _, reply) => drop(reply.send(Err(e))),
         }
     }
 }

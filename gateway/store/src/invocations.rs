@@ -207,11 +207,15 @@ async fn insert_events<D: Dialect>(
 #[async_trait]
 impl<D: Dialect> InvocationStore for SqlInvocations<D> {
     async fn admit(&self, draft: NewInvocation) -> Result<Admission, Error> {
-        if D::FAST_PATHS {
-            return self.admit_in_one_statement(draft).await;
-        }
         if let Some(group) = &self.group {
             return group.admit(draft).await;
+        }
+        if draft.audit.is_some() {
+            // Only the group commit records a decision in its admission's commit.
+            return Err(Error::internal("this store cannot record an audit entry with an admission"));
+        }
+        if D::FAST_PATHS {
+            return self.admit_in_one_statement(draft).await;
         }
         let mut tx = self.pools.begin().await?;
         let admitted = Self::admit_in(&mut tx, draft).await?;

@@ -148,6 +148,7 @@ mod tests {
             lease_ttl_ms: 1_000,
             hold: None,
             first_attempt: false,
+            audit: None,
         };
         Invocation::admit(draft, 0).0
     }

@@ -216,15 +216,16 @@ impl Engine {
 
     /// The policy enforcement point's ruling on a submission that would be admitted as `id`:
     /// `None` runs it, a [`Hold`] admits it held for approval; a denial or deferral is the
-    /// caller's error (nothing is admitted). With an audit log, the decision is recorded first:
-    /// a decision that cannot be recorded admits nothing (it fails closed).
+    /// caller's error (nothing is admitted). With an audit log, the decision is recorded first
+    /// — or, where the store can, handed back to commit with the admission — so a decision that
+    /// cannot be recorded admits nothing (it fails closed).
     async fn rule(
         &self,
         s: &Submission,
         target: &Target,
         digest: &RequestDigest,
         id: InvocationId,
-    ) -> Result<Option<Hold>, Error> {
+    ) -> Result<(Option<Hold>, Option<(String, AuditEntry)>), Error> {
         let facts = CallFacts {
             principal: &s.principal,
             ingress: s.ingress,
@@ -234,21 +235,27 @@ impl Engine {
             grant: s.grant.as_deref(),
         };
         let ruling = self.inner.policy.decide(&facts).await;
+        let mut with_admission = None;
         if let Some(log) = self.inner.audit.get() {
             let entry = audit::decision(&facts, id, s.ingress_key.as_ref(), &ruling);
-            if let Err(e) = log.append(entry).await {
-                return Err(Error::unavailable(format!(
-                    "the call's policy decision cannot be recorded in the audit log ({}); nothing was admitted",
-                    e.message
-                )));
+            let admitted = matches!(ruling.verdict, Verdict::Allow | Verdict::Hold { .. });
+            match log.admission_partition() {
+                // Recorded in the admission's own commit: both or neither.
+                Some(partition) if admitted => with_admission = Some((partition.to_string(), entry)),
+                _ => log.append(entry).await.map_err(|e| {
+                    Error::unavailable(format!(
+                        "the call's policy decision cannot be recorded in the audit log ({}); nothing was admitted",
+                        e.message
+                    ))
+                })?,
             }
         }
         let (upstream, operation) = (&target.upstream, &target.operation);
         match ruling.verdict {
-            Verdict::Allow => Ok(None),
+            Verdict::Allow => Ok((None, with_admission)),
             Verdict::Hold { reason } => {
                 info!(%upstream, %operation, basis = %ruling.basis, "call held for approval");
-                Ok(Some(Hold { reason, basis: ruling.basis }))
+                Ok((Some(Hold { reason, basis: ruling.basis }), with_admission))
             }
             Verdict::Deny { reason } => {
                 info!(%upstream, %operation, basis = %ruling.basis, "call denied by policy");
@@ -337,7 +344,7 @@ impl Engine {
             return Err(Error::invalid_input(format!("parent invocation {parent} not found")));
         }
         let digest = RequestDigest::compute(&target.upstream, &target.operation, &s.request)?;
-        let hold = self.rule(&s, &target, &digest, id).await?;
+        let (hold, audit) = self.rule(&s, &target, &digest, id).await?;
         let draft = NewInvocation {
             id,
             principal: s.principal,
@@ -351,6 +358,7 @@ impl Engine {
             hold,
             // A read's first attempt commits with its admission (the driver then dispatches).
             first_attempt: true,
+            audit,
         };
         let submitted = match inner.store.admit(draft).await? {
             Admission::Created(inv) => {

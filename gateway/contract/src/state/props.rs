@@ -68,6 +68,7 @@ proptest! {
             lease_ttl_ms: TTL,
             hold: None,
             first_attempt: false,
+            audit: None,
             parent: None,
         };
         let mut now: Millis = 1_000;

@@ -1,35 +1,15 @@
-//! How a row is hashed, and the signed checkpoint over every partition's head.
+//! The signed checkpoint over every partition's head (a row's hash is the contract's
+//! [`row_hash`]).
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use switchyard_contract::{AuditRow, AuditStore, ChainHead, Error, Millis, StoredCheckpoint};
+pub use switchyard_contract::audit::{GENESIS, row_hash};
+use switchyard_contract::{AuditStore, ChainHead, Error, Millis, StoredCheckpoint};
 
 use crate::grants::GrantKey;
 
-/// The `prev` of a partition's first row.
-pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
-
 /// The `typ` claim of a checkpoint, so no other token signed with the same key passes for one.
 pub const CHECKPOINT_TYP: &str = "switchyard.audit-checkpoint";
-
-/// The hash a row must carry: SHA-256 over the canonical JSON of every field but `seq` and
-/// `hash` (so moving a row to another place in its chain keeps its own hash valid and breaks
-/// only its links, which [`super::verify`] then names as a reordering).
-pub fn row_hash(row: &AuditRow) -> Result<String, Error> {
-    let body = serde_json::json!({
-        "partition": row.partition,
-        "at_ms": row.at_ms,
-        "kind": row.kind,
-        "tenant": row.tenant,
-        "actor": row.actor,
-        "invocation": row.invocation,
-        "detail": row.detail,
-        "prev": row.prev,
-    });
-    let canonical = serde_json_canonicalizer::to_string(&body)
-        .map_err(|e| Error::internal(format!("audit row does not canonicalize: {e}")))?;
-    Ok(hex::encode(Sha256::digest(canonical.as_bytes())))
-}
 
 /// What a checkpoint states: every partition's head at `at_ms`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

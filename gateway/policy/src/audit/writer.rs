@@ -9,10 +9,9 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use switchyard_contract::{AuditEntry, AuditLog, AuditRow, AuditStore, Error, ErrorKind};
+use switchyard_contract::audit::chain;
+use switchyard_contract::{AuditEntry, AuditLog, AuditStore, Error, ErrorKind};
 use tokio::sync::{mpsc, oneshot};
-
-use super::chain::{GENESIS, row_hash};
 
 /// At most this many entries share one append.
 const BATCH: usize = 512;
@@ -76,11 +75,12 @@ async fn write(
     entries: &[AuditEntry],
 ) -> Result<(), Error> {
     for _ in 0..RETRIES {
-        let (seq, prev) = match head.take() {
-            Some(h) => h,
-            None => store.head(partition).await?.map_or((0, GENESIS.to_string()), |h| (h.seq, h.hash)),
+        let last = match head.take() {
+            Some(h) => Some(h),
+            None => store.head(partition).await?.map(|h| (h.seq, h.hash)),
         };
-        let rows = chain(partition, seq, prev, entries)?;
+        let entries: Vec<&AuditEntry> = entries.iter().collect();
+        let rows = chain(partition, last, &entries, switchyard_contract::wall_clock_ms())?;
         match store.append(&rows).await {
             Ok(()) => {
                 *head = rows.last().map(|r| (r.seq, r.hash.clone()));
@@ -93,29 +93,4 @@ async fn write(
     Err(Error::unavailable(format!(
         "audit partition `{partition}` is being appended to by another writer; nothing was recorded"
     )))
-}
-
-/// The rows for `entries`, numbered after `seq` and linked after `prev`.
-fn chain(partition: &str, mut seq: u64, mut prev: String, entries: &[AuditEntry]) -> Result<Vec<AuditRow>, Error> {
-    let at_ms = switchyard_contract::wall_clock_ms();
-    let mut rows = Vec::with_capacity(entries.len());
-    for e in entries {
-        seq += 1;
-        let mut row = AuditRow {
-            partition: partition.to_string(),
-            seq,
-            at_ms,
-            kind: e.kind.as_str().to_string(),
-            tenant: e.tenant.as_str().to_string(),
-            actor: e.actor.clone(),
-            invocation: e.invocation.map(|i| i.to_string()),
-            detail: e.detail.clone(),
-            prev,
-            hash: String::new(),
-        };
-        row.hash = row_hash(&row)?;
-        prev = row.hash.clone();
-        rows.push(row);
-    }
-    Ok(rows)
 }

@@ -3,8 +3,8 @@
 
 use std::io::Write as _;
 
-use switchyard_contract::{AuditEntry, AuditLog, AuditStore, Millis};
-use switchyard_policy::audit::{self, AuditWriter};
+use switchyard_contract::{AuditEntry, AuditStore, Millis};
+use switchyard_policy::audit;
 
 use crate::config::Config;
 
@@ -109,7 +109,7 @@ fn since_ms(text: &str) -> anyhow::Result<Millis> {
 /// Records what a command did, when the audit log is on.
 pub async fn record(cfg: &Config, store: &std::sync::Arc<dyn AuditStore>, entry: AuditEntry) -> anyhow::Result<()> {
     if cfg.audited() {
-        AuditWriter::start(store.clone(), CLI_PARTITION).append(entry).await?;
+        crate::app::audit_log(store, CLI_PARTITION.into()).append(entry).await?;
     }
     Ok(())
 }
