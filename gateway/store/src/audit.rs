@@ -2,6 +2,7 @@
 //! one multi-row `INSERT`: all of it commits or none; a sequence number already taken in the
 //! partition (two writers on one chain) is a `Conflict`, never an overwrite.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -58,13 +59,16 @@ impl<D: Dialect> AuditLog for GroupAudit<D> {
     }
 }
 
-/// Chains `entries` (in order, each onto its partition) after each partition's head as read
-/// inside `tx`, written at `at_ms`, and inserts them there.
+/// Chains `entries` (in order, each onto its partition) after each partition's head — as
+/// `known` says, else as read inside `tx` — written at `at_ms`, and inserts them there; answers
+/// the partitions' new heads (theirs once `tx` commits).
 pub(crate) async fn extend_in<D: Dialect>(
     tx: &mut sqlx::Transaction<'static, D::Db>,
     entries: &[(&str, &AuditEntry)],
     at_ms: Millis,
-) -> Result<(), Error> {
+    known: &HashMap<String, (u64, String)>,
+) -> Result<HashMap<String, (u64, String)>, Error> {
+    let mut moved = HashMap::new();
     let mut partitions: Vec<&str> = Vec::new();
     for (p, _) in entries {
         if !partitions.contains(p) {
@@ -74,14 +78,23 @@ pub(crate) async fn extend_in<D: Dialect>(
     for partition in partitions {
         let stmt = Stmt::new("SELECT part, seq, hash FROM audit_log WHERE part = $1 ORDER BY seq DESC LIMIT 1")
             .text(partition);
-        let last = sql::optional::<D>(On::Tx(&mut *tx), stmt).await?.as_ref().map(head).transpose()?;
+        let last = match known.get(partition) {
+            Some(h) => Some(h.clone()),
+            None => sql::optional::<D>(On::Tx(&mut *tx), stmt)
+                .await?
+                .as_ref()
+                .map(head)
+                .transpose()?
+                .map(|h| (h.seq, h.hash)),
+        };
         let mine: Vec<&AuditEntry> = entries.iter().filter(|(p, _)| *p == partition).map(|(_, e)| *e).collect();
-        let rows = chain(partition, last.map(|h| (h.seq, h.hash)), &mine, at_ms)?;
+        let rows = chain(partition, last, &mine, at_ms)?;
         for stmt in inserts(&rows)? {
             sql::affected_or::<D>(On::Tx(&mut *tx), stmt, insert_error).await?;
         }
+        moved.extend(rows.last().map(|r| (partition.to_string(), (r.seq, r.hash.clone()))));
     }
-    Ok(())
+    Ok(moved)
 }
 
 /// The inserts of `rows`, one statement per chunk. Run with [`insert_error`]: a taken

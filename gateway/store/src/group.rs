@@ -121,34 +121,51 @@ impl<D: Dialect> GroupCommit<D> {
 async fn write_batches<D: Dialect>(pools: Pools<D>, mut queue: mpsc::Receiver<Change>, pause: bool) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     let mut written = 0;
+    let mut heads = Heads::new();
     while queue.recv_many(&mut batch, MAX_BATCH).await > 0 {
         let n = batch.len();
-        commit_batch(&pools, batch.drain(..), pause && written >= PAUSE_AFTER_CHANGES).await;
+        commit_batch(&pools, batch.drain(..), pause && written >= PAUSE_AFTER_CHANGES, &mut heads).await;
         written += n;
     }
 }
 
+/// The audit chains' heads as this writer last committed them (`(seq, hash)` by partition),
+/// so a batch need not read them. Forgotten whenever a commit fails; one that another process
+/// moved meanwhile makes the batch's insert collide (the split path then reads it afresh).
+type Heads = HashMap<String, (u64, String)>;
+
 /// Commits `changes` together and answers every caller: written with multi-row statements, or,
 /// if the database refused one of them, split into one savepoint per change.
-async fn commit_batch<D: Dialect>(pools: &Pools<D>, changes: std::vec::Drain<'_, Change>, pause: bool) {
+async fn commit_batch<D: Dialect>(
+    pools: &Pools<D>,
+    changes: std::vec::Drain<'_, Change>,
+    pause: bool,
+    heads: &mut Heads,
+) {
     let changes: Vec<Change> = changes.collect();
     let mut tx = match pools.begin().await {
         Ok(tx) => tx,
         Err(e) => return changes.into_iter().for_each(|c| c.refuse(e.clone())),
     };
-    match write_together::<D>(&mut tx, &changes).await {
-        Ok(outcomes) => {
+    match write_together::<D>(&mut tx, &changes, heads).await {
+        Ok((outcomes, moved)) => {
             if pause && changes.len() >= PAUSE_AT_CHANGES {
                 tracing::warn!(changes = changes.len(), "fault injection: pausing before a shared commit, forever");
                 std::future::pending::<()>().await;
             }
             let commit = tx.commit().await.map_err(db);
+            if commit.is_ok() {
+                heads.extend(moved);
+            } else {
+                heads.clear();
+            }
             for (change, outcome) in changes.into_iter().zip(outcomes) {
                 change.answer(outcome, &commit);
             }
         }
         Err(refused) => {
             drop(tx); // rolled back: nothing of the batch was written
+            heads.clear();
             tracing::warn!(changes = changes.len(), error = %refused, "the database refused a statement of a shared commit; splitting it");
             if changes.len() == 1 {
                 return changes.into_iter().for_each(|c| c.refuse(refused.clone()));
@@ -175,7 +192,8 @@ enum Outcome {
 async fn write_together<D: Dialect>(
     tx: &mut sqlx::Transaction<'static, D::Db>,
     changes: &[Change],
-) -> Result<Vec<Outcome>, Error> {
+    heads: &Heads,
+) -> Result<(Vec<Outcome>, Heads), Error> {
     let wanted: Vec<String> = changes
         .iter()
         .filter_map(|c| match c {
@@ -268,8 +286,12 @@ async fn write_together<D: Dialect>(
             _ => {}
         }
     }
-    crate::audit::extend_in::<D>(tx, &audited, now).await?;
-    outcomes.into_iter().map(|o| o.ok_or_else(|| Error::internal("a change of the batch was not applied"))).collect()
+    let moved = crate::audit::extend_in::<D>(tx, &audited, now, heads).await?;
+    let outcomes = outcomes
+        .into_iter()
+        .map(|o| o.ok_or_else(|| Error::internal("a change of the batch was not applied")))
+        .collect::<Result<_, _>>()?;
+    Ok((outcomes, moved))
 }
 
 /// A transition applied to a copy of the row: the row after it, its new events, and whether it
@@ -452,7 +474,7 @@ impl Change {
                     let admitted = SqlInvocations::<D>::admit_in(tx, NewInvocation::clone(draft)).await?;
                     if let Some((partition, entry)) = &draft.audit {
                         let now = sql::now::<D>(On::Tx(&mut *tx)).await?;
-                        crate::audit::extend_in::<D>(tx, &[(partition.as_str(), entry)], now).await?;
+                        crate::audit::extend_in::<D>(tx, &[(partition.as_str(), entry)], now, &Heads::new()).await?;
                     }
                     Ok(admitted)
                 }
@@ -465,7 +487,7 @@ impl Change {
                 async {
                     let now = sql::now::<D>(On::Tx(&mut *tx)).await?;
                     let audited: Vec<(&str, &AuditEntry)> = entries.iter().map(|e| (partition.as_str(), e)).collect();
-                    crate::audit::extend_in::<D>(tx, &audited, now).await
+                    crate::audit::extend_in::<D>(tx, &audited, now, &Heads::new()).await.map(drop)
                 }
                 .await,
             ),
