@@ -184,3 +184,24 @@ async fn a_held_stream_follows_its_task_through_approval() {
     let submitted = seen.find("TASK_STATE_SUBMITTED").unwrap_or(usize::MAX);
     assert!(submitted < seen.find("TASK_STATE_COMPLETED").unwrap_or(0), "{seen}");
 }
+
+/// The waiting task does not depend on the process that took the send: after `kill -9` and a
+/// restart, a denial through the admin API still ends it rejected (the deciding engine tells the
+/// agent), and the task is the same one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_send_is_rejected_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let mut gw = start(dir.path());
+    let waiting = send(&gw, "desk").await;
+    let (task, inv) = (waiting["id"].as_str().unwrap_or_default().to_string(), invocation_of(&waiting));
+    gw.kill9();
+    let gw = Gateway::start(gw.opts.clone());
+    assert_eq!(get_task(&gw, "desk", &task).await["status"]["state"], "TASK_STATE_SUBMITTED");
+    let (status, _) = gw
+        .post("default", &format!("/admin/v1/invocations/{inv}/deny"), json!({"reason": "after the restart"}))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(status, 200);
+    let ended = until(&gw, "desk", &task, "TASK_STATE_REJECTED").await;
+    assert!(status_text(&ended).contains("after the restart"), "{ended}");
+}

@@ -373,6 +373,11 @@ impl Upstream for AgentUpstream {
         }
     }
 
+    /// A held send that will never run: its waiting task ends rejected.
+    async fn refused(&self, inv: &switchyard_contract::Invocation) {
+        crate::run::reject_held(&self.hub, inv).await;
+    }
+
     /// A `tools` run waits for its tool call, however long the call takes: the call is bounded
     /// by its own attempts, timeouts and approval expiry (and a run driven again attaches to it).
     fn attempt_timeout(&self, default: Duration) -> Duration {

@@ -126,3 +126,24 @@ pub(crate) async fn cancel_task(
         }
     }
 }
+
+/// Ends the task of a held send rejected once its call was denied or expired (`inv`, failed
+/// `approval_denied` or `approval_expired`; anything else is left alone). Written at the run's
+/// step 1, so it happens once however many replicas and followers try.
+pub(crate) async fn reject_held(hub: &Hub, inv: &switchyard_contract::Invocation) {
+    use switchyard_contract::{FailureCode, InvocationState, RunCursor};
+    let InvocationState::Failed { error, .. } = &inv.state else { return };
+    let why = match error.code {
+        FailureCode::ApprovalDenied => format!("approval denied: {}", error.message),
+        FailureCode::ApprovalExpired => "nobody approved it in time".to_string(),
+        _ => return,
+    };
+    let Ok(req) = serde_json::from_value::<RunRequest>(inv.request.clone()) else { return };
+    let change = status_saying(TaskState::Rejected, &why, &req.context_id, &req.task_id);
+    let step = Some(RunCursor { invocation: inv.id, step: 1 });
+    if let Err(e) = hub.apply_all(&req.scope, &req.task_id, step, vec![change]).await
+        && e.kind != Kind::TaskNotFound
+    {
+        tracing::warn!(task = %req.task_id, error = %e.message, "a refused held task could not be rejected");
+    }
+}

@@ -341,6 +341,12 @@ pub trait Upstream: Send + Sync {
     async fn dispatch(&self, call: &DispatchCall) -> Result<Value, UpstreamError>;
     /// Asks the upstream to stop an attempt in flight.
     async fn cancel(&self, call: &DispatchCall) -> CancelAck;
+    /// A held call of this upstream will never be dispatched: its approval was denied or
+    /// expired (`inv`, as committed). The upstream may record that where its callers look (an
+    /// A2A agent ends the waiting task rejected). Called by the engine of the replica that
+    /// decided, after the commit; the default does nothing.
+    async fn refused(&self, _inv: &Invocation) {}
+
     /// How long one attempt may run before its outcome counts as lost: `default`, the engine's
     /// `attempt_timeout`, unless the upstream's attempts wait on invocations that are bounded
     /// themselves (a bridged call's run waits for its tool call, which has its own attempts,

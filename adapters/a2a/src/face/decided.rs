@@ -2,15 +2,15 @@
 //! "held" answer): a **denied** send's task ends `TASK_STATE_REJECTED` with the reason (nothing
 //! was admitted: no run); a **held** send's task is created `TASK_STATE_SUBMITTED` with a status
 //! message saying it awaits approval and naming the invocation. Approval runs it (the run moves
-//! the same task on); a denial or an expiry ends it `TASK_STATE_REJECTED`, written by a follower
-//! this face starts for the held call.
+//! the same task on); a denial or an expiry ends it `TASK_STATE_REJECTED`: the deciding
+//! replica's engine tells the agent ([`Upstream::refused`](switchyard_contract::Upstream)), and a
+//! follower this face starts catches a denial made at the command line.
 
 use a2a::{Task, TaskState};
-use switchyard_contract::{Event, EventKind, FailureCode, Invocation, RunCursor};
+use switchyard_contract::{Event, EventKind, Invocation, RunCursor};
 
 use super::send::Send;
 use super::*;
-use crate::hub::Change;
 use crate::run::{status_saying, submitted};
 
 impl A2aFace {
@@ -53,7 +53,7 @@ impl A2aFace {
         // Step 0 of the run: the approved run's own first step (1) still applies.
         let cursor = RunCursor { invocation: inv.id, step: 0 };
         let task = self.decided_task(agent, send, cursor, TaskState::Submitted, &text).await?;
-        self.follow_held(send.scope.clone(), send.task_id.clone(), inv.clone());
+        self.follow_held(inv.clone());
         self.render_decided(send, task, streaming)
     }
 
@@ -96,30 +96,19 @@ impl A2aFace {
     }
 
     /// Waits (in the background) for the held call's next event: a denial or an expiry ends its
-    /// task rejected; an approval leaves the task to the run.
-    fn follow_held(&self, scope: TaskScope, task_id: TaskId, inv: Invocation) {
+    /// task rejected (as the deciding replica's engine does too; this catches a denial made at
+    /// the command line); an approval leaves the task to the run.
+    fn follow_held(&self, inv: Invocation) {
         let (engine, hub) = (self.engine.clone(), self.hub.clone());
         tokio::spawn(async move {
             let tenant = inv.principal.tenant.clone();
             let mut events = engine.watch(tenant.clone(), inv.id, inv.last_seq);
             let next: Option<Event> = events.next().await.and_then(Result::ok);
             drop(events);
-            if next.is_none() {
-                return;
-            }
-            let Ok(now) = engine.get(&tenant, inv.id).await else { return };
-            let InvocationState::Failed { error, .. } = &now.state else { return };
-            let why = match error.code {
-                FailureCode::ApprovalDenied => format!("approval denied: {}", error.message),
-                FailureCode::ApprovalExpired => "nobody approved it in time".to_string(),
-                _ => return,
-            };
-            let Ok(Some(rec)) = hub.get(&scope, &task_id).await else { return };
-            let Ok(task) = task_of(&rec) else { return };
-            let change: Change = status_saying(TaskState::Rejected, &why, &task.context_id, &task.id);
-            let step = Some(RunCursor { invocation: inv.id, step: 1 });
-            if let Err(e) = hub.apply_all(&scope, &task_id, step, vec![change]).await {
-                tracing::warn!(task = %task_id, error = %e.message, "a denied held task could not be rejected");
+            if next.is_some()
+                && let Ok(now) = engine.get(&tenant, inv.id).await
+            {
+                crate::run::reject_held(&hub, &now).await;
             }
         });
     }

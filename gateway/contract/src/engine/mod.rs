@@ -512,9 +512,17 @@ impl Inner {
                     serde_json::json!({}),
                 ))
                 .await;
+                self.tell_refused(&inv).await;
             }
         }
         Ok(())
+    }
+
+    /// Tells `inv`'s upstream that the held call will never run (denied or expired).
+    async fn tell_refused(&self, inv: &Invocation) {
+        if let Some(upstream) = self.upstreams.upstream(&inv.target.upstream) {
+            upstream.refused(inv).await;
+        }
     }
 
     /// `via`: where the call came from (its ingress, or `recovery`), for the driver's span;
@@ -693,6 +701,7 @@ impl Invocations for Engine {
             self.inner.act_for(by, id, move |inv, who, _| inv.deny_approval(who.clone(), reason.clone())).await?;
         info!(invocation.id = %id, by = %by.subject, "held call denied");
         self.inner.audit_step(AuditEntry::about(AuditKind::ApprovalDenied, &by.subject, &inv, detail)).await;
+        self.inner.tell_refused(&inv).await;
         Ok(inv)
     }
 
