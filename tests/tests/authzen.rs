@@ -2,8 +2,9 @@
 //! real binary: a small PDP on loopback (written here) decides the calls of the tenant it is
 //! configured for — allow, deny with its reason, hold for approval — and a PDP that does not
 //! answer in time refuses the call (fail closed). The local envelope still comes first (the PDP
-//! is not asked), another tenant keeps the local tiers, concurrent decisions share requests, and
-//! each decision's basis names the PDP in the audit log.
+//! is not asked), another tenant keeps the local tiers, concurrent decisions share requests, a
+//! decision is reused within its tier's TTL, and each decision's basis names the PDP (and a
+//! reuse) in the audit log.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -61,13 +62,17 @@ async fn pdp(seen: Arc<Seen>) -> String {
 }
 
 async fn submit(gw: &Gateway, tenant: &str, subject: &str, op: &str) -> (u16, Value) {
+    submit_n(gw, tenant, subject, op, 1).await
+}
+
+async fn submit_n(gw: &Gateway, tenant: &str, subject: &str, op: &str, amount: u32) -> (u16, Value) {
     let resp = gw
         .http
         .post(format!("{}/admin/v1/invocations", gw.base))
         .bearer_auth(TOKEN)
         .header("x-switchyard-tenant", tenant)
         .header("x-switchyard-subject", subject)
-        .json(&json!({"upstream": "demo", "operation": op, "request": {"amount": 1}}))
+        .json(&json!({"upstream": "demo", "operation": op, "request": {"amount": amount}}))
         .send()
         .await
         .unwrap_or_else(|e| panic!("{e}"));
@@ -125,15 +130,21 @@ async fn an_authzen_pdp_decides_its_tenants_calls_and_fails_closed() {
 
     // Concurrent decisions share requests: every one is evaluated once.
     let before = (seen.evaluations().len(), seen.requests());
-    let calls = (0..40).map(|_| submit(&gw, "default", "alice", "echo"));
+    let calls = (0..40).map(|i| submit_n(&gw, "default", "alice", "echo", 100 + i));
     let statuses: Vec<u16> = futures::future::join_all(calls).await.into_iter().map(|(s, _)| s).collect();
     assert!(statuses.iter().all(|s| *s == 201), "{statuses:?}");
     let (evaluations, requests) = (seen.evaluations().len() - before.0, seen.requests() - before.1);
     assert_eq!(evaluations, 40);
     println!("40 concurrent decisions took {requests} PDP requests");
+    // The same calls again: decided from the cache (their tier's TTL), the PDP is not asked.
+    for i in 0..40 {
+        assert_eq!(submit_n(&gw, "default", "alice", "echo", 100 + i).await.0, 201);
+    }
+    assert_eq!(seen.evaluations().len() - before.0, 40, "reused decisions");
 
     // Each decision's basis names the PDP in the audit log.
     let (ok, out) = gw.cli(&["audit", "export"]);
     assert!(ok, "{out}");
     assert!(out.contains("authzen http://127.0.0.1") && out.contains("denied: bob may not count"), "{out}");
+    assert_eq!(out.matches("allowed (cached)").count(), 40, "the reuse is on the record");
 }

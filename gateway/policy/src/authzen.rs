@@ -12,10 +12,13 @@
 //! digest, request, tier}` (the tier the local rules would assign). A `decision: true` runs the
 //! call; `false` refuses it, with the reason the PDP gives in its `context` (`reason`, or the
 //! first text of `reason_user` / `reason_admin`); `false` with `context.hold: true` holds it for
-//! a human's approval.
+//! a human's approval. A decision is reused for the same evaluation under the same policy
+//! version for its tier's TTL (`cache`: routine 300 s, sensitive 30 s — at most 60 —, critical
+//! never); a failed evaluation is never cached.
 
-use std::sync::OnceLock;
-use std::time::Duration;
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -47,6 +50,36 @@ pub struct AuthzenConfig {
     /// The most evaluations one request carries.
     #[serde(default = "sixty_four")]
     pub batch_max: usize,
+    /// How long a decision is reused for the same evaluation (same subject, action, resource,
+    /// request digest and tier, under the same policy version), by the call's tier. A
+    /// `critical` call is never served from the cache.
+    #[serde(default)]
+    pub cache: CacheTtl,
+}
+
+/// Seconds a PDP decision is reused, by tier (0: not cached).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CacheTtl {
+    pub routine_s: u64,
+    /// At most 60.
+    pub sensitive_s: u64,
+}
+
+impl Default for CacheTtl {
+    fn default() -> Self {
+        Self { routine_s: 300, sensitive_s: 30 }
+    }
+}
+
+impl CacheTtl {
+    fn of(self, tier: Option<Tier>) -> Duration {
+        Duration::from_secs(match tier {
+            Some(Tier::Routine) => self.routine_s,
+            Some(Tier::Sensitive) => self.sensitive_s,
+            Some(Tier::Critical) | None => 0,
+        })
+    }
 }
 
 impl AuthzenConfig {
@@ -59,6 +92,11 @@ impl AuthzenConfig {
         }
         if !(1..=1000).contains(&self.batch_max) {
             return Err(PolicyError("authzen.batch_max must be within 1..=1000".into()));
+        }
+        if self.cache.sensitive_s > 60 || self.cache.routine_s > 86_400 {
+            return Err(PolicyError(
+                "authzen.cache: sensitive_s must be at most 60 and routine_s at most 86400".into(),
+            ));
         }
         Ok(())
     }
@@ -79,32 +117,81 @@ pub enum PdpDecision {
 
 type Pending = (Value, oneshot::Sender<Result<PdpDecision, String>>);
 
-/// The client: a queue, and a task (started on first use) that sends what queued as one request.
+/// The most decisions the cache keeps (then it is emptied: a bound, not an eviction policy).
+const CACHE_MAX: usize = 100_000;
+
+/// The client: a queue, and a task (started on first use) that sends what queued as one
+/// request; and the decisions it may reuse.
 #[derive(Debug)]
 pub struct Pdp {
     config: AuthzenConfig,
     queue: OnceLock<mpsc::Sender<Pending>>,
+    /// By what the evaluation says (and the policy version): the decision and until when it
+    /// may be reused.
+    cache: Mutex<HashMap<String, (PdpDecision, Instant)>>,
 }
 
 impl Pdp {
     pub fn new(config: AuthzenConfig) -> Self {
-        Self { config, queue: OnceLock::new() }
+        Self { config, queue: OnceLock::new(), cache: Mutex::new(HashMap::new()) }
     }
 
     pub(crate) fn config(&self) -> &AuthzenConfig {
         &self.config
     }
 
-    /// The PDP's decision on `req` (`tier`: what the local rules would assign), or why there is
-    /// none (then the call is refused).
-    pub async fn decide(&self, req: &DecisionRequest<'_>, tier: Option<Tier>) -> Result<PdpDecision, String> {
+    /// The PDP's decision on `req` (`tier`: what the local rules would assign; `version`: the
+    /// policy's, so a changed policy never reuses a decision), or why there is none (then the
+    /// call is refused). A decision the PDP gave for the same evaluation is reused within its
+    /// tier's TTL.
+    pub async fn decide(
+        &self,
+        req: &DecisionRequest<'_>,
+        tier: Option<Tier>,
+        version: &str,
+    ) -> Result<(PdpDecision, bool), String> {
+        let ttl = self.config.cache.of(tier);
+        // Everything the evaluation says: the digest covers the upstream, operation and request.
+        let key = (!ttl.is_zero()).then(|| {
+            let (subject, context) = (&req.subject, &req.context);
+            format!(
+                "{version}\0{}\0{}\0{}\0{}\0{}\0{}",
+                subject.tenant.as_str(),
+                subject.id,
+                req.action.name,
+                context.ingress.name(),
+                context.digest.as_str(),
+                tier.map_or("", Tier::as_str)
+            )
+        });
+        if let Some(k) = &key
+            && let Some(hit) = self.cached(k)
+        {
+            return Ok((hit, true));
+        }
+        let decision = self.ask(evaluation(req, tier)).await?;
+        if let (Some(k), Ok(mut cache)) = (key, self.cache.lock()) {
+            if cache.len() >= CACHE_MAX {
+                cache.clear();
+            }
+            cache.insert(k, (decision.clone(), Instant::now() + ttl));
+        }
+        Ok((decision, false))
+    }
+
+    fn cached(&self, key: &str) -> Option<PdpDecision> {
+        let cache = self.cache.lock().ok()?;
+        cache.get(key).filter(|(_, until)| Instant::now() < *until).map(|(d, _)| d.clone())
+    }
+
+    async fn ask(&self, evaluation: Value) -> Result<PdpDecision, String> {
         let (reply, answer) = oneshot::channel();
         let queue = self.queue.get_or_init(|| {
             let (tx, rx) = mpsc::channel(4 * self.config.batch_max);
             tokio::spawn(send_batches(self.config.clone(), rx));
             tx
         });
-        queue.send((evaluation(req, tier), reply)).await.map_err(|_| "the PDP client has stopped".to_string())?;
+        queue.send((evaluation, reply)).await.map_err(|_| "the PDP client has stopped".to_string())?;
         let limit = Duration::from_millis(self.config.timeout_ms);
         match tokio::time::timeout(limit, answer).await {
             Ok(Ok(decision)) => decision,
@@ -212,14 +299,30 @@ mod tests {
 
     #[test]
     fn a_config_that_cannot_work_is_refused() {
-        let ok = AuthzenConfig { url: "http://127.0.0.1:1".into(), tenants: vec![], timeout_ms: 500, batch_max: 64 };
+        let ok = AuthzenConfig {
+            url: "http://127.0.0.1:1".into(),
+            tenants: vec![],
+            timeout_ms: 500,
+            batch_max: 64,
+            cache: CacheTtl::default(),
+        };
         assert!(ok.check().is_ok());
         assert!(AuthzenConfig { url: "ftp://x".into(), ..ok.clone() }.check().is_err());
         assert!(AuthzenConfig { timeout_ms: 0, ..ok.clone() }.check().is_err());
         assert!(AuthzenConfig { batch_max: 0, ..ok.clone() }.check().is_err());
+        let long = CacheTtl { sensitive_s: 61, ..CacheTtl::default() };
+        assert!(AuthzenConfig { cache: long, ..ok.clone() }.check().is_err());
         assert!(ok.decides_for("anyone"));
         let some = AuthzenConfig { tenants: vec!["acme".into()], ..ok };
         assert!(some.decides_for("acme") && !some.decides_for("globex"));
+    }
+
+    #[test]
+    fn a_critical_call_is_never_served_from_the_cache() {
+        let ttl = CacheTtl::default();
+        assert_eq!(ttl.of(Some(Tier::Routine)), Duration::from_secs(300));
+        assert_eq!(ttl.of(Some(Tier::Sensitive)), Duration::from_secs(30));
+        assert!(ttl.of(Some(Tier::Critical)).is_zero() && ttl.of(None).is_zero());
     }
 
     #[tokio::test]
@@ -229,6 +332,7 @@ mod tests {
             tenants: vec![],
             timeout_ms: 300,
             batch_max: 8,
+            cache: CacheTtl::default(),
         });
         let principal = switchyard_contract::Principal::new(
             switchyard_contract::TenantId::new("acme").unwrap_or_else(|e| panic!("{e}")),
@@ -251,7 +355,7 @@ mod tests {
             grant: None,
         };
         let t0 = std::time::Instant::now();
-        let r = pdp.decide(&DecisionRequest::from_facts(&facts), None).await;
+        let r = pdp.decide(&DecisionRequest::from_facts(&facts), None, "v1").await;
         assert!(r.is_err(), "{r:?}");
         assert!(t0.elapsed() < Duration::from_secs(2));
     }

@@ -160,6 +160,11 @@ impl Evaluator {
     }
 }
 
+/// How a PDP decision's basis says it was reused.
+fn cached(hit: bool) -> &'static str {
+    if hit { " (cached)" } else { "" }
+}
+
 fn name(rule: &Rule, place: &str) -> String {
     rule.id.clone().unwrap_or_else(|| place.to_string())
 }
@@ -197,12 +202,16 @@ impl PolicyPoint for Evaluator {
         if let Some(pdp) = self.pdp.as_ref().filter(|p| p.config().decides_for(req.subject.tenant.as_str()))
             && outcome.tier.is_some()
         {
-            let (decision, basis) = match pdp.decide(&req, outcome.tier).await {
-                Ok(PdpDecision::Allow) => (Verdict::Allow, "allowed".to_string()),
-                Ok(PdpDecision::Deny(reason)) => {
-                    (Verdict::Deny { reason: reason.clone() }, format!("denied: {reason}"))
+            let (decision, basis) = match pdp.decide(&req, outcome.tier, &self.version).await {
+                Ok((PdpDecision::Allow, hit)) => (Verdict::Allow, format!("allowed{}", cached(hit))),
+                Ok((PdpDecision::Deny(reason), hit)) => {
+                    let basis = format!("denied{}: {reason}", cached(hit));
+                    (Verdict::Deny { reason }, basis)
                 }
-                Ok(PdpDecision::Hold(reason)) => (Verdict::Hold { reason: reason.clone() }, format!("held: {reason}")),
+                Ok((PdpDecision::Hold(reason), hit)) => {
+                    let basis = format!("held{}: {reason}", cached(hit));
+                    (Verdict::Hold { reason }, basis)
+                }
                 Err(why) => {
                     let reason = format!("the policy decision point did not decide ({why}); refused");
                     (Verdict::Deny { reason: reason.clone() }, reason)
