@@ -285,7 +285,7 @@ async fn a_decision_commits_with_its_admission_on_sqlite() {
     // remembered head goes stale, its next insert collides and chains again; nothing forks.
     let other = switchyard_store::connect(&db.url, &StoreOptions::default()).await.unwrap_or_else(|e| panic!("{e}"));
     let other_log = other.audit.log_in_commits("replica").unwrap_or_else(|| panic!("SQLite logs in its commits"));
-    for round in 0..3 {
+    for round in 0..6 {
         let both = (0..20usize).map(|i| {
             let l = if i.is_multiple_of(2) { log.clone() } else { other_log.clone() };
             async move { l.append(entry(2000 + round * 100 + i)).await }
@@ -294,7 +294,7 @@ async fn a_decision_commits_with_its_admission_on_sqlite() {
         assert!(results.iter().all(Result::is_ok), "{results:?}");
     }
     let report = verify(db.audit.as_ref(), &key()).await.unwrap_or_else(|e| panic!("{e}"));
-    assert!(report.ok() && report.rows == 181, "{report:?}");
+    assert!(report.ok() && report.rows == 241, "{report:?}");
 
     // PostgreSQL refuses an admission carrying an entry it cannot record with it.
     let pg = switchyard_store::connect(&switchyard_tests::pg::database().await, &StoreOptions::default())

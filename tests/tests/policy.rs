@@ -230,6 +230,48 @@ burst = 1
     let _ = client.cancel().await;
 }
 
+/// A concurrency limit lets a tenant run at most its share of calls at once: the next is
+/// deferred (429, nothing admitted) while the slow ones run, another tenant is not held back,
+/// and a slot is free again when its call ends (or when a resent key attaches to a running
+/// call instead of starting one).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_concurrency_limit_defers_calls_beyond_it_until_a_slot_frees() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let limit = r#"
+[policy]
+default_write_tier = "routine"
+
+[[policy.concurrency]]
+id = "two-at-once"
+upstream = "demo"
+max_in_flight = 2
+"#;
+    let config = write_config(dir.path(), &[], limit);
+    let gw = Gateway::start(Options { data_dir: dir.path().to_path_buf(), config: Some(config), ..Options::default() });
+    let slow = |i: u32| json!({"delay_ms": 1500, "i": i});
+    let (a, _) = gw.submit("busy", "echo", slow(1), Some("slow-1"), 0).await.unwrap_or_else(|e| panic!("{e}"));
+    // The same key again attaches to the running call: the slot it took is given back at once.
+    let (again, _) = gw.submit("busy", "echo", slow(1), Some("slow-1"), 0).await.unwrap_or_else(|e| panic!("{e}"));
+    let (b, _) = gw.submit("busy", "echo", slow(2), None, 0).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((a, again, b), (201, 200, 201));
+    let (status, over) = gw.submit("busy", "echo", slow(3), None, 0).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(status, 429, "{over}");
+    assert!(over.to_string().contains("two-at-once"), "{over}");
+    assert_eq!(gw.all("busy").await.len(), 2, "nothing deferred was admitted");
+    let (status, _) = gw.submit("other", "echo", slow(4), None, 0).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(status, 201, "another tenant has slots of its own");
+    // Once the slow calls end, there is room again.
+    let mut status = 0;
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        status = gw.submit("busy", "echo", json!({"i": 5}), None, 0).await.unwrap_or_else(|e| panic!("{e}")).0;
+        if status == 201 {
+            break;
+        }
+    }
+    assert_eq!(status, 201, "a slot freed when a call ended");
+}
+
 /// A grant minted with `switchyard grants mint` lets its subject's sensitive call run at once;
 /// a forged one, or the same grant once revoked, changes nothing (the call is held again).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -25,6 +25,8 @@ pub struct CallFacts<'a> {
     pub request: &'a Value,
     /// A grant the caller presented, unverified.
     pub grant: Option<&'a str>,
+    /// The id the call is admitted under if it is admitted (what a concurrency slot is held by).
+    pub invocation: crate::id::InvocationId,
 }
 
 /// Whether a call may run.
@@ -56,6 +58,12 @@ pub struct Ruling {
 #[async_trait]
 pub trait PolicyPoint: Send + Sync + std::fmt::Debug {
     async fn decide(&self, facts: &CallFacts<'_>) -> Ruling;
+
+    /// The call `invocation` no longer runs here: it was not admitted to run after an `Allow`
+    /// (its key named an earlier call, or its admission failed), or its driver on this replica
+    /// ended. A concurrency slot it took is free again. Called for every admission attempt
+    /// and every driver's end; the default does nothing.
+    fn release(&self, _invocation: crate::id::InvocationId) {}
 }
 
 /// A grant as minted: who may do what up to which tier, until when; and whether it was revoked.

@@ -353,6 +353,7 @@ mod tests {
             digest: &digest,
             request: &request,
             grant: None,
+            invocation: switchyard_contract::InvocationId::new(),
         };
         let t0 = std::time::Instant::now();
         let r = pdp.decide(&DecisionRequest::from_facts(&facts), None, "v1").await;

@@ -200,6 +200,9 @@ pub struct PolicyConfig {
     /// Rate limits at admission (see [`crate::quota`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub quotas: Vec<crate::quota::Quota>,
+    /// Limits on calls in flight at once (see [`crate::concurrency`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub concurrency: Vec<crate::concurrency::Concurrency>,
     /// An external decision point (OpenID AuthZEN) that decides in place of the tiers for the
     /// tenants it names (see [`crate::authzen`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -229,6 +232,7 @@ impl Default for PolicyConfig {
             envelope: Vec::new(),
             rules: Vec::new(),
             quotas: Vec::new(),
+            concurrency: Vec::new(),
             authzen: None,
         }
     }
@@ -268,6 +272,11 @@ impl PolicyConfig {
         }
         if let Some(a) = &self.authzen {
             a.check()?;
+        }
+        for (i, c) in self.concurrency.iter().enumerate() {
+            c.check().map_err(at(format!("concurrency[{i}]")))?;
+            Self::check_rule(&Rule { tenant: c.tenant.clone(), ..Rule::any(&c.upstream, &c.operation) })
+                .map_err(at(format!("concurrency[{i}]")))?;
         }
         for (i, q) in self.quotas.iter().enumerate() {
             q.check().map_err(at(format!("quotas[{i}]")))?;

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use switchyard_contract::GrantStore;
 
 use crate::authzen::{Pdp, PdpDecision};
+use crate::concurrency::InFlight;
 use crate::config::{PolicyConfig, Rule, TierAction};
 use crate::error::{PolicyError, Unevaluable};
 use crate::grants::{GrantClaims, GrantKey};
@@ -40,6 +41,8 @@ pub struct Evaluator {
     grants: Option<(GrantKey, Arc<dyn GrantStore>)>,
     /// The external decision point that decides in place of the tiers for its tenants.
     pdp: Option<Pdp>,
+    /// The concurrency slots the calls running on this replica hold.
+    in_flight: InFlight,
 }
 
 impl Evaluator {
@@ -51,7 +54,7 @@ impl Evaluator {
         let canonical = serde_json_canonicalizer::to_string(&json).map_err(|e| PolicyError(e.to_string()))?;
         let version = hex::encode(Sha256::digest(canonical.as_bytes()))[..16].to_string();
         let pdp = config.authzen.clone().map(Pdp::new);
-        Ok(Self { config, version, buckets: Buckets::default(), grants: None, pdp })
+        Ok(Self { config, version, buckets: Buckets::default(), grants: None, pdp, in_flight: InFlight::default() })
     }
 
     /// Accepts grants signed with `key`, unless `store` has them revoked.
@@ -160,6 +163,10 @@ impl Evaluator {
     }
 }
 
+/// When a call over a concurrency limit is told to come back (a slot frees when a call ends,
+/// which nobody can foretell).
+const CONCURRENCY_RETRY_MS: u64 = 200;
+
 /// How a PDP decision's basis says it was reused.
 fn cached(hit: bool) -> &'static str {
     if hit { " (cached)" } else { "" }
@@ -220,9 +227,21 @@ impl PolicyPoint for Evaluator {
             outcome.decision = decision;
             outcome.basis = format!("authzen {}: {basis}", pdp.config().url);
         }
+        // A call that may run takes a concurrency slot, or waits its turn (nothing admitted).
+        if outcome.decision == Verdict::Allow
+            && let Err((limit, share)) = self.in_flight.take(&self.config.concurrency, &req, facts.invocation)
+        {
+            let reason = format!("over the concurrency limit `{limit}` ({share} calls in flight here)");
+            outcome.decision = Verdict::Defer { retry_after_ms: CONCURRENCY_RETRY_MS, reason };
+            outcome.basis = limit;
+        }
         let tier = outcome.tier.map(|t| format!(", tier {}", t.as_str())).unwrap_or_default();
         let note = set_aside.map(|n| format!("; {n}")).unwrap_or_default();
         let basis = format!("policy {}: {}{tier}{note}", outcome.policy, outcome.basis);
         Ruling { verdict: outcome.decision, basis }
+    }
+
+    fn release(&self, invocation: switchyard_contract::InvocationId) {
+        self.in_flight.release(invocation);
     }
 }

@@ -73,8 +73,7 @@ impl Quota {
     }
 
     fn names(&self, req: &DecisionRequest) -> bool {
-        names_resource(&self.upstream, &self.operation, req)
-            && self.tenant.as_deref().is_none_or(|p| glob(p, req.subject.tenant.as_str()))
+        names_scoped(&self.upstream, &self.operation, self.tenant.as_deref(), req)
     }
 
     /// This replica's refill rate and capacity.
@@ -83,14 +82,24 @@ impl Quota {
     }
 
     fn key(&self, req: &DecisionRequest) -> String {
-        let part = |d: &Dimension| match d {
-            Dimension::Tenant => req.subject.tenant.as_str(),
-            Dimension::Subject => req.subject.id.as_str(),
-            Dimension::Upstream => req.resource.upstream.as_str(),
-            Dimension::Operation => req.resource.operation.as_str(),
-        };
-        self.per.iter().map(part).collect::<Vec<_>>().join("\u{1f}")
+        key_of(&self.per, req)
     }
+}
+
+/// Whether a limit's patterns (and tenant pattern, if any) name the call.
+pub(crate) fn names_scoped(upstream: &str, operation: &str, tenant: Option<&str>, req: &DecisionRequest) -> bool {
+    names_resource(upstream, operation, req) && tenant.is_none_or(|p| glob(p, req.subject.tenant.as_str()))
+}
+
+/// What a limit counts the call under: its values of `per`.
+pub(crate) fn key_of(per: &[Dimension], req: &DecisionRequest) -> String {
+    let part = |d: &Dimension| match d {
+        Dimension::Tenant => req.subject.tenant.as_str(),
+        Dimension::Subject => req.subject.id.as_str(),
+        Dimension::Upstream => req.resource.upstream.as_str(),
+        Dimension::Operation => req.resource.operation.as_str(),
+    };
+    per.iter().map(part).collect::<Vec<_>>().join("\u{1f}")
 }
 
 #[derive(Debug, Clone, Copy)]

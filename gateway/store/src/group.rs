@@ -165,9 +165,12 @@ async fn commit_batch<D: Dialect>(
         }
         Err(refused) => {
             drop(tx); // rolled back: nothing of the batch was written
+            // A remembered audit head may be stale (another process appended): the split path
+            // reads every head afresh, so even a lone change is tried once more there.
+            let stale = !heads.is_empty();
             heads.clear();
             tracing::warn!(changes = changes.len(), error = %refused, "the database refused a statement of a shared commit; splitting it");
-            if changes.len() == 1 {
+            if changes.len() == 1 && !stale {
                 return changes.into_iter().for_each(|c| c.refuse(refused.clone()));
             }
             match pools.begin().await {

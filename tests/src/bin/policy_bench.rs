@@ -52,6 +52,7 @@ async fn measure(point: &dyn PolicyPoint, n: usize) -> (f64, f64) {
         digest: &digest,
         request: &request,
         grant: None,
+        invocation: switchyard_contract::InvocationId::new(),
     };
     for _ in 0..n / 10 {
         std::hint::black_box(point.decide(&facts).await);

@@ -233,6 +233,7 @@ impl Engine {
             digest,
             request: &s.request,
             grant: s.grant.as_deref(),
+            invocation: id,
         };
         let ruling = self.inner.policy.decide(&facts).await;
         let mut with_admission = None;
@@ -360,7 +361,11 @@ impl Engine {
             first_attempt: true,
             audit,
         };
-        let submitted = match inner.store.admit(draft).await? {
+        let admitted = inner.store.admit(draft).await;
+        if !matches!(&admitted, Ok(Admission::Created(inv)) if inv.state.name().is_active()) {
+            inner.policy.release(id); // it does not run here: a slot it took is free again
+        }
+        let submitted = match admitted? {
             Admission::Created(inv) => {
                 inner.notify_changed(&inv);
                 if inv.state.name().is_active() {
@@ -549,6 +554,7 @@ impl Inner {
             && m.get(&id).is_some_and(|r| r.fence == fence)
         {
             m.remove(&id);
+            self.policy.release(id);
         }
     }
 
