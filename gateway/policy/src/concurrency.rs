@@ -21,16 +21,8 @@ use switchyard_contract::InvocationId;
 
 use crate::error::PolicyError;
 use crate::pattern::any;
-use crate::quota::{Dimension, key_of, names_scoped};
+use crate::quota::{Dimension, key_of, names_scoped, one, per_tenant};
 use crate::request::DecisionRequest;
-
-fn per_tenant() -> Vec<Dimension> {
-    vec![Dimension::Tenant]
-}
-
-fn one() -> u32 {
-    1
-}
 
 /// A limit on the calls its patterns name that run at once, per distinct value of `per`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -27,11 +27,11 @@ pub enum Dimension {
     Operation,
 }
 
-fn per_tenant() -> Vec<Dimension> {
+pub(crate) fn per_tenant() -> Vec<Dimension> {
     vec![Dimension::Tenant]
 }
 
-fn one() -> u32 {
+pub(crate) fn one() -> u32 {
     1
 }
 

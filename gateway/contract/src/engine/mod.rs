@@ -244,6 +244,7 @@ impl Engine {
                 // Recorded in the admission's own commit: both or neither.
                 Some(partition) if admitted => with_admission = Some((partition.to_string(), entry)),
                 _ => log.append(entry).await.map_err(|e| {
+                    self.inner.policy.release(id); // not admitted: a slot it took is free again
                     Error::unavailable(format!(
                         "the call's policy decision cannot be recorded in the audit log ({}); nothing was admitted",
                         e.message
