@@ -29,10 +29,6 @@ pub struct SqlAudit<D: Dialect> {
 }
 
 impl<D: Dialect> SqlAudit<D> {
-    pub fn new(pools: Pools<D>) -> Self {
-        Self { pools, group: None }
-    }
-
     /// Appends through `group`'s shared commits (one `fsync` with the calls they record).
     pub(crate) fn sharing(pools: Pools<D>, group: Option<Arc<GroupCommit<D>>>) -> Self {
         Self { pools, group }

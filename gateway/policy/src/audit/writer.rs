@@ -23,21 +23,15 @@ type Pending = (AuditEntry, oneshot::Sender<Result<(), Error>>);
 /// An [`AuditLog`] that appends to one partition's chain.
 #[derive(Debug, Clone)]
 pub struct AuditWriter {
-    partition: Arc<str>,
     tx: mpsc::Sender<Pending>,
 }
 
 impl AuditWriter {
     /// Starts the partition's writer task (it ends when the last clone of the writer is dropped).
     pub fn start(store: Arc<dyn AuditStore>, partition: impl Into<String>) -> Self {
-        let partition: String = partition.into();
         let (tx, rx) = mpsc::channel(4 * BATCH);
-        tokio::spawn(run(store, partition.clone(), rx));
-        Self { partition: partition.into(), tx }
-    }
-
-    pub fn partition(&self) -> &str {
-        &self.partition
+        tokio::spawn(run(store, partition.into(), rx));
+        Self { tx }
     }
 }
 
