@@ -9,7 +9,8 @@ Every message it receives is appended to <received-log> as one JSON line {messag
 metadata (the request's), modes (its accepted output modes)}, and
 every cancel request as {cancel: <task id>}.
 Behaviour by text: "slow:<seconds>" works, emits a first artifact chunk, sleeps, emits the last
-chunk and completes; "big:<n>" answers with an artifact of n raw bytes (i % 251); "report:<x>" answers with a data
+chunk and completes; "late:<seconds>" answers with its task only after that long, then works as
+"slow:30"; "big:<n>" answers with an artifact of n raw bytes (i % 251); "report:<x>" answers with a data
 artifact {"report": x, "words": n} and a text artifact; "refuse" raises UnsupportedOperation;
 "say:<x>" answers with a message "said: <x>" and no task; "ask" asks for input (a follow-up's stream then opens with the waiting task, as the JS SDK's
 does); anything else completes with "echo: <text>".
@@ -48,6 +49,9 @@ class Internal(AgentExecutor):
             said = new_text_message(f"said: {text.split(':', 1)[1]}", context_id=context.context_id)
             await event_queue.enqueue_event(said)
             return
+        if text.startswith("late:"):
+            await asyncio.sleep(float(text.split(":", 1)[1]))
+            text = "slow:30"
         if context.current_task is None:
             await event_queue.enqueue_event(
                 new_task(context.task_id, context.context_id, TaskState.TASK_STATE_SUBMITTED, history=[message])

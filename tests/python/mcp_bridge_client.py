@@ -175,13 +175,17 @@ async def main():
                         leaked = e
                     check(f"{mode} another tenant's {tool} finds no such task", "unknown task" in str(leaked), leaked)
 
-        r = await client.call_tool(f"{p}send_message", {"text": "slow:30"})
+        # The agent answers with its task only after 3.5 s: until then a cancel changes nothing
+        # and says to try again; once it has, the cancel reaches the agent.
+        r = await client.call_tool(f"{p}send_message", {"text": "late:3.5"})
         task = (r.structured_content or {}).get("invocation")
-        for _ in range(50):
-            c = await client.call_tool(f"{p}cancel_task", {"task_id": task})
+        first = c = await client.call_tool(f"{p}cancel_task", {"task_id": task})
+        check(f"{mode} a cancel before the agent acknowledged asks to try again", "not been acknowledged" in text(first), first)
+        for _ in range(100):
             if "not been acknowledged" not in text(c):
                 break
             await anyio.sleep(0.1)
+            c = await client.call_tool(f"{p}cancel_task", {"task_id": task})
         check(f"{mode} cancel_task cancels the A2A task", c.is_error and "canceled" in text(c), c)
 
         with anyio.move_on_after(1.0) as scope:

@@ -371,7 +371,7 @@ async fn the_python_mcp_client_calls_an_a2a_sdk_agent_through_the_bridge() {
     };
     let gw = Gateway::start(opts);
     let url = format!("{}/mcp", gw.base);
-    for (mode, checks) in [("2026-07-28", 17), ("legacy", 16)] {
+    for (mode, checks) in [("2026-07-28", 18), ("legacy", 17)] {
         let out = mcp_client(&[&url, mode, "helper__"]).output().await.unwrap_or_else(|e| panic!("python: {e}"));
         let seen = lines(&out);
         assert!(

@@ -337,11 +337,20 @@ impl Catalog for A2aCatalog {
         }
         let engine = self.engine()?;
         let rec = self.hub.get(&req.scope, &req.task_id).await.map_err(|e| Error::unavailable(e.message))?;
+        let proxy = self.proxies.get(&cfg.name).map(Arc::as_ref);
         let Some(rec) = rec.filter(|r| r.agent == cfg.name) else {
-            // No task yet: nothing reached the agent; the engine's cancel is the whole story.
+            // No task yet. Before dispatch nothing reached the agent: the engine's cancel is the
+            // whole story. While an agent behind the gateway has the message but has not
+            // answered with its task, there is nothing it could confirm: try again shortly.
+            let now = engine.get(&principal.tenant, invocation.id).await?;
+            if proxy.is_some() && matches!(now.state, InvocationState::Dispatching { .. }) {
+                return Err(Error::unavailable(format!(
+                    "task `{}` has not been acknowledged by the agent yet; cancel it again shortly",
+                    req.task_id
+                )));
+            }
             return engine.cancel(principal, invocation.id).await.map(|_| ());
         };
-        let proxy = self.proxies.get(&cfg.name).map(Arc::as_ref);
         let Err(e) = crate::run::cancel_task(&self.hub, proxy, engine.as_ref(), principal, &rec).await else {
             return Ok(());
         };
