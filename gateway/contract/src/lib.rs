@@ -52,10 +52,37 @@ pub use tasks::{
 /// Milliseconds since the Unix epoch, as read from the store's clock.
 pub type Millis = i64;
 
+/// Milliseconds since the epoch as ISO 8601 UTC (`2026-11-30T07:00:00.000Z`).
+pub fn iso8601(ms: Millis) -> String {
+    let (days, rem) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
+    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (h, m, s, milli) = (rem / 3_600_000, rem / 60_000 % 60, rem / 1000 % 60, rem % 1000);
+    format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}.{milli:03}Z")
+}
+
 /// This process's clock, in [`Millis`]: for timestamps only (when a row was written). Leases,
 /// claims and expiries are decided on the store's clock, never on this one.
 pub fn wall_clock_ms() -> Millis {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+#[cfg(test)]
+mod clock_tests {
+    #[test]
+    fn iso_timestamps() {
+        assert_eq!(super::iso8601(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(super::iso8601(1_796_021_220_817), "2026-11-30T06:47:00.817Z");
+        assert_eq!(super::iso8601(951_782_400_000), "2000-02-29T00:00:00.000Z");
+    }
 }

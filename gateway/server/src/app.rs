@@ -147,6 +147,7 @@ impl App {
                 &cfg.mcp.effective_servers(),
             ))
             .merge(crate::mcp_http::upstreams_admin(self.mcp.catalog(), self.bindings.clone(), self.gate.clone()))
+            .merge(crate::console::router(self.console_state(cfg)))
             .merge(self.a2a_routes(cfg))
             .layer(DefaultBodyLimit::max(cfg.server.body_limit_bytes))
             .layer(TraceLayer::new_for_http())
@@ -179,6 +180,13 @@ impl App {
             crate::auth::scope::A2A,
             deferred,
         ))
+    }
+
+    /// The console serves the hosts the MCP and A2A faces serve.
+    fn console_state(&self, cfg: &Config) -> crate::console::ConsoleState {
+        let public: Vec<String> = cfg.mcp.public_url.iter().chain(cfg.a2a.public_url.iter()).cloned().collect();
+        let hosts: Vec<String> = cfg.mcp.allowed_hosts.iter().chain(cfg.a2a.allowed_hosts.iter()).cloned().collect();
+        crate::console::ConsoleState::new(self.engine.clone(), self.gate.clone(), &public, &hosts)
     }
 
     /// RFC 9728 metadata for the gateway as a whole, the admin API and artifacts, when OAuth is on.

@@ -23,23 +23,6 @@ pub(super) fn asks_input(inv: &Invocation) -> bool {
         if result.get("resultType").and_then(Value::as_str) == Some("input_required"))
 }
 
-/// Milliseconds since the epoch as ISO 8601 UTC (`2026-11-30T07:00:00.000Z`).
-fn iso8601(ms: i64) -> String {
-    let (days, rem) = (ms.div_euclid(86_400_000), ms.rem_euclid(86_400_000));
-    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    let (h, m, s, milli) = (rem / 3_600_000, rem / 60_000 % 60, rem / 1000 % 60, rem % 1000);
-    format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}.{milli:03}Z")
-}
-
 impl McpFace {
     pub(super) fn task_support(&self, upstream: &str, tool: &str) -> TaskSupport {
         self.shared.pools.get(upstream).and_then(|p| p.spec.tasks.get(tool).copied()).unwrap_or_default()
@@ -53,8 +36,13 @@ impl McpFace {
             InvocationState::Canceled { .. } => TaskStatus::Cancelled,
             _ => TaskStatus::Working,
         };
-        let mut task = Task::new(inv.id.to_string(), status, iso8601(inv.created_at_ms), iso8601(inv.updated_at_ms))
-            .with_poll_interval_ms(self.shared.task_poll_ms);
+        let mut task = Task::new(
+            inv.id.to_string(),
+            status,
+            switchyard_contract::iso8601(inv.created_at_ms),
+            switchyard_contract::iso8601(inv.updated_at_ms),
+        )
+        .with_poll_interval_ms(self.shared.task_poll_ms);
         if matches!(inv.state, InvocationState::Unknown { .. }) {
             task = task.with_status_message("the outcome is unknown: see the result");
         }
@@ -151,17 +139,5 @@ impl McpFace {
             format!("task `{task_id}` is not waiting for input: this gateway does not take input inside a task"),
             None,
         ))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn iso_timestamps() {
-        assert_eq!(iso8601(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(iso8601(1_796_021_220_817), "2026-11-30T06:47:00.817Z");
-        assert_eq!(iso8601(951_782_400_000), "2000-02-29T00:00:00.000Z");
     }
 }

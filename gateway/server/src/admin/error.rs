@@ -14,7 +14,7 @@ pub struct ApiError {
     error: Error,
 }
 
-fn status(kind: ErrorKind) -> StatusCode {
+pub(crate) fn status(kind: ErrorKind) -> StatusCode {
     match kind {
         ErrorKind::NotFound => StatusCode::NOT_FOUND,
         ErrorKind::Conflict => StatusCode::CONFLICT,

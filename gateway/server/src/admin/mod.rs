@@ -19,6 +19,7 @@ use switchyard_contract::Engine;
 use crate::auth::{Gatekeeper, scope};
 
 pub use error::ApiError;
+pub(crate) use error::status;
 
 /// What the admin handlers share.
 #[derive(Debug, Clone)]

@@ -1,0 +1,187 @@
+//! The console against the real router, a real SQLite store and a policy that holds every
+//! unlisted write, through `oneshot`: sign-in, the held list (its tenant only), and the checks
+//! every form post passes (Host, Origin, CSRF token, scope).
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode, header};
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+use super::{Credentials, csrf_token, host_name, host_of_url, same_origin};
+use crate::app::App;
+use crate::config::Config;
+
+const TOKEN: &str = "test-token-0123456789";
+const HOST: &str = "127.0.0.1:8787";
+const ORIGIN: &str = "http://127.0.0.1:8787";
+
+struct Harness {
+    router: axum::Router,
+    _dir: tempfile::TempDir,
+}
+
+async fn harness() -> Harness {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let text = format!("[server]\ndata_dir = \"{}\"\n[admin]\ntoken = \"{TOKEN}\"\n[policy]\n", dir.path().display());
+    let cfg = Config::from_text(&text, "test", std::iter::empty()).unwrap_or_else(|e| panic!("{e}"));
+    let app = App::build(&cfg).await.unwrap_or_else(|e| panic!("{e:#}"));
+    Harness { router: app.router(&cfg), _dir: dir }
+}
+
+struct Sent {
+    status: StatusCode,
+    headers: axum::http::HeaderMap,
+    body: String,
+}
+
+async fn send(h: &Harness, req: Request<Body>) -> Sent {
+    let resp = h.router.clone().oneshot(req).await.unwrap_or_else(|e| match e {});
+    let (status, headers) = (resp.status(), resp.headers().clone());
+    let bytes = axum::body::to_bytes(resp.into_body(), 1 << 20).await.unwrap_or_default();
+    Sent { status, headers, body: String::from_utf8_lossy(&bytes).into_owned() }
+}
+
+fn get(uri: &str, cookie: Option<&str>) -> Request<Body> {
+    let mut r = Request::builder().uri(uri).header(header::HOST, HOST);
+    if let Some(c) = cookie {
+        r = r.header(header::COOKIE, c);
+    }
+    r.body(Body::empty()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn post(uri: &str, cookie: Option<&str>, origin: Option<&str>, form: &str) -> Request<Body> {
+    let mut r = Request::builder()
+        .method("POST")
+        .uri(uri)
+        .header(header::HOST, HOST)
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
+    if let Some(c) = cookie {
+        r = r.header(header::COOKIE, c);
+    }
+    if let Some(o) = origin {
+        r = r.header(header::ORIGIN, o);
+    }
+    r.body(Body::from(form.to_string())).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Signs in as the operator for `tenant`; returns the `Cookie` header to send.
+async fn sign_in(h: &Harness, tenant: &str) -> String {
+    let form = format!("token={TOKEN}&tenant={tenant}&name=reviewer");
+    let sent = send(h, post("/console/login", None, Some(ORIGIN), &form)).await;
+    assert_eq!(sent.status, StatusCode::SEE_OTHER, "{}", sent.body);
+    let set = sent.headers.get(header::SET_COOKIE).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    assert!(set.contains("HttpOnly") && set.contains("SameSite=Strict") && set.contains("Path=/console"), "{set}");
+    set.split(';').next().unwrap_or_default().to_string()
+}
+
+/// A call the policy holds (an unlisted write on the demo upstream), for `tenant`.
+async fn held(h: &Harness, tenant: &str) -> String {
+    let body = json!({"upstream": "demo", "operation": "count", "request": {"n": 1}}).to_string();
+    let req = Request::builder()
+        .method("POST")
+        .uri("/admin/v1/invocations")
+        .header("authorization", format!("Bearer {TOKEN}"))
+        .header("x-switchyard-tenant", tenant)
+        .header("x-switchyard-subject", "agent")
+        .body(Body::from(body))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let sent = send(h, req).await;
+    let inv: Value = serde_json::from_str(&sent.body).unwrap_or_default();
+    assert_eq!(inv["state"]["state"], "awaiting_approval", "{}", sent.body);
+    inv["id"].as_str().unwrap_or_default().to_string()
+}
+
+fn csrf_of(cookie: &str) -> String {
+    csrf_token(cookie.split_once('=').map_or("", |(_, v)| v))
+}
+
+#[tokio::test]
+async fn pages_need_a_session_and_a_served_host() {
+    let h = harness().await;
+    let sent = send(&h, get("/console/approvals", None)).await;
+    assert_eq!(sent.status, StatusCode::SEE_OTHER);
+    assert_eq!(sent.headers.get(header::LOCATION).and_then(|v| v.to_str().ok()), Some("/console/login"));
+
+    let login = send(&h, get("/console/login", None)).await;
+    assert_eq!(login.status, StatusCode::OK);
+    assert!(
+        login.headers.get(header::CONTENT_SECURITY_POLICY).is_some()
+            && login.headers.get(header::X_FRAME_OPTIONS).is_some()
+    );
+
+    // DNS rebinding: a name that points here but is not served.
+    let rebound =
+        Request::builder().uri("/console/login").header(header::HOST, "evil.example:8787").body(Body::empty());
+    let sent = send(&h, rebound.unwrap_or_else(|e| panic!("{e}"))).await;
+    assert_eq!(sent.status, StatusCode::FORBIDDEN, "{}", sent.body);
+
+    let wrong = send(&h, post("/console/login", None, Some(ORIGIN), "token=nope&tenant=default")).await;
+    assert_eq!(wrong.status, StatusCode::UNAUTHORIZED);
+    assert!(wrong.headers.get(header::SET_COOKIE).is_none());
+    let forged = send(&h, get("/console/approvals", Some("switchyard_console=00ff"))).await;
+    assert_eq!(forged.status, StatusCode::UNAUTHORIZED, "a cookie that is not a sign-in is refused");
+}
+
+#[tokio::test]
+async fn the_list_shows_the_tenants_held_calls_only() {
+    let h = harness().await;
+    let ours = held(&h, "acme").await;
+    let theirs = held(&h, "globex").await;
+    let cookie = sign_in(&h, "acme").await;
+    let list = send(&h, get("/console/approvals", Some(&cookie))).await;
+    assert_eq!(list.status, StatusCode::OK);
+    assert!(list.body.contains(&ours) && !list.body.contains(&theirs), "{}", list.body);
+    let other = send(&h, get(&format!("/console/approvals/{theirs}"), Some(&cookie))).await;
+    assert_eq!(other.status, StatusCode::NOT_FOUND, "another tenant's call is not found: {}", other.body);
+    let form = format!("csrf={}", csrf_of(&cookie));
+    let sent =
+        send(&h, post(&format!("/console/approvals/{theirs}/approve"), Some(&cookie), Some(ORIGIN), &form)).await;
+    assert_eq!(sent.status, StatusCode::NOT_FOUND, "nor approved: {}", sent.body);
+}
+
+#[tokio::test]
+async fn a_form_post_needs_this_origin_and_the_sessions_csrf_token() {
+    let h = harness().await;
+    let id = held(&h, "default").await;
+    let cookie = sign_in(&h, "default").await;
+    let csrf = csrf_of(&cookie);
+    let show = send(&h, get(&format!("/console/approvals/{id}"), Some(&cookie))).await;
+    assert!(show.body.contains(&format!("value=\"{csrf}\"")), "the form carries the token: {}", show.body);
+    let uri = format!("/console/approvals/{id}/approve");
+
+    let cross = send(&h, post(&uri, Some(&cookie), Some("http://127.0.0.1:9999"), &format!("csrf={csrf}"))).await;
+    assert_eq!(cross.status, StatusCode::FORBIDDEN, "another origin: {}", cross.body);
+    let no_origin = send(&h, post(&uri, Some(&cookie), None, &format!("csrf={csrf}"))).await;
+    assert_eq!(no_origin.status, StatusCode::FORBIDDEN, "no Origin nor Referer");
+    let no_token = send(&h, post(&uri, Some(&cookie), Some(ORIGIN), "")).await;
+    assert_eq!(no_token.status, StatusCode::FORBIDDEN, "{}", no_token.body);
+    assert!(no_token.body.contains("CSRF"), "{}", no_token.body);
+    let other_session = csrf_of("switchyard_console=abcd");
+    let wrong = send(&h, post(&uri, Some(&cookie), Some(ORIGIN), &format!("csrf={other_session}"))).await;
+    assert_eq!(wrong.status, StatusCode::FORBIDDEN);
+    let still = send(&h, get(&format!("/console/approvals/{id}"), Some(&cookie))).await;
+    assert!(still.body.contains("awaiting_approval"), "nothing changed: {}", still.body);
+
+    let ok = send(&h, post(&uri, Some(&cookie), Some(ORIGIN), &format!("csrf={csrf}"))).await;
+    assert_eq!(ok.status, StatusCode::SEE_OTHER, "{}", ok.body);
+    let after = send(&h, get(&format!("/console/approvals/{id}"), Some(&cookie))).await;
+    assert!(!after.body.contains("awaiting_approval") && !after.body.contains("id=\"approve\""), "{}", after.body);
+}
+
+#[test]
+fn hosts_origins_and_cookies_parse() {
+    assert_eq!(host_name("127.0.0.1:80"), "127.0.0.1");
+    assert_eq!(host_name("[::1]:8787"), "[::1]");
+    assert_eq!(host_name("gw.example"), "gw.example");
+    assert_eq!(host_of_url("https://user@GW.example:8443/x?y").as_deref(), Some("gw.example"));
+    let mut h = axum::http::HeaderMap::new();
+    h.insert(header::REFERER, axum::http::HeaderValue::from_static("http://a.test:1/console/approvals/x"));
+    assert!(same_origin(&h, "a.test:1"));
+    assert!(!same_origin(&h, "a.test:2"));
+    h.insert(header::ORIGIN, axum::http::HeaderValue::from_static("null"));
+    assert!(same_origin(&h, "a.test:1"), "an opaque origin falls back to the Referer");
+    let c = Credentials { tenant: "acme".into(), name: "ann".into(), token: "t\nx".into() };
+    let back = Credentials::decode(&c.encode()).unwrap_or_else(|| panic!("round trip"));
+    assert_eq!((back.tenant.as_str(), back.name.as_str(), back.token.as_str()), ("acme", "ann", "t\nx"));
+    assert!(Credentials::decode("zz").is_none() && Credentials::decode(&hex::encode("v2\na\nb\nc")).is_none());
+}

@@ -1,0 +1,77 @@
+//! The approval page (`/console/approvals`) of the real gateway binary in headless Chromium
+//! (Debian's `chromium`, driven by `playwright-core` from npm): sign in with the admin token,
+//! list the held calls, open one and approve it (it then runs once), refuse a cross-site form
+//! post and a same-origin post without the CSRF token (nothing changes), deny the other with a
+//! reason. Screenshots go to `$TMPDIR/switchyard-approvals-page/`.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use switchyard_tests::gateway::{Gateway, Options, TOKEN, call_log};
+
+/// Chromium is there: `SWITCHYARD_CHROMIUM` (the script reads it too), else Debian's.
+fn chromium() {
+    let path =
+        std::env::var("SWITCHYARD_CHROMIUM").ok().filter(|p| !p.is_empty()).unwrap_or("/usr/bin/chromium".into());
+    assert!(
+        std::path::Path::new(&path).exists(),
+        "no Chromium at {path}: apt-get install chromium (scripts/test.sh does) or set SWITCHYARD_CHROMIUM"
+    );
+}
+
+async fn held(gw: &Gateway, key: &str) -> String {
+    let (status, inv) =
+        gw.submit("default", "count", json!({"key": key}), None, 0).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((status, inv["state"]["state"].as_str()), (202, Some("awaiting_approval")), "{inv}");
+    inv["id"].as_str().unwrap_or_default().to_string()
+}
+
+async fn state_of(gw: &Gateway, id: &str) -> Value {
+    gw.get("default", &format!("/admin/v1/invocations/{id}")).await.unwrap_or_else(|e| panic!("{e}")).1["state"].clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_approval_page_lists_opens_approves_and_refuses_cross_site_posts() {
+    chromium();
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let config = dir.path().join("switchyard.toml");
+    std::fs::write(&config, "[policy]\n").unwrap_or_else(|e| panic!("{e}"));
+    let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(config), ..Options::default() });
+    let (approve, deny) = (held(&gw, "page-1").await, held(&gw, "page-2").await);
+    let shots = std::env::temp_dir().join("switchyard-approvals-page");
+    std::fs::create_dir_all(&shots).unwrap_or_else(|e| panic!("{e}"));
+    let shots_s = shots.display().to_string();
+
+    let out = switchyard_tests::node::run(
+        "SWITCHYARD_BROWSER",
+        "browser",
+        "playwright-core",
+        "approvals_page.mjs",
+        &[&gw.base, TOKEN, &approve, &deny, &shots_s],
+    )
+    .await;
+    let checks: Vec<Value> =
+        String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    assert!(
+        out.status.success() && checks.len() == 9 && checks.iter().all(|c| c["ok"] == true),
+        "{checks:#?}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // The approved call ran once; the denied one never ran and says why.
+    let mut done = Value::Null;
+    for _ in 0..100 {
+        done = state_of(&gw, &approve).await;
+        if done["state"] == "succeeded" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(done["state"], "succeeded", "{done}");
+    let calls = call_log(&gw.opts.data_dir);
+    assert_eq!(calls.iter().filter(|(inv, _)| *inv == approve).count(), 1, "{calls:?}");
+    assert!(!calls.iter().any(|(inv, _)| *inv == deny), "{calls:?}");
+    let denied = state_of(&gw, &deny).await;
+    assert_eq!(denied["error"]["code"], "approval_denied", "{denied}");
+    assert_eq!(denied["error"]["message"], "not during the freeze", "{denied}");
+}
