@@ -323,3 +323,73 @@ async fn a_grant_lets_its_subjects_calls_run_until_revoked() {
     assert_eq!(calls(&log), 1, "only the granted call reached the upstream");
     let _ = client.cancel().await;
 }
+
+/// A Cedar policy set (`[policy.cedar]`) decides in place of the tiers, through the real binary:
+/// a permitted call runs, a `@hold` permit holds it for approval with its reason, a `forbid`
+/// refuses it with its `@reason` (MCP `isError`, nothing admitted), a call no policy permits is
+/// refused; every decision's audit basis names the policy set's hash. A policy set that does not
+/// validate against the gateway's schema stops `validate-config` and the gateway's start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cedar_policy_set_allows_holds_and_denies() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let log = dir.path().join("calls.log");
+    let policies = dir.path().join("policies.cedar");
+    std::fs::write(
+        &policies,
+        r#"
+@id("echo-for-all")
+permit(principal, action == Switchyard::Action::"tools/call", resource == Switchyard::Operation::"fx/echo");
+
+@id("writes-wait")
+@hold("writes wait for the on-call engineer")
+permit(principal in Switchyard::Tenant::"default", action, resource) when { resource.effect == "write" };
+
+@id("names-stay-private")
+@reason("names stay private")
+forbid(principal, action, resource) when { resource.name == "ask_name" };
+"#,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let cedar = format!("[policy.cedar]\npolicies = \"{}\"\n", policies.display());
+    let upstream = UpstreamSpec::stdio("fx", &[("FIXTURE_CALL_LOG", &log.display().to_string())]);
+    let config = write_config(dir.path(), &[upstream], &cedar);
+    let gw = Gateway::start(Options {
+        data_dir: dir.path().to_path_buf(),
+        config: Some(config.clone()),
+        ..Options::default()
+    });
+
+    let client = connect(&format!("{}/mcp", gw.base), true).await;
+    let ran =
+        to_json(&client.call_tool(call("fx__echo", json!({"text": "hi"}))).await.unwrap_or_else(|e| panic!("{e}")));
+    assert_eq!(text_of(&ran), "hi", "{ran}");
+    let held = to_json(
+        &client.call_tool(call("fx__count_write", json!({"key": "c1"}))).await.unwrap_or_else(|e| panic!("{e}")),
+    );
+    assert_eq!(held["structuredContent"]["state"], "awaiting_approval", "{held}");
+    let (_, pending) = gw.cli(&["approvals", "list"]);
+    assert!(pending.contains("writes wait for the on-call engineer"), "the hold's reason: {pending}");
+    let denied = to_json(&client.call_tool(call("fx__ask_name", json!({}))).await.unwrap_or_else(|e| panic!("{e}")));
+    assert_eq!(denied["isError"], true, "{denied}");
+    assert_eq!(denied["structuredContent"]["reason"], "names stay private", "{denied}");
+    let _ = client.cancel().await;
+    // A tenant the `writes-wait` permit does not name: no policy permits its write.
+    let (status, refused) = gw.submit("acme", "count", json!({}), None, 0).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(status, 403, "{refused}");
+    assert!(refused.to_string().contains("no Cedar policy permits this call"), "{refused}");
+    assert_eq!(calls(&log), 0, "only echo ran (it does not count)");
+    assert_eq!(gw.all("acme").await.len(), 0, "nothing refused was admitted");
+
+    let (ok, out) = gw.cli(&["audit", "export", "--since", "1h"]);
+    assert!(ok, "{out}");
+    let decisions: Vec<Value> =
+        out.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()).filter(|r| r["kind"] == "decision").collect();
+    assert_eq!(decisions.len(), 4, "{out}");
+    assert!(decisions.iter().all(|d| d.to_string().contains("cedar ")), "each basis names the policy set: {out}");
+
+    // A policy naming an attribute the gateway never sends does not validate: nothing starts.
+    std::fs::write(&policies, "permit(principal, action, resource) when { resource.owner == \"me\" };")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (ok, out) = gw.cli(&["validate-config"]);
+    assert!(!ok && out.contains("does not validate against the gateway's schema"), "{out}");
+}

@@ -207,6 +207,10 @@ pub struct PolicyConfig {
     /// tenants it names (see [`crate::authzen`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub authzen: Option<crate::authzen::AuthzenConfig>,
+    /// A Cedar policy set that decides in place of the tiers for the tenants it names (see
+    /// [`crate::cedar`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cedar: Option<crate::cedar::CedarConfig>,
 }
 
 fn a_day() -> u64 {
@@ -234,6 +238,7 @@ impl Default for PolicyConfig {
             quotas: Vec::new(),
             concurrency: Vec::new(),
             authzen: None,
+            cedar: None,
         }
     }
 }
@@ -272,6 +277,14 @@ impl PolicyConfig {
         }
         if let Some(a) = &self.authzen {
             a.check()?;
+            if let Some(c) = &self.cedar
+                && (a.tenants.is_empty() || c.tenants.is_empty() || a.tenants.iter().any(|t| c.tenants.contains(t)))
+            {
+                return Err(PolicyError(
+                    "[policy.authzen] and [policy.cedar] both decide for some tenant: give each its own `tenants`"
+                        .into(),
+                ));
+            }
         }
         for (i, c) in self.concurrency.iter().enumerate() {
             c.check().map_err(at(format!("concurrency[{i}]")))?;

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use switchyard_contract::GrantStore;
 
 use crate::authzen::{Pdp, PdpDecision};
+use crate::cedar::Cedar;
 use crate::concurrency::InFlight;
 use crate::config::{PolicyConfig, Rule, TierAction};
 use crate::error::{PolicyError, Unevaluable};
@@ -41,20 +42,30 @@ pub struct Evaluator {
     grants: Option<(GrantKey, Arc<dyn GrantStore>)>,
     /// The external decision point that decides in place of the tiers for its tenants.
     pdp: Option<Pdp>,
+    /// The Cedar policy set that decides in place of the tiers for its tenants.
+    cedar: Option<Cedar>,
     /// The concurrency slots the calls running on this replica hold.
     in_flight: InFlight,
 }
 
 impl Evaluator {
-    /// Checks `config` and fixes its version: the first 16 hex digits of the SHA-256 of its
-    /// canonical JSON, recorded with every decision.
+    /// Checks `config` (reading and validating its Cedar policy set, if it names one) and fixes
+    /// its version: the first 16 hex digits of the SHA-256 of its canonical JSON and the Cedar
+    /// policy set's hash, recorded with every decision.
     pub fn new(config: PolicyConfig) -> Result<Self, PolicyError> {
         config.check()?;
+        let cedar = config.cedar.as_ref().map(Cedar::load).transpose()?;
         let json = serde_json::to_value(&config).map_err(|e| PolicyError(e.to_string()))?;
         let canonical = serde_json_canonicalizer::to_string(&json).map_err(|e| PolicyError(e.to_string()))?;
-        let version = hex::encode(Sha256::digest(canonical.as_bytes()))[..16].to_string();
+        let mut hash = Sha256::new();
+        hash.update(canonical.as_bytes());
+        if let Some(c) = &cedar {
+            hash.update(c.hash().as_bytes());
+        }
+        let version = hex::encode(hash.finalize())[..16].to_string();
         let pdp = config.authzen.clone().map(Pdp::new);
-        Ok(Self { config, version, buckets: Buckets::default(), grants: None, pdp, in_flight: InFlight::default() })
+        let in_flight = InFlight::default();
+        Ok(Self { config, version, buckets: Buckets::default(), grants: None, pdp, cedar, in_flight })
     }
 
     /// Accepts grants signed with `key`, unless `store` has them revoked.
@@ -78,6 +89,11 @@ impl Evaluator {
             Ok(true) => (None, Some(format!("grant {} is revoked", claims.jti))),
             Err(e) => (None, Some(format!("grant {} set aside: its revocation cannot be checked ({e})", claims.jti))),
         }
+    }
+
+    /// The hash of the Cedar policy set, if one is configured.
+    pub fn cedar_hash(&self) -> Option<&str> {
+        self.cedar.as_ref().map(Cedar::hash)
     }
 
     /// The policy's version (see [`Evaluator::new`]).
@@ -226,6 +242,14 @@ impl PolicyPoint for Evaluator {
             };
             outcome.decision = decision;
             outcome.basis = format!("authzen {}: {basis}", pdp.config().url);
+        }
+        // Likewise the Cedar policy set, for its tenants.
+        if let Some(cedar) = self.cedar.as_ref().filter(|c| c.config().decides_for(req.subject.tenant.as_str()))
+            && let Some(tier) = outcome.tier
+        {
+            let decided = cedar.decide(&req, tier);
+            outcome.decision = decided.verdict;
+            outcome.basis = format!("cedar {}: {}", cedar.hash(), decided.basis);
         }
         // A call that may run takes a concurrency slot, or waits its turn (nothing admitted).
         if outcome.decision == Verdict::Allow

@@ -14,6 +14,7 @@
 
 pub mod audit;
 pub mod authzen;
+pub mod cedar;
 pub mod concurrency;
 mod config;
 mod error;

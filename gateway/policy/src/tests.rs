@@ -387,3 +387,98 @@ proptest! {
         prop_assert_ne!(a.version(), b.version());
     }
 }
+
+const CEDAR: &str = r#"
+@id("reads")
+permit(principal in Switchyard::Tenant::"red", action, resource) when { resource.effect == "read_only" };
+
+@id("routine-writes")
+permit(principal, action == Switchyard::Action::"tools/call", resource) when { context.tier == "routine" };
+
+@id("payments")
+@hold("payments wait for finance")
+permit(principal, action, resource == Switchyard::Operation::"bank/pay");
+
+@id("no-deletes")
+@reason("nothing is deleted through the gateway")
+forbid(principal, action, resource) when { resource.name like "delete_*" };
+"#;
+
+fn cedar(text: &str) -> Result<crate::cedar::Cedar, crate::PolicyError> {
+    let config = crate::cedar::CedarConfig { policies: "test.cedar".into(), tenants: Vec::new() };
+    crate::cedar::Cedar::from_text(config, text)
+}
+
+#[test]
+fn a_cedar_policy_set_allows_denies_and_holds() {
+    let c = cedar(CEDAR).unwrap_or_else(|e| panic!("{e}"));
+    let decide = |upstream, op, effect, tier| c.decide(&req(upstream, op, effect, json!({})), tier);
+    let read = decide("crm", "lookup", EffectClass::ReadOnly, Tier::Routine);
+    assert_eq!(read.verdict, Verdict::Allow);
+    assert!(read.basis.contains("`reads`"), "{}", read.basis);
+    assert_eq!(decide("crm", "update", EffectClass::Write, Tier::Routine).verdict, Verdict::Allow);
+    let unpermitted = decide("crm", "update", EffectClass::Write, Tier::Sensitive);
+    assert_eq!(unpermitted.verdict, Verdict::Deny { reason: "no Cedar policy permits this call".into() });
+    let held = decide("bank", "pay", EffectClass::Write, Tier::Sensitive);
+    assert_eq!(held.verdict, Verdict::Hold { reason: "payments wait for finance".into() });
+    // A permit without `@hold` that also decides lets it run.
+    assert_eq!(decide("bank", "pay", EffectClass::Write, Tier::Routine).verdict, Verdict::Allow);
+    let forbidden = decide("crm", "delete_all", EffectClass::ReadOnly, Tier::Routine);
+    assert_eq!(forbidden.verdict, Verdict::Deny { reason: "nothing is deleted through the gateway".into() });
+    assert!(forbidden.basis.contains("`no-deletes`"), "{}", forbidden.basis);
+}
+
+#[test]
+fn a_cedar_policy_set_that_does_not_validate_refuses_the_start() {
+    for (text, says) in [
+        ("permit(principal, action, resource) when { resource.owner == \"x\" };", "does not validate"),
+        ("permit(principal, action == Switchyard::Action::\"delete\", resource);", "does not validate"),
+        ("permit(principal, action, resource) when { context.tier > 3 };", "does not validate"),
+        ("permit(principal, action resource);", "does not parse"),
+    ] {
+        let e = cedar(text).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains(says), "{text}: {e}");
+    }
+}
+
+#[tokio::test]
+async fn cedar_decides_for_its_tenants_after_the_envelope_and_its_hash_is_recorded() {
+    use switchyard_contract::PolicyPoint;
+    let path = std::env::temp_dir().join(format!("switchyard-cedar-{}.cedar", std::process::id()));
+    std::fs::write(&path, CEDAR).unwrap_or_else(|e| panic!("{e}"));
+    let text = format!(
+        "[[envelope]]\noperation = \"drop_*\"\n[cedar]\npolicies = \"{}\"\ntenants = [\"red\"]\n",
+        path.display()
+    );
+    let evaluator = policy(&text);
+    let _ = std::fs::remove_file(&path);
+    let principal =
+        |t: &str| switchyard_contract::Principal::new(TenantId::new(t).unwrap_or_else(|e| panic!("{e}")), "alice");
+    let decide = |p: switchyard_contract::Principal, op: &'static str, effect| {
+        let evaluator = &evaluator;
+        async move {
+            let target = switchyard_contract::Target { upstream: "crm".into(), operation: op.into(), effect };
+            let request = json!({});
+            let digest = RequestDigest::compute("crm", op, &request).unwrap_or_else(|e| panic!("{e}"));
+            let facts = switchyard_contract::CallFacts {
+                principal: &p,
+                ingress: Ingress::Mcp,
+                target: &target,
+                digest: &digest,
+                request: &request,
+                grant: None,
+                invocation: switchyard_contract::InvocationId::new(),
+            };
+            evaluator.decide(&facts).await
+        }
+    };
+    let ruled = decide(principal("red"), "update", EffectClass::Write).await;
+    assert!(matches!(ruled.verdict, Verdict::Deny { .. }), "{ruled:?}");
+    let hash = evaluator.cedar_hash().unwrap_or_default().to_string();
+    assert!(ruled.basis.contains(&format!("cedar {hash}")), "{ruled:?}");
+    let envelope = decide(principal("red"), "drop_table", EffectClass::ReadOnly).await;
+    assert!(envelope.basis.contains("envelope[0]"), "the envelope comes first: {envelope:?}");
+    // Another tenant is decided by the tiers (an unlisted write waits for approval).
+    let other = decide(principal("blue"), "update", EffectClass::Write).await;
+    assert!(matches!(other.verdict, Verdict::Hold { .. }), "{other:?}");
+}
