@@ -1,8 +1,9 @@
 //! A bounded load generator for the admin API: `concurrency` clients each submit durable calls
 //! (waiting for each outcome) for `seconds`, on loopback only. Prints one JSON line with the
-//! rate and latency percentiles.
+//! rate and latency percentiles. A call the policy defers (`429`) counts as `deferred`, not as an
+//! error, and the client goes straight on (a flood).
 //!
-//! `switchyard-loadgen --base http://127.0.0.1:8787 --token T --concurrency 16 --seconds 10 --operation count`
+//! `switchyard-loadgen --base http://127.0.0.1:8787 --token T --concurrency 16 --seconds 10 --operation count [--tenant T]`
 
 use std::time::{Duration, Instant};
 
@@ -15,11 +16,18 @@ struct Args {
     concurrency: usize,
     seconds: u64,
     operation: String,
+    tenant: String,
 }
 
 fn parse() -> anyhow::Result<Args> {
-    let mut a =
-        Args { base: String::new(), token: String::new(), concurrency: 16, seconds: 10, operation: "count".into() };
+    let mut a = Args {
+        base: String::new(),
+        token: String::new(),
+        concurrency: 16,
+        seconds: 10,
+        operation: "count".into(),
+        tenant: "default".into(),
+    };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let value = it.next().with_context(|| format!("{flag} needs a value"))?;
@@ -29,6 +37,7 @@ fn parse() -> anyhow::Result<Args> {
             "--concurrency" => a.concurrency = value.parse()?,
             "--seconds" => a.seconds = value.parse()?,
             "--operation" => a.operation = value,
+            "--tenant" => a.tenant = value,
             other => bail!("unknown flag {other}"),
         }
     }
@@ -51,9 +60,10 @@ async fn main() -> anyhow::Result<()> {
     let mut workers = Vec::new();
     for w in 0..args.concurrency {
         let (http, base, token, op) = (http.clone(), args.base.clone(), args.token.clone(), args.operation.clone());
+        let tenant = args.tenant.clone();
         workers.push(tokio::spawn(async move {
             let mut latencies = Vec::new();
-            let mut errors = 0u64;
+            let (mut errors, mut deferred) = (0u64, 0u64);
             let mut n = 0u64;
             while Instant::now() < deadline {
                 n += 1;
@@ -62,6 +72,7 @@ async fn main() -> anyhow::Result<()> {
                 let resp = http
                     .post(format!("{base}/admin/v1/invocations?wait_ms=10000"))
                     .bearer_auth(&token)
+                    .header("x-switchyard-tenant", &tenant)
                     .json(&body)
                     .send()
                     .await;
@@ -69,6 +80,10 @@ async fn main() -> anyhow::Result<()> {
                     Ok(r) if r.status().as_u16() == 201 => {
                         let v: serde_json::Value = r.json().await.unwrap_or_default();
                         v["state"]["state"] == "succeeded"
+                    }
+                    Ok(r) if r.status().as_u16() == 429 => {
+                        deferred += 1;
+                        continue;
                     }
                     _ => false,
                 };
@@ -78,15 +93,16 @@ async fn main() -> anyhow::Result<()> {
                     errors += 1;
                 }
             }
-            (latencies, errors)
+            (latencies, errors, deferred)
         }));
     }
     let mut all = Vec::new();
-    let mut errors = 0;
+    let (mut errors, mut deferred) = (0, 0);
     for w in workers {
-        let (l, e) = w.await?;
+        let (l, e, d) = w.await?;
         all.extend(l);
         errors += e;
+        deferred += d;
     }
     let elapsed = t0.elapsed().as_secs_f64();
     all.sort();
@@ -101,6 +117,8 @@ async fn main() -> anyhow::Result<()> {
             "concurrency": args.concurrency,
             "completed": all.len(),
             "errors": errors,
+            "deferred": deferred,
+            "tenant": args.tenant,
             "seconds": elapsed,
             "per_second": all.len() as f64 / elapsed,
             "p50_ms": pct(0.50),
