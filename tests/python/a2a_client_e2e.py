@@ -213,7 +213,7 @@ async def route(base, binding, text, token=None):
         return
     task = out[0].task
     reply = "".join(p.text for p in task.status.message.parts)
-    print(json.dumps({"interface": interface, "state": state_name(task.status.state), "reply": reply}), flush=True)
+    print(json.dumps({"interface": interface, "task": task.id, "state": state_name(task.status.state), "reply": reply}), flush=True)
 
 
 def main():

@@ -205,3 +205,89 @@ async fn a_held_send_is_rejected_after_a_restart() {
     let ended = until(&gw, "desk", &task, "TASK_STATE_REJECTED").await;
     assert!(status_text(&ended).contains("after the restart"), "{ended}");
 }
+
+/// A grant rides in the send's `metadata` (`dev.switchyard/grant`), on JSON-RPC and HTTP+JSON:
+/// a valid one lets a send the policy would hold run at once; a forged one changes nothing (the
+/// task waits); the grant is neither stored with the run nor passed on to the agent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grant_in_the_send_metadata_lets_a_held_send_run() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let gw = start(dir.path());
+    let mint = ["grants", "mint", "--subject", "anonymous", "--upstream", "a2a-agent-desk", "--ceiling", "sensitive"];
+    let (ok, out) = gw.cli(&mint);
+    assert!(ok, "{out}");
+    let token = out.lines().next().unwrap_or_default().to_string();
+    let url = format!("{}/a2a/desk", gw.base);
+    let with =
+        |grant: &str| json!({"message": message("g"), "metadata": {"dev.switchyard/grant": grant, "note": "kept"}});
+
+    let (_, granted) = rpc(&gw.http, &url, None, "SendMessage", with(&token)).await;
+    assert_eq!(granted["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{granted}");
+    let rest = gw
+        .http
+        .post(format!("{url}/rest/message:send"))
+        .header("a2a-version", "1.0")
+        .json(&with(&token))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let body: Value = rest.json().await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(body["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{body}");
+
+    let (_, forged) = rpc(&gw.http, &url, None, "SendMessage", with(&format!("{token}x"))).await;
+    assert_eq!(forged["result"]["task"]["status"]["state"], "TASK_STATE_SUBMITTED", "{forged}");
+    assert!(status_text(&forged["result"]["task"]).contains("waits for approval"), "{forged}");
+
+    let runs = gw.all("default").await;
+    assert_eq!(sends_to(&runs, "desk"), 3, "{runs:#?}");
+    for run in runs.iter().filter(|i| i["target"]["upstream"] == "a2a-agent-desk") {
+        assert_eq!(run["request"]["metadata"], json!({"note": "kept"}), "the grant is not kept: {run}");
+    }
+}
+
+/// The official Python A2A SDK (a2a-sdk 1.3.0) on JSON-RPC, HTTP+JSON and gRPC sees what the
+/// policy decided: an allowed send completes, a denied one is `TASK_STATE_REJECTED` with the
+/// reason, a held one `TASK_STATE_SUBMITTED` saying it waits for approval; approved through the
+/// admin API, each held task completes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_sdk_sees_allowed_rejected_and_held_sends_on_every_binding() {
+    use switchyard_tests::a2a::{lines, py};
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let gw = start(dir.path());
+    let route = |agent: &str, binding: &str| {
+        let url = format!("{}/a2a/{agent}", gw.base);
+        let binding = binding.to_string();
+        async move {
+            let out = py(&["route", &url, &binding, "hello"]).await;
+            lines(&out).pop().unwrap_or_else(|| panic!("{binding}: {}", String::from_utf8_lossy(&out.stderr)))
+        }
+    };
+    let mut held = Vec::new();
+    for binding in ["JSONRPC", "HTTP+JSON", "GRPC"] {
+        let open = route("open", binding).await;
+        assert_eq!(open["state"], "TASK_STATE_COMPLETED", "{binding}: {open}");
+        let vault = route("vault", binding).await;
+        assert_eq!(vault["state"], "TASK_STATE_REJECTED", "{binding}: {vault}");
+        assert!(
+            vault["reply"].as_str().unwrap_or_default().contains("the vault agent is closed to callers"),
+            "{vault}"
+        );
+        let desk = route("desk", binding).await;
+        assert_eq!(desk["state"], "TASK_STATE_SUBMITTED", "{binding}: {desk}");
+        let reply = desk["reply"].as_str().unwrap_or_default();
+        assert!(reply.contains("waits for approval"), "{binding}: {desk}");
+        let at = reply.find("inv_").unwrap_or_else(|| panic!("no invocation named: {desk}"));
+        let inv: String = reply[at..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+        // Approved at once (this gateway's approvals expire after 4 s).
+        let (status, approved) = gw
+            .post("default", &format!("/admin/v1/invocations/{inv}/approve"), json!({}))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(status, 200, "{binding}: {approved}");
+        held.push(desk["task"].as_str().unwrap_or_default().to_string());
+    }
+    assert_eq!(sends_to(&gw.all("default").await, "vault"), 0, "nothing denied was admitted");
+    for task in held {
+        until(&gw, "desk", &task, "TASK_STATE_COMPLETED").await;
+    }
+}

@@ -137,7 +137,7 @@ impl A2aFace {
         cfg.kind.admit(&message, &who.extensions)?;
         let push = req.configuration.as_ref().and_then(|c| c.task_push_notification_config.clone());
         let modes = req.configuration.as_ref().and_then(|c| c.accepted_output_modes.clone());
-        let metadata = req.metadata;
+        let (metadata, grant) = take_grant(req.metadata);
         let history_length = req.configuration.as_ref().and_then(|c| c.history_length);
         check_history(history_length)?;
         if let Some(p) = &push {
@@ -190,7 +190,7 @@ impl A2aFace {
             ingress_key: key,
             ingress: switchyard_contract::Ingress::A2a,
             context: None,
-            grant: None,
+            grant,
             parent: None,
         };
         let generation = retries.then_some((identity, content));
@@ -390,4 +390,16 @@ fn lost_send(inv: InvocationId) -> A2aError {
 enum First {
     Message(Message),
     Task(switchyard_contract::TaskRecord),
+}
+
+/// Where a send presents a grant: the request's `metadata`, as MCP's `_meta` does.
+pub const GRANT_METADATA: &str = "dev.switchyard/grant";
+
+/// The request's metadata without its grant, and the grant: it decides this send only, so it is
+/// neither stored with the run nor passed on to the agent, and a resend with another grant (or
+/// none) is the same message.
+fn take_grant(metadata: Option<HashMap<String, Value>>) -> (Option<HashMap<String, Value>>, Option<String>) {
+    let Some(mut m) = metadata else { return (None, None) };
+    let grant = m.remove(GRANT_METADATA).and_then(|v| v.as_str().map(str::to_string));
+    ((!m.is_empty()).then_some(m), grant)
 }
