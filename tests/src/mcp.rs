@@ -173,6 +173,21 @@ pub fn call(name: &str, args: Value) -> CallToolRequestParams {
     p
 }
 
+/// Where a tool call carries its idempotency key and a grant (`_meta`).
+pub const KEY_META: &str = "dev.switchyard/idempotencyKey";
+pub const GRANT_META: &str = "dev.switchyard/grant";
+
+/// [`call`] with `_meta` entries (an idempotency key, a grant).
+pub fn call_with_meta(name: &str, args: Value, meta: &[(&str, Value)]) -> CallToolRequestParams {
+    let mut p = call(name, args);
+    let mut m = rmcp::model::RequestMetaObject::default();
+    for (k, v) in meta {
+        m.0.insert((*k).to_string(), v.clone());
+    }
+    p.meta = Some(m);
+    p
+}
+
 /// The text of a tool result's first content block.
 pub fn text_of(result: &Value) -> String {
     result["content"][0]["text"].as_str().unwrap_or_default().to_string()

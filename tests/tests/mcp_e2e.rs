@@ -9,7 +9,7 @@ use std::time::Duration;
 use rmcp::model::CallToolResponse;
 use serde_json::{Value, json};
 use switchyard_tests::gateway::{Gateway, Options};
-use switchyard_tests::mcp::{Fixture, UpstreamSpec, call, connect, text_of, write_config};
+use switchyard_tests::mcp::{Fixture, KEY_META, UpstreamSpec, call, call_with_meta, connect, text_of, write_config};
 
 fn to_json<T: serde::Serialize>(v: &T) -> Value {
     serde_json::to_value(v).unwrap_or_else(|e| panic!("{e}"))
@@ -131,13 +131,7 @@ async fn an_idempotency_key_attaches_a_retry_to_the_original_call() {
     let log_s = log.display().to_string();
     let gw = start(dir.path(), &[UpstreamSpec::stdio("fx", &[("FIXTURE_CALL_LOG", &log_s)])], vec![]);
     let client = connect(&format!("{}/mcp", gw.base), true).await;
-    let keyed = || {
-        let mut p = call("fx__count_write", json!({"key": "k1"}));
-        let mut meta = rmcp::model::RequestMetaObject::default();
-        meta.0.insert("dev.switchyard/idempotencyKey".into(), json!("order-17"));
-        p.meta = Some(meta);
-        p
-    };
+    let keyed = || call_with_meta("fx__count_write", json!({"key": "k1"}), &[(KEY_META, json!("order-17"))]);
     let a = to_json(&client.call_tool(keyed()).await.unwrap_or_else(|e| panic!("{e}")));
     let b = to_json(&client.call_tool(keyed()).await.unwrap_or_else(|e| panic!("{e}")));
     assert_eq!(text_of(&a), "wrote k1");
@@ -176,13 +170,7 @@ async fn a_write_lost_to_a_crash_is_unknown_then_reconciled_and_ran_once() {
     pause.push(("SWITCHYARD_FAULT_PAUSE".to_string(), "after_upstream_reply".to_string()));
     let mut gw = start(dir.path(), &upstreams, pause);
     let url = format!("{}/mcp", gw.base);
-    let keyed = || {
-        let mut p = call("fx__count_write", json!({"key": "crash"}));
-        let mut meta = rmcp::model::RequestMetaObject::default();
-        meta.0.insert("dev.switchyard/idempotencyKey".into(), json!("pay-42"));
-        p.meta = Some(meta);
-        p
-    };
+    let keyed = || call_with_meta("fx__count_write", json!({"key": "crash"}), &[(KEY_META, json!("pay-42"))]);
     let client = connect(&url, true).await;
     let pending = tokio::spawn(async move { client.call_tool(keyed()).await.map(|r| to_json(&r)) });
     // The upstream did the write; the gateway holds the reply uncommitted. Kill it there.

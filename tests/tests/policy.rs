@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use switchyard_tests::gateway::{Gateway, Options};
-use switchyard_tests::mcp::{UpstreamSpec, call, connect, text_of, write_config};
+use switchyard_tests::mcp::{GRANT_META, KEY_META, UpstreamSpec, call, call_with_meta, connect, text_of, write_config};
 
 const POLICY: &str = r#"
 [[policy.envelope]]
@@ -131,13 +131,7 @@ async fn calls_are_allowed_denied_or_held_for_approval() {
     // The approval binds to the exact call: with its key, the same call attaches to the held
     // invocation; the same key with another argument is refused and admits nothing.
     let client = connect(&url, true).await;
-    let keyed = |key: &str| {
-        let mut p = call("fx__count_write", json!({"key": key}));
-        let mut meta = rmcp::model::RequestMetaObject::default();
-        meta.0.insert("dev.switchyard/idempotencyKey".into(), json!("pay-1"));
-        p.meta = Some(meta);
-        p
-    };
+    let keyed = |key: &str| call_with_meta("fx__count_write", json!({"key": key}), &[(KEY_META, json!("pay-1"))]);
     let held = to_json(&client.call_tool(keyed("k9")).await.unwrap_or_else(|e| panic!("{e}")));
     let again = to_json(&client.call_tool(keyed("k9")).await.unwrap_or_else(|e| panic!("{e}")));
     assert_eq!(held["structuredContent"]["state"], "awaiting_approval", "{held}");
@@ -296,13 +290,8 @@ async fn a_grant_lets_its_subjects_calls_run_until_revoked() {
     let (ok, out) = gw.cli(&mint);
     assert!(ok, "{out}");
     let token = out.lines().next().unwrap_or_default().to_string();
-    let with_grant = |key: &str, grant: &str| {
-        let mut p = call("fx__count_write", json!({"key": key}));
-        let mut meta = rmcp::model::RequestMetaObject::default();
-        meta.0.insert("dev.switchyard/grant".into(), json!(grant));
-        p.meta = Some(meta);
-        p
-    };
+    let with_grant =
+        |key: &str, grant: &str| call_with_meta("fx__count_write", json!({"key": key}), &[(GRANT_META, json!(grant))]);
     let client = connect(&format!("{}/mcp", gw.base), true).await;
     let r = to_json(&client.call_tool(with_grant("g1", &token)).await.unwrap_or_else(|e| panic!("{e}")));
     assert_eq!(text_of(&r), "wrote g1", "the grant lets it run: {r}");

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use switchyard_tests::gateway::{Gateway, Options};
-use switchyard_tests::mcp::{UpstreamSpec, call, connect, text_of, write_config};
+use switchyard_tests::mcp::{GRANT_META, UpstreamSpec, call, call_with_meta, connect, text_of, write_config};
 
 /// `count_write` is an unlisted write: held (sensitive) unless a grant lets it run.
 const POLICY: &str = r#"
@@ -57,11 +57,7 @@ async fn wait_state(gw: &Gateway, id: &str, state: &str) -> Value {
 }
 
 fn with_grant(key: &str, grant: &str) -> rmcp::model::CallToolRequestParams {
-    let mut p = call("fx__count_write", json!({"key": key}));
-    let mut meta = rmcp::model::RequestMetaObject::default();
-    meta.0.insert("dev.switchyard/grant".into(), json!(grant));
-    p.meta = Some(meta);
-    p
+    call_with_meta("fx__count_write", json!({"key": key}), &[(GRANT_META, json!(grant))])
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
