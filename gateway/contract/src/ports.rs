@@ -178,6 +178,15 @@ pub trait Invocations: Send + Sync + std::fmt::Debug {
     /// Every event strictly after `after`, in order, without gaps or duplicates (G9); the
     /// stream ends after the terminal event.
     fn watch(&self, tenant: TenantId, id: InvocationId, after: u64) -> BoxStream<'static, Result<Event, Error>>;
+    /// Why the policy enforcement point held `inv`, as its admission event says (`None` for a
+    /// call that was not held, or when the event cannot be read).
+    async fn hold_reason(&self, inv: &Invocation) -> Option<String> {
+        let first = self.events(&inv.principal.tenant, inv.id, 0, 1).await.ok()?;
+        first.into_iter().find_map(|e| match e.kind {
+            EventKind::Admitted { held: Some(h), .. } => Some(h.reason),
+            _ => None,
+        })
+    }
 }
 
 /// What a [`ChangeFeed`] tells the other replicas.

@@ -7,7 +7,7 @@
 //! follower this face starts catches a denial made at the command line.
 
 use a2a::{Task, TaskState};
-use switchyard_contract::{Event, EventKind, Invocation, RunCursor};
+use switchyard_contract::{Event, Invocation, RunCursor};
 
 use super::send::Send;
 use super::*;
@@ -38,12 +38,7 @@ impl A2aFace {
         inv: &Invocation,
         streaming: bool,
     ) -> Result<Reply, A2aError> {
-        let tenant = &inv.principal.tenant;
-        let first = self.engine.events(tenant, inv.id, 0, 1).await?;
-        let reason = first.first().and_then(|e| match &e.kind {
-            EventKind::Admitted { held: Some(h), .. } => Some(h.reason.clone()),
-            _ => None,
-        });
+        let reason = self.engine.hold_reason(inv).await;
         let text = format!(
             "waits for approval{} (invocation {}): it runs once an operator approves it, and is rejected if \
              denied or not decided in time",

@@ -135,6 +135,10 @@ impl McpFace {
             if tasks && (open || support == TaskSupport::Required && !asks_input(&inv)) {
                 return Ok(CallToolResponse::Task(CreateTaskResult::new(self.task_of(&inv))));
             }
+            if matches!(inv.state, InvocationState::AwaitingApproval) {
+                let reason = self.shared.engine.hold_reason(&inv).await;
+                return Ok(CallToolResponse::Complete(held_result(inv.id, reason.as_deref())));
+            }
             let asked = match render(&inv)? {
                 Rendered::Answer(answer) => return Ok(answer),
                 Rendered::AskInput(asked) => asked,
@@ -297,16 +301,22 @@ pub(super) fn denied_result(e: &switchyard_contract::Error) -> CallToolResult {
     r
 }
 
-/// A call the policy enforcement point holds: it runs once a human approves it.
-fn held_result(id: InvocationId) -> CallToolResult {
+/// A call the policy enforcement point holds (saying why, when known): it runs once a human
+/// approves it.
+fn held_result(id: InvocationId, reason: Option<&str>) -> CallToolResult {
+    let why = reason.map(|r| format!(": {r}")).unwrap_or_default();
     let mut r = error_result(
         id,
         &format!(
-            "the call waits for approval under the gateway's policy (invocation {id}); it runs once approved. \
+            "the call waits for approval under the gateway's policy{why} (invocation {id}); it runs once approved. \
              Retry with the same idempotency key to attach to it and get its outcome."
         ),
     );
-    r.structured_content = Some(json!({ "invocation": id.to_string(), "state": "awaiting_approval" }));
+    let mut sc = json!({ "invocation": id.to_string(), "state": "awaiting_approval" });
+    if let (Some(reason), Some(o)) = (reason, sc.as_object_mut()) {
+        o.insert("reason".into(), json!(reason));
+    }
+    r.structured_content = Some(sc);
     r
 }
 
@@ -337,7 +347,7 @@ pub(super) fn render(inv: &Invocation) -> Result<Rendered, ErrorData> {
         }
         InvocationState::Unknown { reason, .. } => return complete(unknown_result(inv.id, reason)),
         InvocationState::Canceled { .. } => return complete(error_result(inv.id, "the call was canceled")),
-        InvocationState::AwaitingApproval => return complete(held_result(inv.id)),
+        InvocationState::AwaitingApproval => return complete(held_result(inv.id, None)),
         other => return complete(pending_result(inv.id, other.name().as_str())),
     };
     if result.get("resultType").and_then(Value::as_str) == Some("input_required") {

@@ -8,7 +8,7 @@ use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
-use switchyard_contract::{EventKind, Invocation, InvocationId, InvocationState, Invocations, ListQuery, StateName};
+use switchyard_contract::{Invocation, InvocationId, InvocationState, Invocations, ListQuery, StateName};
 
 use super::{ConsoleState, Session, csrf_ok, esc, failure, form, page, refusal, session};
 use crate::auth::{Refusal, scope};
@@ -20,16 +20,9 @@ async fn caller(state: &ConsoleState, headers: &HeaderMap, needed: &str) -> Resu
     Ok(s)
 }
 
-/// Why the policy enforcement point held `inv` (its admission event says).
+/// Why the policy enforcement point held `inv`.
 async fn held_because(state: &ConsoleState, inv: &Invocation) -> String {
-    let first = state.engine.events(&inv.principal.tenant, inv.id, 0, 1).await.unwrap_or_default();
-    first
-        .into_iter()
-        .find_map(|e| match e.kind {
-            EventKind::Admitted { held: Some(h), .. } => Some(h.reason),
-            _ => None,
-        })
-        .unwrap_or_default()
+    state.engine.hold_reason(inv).await.unwrap_or_default()
 }
 
 /// `GET /console/approvals[?cursor=…&done=…]`: the held calls, newest first, 50 a page.
