@@ -3,8 +3,9 @@
 # the store contract suite on SQLite and on a throw-away PostgreSQL, engine guarantee tests,
 # end-to-end and crash tests of the real binary, the official MCP conformance suite against the
 # gateway and the official Python MCP SDK as a client, the official A2A TCK against the gateway's
-# A2A face, and the official Python A2A SDK as a client. Installs what it needs (Debian packages,
-# PyPI, npm) when it can, and says clearly what is missing when it cannot.
+# A2A face, the official Python A2A SDK as a client, and the approval page in headless Chromium.
+# Installs what it needs (Debian packages, PyPI, npm) when it can, and says clearly what is
+# missing when it cannot.
 #
 #   bash scripts/test.sh
 set -euo pipefail

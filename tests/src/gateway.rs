@@ -180,6 +180,15 @@ impl Gateway {
         }
     }
 
+    /// `switchyard grants mint --subject <subject> --ceiling sensitive <more>`: the grant token.
+    pub fn mint_grant(&self, subject: &str, more: &[&str]) -> String {
+        let mut args = vec!["grants", "mint", "--subject", subject, "--ceiling", "sensitive"];
+        args.extend_from_slice(more);
+        let (ok, out) = self.cli(&args);
+        assert!(ok, "grants mint: {out}");
+        out.lines().next().unwrap_or_default().to_string()
+    }
+
     /// Runs a `switchyard` CLI command against the same store; returns (success, stdout+stderr).
     pub fn cli(&self, args: &[&str]) -> (bool, String) {
         let mut cmd = Command::new(binary());

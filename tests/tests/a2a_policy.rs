@@ -42,7 +42,11 @@ tier = "sensitive"
 "#;
 
 fn start(dir: &std::path::Path) -> Gateway {
-    let config = write_gateway_config(dir, "anonymous = true", AGENTS);
+    start_with(dir, AGENTS)
+}
+
+fn start_with(dir: &std::path::Path, agents: &str) -> Gateway {
+    let config = write_gateway_config(dir, "anonymous = true", agents);
     Gateway::start(Options { data_dir: dir.join("d"), config: Some(config), ..Options::default() })
 }
 
@@ -213,10 +217,7 @@ async fn a_held_send_is_rejected_after_a_restart() {
 async fn a_grant_in_the_send_metadata_lets_a_held_send_run() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let gw = start(dir.path());
-    let mint = ["grants", "mint", "--subject", "anonymous", "--upstream", "a2a-agent-desk", "--ceiling", "sensitive"];
-    let (ok, out) = gw.cli(&mint);
-    assert!(ok, "{out}");
-    let token = out.lines().next().unwrap_or_default().to_string();
+    let token = gw.mint_grant("anonymous", &["--upstream", "a2a-agent-desk"]);
     let url = format!("{}/a2a/desk", gw.base);
     let with =
         |grant: &str| json!({"message": message("g"), "metadata": {"dev.switchyard/grant": grant, "note": "kept"}});
@@ -253,7 +254,8 @@ async fn a_grant_in_the_send_metadata_lets_a_held_send_run() {
 async fn the_python_sdk_sees_allowed_rejected_and_held_sends_on_every_binding() {
     use switchyard_tests::a2a::{lines, py};
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let gw = start(dir.path());
+    // Approvals here do not expire while a Python process starts and stops.
+    let gw = start_with(dir.path(), &AGENTS.replace("approval_ttl_s = 4", "approval_ttl_s = 600"));
     let route = |agent: &str, binding: &str| {
         let url = format!("{}/a2a/{agent}", gw.base);
         let binding = binding.to_string();
@@ -278,7 +280,6 @@ async fn the_python_sdk_sees_allowed_rejected_and_held_sends_on_every_binding() 
         assert!(reply.contains("waits for approval"), "{binding}: {desk}");
         let at = reply.find("inv_").unwrap_or_else(|| panic!("no invocation named: {desk}"));
         let inv: String = reply[at..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
-        // Approved at once (this gateway's approvals expire after 4 s).
         let (status, approved) = gw
             .post("default", &format!("/admin/v1/invocations/{inv}/approve"), json!({}))
             .await

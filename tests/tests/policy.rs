@@ -275,21 +275,7 @@ async fn a_grant_lets_its_subjects_calls_run_until_revoked() {
     let log_s = log.display().to_string();
     let config = write_config(dir.path(), &[UpstreamSpec::stdio("fx", &[("FIXTURE_CALL_LOG", &log_s)])], POLICY);
     let gw = Gateway::start(Options { data_dir: dir.path().to_path_buf(), config: Some(config), ..Options::default() });
-    let mint = [
-        "grants",
-        "mint",
-        "--subject",
-        "anonymous",
-        "--upstream",
-        "fx",
-        "--operation",
-        "count_write",
-        "--ceiling",
-        "sensitive",
-    ];
-    let (ok, out) = gw.cli(&mint);
-    assert!(ok, "{out}");
-    let token = out.lines().next().unwrap_or_default().to_string();
+    let token = gw.mint_grant("anonymous", &["--upstream", "fx", "--operation", "count_write"]);
     let with_grant =
         |key: &str, grant: &str| call_with_meta("fx__count_write", json!({"key": key}), &[(GRANT_META, json!(grant))]);
     let client = connect(&format!("{}/mcp", gw.base), true).await;

@@ -111,21 +111,7 @@ async fn a_grant_revoked_through_one_replica_is_refused_by_another_at_its_next_d
     let a = Gateway::start(a_opts);
     let b = Gateway::start(b_opts);
 
-    let mint = [
-        "grants",
-        "mint",
-        "--subject",
-        "anonymous",
-        "--upstream",
-        "fx",
-        "--operation",
-        "count_write",
-        "--ceiling",
-        "sensitive",
-    ];
-    let (ok, out) = a.cli(&mint);
-    assert!(ok, "{out}");
-    let token = out.lines().next().unwrap_or_default().to_string();
+    let token = a.mint_grant("anonymous", &["--upstream", "fx", "--operation", "count_write"]);
 
     let on_b = connect(&format!("{}/mcp", b.base), true).await;
     let r = to_json(&on_b.call_tool(with_grant("g1", &token)).await.unwrap_or_else(|e| panic!("{e}")));
