@@ -64,9 +64,9 @@ cargo build -q -p switchyard -p switchyard-mcp-fixture -p switchyard-mcp-conform
 
 TOOLS=${SWITCHYARD_TOOLS:-$HOME/.cache/switchyard-tools}
 export SWITCHYARD_TOOLS=$TOOLS
-step "Python venv with the official SDKs (mcp==2.3.0, a2a-sdk==1.3.0) and FastMCP (fastmcp==4.2.3) in $TOOLS/py"
+step "Python venv with the official SDKs (mcp==2.3.0, a2a-sdk==1.3.0), FastMCP (fastmcp==4.2.3) and Prometheus' parser (prometheus-client==0.26.0) in $TOOLS/py"
 command -v python3 >/dev/null || die "python3 not found: apt-get install python3 python3-venv"
-if ! "$TOOLS/py/bin/python" -c 'import importlib.metadata as m; assert m.version("mcp") == "2.3.0" and m.version("a2a-sdk") == "1.3.0" and m.version("fastmcp") == "4.2.3"; import grpc, uvicorn' 2>/dev/null; then
+if ! "$TOOLS/py/bin/python" -c 'import importlib.metadata as m; assert m.version("mcp") == "2.3.0" and m.version("a2a-sdk") == "1.3.0" and m.version("fastmcp") == "4.2.3" and m.version("prometheus-client") == "0.26.0"; import grpc, uvicorn' 2>/dev/null; then
   mkdir -p "$TOOLS"
   if ! python3 -m venv "$TOOLS/py" 2>/dev/null; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
@@ -75,8 +75,8 @@ if ! "$TOOLS/py/bin/python" -c 'import importlib.metadata as m; assert m.version
     fi
     python3 -m venv "$TOOLS/py" || die "cannot create a venv: apt-get install python3-venv"
   fi
-  "$TOOLS/py/bin/pip" install -q mcp==2.3.0 "a2a-sdk[grpc,http-server]==1.3.0" fastmcp==4.2.3 \
-    || die "cannot install mcp==2.3.0, a2a-sdk[grpc,http-server]==1.3.0 and fastmcp==4.2.3 from PyPI"
+  "$TOOLS/py/bin/pip" install -q mcp==2.3.0 "a2a-sdk[grpc,http-server]==1.3.0" fastmcp==4.2.3 prometheus-client==0.26.0 \
+    || die "cannot install mcp==2.3.0, a2a-sdk[grpc,http-server]==1.3.0, fastmcp==4.2.3 and prometheus-client==0.26.0 from PyPI"
 fi
 export SWITCHYARD_PY=$TOOLS/py/bin/python
 echo "python: $("$SWITCHYARD_PY" --version), $("$SWITCHYARD_PY" -c 'import importlib.metadata as m; print("mcp", m.version("mcp"), "a2a-sdk", m.version("a2a-sdk"), "fastmcp", m.version("fastmcp"))')"

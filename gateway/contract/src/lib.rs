@@ -15,6 +15,7 @@ pub mod error;
 pub mod event;
 pub mod id;
 pub mod memory;
+pub mod meter;
 pub mod policy;
 pub mod ports;
 pub mod principal;
@@ -34,6 +35,7 @@ pub use engine::{Engine, EngineConfig, FaultHook, FaultPoint, NoFaults};
 pub use error::{Error, ErrorKind, ErrorSource, FailureCode, FailureRecord, InvalidConfig};
 pub use event::{Event, EventKind};
 pub use id::{ArtifactId, AttemptId, EventId, InvocationId, WorkerId};
+pub use meter::Meter;
 pub use policy::{AllowAll, CallFacts, GrantRecord, GrantStore, PolicyPoint, Ruling, Verdict};
 pub use ports::{
     Admission, Binding, BindingStore, CancelAck, ChangeFeed, Changed, ClientGone, DispatchCall, FIRST_USE, Ingress,

@@ -48,6 +48,18 @@ pub enum Verdict {
     },
 }
 
+impl Verdict {
+    /// `allow`, `deny`, `hold` or `defer`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Allow => "allow",
+            Self::Deny { .. } => "deny",
+            Self::Hold { .. } => "hold",
+            Self::Defer { .. } => "defer",
+        }
+    }
+}
+
 /// A verdict and what decided it (the policy version and rule), for logs and the record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ruling {

@@ -47,6 +47,8 @@ pub struct App {
     a2a_face: switchyard_a2a::face::A2aFace,
     /// With `[audit]` on: the audit store.
     pub audit: Option<Arc<dyn switchyard_contract::AuditStore>>,
+    /// The engine's counts and timings, served at `/metrics`.
+    pub metrics: Arc<crate::metrics::Metrics>,
 }
 
 impl std::fmt::Debug for App {
@@ -93,6 +95,8 @@ impl App {
             engine.attach_audit(audit_log(&stores.audit, partition));
             stores.audit.clone()
         });
+        let metrics = Arc::new(crate::metrics::Metrics::default());
+        engine.attach_meter(metrics.clone());
         if let Some(feed) = stores.feed.clone() {
             engine.attach_feed(feed.clone());
             a2a.attach_feed(feed);
@@ -120,6 +124,7 @@ impl App {
             a2a,
             a2a_face,
             audit,
+            metrics,
         })
     }
 
@@ -148,6 +153,7 @@ impl App {
             ))
             .merge(crate::mcp_http::upstreams_admin(self.mcp.catalog(), self.bindings.clone(), self.gate.clone()))
             .merge(crate::console::router(self.console_state(cfg)))
+            .merge(crate::metrics::router(self.metrics.clone(), self.gate.clone()))
             .merge(self.a2a_routes(cfg))
             .layer(DefaultBodyLimit::max(cfg.server.body_limit_bytes))
             .layer(TraceLayer::new_for_http())

@@ -20,6 +20,8 @@ pub mod scope {
     /// Approve or deny calls the policy enforcement point held.
     pub const APPROVE: &str = "invocations:approve";
     pub const ARTIFACTS_READ: &str = "artifacts:read";
+    /// Read `GET /metrics`.
+    pub const METRICS: &str = "metrics:read";
     /// Use the MCP endpoints (list and call tools, read resources, get prompts).
     pub const MCP: &str = "mcp:call";
     /// Use the A2A endpoints (send messages, read and cancel tasks, push configurations).

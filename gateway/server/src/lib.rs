@@ -12,4 +12,5 @@ pub mod console;
 pub mod demo;
 pub mod faults;
 pub mod mcp_http;
+pub mod metrics;
 pub mod registry;

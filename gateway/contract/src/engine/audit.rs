@@ -29,14 +29,13 @@ pub(super) fn decision(
         "basis": ruling.basis,
         "grant_presented": facts.grant.is_some(),
     });
-    let (verdict, reason, retry) = match &ruling.verdict {
-        Verdict::Allow => ("allow", None, None),
-        Verdict::Deny { reason } => ("deny", Some(reason), None),
-        Verdict::Hold { reason } => ("hold", Some(reason), None),
-        Verdict::Defer { retry_after_ms, reason } => ("defer", Some(reason), Some(*retry_after_ms)),
+    let (reason, retry) = match &ruling.verdict {
+        Verdict::Allow => (None, None),
+        Verdict::Deny { reason } | Verdict::Hold { reason } => (Some(reason), None),
+        Verdict::Defer { retry_after_ms, reason } => (Some(reason), Some(*retry_after_ms)),
     };
     if let Some(map) = detail.as_object_mut() {
-        map.insert("verdict".into(), verdict.into());
+        map.insert("verdict".into(), ruling.verdict.name().into());
         map.extend(reason.map(|r| ("reason".to_string(), Value::from(r.as_str()))));
         map.extend(retry.map(|r| ("retry_after_ms".to_string(), Value::from(r))));
         map.extend(key.map(|k| ("idempotency_key".to_string(), Value::from(k.as_str()))));

@@ -113,9 +113,15 @@ async fn run(
             context: context.clone(),
             send_by: tokio::time::Instant::now() + send_window(inner.cfg.attempt_timeout),
         };
+        let sent = std::time::Instant::now();
         let result = attempt_call(inner, &call, &mut inv, cancel).await;
+        let elapsed = sent.elapsed();
         inner.faults.reached(FaultPoint::AfterUpstreamReply, inv.id).await;
         inv = commit(inner, &call, &inv, result).await?;
+        if let Some(m) = inner.meter.get() {
+            m.attempted(&inv.target, elapsed, inv.state.name().as_str());
+        }
+        inner.settled(&inv);
     }
 }
 

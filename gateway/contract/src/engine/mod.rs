@@ -159,6 +159,8 @@ pub(crate) struct Inner {
     feed: std::sync::OnceLock<Arc<dyn crate::ports::ChangeFeed>>,
     /// Where decisions, approvals, expiries and reconciliations are recorded (none: not audited).
     audit: std::sync::OnceLock<Arc<dyn AuditLog>>,
+    /// Where the engine's counts and timings go (`GET /metrics`), if anywhere.
+    meter: std::sync::OnceLock<Arc<dyn crate::Meter>>,
     running: Mutex<HashMap<InvocationId, Running>>,
     stopping: tokio::sync::watch::Sender<bool>,
     /// Set once shutdown has drained (or stopped) every driver: waits end then, not before.
@@ -207,6 +209,7 @@ impl Engine {
                 sweeping: std::sync::atomic::AtomicBool::new(false),
                 feed: std::sync::OnceLock::new(),
                 audit: std::sync::OnceLock::new(),
+                meter: std::sync::OnceLock::new(),
                 running: Mutex::new(HashMap::new()),
                 stopping: tokio::sync::watch::channel(false).0,
                 drained: tokio::sync::watch::channel(false).0,
@@ -236,6 +239,9 @@ impl Engine {
             invocation: id,
         };
         let ruling = self.inner.policy.decide(&facts).await;
+        if let Some(m) = self.inner.meter.get() {
+            m.decided(s.ingress, ruling.verdict.name());
+        }
         let mut with_admission = None;
         if let Some(log) = self.inner.audit.get() {
             let entry = audit::decision(&facts, id, s.ingress_key.as_ref(), &ruling);
@@ -277,6 +283,11 @@ impl Engine {
     /// from now on (once; a second log is ignored).
     pub fn attach_audit(&self, log: Arc<dyn AuditLog>) {
         let _ = self.inner.audit.set(log);
+    }
+
+    /// Counts and times what the engine does in `meter` from now on (once).
+    pub fn attach_meter(&self, meter: Arc<dyn crate::Meter>) {
+        let _ = self.inner.meter.set(meter);
     }
 
     pub fn worker(&self) -> WorkerId {
@@ -369,6 +380,9 @@ impl Engine {
         let submitted = match admitted? {
             Admission::Created(inv) => {
                 inner.notify_changed(&inv);
+                if let Some(m) = inner.meter.get() {
+                    m.admitted(s.ingress, &inv.target);
+                }
                 if inv.state.name().is_active() {
                     // A read may arrive with its first attempt already recorded by the admission.
                     let started = matches!(inv.state, crate::state::InvocationState::Dispatching { .. });
@@ -494,6 +508,9 @@ impl Inner {
         }
         let taken = self.store.acquire_expired(self.cfg.worker, self.cfg.ttl_ms(), self.cfg.recovery_batch).await?;
         let n = taken.len();
+        if let (Some(m), true) = (self.meter.get(), n > 0) {
+            m.taken_over(n);
+        }
         for inv in taken {
             info!(invocation.id = %inv.id, state = inv.state.name().as_str(), fence = inv.lease.fence.0, "recovering invocation");
             self.spawn_driver(inv, None, "recovery", false);
@@ -511,6 +528,7 @@ impl Inner {
             if !events.is_empty() {
                 info!(invocation.id = %id, "approval expired");
                 self.notify_changed(&inv);
+                self.settled(&inv);
                 self.audit_step(AuditEntry::about(
                     AuditKind::ApprovalExpired,
                     "switchyard",
@@ -556,6 +574,15 @@ impl Inner {
         {
             m.remove(&id);
             self.policy.release(id);
+        }
+    }
+
+    /// Tells the meter that `inv` just entered a settled state, if it did.
+    pub(super) fn settled(&self, inv: &Invocation) {
+        if let Some(m) = self.meter.get()
+            && (inv.state.is_terminal() || matches!(inv.state, crate::state::InvocationState::Unknown { .. }))
+        {
+            m.settled(inv);
         }
     }
 
@@ -620,6 +647,7 @@ impl Inner {
         let changed = !events.is_empty();
         if changed {
             self.notify_changed(&inv);
+            self.settled(&inv);
         }
         Ok((inv, changed))
     }

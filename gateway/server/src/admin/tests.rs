@@ -165,3 +165,35 @@ async fn cancel_in_flight_is_confirmed_by_the_demo_upstream() {
     assert_eq!(last["state"]["state"], "canceled", "{last}");
     assert_eq!(last["cancel"]["by"]["tenant"], "t");
 }
+
+#[tokio::test]
+async fn metrics_count_what_the_engine_did_for_the_operator_only() {
+    let h = harness(4096).await;
+    let (status, _) =
+        call(&h, "POST", "/admin/v1/invocations?wait_ms=5000", "t1", submit("echo", "m1", json!({}))).await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (status, _) =
+        call(&h, "POST", "/admin/v1/invocations?wait_ms=5000", "t1", submit("echo", "m1", json!({}))).await;
+    assert_eq!(status, StatusCode::OK, "the same key attaches");
+    let scrape = |auth: Option<&str>| {
+        let mut req = Request::builder().uri("/metrics");
+        if let Some(a) = auth {
+            req = req.header("authorization", a);
+        }
+        h.router.clone().oneshot(req.body(Body::empty()).unwrap_or_default())
+    };
+    let refused = scrape(None).await.unwrap_or_else(|e| match e {});
+    assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
+    let resp = scrape(Some(&format!("Bearer {TOKEN}"))).await.unwrap_or_else(|e| match e {});
+    assert_eq!(resp.status(), StatusCode::OK);
+    let text = String::from_utf8_lossy(&axum::body::to_bytes(resp.into_body(), 1 << 20).await.unwrap_or_default())
+        .into_owned();
+    for line in [
+        "switchyard_invocations_admitted_total{ingress=\"admin\",upstream=\"demo\"} 1",
+        "switchyard_invocations_settled_total{upstream=\"demo\",state=\"succeeded\"} 1",
+        "switchyard_attempt_duration_seconds_count{upstream=\"demo\",state=\"succeeded\"} 1",
+        "switchyard_policy_decisions_total{ingress=\"admin\",verdict=\"allow\"} 2",
+    ] {
+        assert!(text.contains(line), "no `{line}` in:\n{text}");
+    }
+}

@@ -1,0 +1,133 @@
+//! `GET /metrics`: the engine's counts and timings in the Prometheus text format
+//! (`prometheus-client`), behind the admin token or an OAuth token with the `metrics:read`
+//! scope. [`Metrics`] is the contract's [`Meter`], attached to the engine at start.
+//!
+//! - `switchyard_policy_decisions_total{ingress, verdict}`: every ruling of the policy
+//!   enforcement point (`allow`, `deny`, `hold`, `defer`);
+//! - `switchyard_invocations_admitted_total{ingress, upstream}`: calls admitted (a retry that
+//!   attaches to an earlier call is not counted again);
+//! - `switchyard_invocations_settled_total{upstream, state}`: calls entering `succeeded`,
+//!   `failed`, `canceled` or `unknown` (a reconciled `unknown` counts again, as its result);
+//! - `switchyard_attempt_duration_seconds{upstream, state}`: each attempt, from sending it to its
+//!   answer, by the state it left the call in;
+//! - `switchyard_lease_takeovers_total`: invocations recovery took over from a lapsed lease.
+//!
+//! Counts are per replica (since its start), as Prometheus expects: sum them across replicas.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+use switchyard_contract::{Ingress, Invocation, Meter, Target};
+
+use crate::auth::{Gatekeeper, scope};
+
+type Labels = [(&'static str, String); 2];
+type Histograms = Family<Labels, Histogram, fn() -> Histogram>;
+
+/// The gateway's metrics and the registry that exposes them.
+pub struct Metrics {
+    registry: Registry,
+    decisions: Family<Labels, Counter>,
+    admitted: Family<Labels, Counter>,
+    settled: Family<Labels, Counter>,
+    attempts: Histograms,
+    takeovers: Counter,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
+}
+
+/// Attempt latency buckets: 0.5 ms doubling to about 16 s.
+fn attempt_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.0005, 2.0, 16))
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::with_prefix("switchyard");
+        let decisions = Family::<Labels, Counter>::default();
+        let admitted = Family::<Labels, Counter>::default();
+        let settled = Family::<Labels, Counter>::default();
+        let attempts: Histograms = Family::new_with_constructor(attempt_histogram);
+        let takeovers = Counter::default();
+        registry.register("policy_decisions", "Rulings of the policy enforcement point", decisions.clone());
+        registry.register("invocations_admitted", "Calls admitted", admitted.clone());
+        registry.register("invocations_settled", "Calls entering a settled state", settled.clone());
+        registry.register("attempt_duration_seconds", "Attempts, from sending to the answer", attempts.clone());
+        registry.register("lease_takeovers", "Invocations taken over from a lapsed lease", takeovers.clone());
+        Self { registry, decisions, admitted, settled, attempts, takeovers }
+    }
+}
+
+impl Metrics {
+    /// The exposition, in the Prometheus text format.
+    pub fn render(&self) -> Result<String, std::fmt::Error> {
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &self.registry)?;
+        Ok(out)
+    }
+}
+
+impl Meter for Metrics {
+    fn decided(&self, ingress: Ingress, verdict: &'static str) {
+        self.decisions.get_or_create(&[("ingress", ingress.name().into()), ("verdict", verdict.into())]).inc();
+    }
+
+    fn admitted(&self, ingress: Ingress, target: &Target) {
+        self.admitted.get_or_create(&[("ingress", ingress.name().into()), ("upstream", target.upstream.clone())]).inc();
+    }
+
+    fn attempted(&self, target: &Target, elapsed: Duration, state: &'static str) {
+        let labels = [("upstream", target.upstream.clone()), ("state", state.into())];
+        self.attempts.get_or_create(&labels).observe(elapsed.as_secs_f64());
+    }
+
+    fn settled(&self, inv: &Invocation) {
+        let labels = [("upstream", inv.target.upstream.clone()), ("state", inv.state.name().as_str().into())];
+        self.settled.get_or_create(&labels).inc();
+    }
+
+    fn taken_over(&self, n: usize) {
+        self.takeovers.inc_by(u64::try_from(n).unwrap_or(u64::MAX));
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Scrape {
+    metrics: Arc<Metrics>,
+    gate: Gatekeeper,
+}
+
+/// `GET /metrics`, for the admin token or an OAuth token with `metrics:read`.
+pub fn router(metrics: Arc<Metrics>, gate: Gatekeeper) -> Router {
+    Router::new().route("/metrics", get(scrape)).with_state(Scrape { metrics, gate })
+}
+
+async fn scrape(State(s): State<Scrape>, headers: HeaderMap) -> Response {
+    let who = match s.gate.identify(&headers).await {
+        Ok(who) => who,
+        Err(refusal) => return refusal.into_response(),
+    };
+    if let Err(refusal) = s.gate.require(&who, &[scope::METRICS]) {
+        return refusal.into_response();
+    }
+    match s.metrics.render() {
+        Ok(text) => {
+            let kind = HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8");
+            (StatusCode::OK, [(header::CONTENT_TYPE, kind)], text).into_response()
+        }
+        Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "metrics could not be rendered\n").into_response(),
+    }
+}
