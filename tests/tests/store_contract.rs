@@ -63,6 +63,7 @@ contract!(
     held_transitions_apply_only_to_the_current_record,
     a_failed_change_among_concurrent_ones_is_undone_alone,
     a_read_commits_its_first_attempt_with_its_admission,
+    unknown_invocations_are_counted_per_upstream,
 );
 
 fn tenant(t: &str) -> TenantId {
@@ -559,4 +560,35 @@ mod bindings_pin_on_first_use_and_withhold_a_change {
         let port = std::sync::Arc::new(switchyard_contract::memory::MemoryBindings::default());
         super::bindings_pin_on_first_use_and_withhold_a_change(port).await;
     }
+}
+
+/// `unknown_counts` (for `GET /metrics`) counts the `unknown` invocations of every tenant, per
+/// upstream, and nothing else.
+async fn unknown_invocations_are_counted_per_upstream(store: Arc<dyn InvocationStore>) {
+    assert_eq!(store.unknown_counts().await.unwrap_or_else(|e| panic!("{e}")), Vec::<(String, u64)>::new());
+    for t in ["a", "b", "c"] {
+        let d = draft(t, None, json!({}), 30_000);
+        let worker = d.worker;
+        let inv = created(&store, d).await;
+        let fence = inv.lease.fence;
+        let (started, _) = store
+            .transition(inv.id, Box::new(move |i, now| i.begin_attempt(worker, fence, now, 30_000)))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let switchyard_contract::InvocationState::Dispatching { attempt, .. } = started.state else {
+            panic!("not dispatching: {started:?}")
+        };
+        if t == "c" {
+            continue; // still in flight: not unknown
+        }
+        let lost = switchyard_contract::state::AttemptOutcome::Unknown { reason: "connection lost".into() };
+        store
+            .transition(
+                inv.id,
+                Box::new(move |i, now| Ok(i.record_outcome(worker, fence, attempt, lost.clone(), now, 30_000))),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    assert_eq!(store.unknown_counts().await.unwrap_or_else(|e| panic!("{e}")), vec![("demo".to_string(), 2)]);
 }

@@ -285,6 +285,12 @@ pub trait InvocationStore: Send + Sync {
         Ok(Vec::new())
     }
 
+    /// How many invocations are `unknown` now, per upstream (of every tenant), for an
+    /// operator's metrics.
+    async fn unknown_counts(&self) -> Result<Vec<(String, u64)>, Error> {
+        Ok(Vec::new())
+    }
+
     /// Up to `limit` calls held for approval (of every tenant) for longer than `ttl_ms` on the
     /// store's clock, oldest first, for recovery to expire.
     async fn held_longer_than(&self, ttl_ms: Millis, limit: u32) -> Result<Vec<InvocationId>, Error> {

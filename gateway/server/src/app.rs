@@ -153,7 +153,7 @@ impl App {
             ))
             .merge(crate::mcp_http::upstreams_admin(self.mcp.catalog(), self.bindings.clone(), self.gate.clone()))
             .merge(crate::console::router(self.console_state(cfg)))
-            .merge(crate::metrics::router(self.metrics.clone(), self.gate.clone()))
+            .merge(crate::metrics::router(self.metrics.clone(), self.gate.clone(), self.store.clone()))
             .merge(self.a2a_routes(cfg))
             .layer(DefaultBodyLimit::max(cfg.server.body_limit_bytes))
             .layer(TraceLayer::new_for_http())

@@ -10,7 +10,9 @@
 //!   `failed`, `canceled` or `unknown` (a reconciled `unknown` counts again, as its result);
 //! - `switchyard_attempt_duration_seconds{upstream, state}`: each attempt, from sending it to its
 //!   answer, by the state it left the call in;
-//! - `switchyard_lease_takeovers_total`: invocations recovery took over from a lapsed lease.
+//! - `switchyard_lease_takeovers_total`: invocations recovery took over from a lapsed lease;
+//! - `switchyard_invocations_unknown{upstream}`: calls whose outcome is `unknown` now, waiting to
+//!   be reconciled (read from the store at each scrape: the same on every replica).
 //!
 //! Counts are per replica (since its start), as Prometheus expects: sum them across replicas.
 
@@ -24,9 +26,10 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
-use switchyard_contract::{Ingress, Invocation, Meter, Target};
+use switchyard_contract::{Ingress, Invocation, InvocationStore, Meter, Target};
 
 use crate::auth::{Gatekeeper, scope};
 
@@ -41,6 +44,7 @@ pub struct Metrics {
     settled: Family<Labels, Counter>,
     attempts: Histograms,
     takeovers: Counter,
+    unknown: Family<[(&'static str, String); 1], Gauge>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -62,16 +66,26 @@ impl Default for Metrics {
         let settled = Family::<Labels, Counter>::default();
         let attempts: Histograms = Family::new_with_constructor(attempt_histogram);
         let takeovers = Counter::default();
+        let unknown = Family::<[(&'static str, String); 1], Gauge>::default();
         registry.register("policy_decisions", "Rulings of the policy enforcement point", decisions.clone());
         registry.register("invocations_admitted", "Calls admitted", admitted.clone());
         registry.register("invocations_settled", "Calls entering a settled state", settled.clone());
         registry.register("attempt_duration_seconds", "Attempts, from sending to the answer", attempts.clone());
         registry.register("lease_takeovers", "Invocations taken over from a lapsed lease", takeovers.clone());
-        Self { registry, decisions, admitted, settled, attempts, takeovers }
+        registry.register("invocations_unknown", "Calls whose outcome is unknown now", unknown.clone());
+        Self { registry, decisions, admitted, settled, attempts, takeovers, unknown }
     }
 }
 
 impl Metrics {
+    /// Sets the `unknown` gauge from the store's `counts` (an upstream with none left drops out).
+    pub fn set_unknown(&self, counts: &[(String, u64)]) {
+        self.unknown.clear();
+        for (upstream, n) in counts {
+            self.unknown.get_or_create(&[("upstream", upstream.clone())]).set(i64::try_from(*n).unwrap_or(i64::MAX));
+        }
+    }
+
     /// The exposition, in the Prometheus text format.
     pub fn render(&self) -> Result<String, std::fmt::Error> {
         let mut out = String::new();
@@ -104,15 +118,22 @@ impl Meter for Metrics {
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 struct Scrape {
     metrics: Arc<Metrics>,
     gate: Gatekeeper,
+    store: Arc<dyn InvocationStore>,
+}
+
+impl std::fmt::Debug for Scrape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scrape").finish_non_exhaustive()
+    }
 }
 
 /// `GET /metrics`, for the admin token or an OAuth token with `metrics:read`.
-pub fn router(metrics: Arc<Metrics>, gate: Gatekeeper) -> Router {
-    Router::new().route("/metrics", get(scrape)).with_state(Scrape { metrics, gate })
+pub fn router(metrics: Arc<Metrics>, gate: Gatekeeper, store: Arc<dyn InvocationStore>) -> Router {
+    Router::new().route("/metrics", get(scrape)).with_state(Scrape { metrics, gate, store })
 }
 
 async fn scrape(State(s): State<Scrape>, headers: HeaderMap) -> Response {
@@ -122,6 +143,10 @@ async fn scrape(State(s): State<Scrape>, headers: HeaderMap) -> Response {
     };
     if let Err(refusal) = s.gate.require(&who, &[scope::METRICS]) {
         return refusal.into_response();
+    }
+    match s.store.unknown_counts().await {
+        Ok(counts) => s.metrics.set_unknown(&counts),
+        Err(e) => tracing::warn!(error = %e, "metrics: the unknown count cannot be read; the last one is shown"),
     }
     match s.metrics.render() {
         Ok(text) => {

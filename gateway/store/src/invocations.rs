@@ -334,6 +334,15 @@ impl<D: Dialect> InvocationStore for SqlInvocations<D> {
         rows.iter().map(|r| r.text(0)?.parse().map_err(corrupt)).collect()
     }
 
+    async fn unknown_counts(&self) -> Result<Vec<(String, u64)>, Error> {
+        // Read off the partial index `invocations_unknown`.
+        let stmt = Stmt::new(
+            "SELECT upstream, COUNT(*) FROM invocations WHERE state = 'unknown' GROUP BY upstream ORDER BY upstream",
+        );
+        let rows = sql::all::<D>(self.pools.read(), stmt).await?;
+        rows.iter().map(|r| Ok((r.text(0)?, u64_of(r.int(1)?, "count")?))).collect()
+    }
+
     async fn release_leases(&self, worker: WorkerId) -> Result<u64, Error> {
         let stmt =
             Stmt::new(format!("UPDATE invocations SET lease_expires_ms = 0 WHERE lease_owner = $1 AND {ACTIVE}"))
