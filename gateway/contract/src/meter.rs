@@ -21,4 +21,7 @@ pub trait Meter: Send + Sync + std::fmt::Debug {
     fn settled(&self, inv: &Invocation);
     /// Recovery took over `n` invocations whose lease had expired.
     fn taken_over(&self, n: usize);
+    /// One commit of `what` (`admission`, `transition`) took `elapsed`, queueing for a shared
+    /// commit included.
+    fn committed(&self, what: &'static str, elapsed: Duration);
 }

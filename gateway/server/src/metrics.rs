@@ -10,6 +10,8 @@
 //!   `failed`, `canceled` or `unknown` (a reconciled `unknown` counts again, as its result);
 //! - `switchyard_attempt_duration_seconds{upstream, state}`: each attempt, from sending it to its
 //!   answer, by the state it left the call in;
+//! - `switchyard_commit_duration_seconds{what}`: the store's commits of admissions and of the
+//!   driver's transitions (queueing for a shared commit included);
 //! - `switchyard_lease_takeovers_total`: invocations recovery took over from a lapsed lease;
 //! - `switchyard_invocations_unknown{upstream}`: calls whose outcome is `unknown` now, waiting to
 //!   be reconciled (read from the store at each scrape: the same on every replica).
@@ -34,7 +36,8 @@ use switchyard_contract::{Ingress, Invocation, InvocationStore, Meter, Target};
 use crate::auth::{Gatekeeper, scope};
 
 type Labels = [(&'static str, String); 2];
-type Histograms = Family<Labels, Histogram, fn() -> Histogram>;
+type Label = [(&'static str, String); 1];
+type Histograms<L> = Family<L, Histogram, fn() -> Histogram>;
 
 /// The gateway's metrics and the registry that exposes them.
 pub struct Metrics {
@@ -42,9 +45,10 @@ pub struct Metrics {
     decisions: Family<Labels, Counter>,
     admitted: Family<Labels, Counter>,
     settled: Family<Labels, Counter>,
-    attempts: Histograms,
+    attempts: Histograms<Labels>,
+    commits: Histograms<Label>,
     takeovers: Counter,
-    unknown: Family<[(&'static str, String); 1], Gauge>,
+    unknown: Family<Label, Gauge>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -58,22 +62,29 @@ fn attempt_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.0005, 2.0, 16))
 }
 
+/// Commit latency buckets: 50 µs doubling to about 1.6 s.
+fn commit_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.00005, 2.0, 16))
+}
+
 impl Default for Metrics {
     fn default() -> Self {
         let mut registry = Registry::with_prefix("switchyard");
         let decisions = Family::<Labels, Counter>::default();
         let admitted = Family::<Labels, Counter>::default();
         let settled = Family::<Labels, Counter>::default();
-        let attempts: Histograms = Family::new_with_constructor(attempt_histogram);
+        let attempts: Histograms<Labels> = Family::new_with_constructor(attempt_histogram);
+        let commits: Histograms<Label> = Family::new_with_constructor(commit_histogram);
         let takeovers = Counter::default();
-        let unknown = Family::<[(&'static str, String); 1], Gauge>::default();
+        let unknown = Family::<Label, Gauge>::default();
         registry.register("policy_decisions", "Rulings of the policy enforcement point", decisions.clone());
         registry.register("invocations_admitted", "Calls admitted", admitted.clone());
         registry.register("invocations_settled", "Calls entering a settled state", settled.clone());
         registry.register("attempt_duration_seconds", "Attempts, from sending to the answer", attempts.clone());
+        registry.register("commit_duration_seconds", "Store commits, queueing included", commits.clone());
         registry.register("lease_takeovers", "Invocations taken over from a lapsed lease", takeovers.clone());
         registry.register("invocations_unknown", "Calls whose outcome is unknown now", unknown.clone());
-        Self { registry, decisions, admitted, settled, attempts, takeovers, unknown }
+        Self { registry, decisions, admitted, settled, attempts, commits, takeovers, unknown }
     }
 }
 
@@ -111,6 +122,10 @@ impl Meter for Metrics {
     fn settled(&self, inv: &Invocation) {
         let labels = [("upstream", inv.target.upstream.clone()), ("state", inv.state.name().as_str().into())];
         self.settled.get_or_create(&labels).inc();
+    }
+
+    fn committed(&self, what: &'static str, elapsed: Duration) {
+        self.commits.get_or_create(&[("what", what.into())]).observe(elapsed.as_secs_f64());
     }
 
     fn taken_over(&self, n: usize) {

@@ -130,7 +130,9 @@ async fn apply<F>(inner: &Inner, current: &Invocation, f: F) -> Result<Invocatio
 where
     F: Fn(&mut Invocation, Millis) -> Result<Vec<EventKind>, Error> + Send + Sync + 'static,
 {
+    let started = std::time::Instant::now();
     let (inv, events) = inner.store.transition_held(current, Box::new(f)).await?;
+    inner.committed(started);
     if !events.is_empty() {
         inner.notify_changed(&inv);
     }
@@ -231,7 +233,10 @@ async fn commit(
     let give_up = tokio::time::Instant::now() + inner.cfg.lease_ttl;
     let mut pause = Duration::from_millis(50);
     let (inv, events) = loop {
-        match inner.store.transition_held(current, record()).await {
+        let started = std::time::Instant::now();
+        let done = inner.store.transition_held(current, record()).await;
+        inner.committed(started);
+        match done {
             Err(e) if e.kind == ErrorKind::Unavailable && tokio::time::Instant::now() + pause < give_up => {
                 warn!(error = %e, retry_in_ms = pause.as_millis(), "cannot commit the outcome yet; retrying");
                 tokio::time::sleep(pause).await;

@@ -373,7 +373,11 @@ impl Engine {
             first_attempt: true,
             audit,
         };
+        let started = std::time::Instant::now();
         let admitted = inner.store.admit(draft).await;
+        if let Some(m) = inner.meter.get() {
+            m.committed("admission", started.elapsed());
+        }
         if !matches!(&admitted, Ok(Admission::Created(inv)) if inv.state.name().is_active()) {
             inner.policy.release(id); // it does not run here: a slot it took is free again
         }
@@ -574,6 +578,13 @@ impl Inner {
         {
             m.remove(&id);
             self.policy.release(id);
+        }
+    }
+
+    /// Tells the meter how long a transition's commit took (since `started`).
+    pub(super) fn committed(&self, started: std::time::Instant) {
+        if let Some(m) = self.meter.get() {
+            m.committed("transition", started.elapsed());
         }
     }
 

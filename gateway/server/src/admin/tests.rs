@@ -193,6 +193,7 @@ async fn metrics_count_what_the_engine_did_for_the_operator_only() {
         "switchyard_invocations_settled_total{upstream=\"demo\",state=\"succeeded\"} 1",
         "switchyard_attempt_duration_seconds_count{upstream=\"demo\",state=\"succeeded\"} 1",
         "switchyard_policy_decisions_total{ingress=\"admin\",verdict=\"allow\"} 2",
+        "switchyard_commit_duration_seconds_count{what=\"admission\"} 2",
     ] {
         assert!(text.contains(line), "no `{line}` in:\n{text}");
     }
