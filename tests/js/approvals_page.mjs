@@ -82,6 +82,13 @@ try {
   await page.waitForSelector(".notice");
   check("denying says so", (await page.textContent(".notice")).includes("denied"), await page.textContent("main"));
   await page.screenshot({ path: `${shots}/approvals-after.png`, fullPage: true });
+
+  // The calls page lists both, the denied one failed.
+  await page.click("a[href='/console/invocations']");
+  await page.waitForSelector("#calls");
+  const states = await page.$$eval("#calls tbody tr", (trs) => Object.fromEntries(trs.map((t) => [t.dataset.id, t.dataset.state])));
+  check("the calls page shows both, the denied one failed", states[denyId] === "failed" && approveId in states, JSON.stringify(states));
+  await page.screenshot({ path: `${shots}/calls.png`, fullPage: true });
 } catch (e) {
   check("the page script ran to the end", false, e?.stack ?? e);
 } finally {

@@ -2,7 +2,7 @@
 //! (Debian's `chromium`, driven by `playwright-core` from npm): sign in with the admin token,
 //! list the held calls, open one and approve it (it then runs once), refuse a cross-site form
 //! post and a same-origin post without the CSRF token (nothing changes), deny the other with a
-//! reason. Screenshots go to `$TMPDIR/switchyard-approvals-page/`.
+//! reason; the calls page then lists both. Screenshots go to `$TMPDIR/switchyard-approvals-page/`.
 
 use std::time::Duration;
 
@@ -53,7 +53,7 @@ async fn the_approval_page_lists_opens_approves_and_refuses_cross_site_posts() {
     let checks: Vec<Value> =
         String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
     assert!(
-        out.status.success() && checks.len() == 9 && checks.iter().all(|c| c["ok"] == true),
+        out.status.success() && checks.len() == 10 && checks.iter().all(|c| c["ok"] == true),
         "{checks:#?}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );

@@ -14,7 +14,7 @@ use super::{ConsoleState, Session, csrf_ok, esc, failure, form, page, refusal, s
 use crate::auth::{Refusal, scope};
 
 /// The signed-in caller holding `needed`, or the response to send instead.
-async fn caller(state: &ConsoleState, headers: &HeaderMap, needed: &str) -> Result<Session, Response> {
+pub(super) async fn caller(state: &ConsoleState, headers: &HeaderMap, needed: &str) -> Result<Session, Response> {
     let s = session(state, headers).await?;
     state.gate.require(&s.who, &[needed]).map_err(IntoResponse::into_response)?;
     Ok(s)
@@ -167,13 +167,13 @@ async fn decide(state: &ConsoleState, headers: &HeaderMap, raw: &str, body: &Byt
     }
 }
 
-fn parse_id(raw: &str) -> Result<InvocationId, Refusal> {
+pub(super) fn parse_id(raw: &str) -> Result<InvocationId, Refusal> {
     raw.parse()
         .map_err(|e: switchyard_contract::id::ParseIdError| refusal(StatusCode::BAD_REQUEST, &e.to_string()).into())
 }
 
 /// The call `raw` names, of the signed-in tenant only (another tenant's is not found).
-async fn load(state: &ConsoleState, s: &Session, raw: &str) -> Result<Invocation, Response> {
+pub(super) async fn load(state: &ConsoleState, s: &Session, raw: &str) -> Result<Invocation, Response> {
     let id = parse_id(raw).map_err(IntoResponse::into_response)?;
     state.engine.get(&s.who.principal.tenant, id).await.map_err(|e| failure(&e))
 }

@@ -1,6 +1,6 @@
 //! The web console (`/console`): server-rendered HTML with no script, everything in the binary.
-//! Its first part is the approval page: the calls the policy enforcement point held, to approve
-//! or deny.
+//! The approval page (the calls the policy enforcement point held, to approve or deny) and the
+//! calls (filtered by state, `unknown` ones marked, with a reconcile form).
 //!
 //! Sign-in takes a credential the admin API takes: the operator's admin token with a tenant and
 //! a name, or an OAuth access token (its tenant and scopes are the token's). It is kept in an
@@ -12,6 +12,7 @@
 //! token, derived from the session cookie.
 
 mod approvals;
+mod invocations;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -70,6 +71,9 @@ pub fn router(state: ConsoleState) -> Router {
         .route("/console/approvals/{id}", get(approvals::show))
         .route("/console/approvals/{id}/approve", post(approvals::approve))
         .route("/console/approvals/{id}/deny", post(approvals::deny))
+        .route("/console/invocations", get(invocations::list))
+        .route("/console/invocations/{id}", get(invocations::show))
+        .route("/console/invocations/{id}/reconcile", post(invocations::reconcile))
         .route_layer(middleware::from_fn_with_state(state.clone(), guard))
         .with_state(state)
 }
@@ -326,7 +330,9 @@ fn page(title: &str, session: Option<&Session>, body: &str) -> Html<String> {
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
          <title>{t} · Switchyard</title><style>{STYLE}</style></head><body>\
-         <header><a href=\"/console/approvals\" class=\"brand\">Switchyard</a>{who}</header>\
+         <header><nav><a href=\"/console/approvals\" class=\"brand\">Switchyard</a> \
+         <a href=\"/console/approvals\">Held calls</a> <a href=\"/console/invocations\">Calls</a> \
+         <a href=\"/console/invocations?state=unknown\">Unknown</a></nav>{who}</header>\
          <main><h1>{t}</h1>{body}</main></body></html>",
         t = esc(title)
     ))
@@ -334,7 +340,7 @@ fn page(title: &str, session: Option<&Session>, body: &str) -> Html<String> {
 
 const STYLE: &str = "body{font:15px/1.45 system-ui,sans-serif;margin:0;color:#1d2430;background:#f6f7f9}\
 header{display:flex;justify-content:space-between;align-items:center;padding:.6em 1.2em;background:#1d2430;color:#fff}\
-header a{color:#fff;text-decoration:none;font-weight:600}.who{margin:0}main{padding:1em 1.2em;max-width:72em}\
+header a{color:#fff;text-decoration:none;font-weight:600;margin-right:1em}tr.unknown{background:#fff3cd}.who{margin:0}main{padding:1em 1.2em;max-width:72em}\
 table{border-collapse:collapse;width:100%;background:#fff}th,td{text-align:left;padding:.45em .6em;border-bottom:1px solid #dde1e6;vertical-align:top}\
 th{background:#eef0f3}code,pre{font:13px ui-monospace,monospace}pre{background:#fff;border:1px solid #dde1e6;padding:.8em;overflow:auto}\
 .error{color:#a4161a;font-weight:600}.notice{color:#1b5e20;font-weight:600}.hint{color:#5b6573}\

@@ -185,3 +185,72 @@ fn hosts_origins_and_cookies_parse() {
     assert_eq!((back.tenant.as_str(), back.name.as_str(), back.token.as_str()), ("acme", "ann", "t\nx"));
     assert!(Credentials::decode("zz").is_none() && Credentials::decode(&hex::encode("v2\na\nb\nc")).is_none());
 }
+
+/// A harness whose writes that take longer than 200 ms end `unknown` (the attempt times out).
+async fn harness_with_timeouts() -> Harness {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let text = format!(
+        "[server]\ndata_dir = \"{}\"\n[admin]\ntoken = \"{TOKEN}\"\n[engine]\nattempt_timeout_ms = 200\n",
+        dir.path().display()
+    );
+    let cfg = Config::from_text(&text, "test", std::iter::empty()).unwrap_or_else(|e| panic!("{e}"));
+    let app = App::build(&cfg).await.unwrap_or_else(|e| panic!("{e:#}"));
+    Harness { router: app.router(&cfg), _dir: dir }
+}
+
+/// A write of `tenant` whose outcome is lost: `unknown`.
+async fn lost(h: &Harness, tenant: &str) -> String {
+    let body = json!({"upstream": "demo", "operation": "count", "request": {"delay_ms": 2000}}).to_string();
+    let req = Request::builder()
+        .method("POST")
+        .uri("/admin/v1/invocations?wait_ms=5000")
+        .header("authorization", format!("Bearer {TOKEN}"))
+        .header("x-switchyard-tenant", tenant)
+        .body(Body::from(body))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let sent = send(h, req).await;
+    let inv: Value = serde_json::from_str(&sent.body).unwrap_or_default();
+    assert_eq!(inv["state"]["state"], "unknown", "{}", sent.body);
+    inv["id"].as_str().unwrap_or_default().to_string()
+}
+
+#[tokio::test]
+async fn calls_are_listed_by_state_and_an_unknown_one_is_reconciled_from_its_page() {
+    let h = harness_with_timeouts().await;
+    let ours = lost(&h, "acme").await;
+    let theirs = lost(&h, "globex").await;
+    let cookie = sign_in(&h, "acme").await;
+    let unknown = send(&h, get("/console/invocations?state=unknown", Some(&cookie))).await;
+    assert_eq!(unknown.status, StatusCode::OK);
+    assert!(
+        unknown.body.contains(&format!("data-id=\"{ours}\" data-state=\"unknown\" class=\"unknown\"")),
+        "{}",
+        unknown.body
+    );
+    assert!(!unknown.body.contains(&theirs), "another tenant's call is not listed");
+    let none = send(&h, get("/console/invocations?state=succeeded", Some(&cookie))).await;
+    assert!(none.body.contains("No calls."), "{}", none.body);
+    let bad = send(&h, get("/console/invocations?state=lost", Some(&cookie))).await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST);
+
+    let page = send(&h, get(&format!("/console/invocations/{ours}"), Some(&cookie))).await;
+    assert!(page.body.contains("id=\"applied\"") && page.body.contains("outcome_unknown"), "{}", page.body);
+    let uri = format!("/console/invocations/{ours}/reconcile");
+    let csrf = csrf_of(&cookie);
+    let no_token = send(&h, post(&uri, Some(&cookie), Some(ORIGIN), "decision=applied&result=%7B%7D")).await;
+    assert_eq!(no_token.status, StatusCode::FORBIDDEN);
+    let not_json =
+        send(&h, post(&uri, Some(&cookie), Some(ORIGIN), &format!("csrf={csrf}&decision=applied&result=nope"))).await;
+    assert_eq!(not_json.status, StatusCode::BAD_REQUEST, "{}", not_json.body);
+    let other = format!("/console/invocations/{theirs}/reconcile");
+    let across =
+        send(&h, post(&other, Some(&cookie), Some(ORIGIN), &format!("csrf={csrf}&decision=not_applied&message=x")))
+            .await;
+    assert_eq!(across.status, StatusCode::NOT_FOUND, "another tenant's call cannot be reconciled");
+    let form = format!("csrf={csrf}&decision=applied&result=%7B%22counted%22%3A1%7D");
+    let done = send(&h, post(&uri, Some(&cookie), Some(ORIGIN), &form)).await;
+    assert_eq!(done.status, StatusCode::SEE_OTHER, "{}", done.body);
+    let after = send(&h, get(&format!("/console/invocations/{ours}"), Some(&cookie))).await;
+    assert!(after.body.contains("id=\"state\">succeeded") && after.body.contains("reconciled"), "{}", after.body);
+    assert!(!after.body.contains("id=\"applied\""), "no form once settled");
+}

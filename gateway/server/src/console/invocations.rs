@@ -1,0 +1,192 @@
+//! `/console/invocations`: the signed-in tenant's calls, filtered by state, `unknown` ones
+//! first in the eye; one call's details and journal; and, for an `unknown` one, the form that
+//! reconciles it (applied with its result, or not applied with a message), as the admin API's
+//! `reconcile` does, as the signed-in caller.
+
+use std::collections::HashMap;
+
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use switchyard_contract::{Decision, InvocationState, Invocations, ListQuery, StateName};
+
+use super::approvals::{caller, load, parse_id};
+use super::{ConsoleState, csrf_ok, esc, failure, form, page, refusal};
+use crate::auth::scope;
+
+/// `GET /console/invocations[?state=…&cursor=…&done=…]`: newest first, 50 a page.
+pub(super) async fn list(
+    State(state): State<ConsoleState>,
+    headers: HeaderMap,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    let s = match caller(&state, &headers, scope::READ).await {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let filter = match q.get("state").filter(|v| !v.is_empty()) {
+        None => None,
+        Some(v) => match StateName::parse(v) {
+            Some(n) => Some(n),
+            None => return refusal(StatusCode::BAD_REQUEST, &format!("`{v}` is not a state")),
+        },
+    };
+    let query = ListQuery { state: filter, limit: Some(50), cursor: q.get("cursor").cloned() };
+    let found = match state.engine.list(&s.who.principal.tenant, query).await {
+        Ok(p) => p,
+        Err(e) => return failure(&e),
+    };
+    let mut body = String::new();
+    if let Some(done) = q.get("done") {
+        body.push_str(&format!("<p class=\"notice\" role=\"status\">{}</p>", esc(done)));
+    }
+    let options: String = std::iter::once(("".to_string(), "any state".to_string()))
+        .chain(StateName::ALL.iter().map(|n| (n.as_str().to_string(), n.as_str().to_string())))
+        .map(|(v, label)| {
+            let selected = if filter.map(StateName::as_str) == Some(v.as_str()) || (filter.is_none() && v.is_empty()) {
+                " selected"
+            } else {
+                ""
+            };
+            format!("<option value=\"{v}\"{selected}>{label}</option>")
+        })
+        .collect();
+    body.push_str(&format!(
+        "<form method=\"get\" action=\"/console/invocations\"><label>State <select name=\"state\">{options}</select></label> \
+         <button type=\"submit\">Filter</button></form>"
+    ));
+    if found.items.is_empty() {
+        body.push_str("<p id=\"empty\">No calls.</p>");
+    } else {
+        body.push_str(
+            "<table id=\"calls\"><thead><tr><th>Call</th><th>State</th><th>Caller</th><th>Target</th><th>Admitted</th>\
+             </tr></thead><tbody>",
+        );
+        for inv in &found.items {
+            let id = inv.id.to_string();
+            let name = inv.state.name().as_str();
+            let class = if matches!(inv.state, InvocationState::Unknown { .. }) { " class=\"unknown\"" } else { "" };
+            body.push_str(&format!(
+                "<tr data-id=\"{id}\" data-state=\"{name}\"{class}><td><a href=\"/console/invocations/{id}\">{id}</a></td>\
+                 <td>{name}</td><td>{}</td><td><code>{}</code></td><td>{}</td></tr>",
+                esc(&inv.principal.subject),
+                esc(&inv.target.to_string()),
+                switchyard_contract::iso8601(inv.created_at_ms)
+            ));
+        }
+        body.push_str("</tbody></table>");
+    }
+    if let Some(next) = &found.next_cursor {
+        let next: String = form_urlencoded::byte_serialize(next.as_bytes()).collect();
+        let state = filter.map_or("", StateName::as_str);
+        body.push_str(&format!(
+            "<p><a href=\"/console/invocations?state={state}&amp;cursor={next}\">Next page</a></p>"
+        ));
+    }
+    page("Calls", Some(&s), &body).into_response()
+}
+
+/// `GET /console/invocations/{id}`: the call, its journal, and for an `unknown` one the
+/// reconcile form.
+pub(super) async fn show(State(state): State<ConsoleState>, headers: HeaderMap, Path(raw): Path<String>) -> Response {
+    let s = match caller(&state, &headers, scope::READ).await {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let inv = match load(&state, &s, &raw).await {
+        Ok(inv) => inv,
+        Err(r) => return r,
+    };
+    let events = match state.engine.events(&inv.principal.tenant, inv.id, 0, 1000).await {
+        Ok(e) => e,
+        Err(e) => return failure(&e),
+    };
+    let id = inv.id.to_string();
+    let state_json = serde_json::to_string_pretty(&inv.state).unwrap_or_default();
+    let mut body = format!(
+        "<dl><dt>Call</dt><dd><code id=\"call\">{id}</code></dd><dt>State</dt><dd id=\"state\">{}</dd>\
+         <dt>Caller</dt><dd>{}</dd><dt>Target</dt><dd><code>{}</code></dd><dt>Attempts</dt><dd>{}</dd></dl>\
+         <h2>Outcome</h2><pre id=\"outcome\">{}</pre><h2>Journal</h2><table id=\"journal\"><thead><tr><th>#</th><th>At</th>\
+         <th>What</th><th>Detail</th></tr></thead><tbody>",
+        esc(inv.state.name().as_str()),
+        esc(&inv.principal.subject),
+        esc(&inv.target.to_string()),
+        inv.attempts,
+        esc(&state_json)
+    );
+    for e in &events {
+        let mut detail = serde_json::to_value(&e.kind).unwrap_or_default();
+        let kind = detail.get("type").and_then(|t| t.as_str()).unwrap_or("").to_string();
+        if let Some(o) = detail.as_object_mut() {
+            o.remove("type");
+        }
+        body.push_str(&format!(
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td></tr>",
+            e.seq,
+            switchyard_contract::iso8601(e.at_ms),
+            esc(&kind),
+            esc(&detail.to_string())
+        ));
+    }
+    body.push_str("</tbody></table>");
+    if matches!(inv.state, InvocationState::Unknown { .. }) {
+        let csrf = esc(&s.csrf);
+        body.push_str(&format!(
+            "<h2>Reconcile</h2><p class=\"hint\">The gateway cannot tell whether this write took effect upstream. \
+             Check the upstream, then record what happened.</p><div class=\"actions\">\
+             <form method=\"post\" action=\"/console/invocations/{id}/reconcile\"><input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
+             <input type=\"hidden\" name=\"decision\" value=\"applied\"><label>Result (JSON) <input name=\"result\" value=\"{{}}\"></label>\
+             <button type=\"submit\" id=\"applied\">It was applied</button></form>\
+             <form method=\"post\" action=\"/console/invocations/{id}/reconcile\"><input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
+             <input type=\"hidden\" name=\"decision\" value=\"not_applied\"><label>Message <input name=\"message\" maxlength=\"500\"></label>\
+             <button type=\"submit\" id=\"not-applied\">It was not applied</button></form></div>"
+        ));
+    }
+    page("Call", Some(&s), &body).into_response()
+}
+
+/// `POST /console/invocations/{id}/reconcile` (form: `csrf`, `decision` = `applied` with
+/// `result` (JSON) or `not_applied` with `message`).
+pub(super) async fn reconcile(
+    State(state): State<ConsoleState>,
+    headers: HeaderMap,
+    Path(raw): Path<String>,
+    body: Bytes,
+) -> Response {
+    let s = match caller(&state, &headers, scope::RECONCILE).await {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let f = form(&body);
+    if !csrf_ok(&s, &f) {
+        return refusal(
+            StatusCode::FORBIDDEN,
+            "the form's CSRF token is missing or wrong: reload the page and try again",
+        );
+    }
+    let id = match parse_id(&raw) {
+        Ok(id) => id,
+        Err(r) => return r.into_response(),
+    };
+    let field = |k: &str| f.get(k).map(|v| v.trim().to_string()).unwrap_or_default();
+    let decision = match field("decision").as_str() {
+        "applied" => match serde_json::from_str(&field("result")) {
+            Ok(result) => Decision::Applied { result },
+            Err(e) => return refusal(StatusCode::BAD_REQUEST, &format!("the result is not JSON: {e}")),
+        },
+        "not_applied" if !field("message").is_empty() && field("message").len() <= 500 => {
+            Decision::NotApplied { message: field("message") }
+        }
+        "not_applied" => return refusal(StatusCode::BAD_REQUEST, "say what happened (1 to 500 characters)"),
+        _ => return refusal(StatusCode::BAD_REQUEST, "decision must be `applied` or `not_applied`"),
+    };
+    match state.engine.reconcile(&s.who.principal, id, decision).await {
+        Ok(inv) => {
+            let done = format!("{id} reconciled: {}", inv.state.name().as_str());
+            let done: String = form_urlencoded::byte_serialize(done.as_bytes()).collect();
+            Redirect::to(&format!("/console/invocations?done={done}")).into_response()
+        }
+        Err(e) => failure(&e),
+    }
+}
