@@ -3,7 +3,8 @@
 # the store contract suite on SQLite and on a throw-away PostgreSQL, engine guarantee tests,
 # end-to-end and crash tests of the real binary, the official MCP conformance suite against the
 # gateway and the official Python MCP SDK as a client, the official A2A TCK against the gateway's
-# A2A face, the official Python A2A SDK as a client, and the approval page in headless Chromium.
+# A2A face, the official Python A2A SDK as a client, the approval page in headless Chromium, the
+# Kubernetes manifests and compose file, and the container image's runtime stage.
 # Installs what it needs (Debian packages, PyPI, npm) when it can, and says clearly what is
 # missing when it cannot.
 #
@@ -80,6 +81,12 @@ if ! "$TOOLS/py/bin/python" -c 'import importlib.metadata as m; assert m.version
 fi
 export SWITCHYARD_PY=$TOOLS/py/bin/python
 echo "python: $("$SWITCHYARD_PY" --version), $("$SWITCHYARD_PY" -c 'import importlib.metadata as m; print("mcp", m.version("mcp"), "a2a-sdk", m.version("a2a-sdk"), "fastmcp", m.version("fastmcp"))')"
+
+step "deployment files, offline: Kubernetes manifests (kubernetes-validate==1.37.0 from PyPI, in $TOOLS/k8s-validate) and compose"
+bash tests/deploy/manifests.sh "$CARGO_TARGET_DIR/debug/switchyard"
+
+step "container image: deploy/Dockerfile's runtime stage, built with podman on a debootstrapped Debian base, run from its root filesystem"
+bash tests/deploy/image.sh "$CARGO_TARGET_DIR/debug/switchyard"
 
 step "official MCP conformance suites: server (against the gateway's /mcp) and client (the gateway's upstream client)"
 if ! command -v npm >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then

@@ -494,15 +494,18 @@ mod tests {
         assert!(!made.exposed && made.card_url.as_deref() == Some("http://127.0.0.1:1/card.json"));
     }
 
+    /// Every `.toml` under `config/` and `deploy/` (the files compose mounts among them).
     #[test]
     fn every_shipped_config_file_parses() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let mut dirs = vec![root.join("config"), root.join("deploy")];
         let mut checked = 0;
-        for dir in ["config", "deploy"] {
-            let Ok(entries) = std::fs::read_dir(root.join(dir)) else { continue };
-            for entry in entries.flatten() {
-                let path = entry.path();
-                if path.extension().is_some_and(|e| e == "toml") {
+        while let Some(dir) = dirs.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+            for path in entries.flatten().map(|e| e.path()) {
+                if path.is_dir() {
+                    dirs.push(path);
+                } else if path.extension().is_some_and(|e| e == "toml") {
                     if let Err(e) = Config::load(Some(&path), std::iter::empty()) {
                         panic!("{}: {e}", path.display());
                     }
@@ -510,6 +513,6 @@ mod tests {
                 }
             }
         }
-        assert!(checked >= 1, "no shipped config files found");
+        assert!(checked >= 3, "the shipped config files were not found ({checked})");
     }
 }
