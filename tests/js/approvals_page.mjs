@@ -1,14 +1,15 @@
-// The gateway's approval page in headless Chromium (Debian's, driven by playwright-core):
-// sign in, list the held calls, open one and approve it; a cross-site form post and a
-// same-origin post without the CSRF token are both refused and change nothing; the other call
-// is denied with a reason.
+// The gateway's console in headless Chromium (Debian's, driven by playwright-core): sign in,
+// list the held calls, open one and approve it; a cross-site form post and a same-origin post
+// without the CSRF token are both refused and change nothing; the other call is denied with a
+// reason; the calls page lists both; an unknown write is found under "Unknown" and reconciled
+// as applied.
 //
-// Usage: node approvals_page.mjs <gateway base> <admin token> <id to approve> <id to deny> <screenshot dir>
+// Usage: node approvals_page.mjs <gateway base> <admin token> <id to approve> <id to deny> <screenshot dir> <unknown id>
 // Prints one JSON line per check: {check, ok, detail}.
 import http from "node:http";
 import { chromium } from "playwright-core";
 
-const [base, token, approveId, denyId, shots] = process.argv.slice(2);
+const [base, token, approveId, denyId, shots, unknownId] = process.argv.slice(2);
 const check = (name, ok, detail) => console.log(JSON.stringify({ check: name, ok: !!ok, detail: String(detail ?? "") }));
 
 // Another origin (same host, another port) serving a page that posts the approval form itself.
@@ -89,6 +90,19 @@ try {
   const states = await page.$$eval("#calls tbody tr", (trs) => Object.fromEntries(trs.map((t) => [t.dataset.id, t.dataset.state])));
   check("the calls page shows both, the denied one failed", states[denyId] === "failed" && approveId in states, JSON.stringify(states));
   await page.screenshot({ path: `${shots}/calls.png`, fullPage: true });
+
+  // An unknown write: found under "Unknown", reconciled as applied from its page.
+  await page.click("a[href='/console/invocations?state=unknown']");
+  await page.waitForSelector("#calls");
+  const unknown = await page.$$eval("#calls tbody tr.unknown", (trs) => trs.map((t) => t.dataset.id));
+  check("the unknown write is listed under Unknown, marked", unknown.includes(unknownId), JSON.stringify(unknown));
+  await page.click(`a[href="/console/invocations/${unknownId}"]`);
+  await page.waitForSelector("#applied");
+  await page.screenshot({ path: `${shots}/unknown.png`, fullPage: true });
+  await page.fill("input[name=result]", '{"counted": "by hand"}');
+  await page.click("#applied");
+  await page.waitForSelector(".notice");
+  check("reconciled as applied, it succeeded", (await state(unknownId)) === "succeeded", await page.textContent("main"));
 } catch (e) {
   check("the page script ran to the end", false, e?.stack ?? e);
 } finally {

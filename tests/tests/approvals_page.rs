@@ -2,7 +2,9 @@
 //! (Debian's `chromium`, driven by `playwright-core` from npm): sign in with the admin token,
 //! list the held calls, open one and approve it (it then runs once), refuse a cross-site form
 //! post and a same-origin post without the CSRF token (nothing changes), deny the other with a
-//! reason; the calls page then lists both. Screenshots go to `$TMPDIR/switchyard-approvals-page/`.
+//! reason; the calls page then lists both; an `unknown` write (its reply outlasted the attempt
+//! timeout) is found under "Unknown" and reconciled as applied. Screenshots go to
+//! `$TMPDIR/switchyard-approvals-page/`.
 
 use std::time::Duration;
 
@@ -26,6 +28,32 @@ async fn held(gw: &Gateway, key: &str) -> String {
     inv["id"].as_str().unwrap_or_default().to_string()
 }
 
+/// A write approved by `ops` whose reply outlasts the attempt timeout: `unknown`.
+async fn unknown_write(gw: &Gateway) -> String {
+    let (status, inv) = gw
+        .submit("default", "count", json!({"key": "slow", "delay_ms": 3000}), None, 0)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(status, 202, "{inv}");
+    let id = inv["id"].as_str().unwrap_or_default().to_string();
+    let approve = gw
+        .http
+        .post(format!("{}/admin/v1/invocations/{id}/approve", gw.base))
+        .bearer_auth(TOKEN)
+        .header("x-switchyard-subject", "ops")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(approve.status().as_u16(), 200);
+    for _ in 0..100 {
+        if state_of(gw, &id).await["state"] == "unknown" {
+            return id;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{id} did not become unknown: {}", state_of(gw, &id).await);
+}
+
 async fn state_of(gw: &Gateway, id: &str) -> Value {
     gw.get("default", &format!("/admin/v1/invocations/{id}")).await.unwrap_or_else(|e| panic!("{e}")).1["state"].clone()
 }
@@ -35,9 +63,11 @@ async fn the_approval_page_lists_opens_approves_and_refuses_cross_site_posts() {
     chromium();
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let config = dir.path().join("switchyard.toml");
-    std::fs::write(&config, "[policy]\n").unwrap_or_else(|e| panic!("{e}"));
+    // Writes whose reply takes longer than half a second end `unknown`.
+    std::fs::write(&config, "[engine]\nattempt_timeout_ms = 500\n[policy]\n").unwrap_or_else(|e| panic!("{e}"));
     let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(config), ..Options::default() });
     let (approve, deny) = (held(&gw, "page-1").await, held(&gw, "page-2").await);
+    let lost = unknown_write(&gw).await;
     let shots = std::env::temp_dir().join("switchyard-approvals-page");
     std::fs::create_dir_all(&shots).unwrap_or_else(|e| panic!("{e}"));
     let shots_s = shots.display().to_string();
@@ -47,13 +77,13 @@ async fn the_approval_page_lists_opens_approves_and_refuses_cross_site_posts() {
         "browser",
         "playwright-core",
         "approvals_page.mjs",
-        &[&gw.base, TOKEN, &approve, &deny, &shots_s],
+        &[&gw.base, TOKEN, &approve, &deny, &shots_s, &lost],
     )
     .await;
     let checks: Vec<Value> =
         String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
     assert!(
-        out.status.success() && checks.len() == 10 && checks.iter().all(|c| c["ok"] == true),
+        out.status.success() && checks.len() == 12 && checks.iter().all(|c| c["ok"] == true),
         "{checks:#?}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );

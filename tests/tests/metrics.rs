@@ -1,12 +1,16 @@
 //! `GET /metrics` of the real binary, read by Prometheus' own parser (the Python
 //! `prometheus-client` 0.26.0): refused without the admin token; with it, the counts of what the
-//! gateway did — rulings of the policy enforcement point, admissions, settled calls by state and
-//! attempt timings — match the calls this test made.
+//! gateway did — rulings of the policy enforcement point, admissions, calls settled as
+//! succeeded, failed, unknown and canceled, attempt timings, the `unknown` gauge — match the
+//! calls this test made, and the gauge falls when the unknown call is reconciled.
 
 use serde_json::{Value, json};
 use switchyard_tests::gateway::{Gateway, Options, TOKEN};
 
 const POLICY: &str = r#"
+[engine]
+attempt_timeout_ms = 500
+
 [policy]
 [[policy.rules]]
 upstream = "demo"
@@ -62,16 +66,57 @@ async fn metrics_count_what_the_gateway_did_and_prometheus_reads_them() {
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(denied.status().as_u16(), 200);
 
+    // A write whose reply does not come within the attempt timeout: unknown.
+    let (status, lost) =
+        gw.submit("default", "count", json!({"delay_ms": 3000}), None, 5000).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(status, 202, "{lost}");
+    let lost_id = lost["id"].as_str().unwrap_or_default().to_string();
+    let ops = |path: String, body: Value| {
+        let req = gw.http.post(format!("{}{path}", gw.base)).bearer_auth(TOKEN).header("x-switchyard-subject", "ops");
+        async move { req.json(&body).send().await.unwrap_or_else(|e| panic!("{e}")).status().as_u16() }
+    };
+    assert_eq!(ops(format!("/admin/v1/invocations/{lost_id}/approve"), json!({})).await, 200);
+    let mut state = Value::Null;
+    for _ in 0..100 {
+        state =
+            gw.get("default", &format!("/admin/v1/invocations/{lost_id}")).await.unwrap_or_else(|e| panic!("{e}")).1;
+        if state["state"]["state"] == "unknown" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(state["state"]["state"], "unknown", "{state}");
+    // A held call canceled before anyone decided.
+    let (_, held) = gw.submit("default", "count", json!({"n": 3}), None, 0).await.unwrap_or_else(|e| panic!("{e}"));
+    let held_id = held["id"].as_str().unwrap_or_default().to_string();
+    assert_eq!(ops(format!("/admin/v1/invocations/{held_id}/cancel"), json!({})).await, 200);
+
     let (status, samples) = scrape(&gw, TOKEN).await;
     assert_eq!(status, 200);
     let admin = [("ingress", "admin")];
     assert_eq!(value(&samples, "switchyard_policy_decisions_total", &[admin[0], ("verdict", "allow")]), 1.0);
-    assert_eq!(value(&samples, "switchyard_policy_decisions_total", &[admin[0], ("verdict", "hold")]), 1.0);
-    assert_eq!(value(&samples, "switchyard_invocations_admitted_total", &[admin[0], ("upstream", "demo")]), 2.0);
+    assert_eq!(value(&samples, "switchyard_policy_decisions_total", &[admin[0], ("verdict", "hold")]), 3.0);
+    assert_eq!(value(&samples, "switchyard_invocations_admitted_total", &[admin[0], ("upstream", "demo")]), 4.0);
     let settled =
         |state| value(&samples, "switchyard_invocations_settled_total", &[("upstream", "demo"), ("state", state)]);
-    assert_eq!((settled("succeeded"), settled("failed")), (1.0, 1.0), "{samples:#?}");
+    let counts = (settled("succeeded"), settled("failed"), settled("unknown"), settled("canceled"));
+    assert_eq!(counts, (1.0, 1.0, 1.0, 1.0), "{samples:#?}");
+    assert_eq!(value(&samples, "switchyard_invocations_unknown", &[("upstream", "demo")]), 1.0, "the unknown gauge");
     let attempts = [("upstream", "demo"), ("state", "succeeded")];
     assert_eq!(value(&samples, "switchyard_attempt_duration_seconds_count", &attempts), 1.0, "the held call never ran");
     assert!(value(&samples, "switchyard_attempt_duration_seconds_sum", &attempts) > 0.0);
+    let lost_attempts = [("upstream", "demo"), ("state", "unknown")];
+    assert_eq!(value(&samples, "switchyard_attempt_duration_seconds_count", &lost_attempts), 1.0);
+
+    // Reconciled: the gauge falls back to nothing, the call counts again as what it came to.
+    let status = ops(
+        format!("/admin/v1/invocations/{lost_id}/reconcile"),
+        json!({"decision": "not_applied", "message": "the upstream has no record"}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let (_, samples) = scrape(&gw, TOKEN).await;
+    assert_eq!(value(&samples, "switchyard_invocations_unknown", &[("upstream", "demo")]), 0.0);
+    let failed = value(&samples, "switchyard_invocations_settled_total", &[("upstream", "demo"), ("state", "failed")]);
+    assert_eq!(failed, 2.0, "the reconciled call counts as failed too");
 }

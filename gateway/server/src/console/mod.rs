@@ -340,7 +340,7 @@ fn page(title: &str, session: Option<&Session>, body: &str) -> Html<String> {
 
 const STYLE: &str = "body{font:15px/1.45 system-ui,sans-serif;margin:0;color:#1d2430;background:#f6f7f9}\
 header{display:flex;justify-content:space-between;align-items:center;padding:.6em 1.2em;background:#1d2430;color:#fff}\
-header a{color:#fff;text-decoration:none;font-weight:600;margin-right:1em}tr.unknown{background:#fff3cd}.who{margin:0}main{padding:1em 1.2em;max-width:72em}\
+header a{color:#fff;text-decoration:none;font-weight:600;margin-right:1em}tr.unknown{background:#fff3cd}td code{word-break:break-all}.who{margin:0}main{padding:1em 1.2em;max-width:72em}\
 table{border-collapse:collapse;width:100%;background:#fff}th,td{text-align:left;padding:.45em .6em;border-bottom:1px solid #dde1e6;vertical-align:top}\
 th{background:#eef0f3}code,pre{font:13px ui-monospace,monospace}pre{background:#fff;border:1px solid #dde1e6;padding:.8em;overflow:auto}\
 .error{color:#a4161a;font-weight:600}.notice{color:#1b5e20;font-weight:600}.hint{color:#5b6573}\
