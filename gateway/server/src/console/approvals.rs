@@ -7,18 +7,11 @@ use std::collections::HashMap;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Redirect, Response};
-use switchyard_contract::{Invocation, InvocationId, InvocationState, Invocations, ListQuery, StateName};
+use axum::response::{IntoResponse, Response};
+use switchyard_contract::{Invocation, InvocationState, Invocations, ListQuery, StateName};
 
-use super::{ConsoleState, Session, csrf_ok, esc, failure, form, page, refusal, session};
-use crate::auth::{Refusal, scope};
-
-/// The signed-in caller holding `needed`, or the response to send instead.
-pub(super) async fn caller(state: &ConsoleState, headers: &HeaderMap, needed: &str) -> Result<Session, Response> {
-    let s = session(state, headers).await?;
-    state.gate.require(&s.who, &[needed]).map_err(IntoResponse::into_response)?;
-    Ok(s)
-}
+use super::{ConsoleState, caller, done, esc, failure, form, next_page, notice, page, posted, refusal, viewed};
+use crate::auth::scope;
 
 /// Why the policy enforcement point held `inv`.
 async fn held_because(state: &ConsoleState, inv: &Invocation) -> String {
@@ -42,9 +35,7 @@ pub(super) async fn list(
         Err(e) => return failure(&e),
     };
     let mut body = String::new();
-    if let Some(done) = q.get("done") {
-        body.push_str(&format!("<p class=\"notice\" role=\"status\">{}</p>", esc(done)));
-    }
+    body.push_str(&notice(&q));
     if found.items.is_empty() {
         body.push_str("<p id=\"empty\">No call waits for approval.</p>");
     } else {
@@ -65,21 +56,14 @@ pub(super) async fn list(
         }
         body.push_str("</tbody></table>");
     }
-    if let Some(next) = &found.next_cursor {
-        let next: String = form_urlencoded::byte_serialize(next.as_bytes()).collect();
-        body.push_str(&format!("<p><a href=\"/console/approvals?cursor={next}\">Next page</a></p>"));
-    }
+    body.push_str(&next_page("/console/approvals?", found.next_cursor.as_ref()));
     page("Held calls", Some(&s), &body).into_response()
 }
 
 /// `GET /console/approvals/{id}`: what the call would do, why it waits, and the forms.
 pub(super) async fn show(State(state): State<ConsoleState>, headers: HeaderMap, Path(raw): Path<String>) -> Response {
-    let s = match caller(&state, &headers, scope::READ).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
-    let inv = match load(&state, &s, &raw).await {
-        Ok(inv) => inv,
+    let (s, inv) = match viewed(&state, &headers, &raw).await {
+        Ok(v) => v,
         Err(r) => return r,
     };
     let request = serde_json::to_string_pretty(&inv.request).unwrap_or_default();
@@ -133,22 +117,12 @@ pub(super) async fn deny(
 
 /// Approves (`deny` none) or denies the call as the signed-in caller, then back to the list.
 async fn decide(state: &ConsoleState, headers: &HeaderMap, raw: &str, body: &Bytes, deny: Option<String>) -> Response {
-    let s = match caller(state, headers, scope::APPROVE).await {
-        Ok(s) => s,
+    let (s, _, id) = match posted(state, headers, scope::APPROVE, raw, body).await {
+        Ok(p) => p,
         Err(r) => return r,
     };
-    if !csrf_ok(&s, &form(body)) {
-        return refusal(
-            StatusCode::FORBIDDEN,
-            "the form's CSRF token is missing or wrong: reload the page and try again",
-        );
-    }
-    let id = match parse_id(raw) {
-        Ok(id) => id,
-        Err(r) => return r.into_response(),
-    };
     let who = &s.who.principal;
-    let done = match deny {
+    let result = match deny {
         None => state.engine.approve(who, id).await.map(|_| format!("{id} approved; it runs now")),
         Some(reason) => {
             let reason = if reason.is_empty() { format!("denied by {}", who.subject) } else { reason };
@@ -158,22 +132,8 @@ async fn decide(state: &ConsoleState, headers: &HeaderMap, raw: &str, body: &Byt
             state.engine.deny(who, id, reason).await.map(|_| format!("{id} denied; nothing runs"))
         }
     };
-    match done {
-        Ok(done) => {
-            let done: String = form_urlencoded::byte_serialize(done.as_bytes()).collect();
-            Redirect::to(&format!("/console/approvals?done={done}")).into_response()
-        }
+    match result {
+        Ok(message) => done("/console/approvals", &message),
         Err(e) => failure(&e),
     }
-}
-
-pub(super) fn parse_id(raw: &str) -> Result<InvocationId, Refusal> {
-    raw.parse()
-        .map_err(|e: switchyard_contract::id::ParseIdError| refusal(StatusCode::BAD_REQUEST, &e.to_string()).into())
-}
-
-/// The call `raw` names, of the signed-in tenant only (another tenant's is not found).
-pub(super) async fn load(state: &ConsoleState, s: &Session, raw: &str) -> Result<Invocation, Response> {
-    let id = parse_id(raw).map_err(IntoResponse::into_response)?;
-    state.engine.get(&s.who.principal.tenant, id).await.map_err(|e| failure(&e))
 }

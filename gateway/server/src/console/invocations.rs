@@ -8,11 +8,10 @@ use std::collections::HashMap;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::response::{IntoResponse, Response};
 use switchyard_contract::{Decision, InvocationState, Invocations, ListQuery, StateName};
 
-use super::approvals::{caller, load, parse_id};
-use super::{ConsoleState, csrf_ok, esc, failure, form, page, refusal};
+use super::{ConsoleState, caller, done, esc, failure, next_page, notice, page, posted, refusal, viewed};
 use crate::auth::scope;
 
 /// `GET /console/invocations[?state=…&cursor=…&done=…]`: newest first, 50 a page.
@@ -38,9 +37,7 @@ pub(super) async fn list(
         Err(e) => return failure(&e),
     };
     let mut body = String::new();
-    if let Some(done) = q.get("done") {
-        body.push_str(&format!("<p class=\"notice\" role=\"status\">{}</p>", esc(done)));
-    }
+    body.push_str(&notice(&q));
     let options: String = std::iter::once(("".to_string(), "any state".to_string()))
         .chain(StateName::ALL.iter().map(|n| (n.as_str().to_string(), n.as_str().to_string())))
         .map(|(v, label)| {
@@ -77,25 +74,16 @@ pub(super) async fn list(
         }
         body.push_str("</tbody></table>");
     }
-    if let Some(next) = &found.next_cursor {
-        let next: String = form_urlencoded::byte_serialize(next.as_bytes()).collect();
-        let state = filter.map_or("", StateName::as_str);
-        body.push_str(&format!(
-            "<p><a href=\"/console/invocations?state={state}&amp;cursor={next}\">Next page</a></p>"
-        ));
-    }
+    let more = format!("/console/invocations?state={}&amp;", filter.map_or("", StateName::as_str));
+    body.push_str(&next_page(&more, found.next_cursor.as_ref()));
     page("Calls", Some(&s), &body).into_response()
 }
 
 /// `GET /console/invocations/{id}`: the call, its journal, and for an `unknown` one the
 /// reconcile form.
 pub(super) async fn show(State(state): State<ConsoleState>, headers: HeaderMap, Path(raw): Path<String>) -> Response {
-    let s = match caller(&state, &headers, scope::READ).await {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
-    let inv = match load(&state, &s, &raw).await {
-        Ok(inv) => inv,
+    let (s, inv) = match viewed(&state, &headers, &raw).await {
+        Ok(v) => v,
         Err(r) => return r,
     };
     let events = match state.engine.events(&inv.principal.tenant, inv.id, 0, 1000).await {
@@ -154,20 +142,9 @@ pub(super) async fn reconcile(
     Path(raw): Path<String>,
     body: Bytes,
 ) -> Response {
-    let s = match caller(&state, &headers, scope::RECONCILE).await {
-        Ok(s) => s,
+    let (s, f, id) = match posted(&state, &headers, scope::RECONCILE, &raw, &body).await {
+        Ok(p) => p,
         Err(r) => return r,
-    };
-    let f = form(&body);
-    if !csrf_ok(&s, &f) {
-        return refusal(
-            StatusCode::FORBIDDEN,
-            "the form's CSRF token is missing or wrong: reload the page and try again",
-        );
-    }
-    let id = match parse_id(&raw) {
-        Ok(id) => id,
-        Err(r) => return r.into_response(),
     };
     let field = |k: &str| f.get(k).map(|v| v.trim().to_string()).unwrap_or_default();
     let decision = match field("decision").as_str() {
@@ -182,11 +159,7 @@ pub(super) async fn reconcile(
         _ => return refusal(StatusCode::BAD_REQUEST, "decision must be `applied` or `not_applied`"),
     };
     match state.engine.reconcile(&s.who.principal, id, decision).await {
-        Ok(inv) => {
-            let done = format!("{id} reconciled: {}", inv.state.name().as_str());
-            let done: String = form_urlencoded::byte_serialize(done.as_bytes()).collect();
-            Redirect::to(&format!("/console/invocations?done={done}")).into_response()
-        }
+        Ok(inv) => done("/console/invocations", &format!("{id} reconciled: {}", inv.state.name().as_str())),
         Err(e) => failure(&e),
     }
 }

@@ -25,9 +25,9 @@ use axum::middleware::{self, Next};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use sha2::{Digest, Sha256};
-use switchyard_contract::{Engine, TenantId};
+use switchyard_contract::{Engine, Invocation, InvocationId, Invocations, TenantId};
 
-use crate::auth::{Gatekeeper, Identity, scope};
+use crate::auth::{Gatekeeper, Identity, Refusal, scope};
 
 const COOKIE: &str = "switchyard_console";
 /// How long a sign-in lasts (the credential itself may end sooner).
@@ -304,6 +304,65 @@ fn signed_out(why: &str) -> Response {
         resp.headers_mut().insert(header::SET_COOKIE, v);
     }
     resp
+}
+
+/// The signed-in caller holding `needed`, or the response to send instead.
+async fn caller(state: &ConsoleState, headers: &HeaderMap, needed: &str) -> Result<Session, Response> {
+    let s = session(state, headers).await?;
+    state.gate.require(&s.who, &[needed]).map_err(IntoResponse::into_response)?;
+    Ok(s)
+}
+
+/// A form post on the call `raw` names: the signed-in caller holding `needed`, the form (its
+/// CSRF token checked) and the call's id; or the response to send instead.
+async fn posted(
+    state: &ConsoleState,
+    headers: &HeaderMap,
+    needed: &str,
+    raw: &str,
+    body: &Bytes,
+) -> Result<(Session, HashMap<String, String>, InvocationId), Response> {
+    let s = caller(state, headers, needed).await?;
+    let f = form(body);
+    if !csrf_ok(&s, &f) {
+        let why = "the form's CSRF token is missing or wrong: reload the page and try again";
+        return Err(refusal(StatusCode::FORBIDDEN, why));
+    }
+    let id = parse_id(raw).map_err(IntoResponse::into_response)?;
+    Ok((s, f, id))
+}
+
+fn parse_id(raw: &str) -> Result<InvocationId, Refusal> {
+    raw.parse()
+        .map_err(|e: switchyard_contract::id::ParseIdError| refusal(StatusCode::BAD_REQUEST, &e.to_string()).into())
+}
+
+/// A page about the call `raw` names: the signed-in caller (`invocations:read`) and the call, of
+/// the caller's tenant only (another tenant's is not found); or the response to send instead.
+async fn viewed(state: &ConsoleState, headers: &HeaderMap, raw: &str) -> Result<(Session, Invocation), Response> {
+    let s = caller(state, headers, scope::READ).await?;
+    let id = parse_id(raw).map_err(IntoResponse::into_response)?;
+    let inv = state.engine.get(&s.who.principal.tenant, id).await.map_err(|e| failure(&e))?;
+    Ok((s, inv))
+}
+
+/// Back to the list at `path` after an action, saying what it did.
+fn done(path: &str, message: &str) -> Response {
+    let message: String = form_urlencoded::byte_serialize(message.as_bytes()).collect();
+    Redirect::to(&format!("{path}?done={message}")).into_response()
+}
+
+/// What the previous action did (`?done=`), as a notice; else nothing.
+fn notice(query: &HashMap<String, String>) -> String {
+    query.get("done").map(|d| format!("<p class=\"notice\" role=\"status\">{}</p>", esc(d))).unwrap_or_default()
+}
+
+/// A link to the next page of the list at `href` (which already has its query), if there is one.
+fn next_page(href: &str, cursor: Option<&String>) -> String {
+    cursor.map_or_else(String::new, |c| {
+        let c: String = form_urlencoded::byte_serialize(c.as_bytes()).collect();
+        format!("<p><a href=\"{href}cursor={c}\">Next page</a></p>")
+    })
 }
 
 /// A short page saying why a request was refused.
