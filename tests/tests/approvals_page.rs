@@ -31,7 +31,7 @@ async fn held(gw: &Gateway, key: &str) -> String {
 /// A write approved by `ops` whose reply outlasts the attempt timeout: `unknown`.
 async fn unknown_write(gw: &Gateway) -> String {
     let (status, inv) = gw
-        .submit("default", "count", json!({"key": "slow", "delay_ms": 3000}), None, 0)
+        .submit("default", "count", json!({"key": "slow", "delay_ms": 6000}), None, 0)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(status, 202, "{inv}");
@@ -63,8 +63,8 @@ async fn the_approval_page_lists_opens_approves_and_refuses_cross_site_posts() {
     chromium();
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let config = dir.path().join("switchyard.toml");
-    // Writes whose reply takes longer than half a second end `unknown`.
-    std::fs::write(&config, "[engine]\nattempt_timeout_ms = 500\n[policy]\n").unwrap_or_else(|e| panic!("{e}"));
+    // Writes whose reply takes longer than two seconds end `unknown` (others take milliseconds).
+    std::fs::write(&config, "[engine]\nattempt_timeout_ms = 2000\n[policy]\n").unwrap_or_else(|e| panic!("{e}"));
     let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(config), ..Options::default() });
     let (approve, deny) = (held(&gw, "page-1").await, held(&gw, "page-2").await);
     let lost = unknown_write(&gw).await;

@@ -9,7 +9,7 @@ use switchyard_tests::gateway::{Gateway, Options, TOKEN};
 
 const POLICY: &str = r#"
 [engine]
-attempt_timeout_ms = 500
+attempt_timeout_ms = 2000
 
 [policy]
 [[policy.rules]]
@@ -68,7 +68,7 @@ async fn metrics_count_what_the_gateway_did_and_prometheus_reads_them() {
 
     // A write whose reply does not come within the attempt timeout: unknown.
     let (status, lost) =
-        gw.submit("default", "count", json!({"delay_ms": 3000}), None, 5000).await.unwrap_or_else(|e| panic!("{e}"));
+        gw.submit("default", "count", json!({"delay_ms": 6000}), None, 5000).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(status, 202, "{lost}");
     let lost_id = lost["id"].as_str().unwrap_or_default().to_string();
     let ops = |path: String, body: Value| {
