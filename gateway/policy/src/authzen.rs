@@ -103,7 +103,7 @@ impl AuthzenConfig {
 
     /// Whether it decides the calls of `tenant`.
     pub(crate) fn decides_for(&self, tenant: &str) -> bool {
-        self.tenants.is_empty() || self.tenants.iter().any(|t| t == tenant)
+        crate::pattern::names_tenant(&self.tenants, tenant)
     }
 }
 

@@ -56,7 +56,7 @@ pub struct CedarConfig {
 
 impl CedarConfig {
     pub(crate) fn decides_for(&self, tenant: &str) -> bool {
-        self.tenants.is_empty() || self.tenants.iter().any(|t| t == tenant)
+        crate::pattern::names_tenant(&self.tenants, tenant)
     }
 }
 

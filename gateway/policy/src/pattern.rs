@@ -14,6 +14,11 @@ pub(crate) fn names_resource(upstream: &str, operation: &str, req: &DecisionRequ
 
 /// Whether `text` matches `pattern`, where `*` stands for any run of characters (none
 /// included) and every other character for itself.
+/// Whether a decision point configured for `tenants` (empty: every tenant) decides `tenant`'s calls.
+pub(crate) fn names_tenant(tenants: &[String], tenant: &str) -> bool {
+    tenants.is_empty() || tenants.iter().any(|t| t == tenant)
+}
+
 pub(crate) fn glob(pattern: &str, text: &str) -> bool {
     let (p, t): (Vec<char>, Vec<char>) = (pattern.chars().collect(), text.chars().collect());
     let (mut pi, mut ti) = (0, 0);

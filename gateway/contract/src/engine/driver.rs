@@ -132,7 +132,7 @@ where
 {
     let started = std::time::Instant::now();
     let (inv, events) = inner.store.transition_held(current, Box::new(f)).await?;
-    inner.committed(started);
+    inner.committed("transition", started);
     if !events.is_empty() {
         inner.notify_changed(&inv);
     }
@@ -235,7 +235,7 @@ async fn commit(
     let (inv, events) = loop {
         let started = std::time::Instant::now();
         let done = inner.store.transition_held(current, record()).await;
-        inner.committed(started);
+        inner.committed("transition", started);
         match done {
             Err(e) if e.kind == ErrorKind::Unavailable && tokio::time::Instant::now() + pause < give_up => {
                 warn!(error = %e, retry_in_ms = pause.as_millis(), "cannot commit the outcome yet; retrying");

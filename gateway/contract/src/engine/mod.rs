@@ -375,9 +375,7 @@ impl Engine {
         };
         let started = std::time::Instant::now();
         let admitted = inner.store.admit(draft).await;
-        if let Some(m) = inner.meter.get() {
-            m.committed("admission", started.elapsed());
-        }
+        inner.committed("admission", started);
         if !matches!(&admitted, Ok(Admission::Created(inv)) if inv.state.name().is_active()) {
             inner.policy.release(id); // it does not run here: a slot it took is free again
         }
@@ -581,10 +579,10 @@ impl Inner {
         }
     }
 
-    /// Tells the meter how long a transition's commit took (since `started`).
-    pub(super) fn committed(&self, started: std::time::Instant) {
+    /// Tells the meter how long a commit of `what` took (since `started`).
+    pub(super) fn committed(&self, what: &'static str, started: std::time::Instant) {
         if let Some(m) = self.meter.get() {
-            m.committed("transition", started.elapsed());
+            m.committed(what, started.elapsed());
         }
     }
 
