@@ -6,7 +6,8 @@ Prints "listening http://127.0.0.1:<port>" once it serves JSON-RPC at / and HTTP
 (with --grpc-only: the card, whose only interface is gRPC on another port, served by the SDK's
 gRPC handler).
 Every message it receives is appended to <received-log> as one JSON line {messageId, text,
-metadata (the request's), modes (its accepted output modes)}, and
+metadata (the request's), modes (its accepted output modes), traceparent (the W3C header or gRPC
+metadata it came with, or null)}, and
 every cancel request as {cancel: <task id>}.
 Behaviour by text: "slow:<seconds>" works, emits a first artifact chunk, sleeps, emits the last
 chunk and completes; "late:<seconds>" answers with its task only after that long, then works as
@@ -34,6 +35,19 @@ from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill, 
 from a2a_serve import free_port, serve
 
 
+def traceparent(context: RequestContext):
+    """The `traceparent` the request carried: an HTTP header, or gRPC metadata."""
+    state = context.call_context.state if context.call_context else {}
+    headers = {k.lower(): v for k, v in (state.get("headers") or {}).items()}
+    if "traceparent" in headers:
+        return headers["traceparent"]
+    grpc_context = state.get("grpc_context")
+    for k, v in (grpc_context.invocation_metadata() or []) if grpc_context else []:
+        if k.lower() == "traceparent":
+            return v if isinstance(v, str) else v.decode()
+    return None
+
+
 class Internal(AgentExecutor):
     def __init__(self, log_path):
         self.log_path = log_path
@@ -43,7 +57,8 @@ class Internal(AgentExecutor):
         text = message.parts[0].text if message and message.parts else ""
         with open(self.log_path, "a") as log:
             modes = list(context.configuration.accepted_output_modes) if context.configuration else []
-            entry = {"messageId": message.message_id if message else "", "text": text, "metadata": context.metadata, "modes": modes}
+            entry = {"messageId": message.message_id if message else "", "text": text, "metadata": context.metadata, "modes": modes,
+                     "traceparent": traceparent(context)}
             log.write(json.dumps(entry) + "\n")
         if text.startswith("say:") and context.current_task is None:
             said = new_text_message(f"said: {text.split(':', 1)[1]}", context_id=context.context_id)

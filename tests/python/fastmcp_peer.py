@@ -2,7 +2,9 @@
 served over stdio, for the bridge tests (`tests/tests/bridge.rs`).
 
 Tools: `add` (integers; FastMCP's structured result), `greet` (one string argument), `chart`
-(a PNG image), `fail` (a tool error), `steps` (progress notifications, then a text). A resource `data://motd` and a prompt
+(a PNG image), `fail` (a tool error), `steps` (progress notifications, then a text),
+`trace_seen` (the W3C trace context the call arrived with, for the tracing test
+`tests/tests/traces.rs`). A resource `data://motd` and a prompt
 `review` with one argument.
 """
 
@@ -57,6 +59,23 @@ async def steps(n: int, ctx: Context) -> str:
         await ctx.report_progress(i, n, f"step {i} of {n}")
         await asyncio.sleep(0.05)
     return f"{n} steps done"
+
+
+@mcp.tool
+def trace_seen(ctx: Context) -> dict:
+    """The trace context this call arrived with: `_meta`'s traceparent and tracestate as sent,
+    and the trace and parent span FastMCP's OpenTelemetry integration ran the tool under."""
+    from opentelemetry import trace
+
+    rc = ctx.request_context
+    meta = (rc.meta if rc is not None else None) or {}
+    sc = trace.get_current_span().get_span_context()
+    return {
+        "traceparent": meta.get("traceparent"),
+        "tracestate": meta.get("tracestate"),
+        "otelTraceId": format(sc.trace_id, "032x") if sc.is_valid else None,
+        "otelSpanId": format(sc.span_id, "016x") if sc.is_valid else None,
+    }
 
 
 @mcp.resource("data://motd", mime_type="text/plain")

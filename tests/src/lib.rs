@@ -11,6 +11,7 @@ pub mod gateway;
 pub mod issuer;
 pub mod mcp;
 pub mod node;
+pub mod otlp;
 pub mod pg;
 pub mod s3;
 pub mod tenants;

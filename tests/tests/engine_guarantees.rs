@@ -111,6 +111,7 @@ fn call(op: &str, request: Value, key: Option<&str>) -> Submission {
         context: None,
         grant: None,
         parent: None,
+        trace: None,
     }
 }
 

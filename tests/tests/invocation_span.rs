@@ -18,8 +18,8 @@ fn alice() -> Principal {
 }
 
 /// One span tree per invocation: the engine names the invocation on the span of whoever
-/// submitted it (a face's request), and the driver's span — where the upstream call runs —
-/// is a child of that span. (On one thread: the capturing subscriber is this thread's.)
+/// submitted it (a face's request); the invocation's span, a child of that span, holds the
+/// admission and each attempt, and an attempt the upstream's call and the commits. (On one thread: the capturing subscriber is this thread's.)
 #[tokio::test(flavor = "current_thread")]
 async fn the_driver_span_is_a_child_of_the_submitting_span_which_names_the_invocation() {
     use std::sync::Mutex;
@@ -59,6 +59,9 @@ async fn the_driver_span_is_a_child_of_the_submitting_span_which_names_the_invoc
             let mut v = Id(String::new());
             values.record(&mut v);
             let name = ctx.span(id).map(|s| s.name().to_string()).unwrap_or_default();
+            if v.0.is_empty() {
+                return; // another field
+            }
             if let Ok(mut s) = self.0.spans.lock() {
                 s.push((name, None, Some(v.0).filter(|x| !x.is_empty())));
             }
@@ -90,6 +93,7 @@ async fn the_driver_span_is_a_child_of_the_submitting_span_which_names_the_invoc
         context: None,
         grant: None,
         parent: None,
+        trace: None,
     };
     let face = tracing::info_span!("face", invocation.id = tracing::field::Empty);
     let inv = e.submit(submission).instrument(face).await.unwrap_or_else(|e| panic!("{e}")).invocation;
@@ -109,4 +113,15 @@ async fn the_driver_span_is_a_child_of_the_submitting_span_which_names_the_invoc
             .any(|(n, p, v)| n == "invocation" && p.as_deref() == Some("face") && v.as_deref() == Some(id.as_str())),
         "{spans:?}"
     );
+    // Under it, the tree an OTLP exporter sees: the admission, then the attempt with the
+    // upstream's call and the commit of its outcome.
+    let parent_of = |name: &str| -> Vec<Option<String>> {
+        spans.iter().filter(|(n, _, v)| n == name && v.is_none()).map(|(_, p, _)| p.clone()).collect()
+    };
+    assert_eq!(parent_of("admission"), [Some("invocation".to_string())], "{spans:?}");
+    assert_eq!(parent_of("attempt"), [Some("invocation".to_string())], "one attempt: {spans:?}");
+    assert_eq!(parent_of("upstream.call"), [Some("attempt".to_string())], "{spans:?}");
+    let commits = parent_of("commit");
+    assert!(!commits.is_empty() && commits.iter().all(|p| p.as_deref() == Some("attempt")), "{spans:?}");
+    assert_eq!(spans.iter().filter(|(n, ..)| n == "invocation").count(), 1, "one invocation span: {spans:?}");
 }

@@ -159,6 +159,8 @@ impl A2aCatalog {
             context: None,
             grant: None,
             parent: None,
+            // The MCP face sets its caller's; otherwise the current span's, if traced.
+            trace: switchyard_contract::trace::outgoing(),
         })
     }
 }

@@ -119,8 +119,7 @@ impl A2aClient {
     }
 
     fn post(&self, url: &str, body: &Value) -> reqwest::RequestBuilder {
-        self.http
-            .post(url)
+        traced(self.http.post(url))
             .header("a2a-version", "1.0")
             .header("content-type", "application/json")
             .body(body.to_string())
@@ -142,7 +141,8 @@ impl A2aClient {
                 }
             }
             Binding::Rest(base) => {
-                let mut req = self.http.request(verb.clone(), format!("{base}{path}")).header("a2a-version", "1.0");
+                let mut req =
+                    traced(self.http.request(verb.clone(), format!("{base}{path}"))).header("a2a-version", "1.0");
                 if verb == reqwest::Method::POST {
                     req = req.header("content-type", "application/json").body(params.to_string());
                 }
@@ -272,11 +272,31 @@ fn grpc_client(
         .max_encoding_message_size(GRPC_MAX_MESSAGE))
 }
 
-/// `message` with the A2A service parameters as gRPC metadata.
+/// `message` with the A2A service parameters and the trace context as gRPC metadata.
 fn grpc_request<T>(message: T) -> tonic::Request<T> {
     let mut req = tonic::Request::new(message);
-    req.metadata_mut().insert("a2a-version", tonic::metadata::MetadataValue::from_static("1.0"));
+    let meta = req.metadata_mut();
+    meta.insert("a2a-version", tonic::metadata::MetadataValue::from_static("1.0"));
+    if let Some(t) = switchyard_contract::trace::outgoing() {
+        if let Ok(v) = t.header().parse() {
+            meta.insert("traceparent", v);
+        }
+        if let Some(Ok(v)) = t.state.map(|s| s.parse()) {
+            meta.insert("tracestate", v);
+        }
+    }
     req
+}
+
+/// `req` with the current span's W3C trace context (`traceparent`, `tracestate`) when traced:
+/// the agent's work joins the trace under the gateway's call.
+fn traced(req: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+    let Some(t) = switchyard_contract::trace::outgoing() else { return req };
+    let req = req.header("traceparent", t.header());
+    match t.state {
+        Some(state) => req.header("tracestate", state),
+        None => req,
+    }
 }
 
 /// A gRPC failure, classified: the agent's A2A error (a status with `google.rpc.ErrorInfo`, or

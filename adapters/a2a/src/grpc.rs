@@ -15,6 +15,7 @@ use tonic::{Request, Response, Status};
 
 use crate::error::{A2aError, Kind};
 use crate::face::{A2aFace, AgentEntry, Caller, Operation, Reply};
+use switchyard_contract::TraceParent;
 
 /// The path prefix of the service's calls (`/lf.a2a.v1.A2AService/<Method>`).
 pub const SERVICE_PATH: &str = "/lf.a2a.v1.A2AService";
@@ -102,6 +103,7 @@ impl Grpc {
             path_tenant: None,
             host: req.extensions().get::<Authority>().map(|a| a.0.clone()),
             binding: "grpc",
+            trace: meta("traceparent").and_then(|t| TraceParent::parse(&t, meta("tracestate").as_deref())),
         };
         self.face.handle(&agent, &who, op).await.map_err(err)
     }

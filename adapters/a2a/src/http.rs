@@ -95,7 +95,9 @@ fn caller(
     };
     let version = version_of(headers, query);
     let extensions = Caller::parse_extensions(headers.get("a2a-extensions").and_then(|v| v.to_str().ok()));
-    Ok(Caller { principal, version, extensions, path_tenant: None, host: host(headers), binding })
+    let header = |k: &str| headers.get(k).and_then(|v| v.to_str().ok());
+    let trace = header("traceparent").and_then(|t| switchyard_contract::TraceParent::parse(t, header("tracestate")));
+    Ok(Caller { principal, version, extensions, path_tenant: None, host: host(headers), binding, trace })
 }
 
 /// The version the request names (`A2A-Version` header, else query parameter).

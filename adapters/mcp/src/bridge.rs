@@ -172,6 +172,8 @@ fn submission(principal: &Principal, upstream: &str, request: &ToolRequest) -> R
         context: None,
         grant: None,
         parent: None,
+        // Made under the span of the run that calls the tool (the `tools` agent's).
+        trace: switchyard_contract::trace::outgoing(),
     })
 }
 

@@ -104,7 +104,14 @@ impl McpUpstream {
         params.arguments = req.arguments;
         params.input_responses = req.input_responses;
         params.request_state = req.request_state;
-        let meta = relay.as_deref().map(request_meta).unwrap_or_default();
+        let mut meta = relay.as_deref().map(request_meta).unwrap_or_default();
+        // This attempt's span is the upstream's parent (SEP-414 `_meta` keys), when traced.
+        if let Some(t) = switchyard_contract::trace::outgoing() {
+            meta.0.set_traceparent(t.header());
+            if let Some(state) = t.state {
+                meta.0.set_tracestate(state);
+            }
+        }
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         // Not queued: nothing reached the upstream, so trying again is safe.
         let handle = match peer.send_request_with_option(request, PeerRequestOptions::default().with_meta(meta)).await {

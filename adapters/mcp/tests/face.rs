@@ -51,7 +51,19 @@ fn meta(extra: Value) -> Value {
 }
 
 /// Sends one JSON-RPC request as `principal()` and returns its JSON-RPC answer.
-async fn rpc(router: &axum::Router, method: &str, name: &str, mut params: Value, extra_meta: Value) -> Value {
+async fn rpc(router: &axum::Router, method: &str, name: &str, params: Value, extra_meta: Value) -> Value {
+    rpc_with_headers(router, method, name, params, extra_meta, &[]).await
+}
+
+/// [`rpc`] with more HTTP headers.
+async fn rpc_with_headers(
+    router: &axum::Router,
+    method: &str,
+    name: &str,
+    mut params: Value,
+    extra_meta: Value,
+    headers: &[(&str, &str)],
+) -> Value {
     params["_meta"] = meta(extra_meta);
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
     let mut req = Request::post("/mcp")
@@ -60,9 +72,11 @@ async fn rpc(router: &axum::Router, method: &str, name: &str, mut params: Value,
         .header("accept", "application/json, text/event-stream")
         .header("mcp-protocol-version", "2026-07-28")
         .header("mcp-method", method)
-        .header("mcp-name", name)
-        .body(Body::from(body.to_string()))
-        .unwrap_or_else(|e| panic!("{e}"));
+        .header("mcp-name", name);
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let mut req = req.body(Body::from(body.to_string())).unwrap_or_else(|e| panic!("{e}"));
     req.extensions_mut().insert(principal());
     let resp = router.clone().oneshot(req).await.unwrap_or_else(|e| panic!("{e}"));
     let bytes = axum::body::to_bytes(resp.into_body(), 1 << 20).await.unwrap_or_else(|e| panic!("{e}"));
@@ -83,6 +97,32 @@ fn only(port: &MemoryInvocations) -> Submission {
     let all = port.submissions();
     assert_eq!(all.len(), 1, "{all:?}");
     all.into_iter().next().unwrap_or_else(|| panic!("no submission"))
+}
+
+/// The caller's trace context reaches the engine with the call: `_meta` (SEP-414) wins over the
+/// HTTP header; a malformed one is ignored and the call still runs.
+#[tokio::test]
+async fn a_call_carries_the_callers_trace_context_from_meta_or_header() {
+    const META: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    const HEADER: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    let cases = [
+        (json!({"traceparent": META, "tracestate": "a=1"}), vec![("traceparent", HEADER)], Some((META, Some("a=1")))),
+        (json!({}), vec![("traceparent", HEADER), ("tracestate", "b=2")], Some((HEADER, Some("b=2")))),
+        (json!({"traceparent": "00-nonsense-01"}), vec![], None),
+        (json!({}), vec![("traceparent", "00-0af7651916cd43dd8448eb211c80319c-0000000000000000-01")], None),
+        (json!({}), vec![], None),
+    ];
+    for (meta, headers, want) in cases {
+        let port = MemoryInvocations::new(|_| Reply::succeed(json!({"content": [{"type": "text", "text": "hi"}]})));
+        let router = face(port.clone(), 2000).await;
+        let args = json!({"name": "fx__echo", "arguments": {"text": "hi"}});
+        let answer = rpc_with_headers(&router, "tools/call", "fx__echo", args, meta.clone(), &headers).await;
+        assert_eq!(answer["result"]["content"][0]["text"], "hi", "{answer}");
+        let got = only(&port).trace;
+        let got = got.as_ref().map(|t| (t.header(), t.state.clone()));
+        let want = want.map(|(h, s)| (h.to_string(), s.map(str::to_string)));
+        assert_eq!(got, want, "{meta} {headers:?}");
+    }
 }
 
 #[tokio::test]

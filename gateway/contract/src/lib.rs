@@ -23,6 +23,7 @@ pub mod relay;
 pub mod secret;
 pub mod state;
 pub mod tasks;
+pub mod trace;
 
 pub use artifact::{
     ArtifactError, ArtifactIndex, ArtifactKeeper, ArtifactMeta, ArtifactPage, ArtifactStore, BlobRef, ByteRange,
@@ -50,6 +51,7 @@ pub use tasks::{
     ContextId, Delivery, NewDelivery, PushOutbox, RunCursor, TaskId, TaskQuery, TaskRecord, TaskScope, TaskStateName,
     TaskStore,
 };
+pub use trace::TraceParent;
 
 /// Milliseconds since the Unix epoch, as read from the store's clock.
 pub type Millis = i64;

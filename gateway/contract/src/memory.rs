@@ -657,6 +657,7 @@ mod tests {
             context: None,
             grant: None,
             parent: None,
+            trace: None,
         }
     }
 

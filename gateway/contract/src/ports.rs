@@ -40,6 +40,9 @@ pub struct Submission {
     /// The invocation this call is made for (a bridged call's run): stored and shown with it.
     /// It must be the caller's tenant's.
     pub parent: Option<InvocationId>,
+    /// The caller's trace context (W3C `traceparent`), if it sent one: the invocation's span
+    /// joins that trace when tracing is on. Never stored.
+    pub trace: Option<crate::trace::TraceParent>,
 }
 
 /// The entry point a call came through. An upstream that a protocol face serves (its

@@ -32,6 +32,8 @@ pub struct Config {
     pub policy: Option<switchyard_policy::PolicyConfig>,
     /// The hash-chained audit log of decisions, approvals, grants and reconciliations.
     pub audit: AuditConfig,
+    /// OpenTelemetry traces over OTLP (`[telemetry]`): off unless `otlp_endpoint` is set.
+    pub telemetry: TelemetryConfig,
 }
 
 impl Default for Config {
@@ -49,6 +51,7 @@ impl Default for Config {
             a2a: switchyard_a2a::A2aConfig::default(),
             policy: None,
             audit: AuditConfig::default(),
+            telemetry: TelemetryConfig::default(),
         }
     }
 }
@@ -178,6 +181,73 @@ pub struct LogConfig {
 impl Default for LogConfig {
     fn default() -> Self {
         Self { format: "text".into(), filter: "info,rmcp=warn".into() }
+    }
+}
+
+/// `[telemetry]`: one span tree per invocation (`invocation` > `admission`, `attempt` >
+/// `upstream.call`, `commit`) exported over OTLP/HTTP (protobuf), joined to the caller's trace
+/// (W3C `traceparent`) and passed on to upstreams.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TelemetryConfig {
+    /// The collector's OTLP/HTTP traces URL, whole (e.g. `http://127.0.0.1:4318/v1/traces`).
+    /// Unset: tracing is off, callers' trace contexts are ignored and none is sent upstream.
+    pub otlp_endpoint: Option<String>,
+    /// Extra headers on each export (a collector's API key, say); never printed.
+    pub headers: BTreeMap<String, Secret>,
+    /// `service.name` of the exported resource.
+    pub service_name: String,
+    /// The share of new traces recorded (0.0 to 1.0); a caller's sampling decision is followed.
+    pub sample_ratio: f64,
+    /// Spans are exported in batches at most this often.
+    pub batch_delay_ms: u64,
+    /// One export gives up after this long (spans are then dropped, calls never wait).
+    pub export_timeout_ms: u64,
+}
+
+impl Default for TelemetryConfig {
+    fn default() -> Self {
+        Self {
+            otlp_endpoint: None,
+            headers: BTreeMap::new(),
+            service_name: "switchyard".into(),
+            sample_ratio: 1.0,
+            batch_delay_ms: 2000,
+            export_timeout_ms: 10_000,
+        }
+    }
+}
+
+impl TelemetryConfig {
+    fn check(&self) -> Result<(), String> {
+        if let Some(url) = &self.otlp_endpoint {
+            let ok = url
+                .strip_prefix("http://")
+                .or_else(|| url.strip_prefix("https://"))
+                .is_some_and(|rest| !rest.is_empty() && !rest.starts_with('/') && !rest.contains(char::is_whitespace));
+            if !ok {
+                return Err(format!("telemetry.otlp_endpoint `{url}` must be an http:// or https:// URL"));
+            }
+        }
+        if !(0.0..=1.0).contains(&self.sample_ratio) {
+            return Err(format!("telemetry.sample_ratio must be within 0.0..=1.0 (got {})", self.sample_ratio));
+        }
+        if !(10..=60_000).contains(&self.batch_delay_ms) {
+            return Err("telemetry.batch_delay_ms must be within 10..=60000".into());
+        }
+        if !(100..=120_000).contains(&self.export_timeout_ms) {
+            return Err("telemetry.export_timeout_ms must be within 100..=120000".into());
+        }
+        if self.service_name.is_empty() || self.service_name.len() > 255 {
+            return Err("telemetry.service_name must be 1 to 255 characters".into());
+        }
+        for (k, v) in &self.headers {
+            let name_ok = !k.is_empty() && k.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b));
+            if !name_ok || v.0.bytes().any(|b| b.is_ascii_control()) {
+                return Err(format!("telemetry.headers `{k}` must be a header name with a printable value"));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -319,6 +389,7 @@ impl Config {
         {
             return bad(format!("audit.partition `{p}` must be 1 to 100 characters of [A-Za-z0-9_.-]"));
         }
+        self.telemetry.check().map_err(ConfigError::Invalid)?;
         if !["text", "json"].contains(&self.log.format.as_str()) {
             return bad(format!("log.format must be `text` or `json` (got `{}`)", self.log.format));
         }
@@ -460,6 +531,28 @@ mod tests {
         assert!(e.is_some_and(|m| m.contains("log.format")));
         let e = Config::load(None, env(&[("SWITCHYARD__ENGINE__NOPE", "1")])).err().map(|e| e.to_string());
         assert!(e.is_some_and(|m| m.contains("nope")));
+    }
+
+    #[test]
+    fn telemetry_is_off_by_default_and_its_values_are_checked() {
+        let load = |text: &str| Config::from_text(text, "c.toml", std::iter::empty()).map_err(|e| e.to_string());
+        let cfg = load("").unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(cfg.telemetry.otlp_endpoint, None, "off unless an endpoint is set");
+        let on =
+            "[telemetry]\notlp_endpoint = \"http://127.0.0.1:4318/v1/traces\"\nheaders = { x-api-key = \"k3y\" }\n";
+        let cfg = load(on).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!format!("{cfg:?}").contains("k3y"), "header values never print");
+        for (bad, key) in [
+            ("otlp_endpoint = \"127.0.0.1:4318\"", "telemetry.otlp_endpoint"),
+            ("otlp_endpoint = \"http:///v1/traces\"", "telemetry.otlp_endpoint"),
+            ("sample_ratio = 1.5", "telemetry.sample_ratio"),
+            ("batch_delay_ms = 0", "telemetry.batch_delay_ms"),
+            ("headers = { \"bad name\" = \"v\" }", "telemetry.headers"),
+            ("nope = 1", "nope"),
+        ] {
+            let e = load(&format!("[telemetry]\n{bad}\n")).err();
+            assert!(e.as_deref().is_some_and(|m| m.contains(key)), "{bad}: {e:?}");
+        }
     }
 
     #[test]

@@ -14,3 +14,4 @@ pub mod faults;
 pub mod mcp_http;
 pub mod metrics;
 pub mod registry;
+pub mod telemetry;

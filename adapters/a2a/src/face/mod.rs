@@ -76,6 +76,9 @@ pub struct Caller {
     pub host: Option<String>,
     /// The binding the request came on: `jsonrpc`, `rest` or `grpc` (for spans).
     pub binding: &'static str,
+    /// The caller's W3C trace context (`traceparent` and `tracestate` headers or gRPC metadata);
+    /// a send's request metadata may name another, which wins.
+    pub trace: Option<switchyard_contract::TraceParent>,
 }
 
 impl Caller {

@@ -5,6 +5,7 @@ use std::collections::VecDeque;
 use std::sync::Mutex;
 
 use super::*;
+use switchyard_contract::TraceParent;
 use switchyard_contract::{Invocation, client_stays};
 
 /// How many answered sends a face remembers (oldest forgotten first: a resend of a forgotten
@@ -137,7 +138,8 @@ impl A2aFace {
         cfg.kind.admit(&message, &who.extensions)?;
         let push = req.configuration.as_ref().and_then(|c| c.task_push_notification_config.clone());
         let modes = req.configuration.as_ref().and_then(|c| c.accepted_output_modes.clone());
-        let (metadata, grant) = take_grant(req.metadata);
+        let (metadata, grant, trace) = split_metadata(req.metadata);
+        let trace = trace.or_else(|| who.trace.clone());
         let history_length = req.configuration.as_ref().and_then(|c| c.history_length);
         check_history(history_length)?;
         if let Some(p) = &push {
@@ -192,6 +194,7 @@ impl A2aFace {
             context: None,
             grant,
             parent: None,
+            trace,
         };
         let generation = retries.then_some((identity, content));
         Ok(Send {
@@ -395,11 +398,21 @@ enum First {
 /// Where a send presents a grant: the request's `metadata`, as MCP's `_meta` does.
 pub const GRANT_METADATA: &str = "dev.switchyard/grant";
 
-/// The request's metadata without its grant, and the grant: it decides this send only, so it is
-/// neither stored with the run nor passed on to the agent, and a resend with another grant (or
-/// none) is the same message.
-fn take_grant(metadata: Option<HashMap<String, Value>>) -> (Option<HashMap<String, Value>>, Option<String>) {
-    let Some(mut m) = metadata else { return (None, None) };
+/// The request's metadata without its grant and trace context, the grant, and the trace
+/// context (`traceparent`, `tracestate`, as MCP's `_meta` carries them): both concern this send
+/// only, so they are neither stored with the run nor passed on to the agent (the gateway sends
+/// its own trace context), and a resend with another grant or trace (or none) is the same
+/// message.
+fn split_metadata(
+    metadata: Option<HashMap<String, Value>>,
+) -> (Option<HashMap<String, Value>>, Option<String>, Option<TraceParent>) {
+    let Some(mut m) = metadata else { return (None, None, None) };
     let grant = m.remove(GRANT_METADATA).and_then(|v| v.as_str().map(str::to_string));
-    ((!m.is_empty()).then_some(m), grant)
+    let parent = m.remove("traceparent");
+    let state = m.remove("tracestate");
+    let trace = parent
+        .as_ref()
+        .and_then(Value::as_str)
+        .and_then(|p| TraceParent::parse(p, state.as_ref().and_then(Value::as_str)));
+    ((!m.is_empty()).then_some(m), grant, trace)
 }

@@ -151,6 +151,7 @@ impl McpFace {
         let wait = if tasks { self.shared.task_after } else { self.shared.call_wait };
         let mut round = self.first_round(&params, &ctx, &who, &name)?;
         let grant = request_meta(&params, &ctx, GRANT_META).and_then(Value::as_str).map(str::to_string);
+        let trace = super::call::trace_context(&params, &ctx);
         loop {
             let prepared = match &round.prev {
                 None => {
@@ -168,6 +169,7 @@ impl McpFace {
             let mut submission = prepared.map_err(|e| crate::error::rpc_error(&e, None))?;
             submission.ingress_key = round.ingress_key()?;
             submission.grant.clone_from(&grant);
+            submission.trace = trace.clone().or(submission.trace);
             // No questions to wait for: an agent asks for input through its task's state.
             let inv = match self.run_round(submission, wait, &ctx, &who, round.key.is_some(), None).await? {
                 Ran::Settled(inv) => inv,

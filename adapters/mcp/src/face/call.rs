@@ -5,7 +5,7 @@
 
 use super::relay::Questions;
 use super::*;
-use switchyard_contract::{ErrorKind, ErrorSource, Invocation, Submitted};
+use switchyard_contract::{ErrorKind, ErrorSource, Invocation, Submitted, TraceParent};
 
 /// Where a call is in its rounds. Round 1 is the client's request; each later round answers the
 /// upstream's request for input and continues the invocation before it.
@@ -69,6 +69,7 @@ impl Round {
             context: Some(CallContext::new(relay.clone())),
             grant: grant.map(str::to_string),
             parent: None,
+            trace: None,
         })
     }
 }
@@ -107,6 +108,7 @@ impl McpFace {
         let mut round = self.first_round(&params, &ctx, &who, &name)?;
         let mut relay = self.call_relay(&ctx);
         let grant = request_meta(&params, &ctx, GRANT_META).and_then(Value::as_str).map(str::to_string);
+        let trace = trace_context(&params, &ctx);
         loop {
             let ran = match round.held.take() {
                 Some(hold) => {
@@ -115,7 +117,8 @@ impl McpFace {
                     ran
                 }
                 None => {
-                    let submission = round.submission(&entry, &params, &who, &relay, grant.as_deref())?;
+                    let mut submission = round.submission(&entry, &params, &who, &relay, grant.as_deref())?;
+                    submission.trace.clone_from(&trace);
                     let keyed = round.key.is_some();
                     self.run_round(submission, wait, &ctx, &who, keyed, relay.questions.clone()).await?
                 }
@@ -288,6 +291,18 @@ pub(super) fn request_meta<'a>(
     key: &str,
 ) -> Option<&'a Value> {
     params.meta.as_ref().and_then(|m| m.get(key)).or_else(|| ctx.meta.get(key))
+}
+
+/// The caller's W3C trace context: `traceparent` and `tracestate` in the request's `_meta`
+/// (SEP-414), else the HTTP request's headers of the same names.
+pub(super) fn trace_context(params: &CallToolRequestParams, ctx: &RequestContext<RoleServer>) -> Option<TraceParent> {
+    let meta = |k: &str| request_meta(params, ctx, k).and_then(Value::as_str);
+    if let Some(parent) = meta("traceparent") {
+        return TraceParent::parse(parent, meta("tracestate"));
+    }
+    let headers = &ctx.extensions.get::<axum::http::request::Parts>()?.headers;
+    let header = |k: &str| headers.get(k).and_then(|v| v.to_str().ok());
+    TraceParent::parse(header("traceparent")?, header("tracestate"))
 }
 
 /// Where an MCP client presents a grant for a call: `_meta["dev.switchyard/grant"]`.

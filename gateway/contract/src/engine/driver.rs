@@ -19,7 +19,8 @@ use crate::error::{Error, ErrorKind, FailureCode};
 use crate::event::EventKind;
 use crate::ports::{CancelAck, DispatchCall, UpstreamError};
 use crate::relay::CallContext;
-use crate::state::{Invocation, InvocationState};
+use crate::state::{Invocation, InvocationState, StateName};
+use crate::trace::TARGET;
 
 pub(super) async fn drive(
     inner: Arc<Inner>,
@@ -27,26 +28,47 @@ pub(super) async fn drive(
     cancel: Arc<Notify>,
     context: Option<CallContext>,
     (via, started): (&'static str, bool),
-    parent: tracing::Span,
+    span: tracing::Span,
 ) {
-    // Under the face's span when a face submitted it: one trace from the wire request to the
-    // upstream's answer.
-    let span = info_span!(
-        parent: &parent,
+    span.record("via", via);
+    span.record("fence", inv.lease.fence.0);
+    // Deregisters even if the driver panics (an adapter bug): shutdown must not wait for it.
+    let _done = Done { inner: inner.clone(), id: inv.id, fence: inv.lease.fence };
+    match run(&inner, inv, &cancel, context, started).instrument(span.clone()).await {
+        Ok(state) => {
+            span.record("state", state.name().as_str());
+            if matches!(state.name(), StateName::Failed | StateName::Unknown) {
+                failed(&span, state.name().as_str());
+            }
+        }
+        Err(e) => span.in_scope(|| debug!(error = %e, "driver stopped")),
+    }
+}
+
+/// The span of an invocation a driver takes up without a face (recovery, an approval): under
+/// the current span, with no caller's trace.
+pub(super) fn span_of(inv: &Invocation) -> tracing::Span {
+    info_span!(
+        target: TARGET,
         "invocation",
         invocation.id = %inv.id,
         tenant = %inv.principal.tenant,
         upstream = %inv.target.upstream,
         operation = %inv.target.operation,
         effect = ?inv.target.effect,
-        via,
-        fence = inv.lease.fence.0,
-    );
-    // Deregisters even if the driver panics (an adapter bug): shutdown must not wait for it.
-    let _done = Done { inner: inner.clone(), id: inv.id, fence: inv.lease.fence };
-    if let Err(e) = run(&inner, inv, &cancel, context, started).instrument(span.clone()).await {
-        span.in_scope(|| debug!(error = %e, "driver stopped"));
-    }
+        otel.kind = "server",
+        via = tracing::field::Empty,
+        fence = tracing::field::Empty,
+        state = tracing::field::Empty,
+        otel.status_code = tracing::field::Empty,
+        otel.status_message = tracing::field::Empty,
+    )
+}
+
+/// Marks a span as ended in error (OpenTelemetry's status), saying why.
+pub(in crate::engine) fn failed(span: &tracing::Span, why: &str) {
+    span.record("otel.status_code", "ERROR");
+    span.record("otel.status_message", why);
 }
 
 /// Removes a driver from the running set when it ends, however it ends.
@@ -65,21 +87,21 @@ impl Drop for Done {
     }
 }
 
+/// Drives the invocation until it settles, is held elsewhere or the gateway stops; returns the
+/// state it left it in.
 async fn run(
     inner: &Arc<Inner>,
     mut inv: Invocation,
     cancel: &Notify,
     context: Option<CallContext>,
     mut started: bool,
-) -> Result<(), Error> {
+) -> Result<InvocationState, Error> {
     let fence = inv.lease.fence;
-    let (worker, ttl) = (inner.cfg.worker, inner.cfg.ttl_ms());
+    let worker = inner.cfg.worker;
     loop {
         // A read admitted with its first attempt recorded goes straight to the dispatch (once).
-        if std::mem::take(&mut started) {
-            inner.faults.reached(FaultPoint::BeforeDispatch, inv.id).await;
-            inner.faults.reached(FaultPoint::AttemptRecorded, inv.id).await;
-        } else {
+        let begun = std::mem::take(&mut started);
+        if !begun {
             match &inv.state {
                 InvocationState::Admitted => {}
                 InvocationState::Retrying { retry_at_ms, .. } => {
@@ -91,38 +113,69 @@ async fn run(
                     inv = apply(inner, &inv, move |i, now| i.recover_lost_attempt(worker, fence, now, max)).await?;
                     continue;
                 }
-                _ => return Ok(()),
+                _ => return Ok(inv.state),
             }
             if *inner.stopping.borrow() {
-                return Ok(());
+                return Ok(inv.state);
             }
-            inner.faults.reached(FaultPoint::BeforeDispatch, inv.id).await;
-            inv = apply(inner, &inv, move |i, now| i.begin_attempt(worker, fence, now, ttl)).await?;
-            inner.faults.reached(FaultPoint::AttemptRecorded, inv.id).await;
         }
-        let InvocationState::Dispatching { attempt, attempt_no, .. } = inv.state else {
-            return Ok(());
-        };
-        let call = DispatchCall {
-            invocation: inv.id,
-            attempt,
-            attempt_no,
-            principal: inv.principal.clone(),
-            target: inv.target.clone(),
-            request: inv.request.clone(),
-            context: context.clone(),
-            send_by: tokio::time::Instant::now() + send_window(inner.cfg.attempt_timeout),
-        };
-        let sent = std::time::Instant::now();
-        let result = attempt_call(inner, &call, &mut inv, cancel).await;
-        let elapsed = sent.elapsed();
-        inner.faults.reached(FaultPoint::AfterUpstreamReply, inv.id).await;
-        inv = commit(inner, &call, &inv, result).await?;
-        if let Some(m) = inner.meter.get() {
-            m.attempted(&inv.target, elapsed, inv.state.name().as_str());
+        let span = info_span!(
+            target: TARGET,
+            "attempt",
+            attempt.no = tracing::field::Empty,
+            state = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+            otel.status_message = tracing::field::Empty,
+        );
+        if !attempt(inner, &mut inv, cancel, context.as_ref(), begun).instrument(span.clone()).await? {
+            return Ok(inv.state);
         }
-        inner.settled(&inv);
+        span.record("state", inv.state.name().as_str());
+        if matches!(inv.state.name(), StateName::Failed | StateName::Unknown | StateName::Retrying) {
+            failed(&span, inv.state.name().as_str());
+        }
     }
+}
+
+/// One attempt: records it (unless the admission did: `begun`), sends it, commits its outcome
+/// into `inv`. `false` when there was nothing to send.
+async fn attempt(
+    inner: &Arc<Inner>,
+    inv: &mut Invocation,
+    cancel: &Notify,
+    context: Option<&CallContext>,
+    begun: bool,
+) -> Result<bool, Error> {
+    let (worker, ttl, fence) = (inner.cfg.worker, inner.cfg.ttl_ms(), inv.lease.fence);
+    inner.faults.reached(FaultPoint::BeforeDispatch, inv.id).await;
+    if !begun {
+        *inv = apply(inner, inv, move |i, now| i.begin_attempt(worker, fence, now, ttl)).await?;
+    }
+    inner.faults.reached(FaultPoint::AttemptRecorded, inv.id).await;
+    let InvocationState::Dispatching { attempt, attempt_no, .. } = inv.state else {
+        return Ok(false);
+    };
+    tracing::Span::current().record("attempt.no", attempt_no);
+    let call = DispatchCall {
+        invocation: inv.id,
+        attempt,
+        attempt_no,
+        principal: inv.principal.clone(),
+        target: inv.target.clone(),
+        request: inv.request.clone(),
+        context: context.cloned(),
+        send_by: tokio::time::Instant::now() + send_window(inner.cfg.attempt_timeout),
+    };
+    let sent = std::time::Instant::now();
+    let result = attempt_call(inner, &call, inv, cancel).await;
+    let elapsed = sent.elapsed();
+    inner.faults.reached(FaultPoint::AfterUpstreamReply, inv.id).await;
+    *inv = commit(inner, &call, inv, result).await?;
+    if let Some(m) = inner.meter.get() {
+        m.attempted(&inv.target, elapsed, inv.state.name().as_str());
+    }
+    inner.settled(inv);
+    Ok(true)
 }
 
 /// Runs one transition as the lease holder and wakes watchers when it appended events.
@@ -131,7 +184,8 @@ where
     F: Fn(&mut Invocation, Millis) -> Result<Vec<EventKind>, Error> + Send + Sync + 'static,
 {
     let started = std::time::Instant::now();
-    let (inv, events) = inner.store.transition_held(current, Box::new(f)).await?;
+    let span = info_span!(target: TARGET, "commit", what = "transition");
+    let (inv, events) = inner.store.transition_held(current, Box::new(f)).instrument(span).await?;
     inner.committed("transition", started);
     if !events.is_empty() {
         inner.notify_changed(&inv);
@@ -155,7 +209,17 @@ async fn attempt_call(
         });
     };
     let (worker, fence, ttl) = (inner.cfg.worker, inv.lease.fence, inner.cfg.ttl_ms());
-    let mut dispatch = pin!(upstream.dispatch(call));
+    // The upstream's request runs under its own span: its context is what an adapter sends
+    // upstream (`trace::outgoing`), so the upstream's work joins the trace under it.
+    let span = info_span!(
+        target: TARGET,
+        "upstream.call",
+        otel.kind = "client",
+        upstream = %call.target.upstream,
+        operation = %call.target.operation,
+        attempt.no = call.attempt_no,
+    );
+    let mut dispatch = pin!(upstream.dispatch(call).instrument(span));
     let limit = upstream.attempt_timeout(inner.cfg.attempt_timeout);
     let mut deadline = pin!(tokio::time::sleep(limit));
     // First renewal one period from now. (Not `interval` + an initial `tick().await`: that
@@ -234,7 +298,8 @@ async fn commit(
     let mut pause = Duration::from_millis(50);
     let (inv, events) = loop {
         let started = std::time::Instant::now();
-        let done = inner.store.transition_held(current, record()).await;
+        let span = info_span!(target: TARGET, "commit", what = "outcome");
+        let done = inner.store.transition_held(current, record()).instrument(span).await;
         inner.committed("transition", started);
         match done {
             Err(e) if e.kind == ErrorKind::Unavailable && tokio::time::Instant::now() + pause < give_up => {

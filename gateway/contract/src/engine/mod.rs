@@ -336,10 +336,88 @@ impl Engine {
     /// Admits a submission as invocation `id` (or finds the one its idempotency key already
     /// names), and starts driving it.
     async fn admit(&self, s: Submission, id: InvocationId) -> Result<Submitted, Error> {
+        // The invocation's own span, the root of its part of a trace: a child of the caller's
+        // span when the caller sent a trace context, of the face's request span in the logs.
+        let span = tracing::info_span!(
+            target: crate::trace::TARGET,
+            "invocation",
+            invocation.id = %id,
+            tenant = %s.principal.tenant,
+            upstream = %s.upstream,
+            operation = %s.operation,
+            ingress = s.ingress.name(),
+            otel.kind = "server",
+            effect = tracing::field::Empty,
+            via = tracing::field::Empty,
+            fence = tracing::field::Empty,
+            attached = tracing::field::Empty,
+            state = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+            otel.status_message = tracing::field::Empty,
+        );
+        crate::trace::adopt(&span, s.trace.as_ref());
+        let admitted = self.admit_under(s, id, &span).await;
+        match &admitted {
+            Ok(Submitted { invocation, created: false }) => {
+                span.record("invocation.id", tracing::field::display(invocation.id));
+                span.record("attached", true);
+            }
+            Ok(_) => {}
+            Err(e) => driver::failed(&span, &e.message),
+        }
+        admitted
+    }
+
+    async fn admit_under(&self, mut s: Submission, id: InvocationId, span: &tracing::Span) -> Result<Submitted, Error> {
+        use tracing::Instrument as _;
         let inner = &self.inner;
         if *inner.stopping.borrow() {
             return Err(Error::unavailable("the gateway is shutting down; nothing was admitted"));
         }
+        let (ingress, context) = (s.ingress, s.context.take());
+        let admission = tracing::info_span!(target: crate::trace::TARGET, parent: span, "admission");
+        let (digest, admitted) = self.admission(s, id).instrument(admission).await?;
+        if !matches!(&admitted, Ok(Admission::Created(inv)) if inv.state.name().is_active()) {
+            inner.policy.release(id); // it does not run here: a slot it took is free again
+        }
+        let submitted = match admitted? {
+            Admission::Created(inv) => {
+                inner.notify_changed(&inv);
+                if let Some(m) = inner.meter.get() {
+                    m.admitted(ingress, &inv.target);
+                }
+                span.record("effect", tracing::field::debug(inv.target.effect));
+                if inv.state.name().is_active() {
+                    // A read may arrive with its first attempt already recorded by the admission.
+                    let started = matches!(inv.state, crate::state::InvocationState::Dispatching { .. });
+                    inner.spawn_driver(inv.clone(), context, (ingress.name(), started), Some(span.clone()));
+                } else {
+                    span.record("state", inv.state.name().as_str());
+                }
+                Submitted { invocation: inv, created: true }
+            }
+            Admission::Existing(inv) if inv.digest == digest => Submitted { invocation: inv, created: false },
+            Admission::Existing(inv) => {
+                return Err(Error::conflict(format!(
+                    "idempotency key `{}` was already used by {} with a different request; nothing was dispatched",
+                    inv.ingress_key.as_ref().map_or("", |k| k.as_str()),
+                    inv.id
+                )));
+            }
+        };
+        // The caller's span (a face's request) names the invocation it made or attached to.
+        tracing::Span::current().record("invocation.id", tracing::field::display(submitted.invocation.id));
+        Ok(submitted)
+    }
+
+    /// The admission of a submission: its target, the policy's ruling and the admitting commit
+    /// (the store's answer is returned as it came, for the caller to release what it must).
+    async fn admission(
+        &self,
+        s: Submission,
+        id: InvocationId,
+    ) -> Result<(RequestDigest, Result<Admission, Error>), Error> {
+        let inner = &self.inner;
         let target = inner.upstreams.target(&s.upstream, &s.operation)?;
         if let Some(owner) = inner.upstreams.owner(&s.upstream)
             && owner != s.ingress
@@ -376,34 +454,7 @@ impl Engine {
         let started = std::time::Instant::now();
         let admitted = inner.store.admit(draft).await;
         inner.committed("admission", started);
-        if !matches!(&admitted, Ok(Admission::Created(inv)) if inv.state.name().is_active()) {
-            inner.policy.release(id); // it does not run here: a slot it took is free again
-        }
-        let submitted = match admitted? {
-            Admission::Created(inv) => {
-                inner.notify_changed(&inv);
-                if let Some(m) = inner.meter.get() {
-                    m.admitted(s.ingress, &inv.target);
-                }
-                if inv.state.name().is_active() {
-                    // A read may arrive with its first attempt already recorded by the admission.
-                    let started = matches!(inv.state, crate::state::InvocationState::Dispatching { .. });
-                    inner.spawn_driver(inv.clone(), s.context, s.ingress.name(), started);
-                }
-                Submitted { invocation: inv, created: true }
-            }
-            Admission::Existing(inv) if inv.digest == digest => Submitted { invocation: inv, created: false },
-            Admission::Existing(inv) => {
-                return Err(Error::conflict(format!(
-                    "idempotency key `{}` was already used by {} with a different request; nothing was dispatched",
-                    inv.ingress_key.as_ref().map_or("", |k| k.as_str()),
-                    inv.id
-                )));
-            }
-        };
-        // The caller's span (a face's request) names the invocation it made or attached to.
-        tracing::Span::current().record("invocation.id", tracing::field::display(submitted.invocation.id));
-        Ok(submitted)
+        Ok((digest, admitted))
     }
 
     /// Runs one recovery pass now; returns how many invocations it took over.
@@ -515,7 +566,7 @@ impl Inner {
         }
         for inv in taken {
             info!(invocation.id = %inv.id, state = inv.state.name().as_str(), fence = inv.lease.fence.0, "recovering invocation");
-            self.spawn_driver(inv, None, "recovery", false);
+            self.spawn_driver(inv, None, ("recovery", false), None);
         }
         self.expire_holds().await?;
         Ok(n)
@@ -551,21 +602,22 @@ impl Inner {
         }
     }
 
-    /// `via`: where the call came from (its ingress, or `recovery`), for the driver's span;
-    /// `started`: the admission itself recorded the first attempt (a read), so the driver
-    /// dispatches it at once.
+    /// `via`: where the call came from (its ingress, `recovery` or `approval`), for the driver's
+    /// span; `started`: the admission itself recorded the first attempt (a read), so the driver
+    /// dispatches it at once; `span`: the invocation's span when its admission opened one here
+    /// (else the driver opens one under the current span).
     fn spawn_driver(
         self: &Arc<Self>,
         inv: Invocation,
         context: Option<crate::relay::CallContext>,
-        via: &'static str,
-        started: bool,
+        (via, started): (&'static str, bool),
+        span: Option<tracing::Span>,
     ) {
         let cancel = Arc::new(Notify::new());
         let (id, fence) = (inv.id, inv.lease.fence);
         let Ok(mut running) = self.running.lock() else { return };
-        let parent = tracing::Span::current();
-        let task = tokio::spawn(driver::drive(self.clone(), inv, cancel.clone(), context, (via, started), parent));
+        let span = span.unwrap_or_else(|| driver::span_of(&inv));
+        let task = tokio::spawn(driver::drive(self.clone(), inv, cancel.clone(), context, (via, started), span));
         running.insert(id, Running { fence, cancel, task: task.abort_handle() });
     }
 
@@ -735,7 +787,7 @@ impl Invocations for Engine {
         self.inner.audit_step(AuditEntry::about(AuditKind::Approved, &by.subject, &inv, serde_json::json!({}))).await;
         // This worker holds the lease it took with the approval; if it stops first, recovery
         // drives the call once the lease runs out.
-        self.inner.spawn_driver(inv.clone(), None, "approval", false);
+        self.inner.spawn_driver(inv.clone(), None, ("approval", false), None);
         Ok(inv)
     }
 

@@ -78,6 +78,9 @@ pub(super) async fn submit(
         context: None,
         grant: headers.get("switchyard-grant").and_then(|v| v.to_str().ok()).map(str::to_string),
         parent: None,
+        trace: headers.get("traceparent").and_then(|v| v.to_str().ok()).and_then(|t| {
+            switchyard_contract::TraceParent::parse(t, headers.get("tracestate").and_then(|v| v.to_str().ok()))
+        }),
     };
     let submitted = if wait > 0 {
         state.engine.submit_and_wait(submission, Duration::from_millis(wait), client_stays()).await?.submitted

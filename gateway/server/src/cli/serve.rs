@@ -29,18 +29,28 @@ pub async fn run(args: Args, mut cfg: Config) -> anyhow::Result<()> {
         cfg.store.url.0 = s;
     }
     cfg.validate()?;
-    init_tracing(&cfg);
-    crate::app::serve(cfg, crate::app::signal()).await
+    let traces = init_tracing(&cfg)?;
+    let served = crate::app::serve(cfg, crate::app::signal()).await;
+    if let Some(provider) = traces {
+        // The spans of the last calls are exported before the process ends.
+        let _ = tokio::task::spawn_blocking(move || crate::telemetry::stop(&provider)).await;
+    }
+    served
 }
 
-fn init_tracing(cfg: &Config) {
+/// Logs to stderr (filtered by `log.filter` or `RUST_LOG`) and, when `[telemetry]` names an
+/// endpoint, the invocation spans to OTLP whatever the log filter; returns what to flush at exit.
+fn init_tracing(cfg: &Config) -> anyhow::Result<Option<opentelemetry_sdk::trace::SdkTracerProvider>> {
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .or_else(|_| tracing_subscriber::EnvFilter::try_new(&cfg.log.filter))
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
-    if cfg.log.format == "json" {
-        builder.json().init();
-    } else {
-        builder.init();
-    }
+    let fmt = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let fmt = if cfg.log.format == "json" { fmt.json().boxed() } else { fmt.boxed() };
+    let traces = crate::telemetry::start(&cfg.telemetry)?;
+    let (otel, provider) = traces.map(|t| (t.layer, t.provider)).unzip();
+    tracing_subscriber::registry().with(fmt.with_filter(filter)).with(otel).init();
+    Ok(provider)
 }
