@@ -66,3 +66,43 @@ impl Run {
         self.lat_us[i.min(self.lat_us.len() - 1)] as f64 / 1000.0
     }
 }
+
+/// MCP `tools/call`s of `tool` at `url` by `concurrency` clients (2026-07-28 ones if `modern`,
+/// else 2025-11-25 sessions) for `seconds`, after one warm-up call each; every call must succeed.
+pub async fn mcp_calls(url: &str, modern: bool, tool: &str, concurrency: usize, seconds: u64) -> anyhow::Result<Run> {
+    use crate::mcp::{call, connect};
+    use serde_json::json;
+    use std::time::{Duration, Instant};
+    let mut clients = Vec::new();
+    for _ in 0..concurrency {
+        clients.push(connect(url, modern).await);
+    }
+    // Warm up each connection (and the gateway's upstream sessions).
+    for (w, c) in clients.iter().enumerate() {
+        let args = json!({"text": "warm", "key": format!("warm-{w}")});
+        c.call_tool(call(tool, args)).await.context("warm-up call")?;
+    }
+    let deadline = Instant::now() + Duration::from_secs(seconds);
+    let t0 = Instant::now();
+    let mut tasks = Vec::new();
+    for (w, client) in clients.into_iter().enumerate() {
+        let tool = tool.to_string();
+        tasks.push(tokio::spawn(async move {
+            let mut lat = Vec::new();
+            let mut n = 0u64;
+            while Instant::now() < deadline {
+                n += 1;
+                let args = json!({"text": "bench", "key": format!("{w}-{n}")});
+                let started = Instant::now();
+                let r = client.call_tool(call(&tool, args)).await;
+                if r.as_ref().map(|r| r.is_error == Some(true)).unwrap_or(true) {
+                    return Err(anyhow::anyhow!("call failed: {r:?}"));
+                }
+                lat.push(started.elapsed().as_micros() as u64);
+            }
+            let _ = client.cancel().await;
+            Ok(lat)
+        }));
+    }
+    Run::join(tasks, t0).await
+}

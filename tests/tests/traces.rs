@@ -227,3 +227,22 @@ async fn without_telemetry_no_trace_context_is_sent_upstream() {
     assert_eq!(answer["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{answer}");
     assert_eq!(agent_saw(&agent, "off-1"), None);
 }
+
+/// Spans still waiting for their batch are exported when the gateway stops (SIGTERM).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_last_spans_are_exported_when_the_gateway_stops() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let collector = Collector::start().await;
+    let agent = InternalAgent::start(dir.path());
+    let telemetry = format!("otlp_endpoint = {}\nbatch_delay_ms = 60000\n", Value::String(collector.url.clone()));
+    let config = config(dir.path(), (&agent.url, &agent.url), &telemetry);
+    let mut gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(config), ..Options::default() });
+    let (trace, span, traceparent) = caller();
+    let (seen, invocation) = trace_seen(&format!("{}/mcp", gw.base), &[("traceparent", json!(traceparent))]).await;
+    assert_eq!(seen["otelTraceId"].as_str(), Some(trace.as_str()), "{seen}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(collector.spans().iter().all(|s| s.trace_id != trace), "nothing exported before the batch is due");
+    assert!(tokio::task::block_in_place(|| gw.terminate()), "a clean stop");
+    let spans = collector.trace(&trace, Duration::from_secs(5), complete).await;
+    check_tree(&spans, &span, &invocation, "fm");
+}

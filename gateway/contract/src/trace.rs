@@ -1,7 +1,8 @@
 //! Distributed tracing without a tracing backend in the contract: the W3C Trace Context a caller
 //! sends ([`TraceParent`]: `traceparent` and `tracestate`), the spans the engine opens for an
-//! invocation (target [`TARGET`]: `invocation`, `admission`, `attempt`, `upstream.call`,
-//! `commit`), and the [`Propagator`] hook through which the binary joins those spans to the
+//! invocation (target [`TARGET`]: `invocation` at INFO, so logs name the call; `admission`,
+//! `attempt`, `upstream.call` and `commit` at DEBUG, so they cost nothing unless traces or debug
+//! logs are on), and the [`Propagator`] hook through which the binary joins those spans to the
 //! caller's trace and reads the context an upstream request must carry.
 //!
 //! The binary installs a propagator (OpenTelemetry) only when tracing is configured; without one

@@ -64,7 +64,7 @@ where
     let tracer = provider.tracer("switchyard");
     let layer = tracing_opentelemetry::layer()
         .with_tracer(tracer)
-        .with_filter(Targets::new().with_target(TARGET, tracing::Level::INFO))
+        .with_filter(Targets::new().with_target(TARGET, tracing::Level::DEBUG))
         .boxed();
     switchyard_contract::trace::install(Box::new(Otel));
     Ok(Some(Tracing { layer, provider }))

@@ -12,48 +12,10 @@
 //! both from the same target directory as this binary: build all three in release for numbers
 //! that mean something. Prints a table and one JSON line.
 
-use std::time::{Duration, Instant};
-
-use anyhow::Context;
 use serde_json::json;
-use switchyard_tests::bench::{Args, Run};
+use switchyard_tests::bench::{Args, mcp_calls as drive};
 use switchyard_tests::gateway::{Gateway, Options};
-use switchyard_tests::mcp::{Fixture, UpstreamSpec, call, connect, write_config};
-
-async fn drive(url: &str, modern: bool, tool: &str, concurrency: usize, seconds: u64) -> anyhow::Result<Run> {
-    let mut clients = Vec::new();
-    for _ in 0..concurrency {
-        clients.push(connect(url, modern).await);
-    }
-    // Warm up each connection (and the gateway's upstream sessions).
-    for (w, c) in clients.iter().enumerate() {
-        let args = json!({"text": "warm", "key": format!("warm-{w}")});
-        c.call_tool(call(tool, args)).await.context("warm-up call")?;
-    }
-    let deadline = Instant::now() + Duration::from_secs(seconds);
-    let t0 = Instant::now();
-    let mut tasks = Vec::new();
-    for (w, client) in clients.into_iter().enumerate() {
-        let tool = tool.to_string();
-        tasks.push(tokio::spawn(async move {
-            let mut lat = Vec::new();
-            let mut n = 0u64;
-            while Instant::now() < deadline {
-                n += 1;
-                let args = json!({"text": "bench", "key": format!("{w}-{n}")});
-                let started = Instant::now();
-                let r = client.call_tool(call(&tool, args)).await;
-                if r.as_ref().map(|r| r.is_error == Some(true)).unwrap_or(true) {
-                    return Err(anyhow::anyhow!("call failed: {r:?}"));
-                }
-                lat.push(started.elapsed().as_micros() as u64);
-            }
-            let _ = client.cancel().await;
-            Ok(lat)
-        }));
-    }
-    Run::join(tasks, t0).await
-}
+use switchyard_tests::mcp::{Fixture, UpstreamSpec, write_config};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::Notify;
-use tracing::{Instrument, debug, info_span, warn};
+use tracing::{Instrument, debug, debug_span, info_span, warn};
 
 use super::{FaultPoint, Inner};
 use crate::Millis;
@@ -119,7 +119,7 @@ async fn run(
                 return Ok(inv.state);
             }
         }
-        let span = info_span!(
+        let span = debug_span!(
             target: TARGET,
             "attempt",
             attempt.no = tracing::field::Empty,
@@ -184,7 +184,7 @@ where
     F: Fn(&mut Invocation, Millis) -> Result<Vec<EventKind>, Error> + Send + Sync + 'static,
 {
     let started = std::time::Instant::now();
-    let span = info_span!(target: TARGET, "commit", what = "transition");
+    let span = debug_span!(target: TARGET, "commit", what = "transition");
     let (inv, events) = inner.store.transition_held(current, Box::new(f)).instrument(span).await?;
     inner.committed("transition", started);
     if !events.is_empty() {
@@ -211,7 +211,7 @@ async fn attempt_call(
     let (worker, fence, ttl) = (inner.cfg.worker, inv.lease.fence, inner.cfg.ttl_ms());
     // The upstream's request runs under its own span: its context is what an adapter sends
     // upstream (`trace::outgoing`), so the upstream's work joins the trace under it.
-    let span = info_span!(
+    let span = debug_span!(
         target: TARGET,
         "upstream.call",
         otel.kind = "client",
@@ -298,7 +298,7 @@ async fn commit(
     let mut pause = Duration::from_millis(50);
     let (inv, events) = loop {
         let started = std::time::Instant::now();
-        let span = info_span!(target: TARGET, "commit", what = "outcome");
+        let span = debug_span!(target: TARGET, "commit", what = "outcome");
         let done = inner.store.transition_held(current, record()).instrument(span).await;
         inner.committed("transition", started);
         match done {

@@ -375,7 +375,7 @@ impl Engine {
             return Err(Error::unavailable("the gateway is shutting down; nothing was admitted"));
         }
         let (ingress, context) = (s.ingress, s.context.take());
-        let admission = tracing::info_span!(target: crate::trace::TARGET, parent: span, "admission");
+        let admission = tracing::debug_span!(target: crate::trace::TARGET, parent: span, "admission");
         let (digest, admitted) = self.admission(s, id).instrument(admission).await?;
         if !matches!(&admitted, Ok(Admission::Created(inv)) if inv.state.name().is_active()) {
             inner.policy.release(id); // it does not run here: a slot it took is free again
