@@ -105,3 +105,59 @@ async fn the_approval_page_lists_opens_approves_and_refuses_cross_site_posts() {
     assert_eq!(denied["error"]["code"], "approval_denied", "{denied}");
     assert_eq!(denied["error"]["message"], "not during the freeze", "{denied}");
 }
+
+async fn tools(client: &switchyard_tests::mcp::Client) -> Vec<String> {
+    let all = client.list_all_tools().await.unwrap_or_else(|e| panic!("tools/list: {e}"));
+    all.into_iter().map(|t| t.name.to_string()).collect()
+}
+
+/// The upstreams page: a tool whose schema changed since it was pinned is withheld, the operator
+/// approves it in the console (a post without the CSRF token is refused first), and the running
+/// gateway lists it again; signed in for another tenant, the first tenant's call is not visible.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_approves_a_drifted_tool_and_hides_other_tenants_calls() {
+    use switchyard_tests::mcp::{UpstreamSpec, connect, write_config};
+    chromium();
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let start = |variant: &str| {
+        let config = write_config(dir.path(), &[UpstreamSpec::stdio("fx", &[("FIXTURE_SCHEMA_VARIANT", variant)])], "");
+        Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(config), ..Options::default() })
+    };
+    let mut gw = start("1");
+    let client = connect(&format!("{}/mcp", gw.base), true).await;
+    assert!(tools(&client).await.contains(&"fx__drift_tool".to_string()), "pinned on first sight");
+    assert!(gw.terminate());
+    // The upstream now declares another input schema: withheld.
+    let gw = start("2");
+    let client = connect(&format!("{}/mcp", gw.base), true).await;
+    assert!(!tools(&client).await.contains(&"fx__drift_tool".to_string()), "withheld after the change");
+    let (status, call) =
+        gw.submit("default", "count", json!({"key": "mine"}), None, 0).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(status, 201, "{call}");
+    let foreign = call["id"].as_str().unwrap_or_default().to_string();
+    let shots = std::env::temp_dir().join("switchyard-console-upstreams");
+    std::fs::create_dir_all(&shots).unwrap_or_else(|e| panic!("{e}"));
+    let shots_s = shots.display().to_string();
+
+    let out = switchyard_tests::node::run(
+        "SWITCHYARD_BROWSER",
+        "browser",
+        "playwright-core",
+        "console_upstreams.mjs",
+        &[&gw.base, TOKEN, &shots_s, &foreign],
+    )
+    .await;
+    let checks: Vec<Value> =
+        String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    assert!(
+        out.status.success() && checks.len() == 5 && checks.iter().all(|c| c["ok"] == true),
+        "{checks:#?}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The running gateway lists the tool again at once, and the pin names who approved it.
+    assert!(tools(&client).await.contains(&"fx__drift_tool".to_string()), "listed again after the approval");
+    let (_, view) = gw.get("default", "/admin/v1/upstreams").await.unwrap_or_else(|e| panic!("{e}"));
+    let pins = view["bindings"].as_array().cloned().unwrap_or_default();
+    let pin = pins.iter().find(|b| b["name"] == "drift_tool" && b["kind"] == "tool");
+    assert_eq!(pin.map(|b| b["approved_by"].clone()), Some(json!("reviewer (console)")), "{view}");
+}

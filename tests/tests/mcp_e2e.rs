@@ -255,8 +255,17 @@ async fn a_changed_description_withholds_the_tool_until_approved() {
     let (ok, out) = gw.cli(&["upstreams", "list", "fx"]);
     assert!(ok && out.contains("fx/tool-meta drift_tool: WITHHELD (description or annotations changed)"), "{out}");
     assert!(out.contains("fx/tool drift_tool: approved"), "the schema did not change: {out}");
-    let (ok, out) = gw.cli(&["upstreams", "approve", "fx", "--tool", "drift_tool"]);
-    assert!(ok && out.contains("approved 1"), "{out}");
+    // Approved through the admin API this time (an unknown tool is not found, nothing changes).
+    let (status, body) = gw
+        .post("default", "/admin/v1/upstreams/fx/approve", json!({"tool": "nope"}))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(status, 404, "{body}");
+    let (status, body) = gw
+        .post("default", "/admin/v1/upstreams/fx/approve", json!({"tool": "drift_tool"}))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((status, body["approved"].clone()), (200, json!(1)), "{body}");
     assert!(listed_within_5s(&client, "fx__drift_tool").await, "approved tool is listed again");
 }
 

@@ -181,6 +181,14 @@ impl Catalog {
         Ok(())
     }
 
+    /// Re-reads the approvals now (after an approval made here), not at the next refresh.
+    pub async fn approvals_changed(&self) {
+        if let Ok(mut last) = self.last_refresh.lock() {
+            *last = Instant::now().checked_sub(APPROVAL_REFRESH).unwrap_or_else(Instant::now);
+        }
+        self.refresh_approvals().await;
+    }
+
     /// Re-reads approvals from the store at most every couple of seconds.
     pub async fn refresh_approvals(&self) {
         {

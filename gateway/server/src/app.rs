@@ -192,7 +192,8 @@ impl App {
     fn console_state(&self, cfg: &Config) -> crate::console::ConsoleState {
         let public: Vec<String> = cfg.mcp.public_url.iter().chain(cfg.a2a.public_url.iter()).cloned().collect();
         let hosts: Vec<String> = cfg.mcp.allowed_hosts.iter().chain(cfg.a2a.allowed_hosts.iter()).cloned().collect();
-        crate::console::ConsoleState::new(self.engine.clone(), self.gate.clone(), &public, &hosts)
+        let pins = crate::console::Pins { catalog: self.mcp.catalog(), bindings: self.bindings.clone() };
+        crate::console::ConsoleState::new(self.engine.clone(), self.gate.clone(), &public, &hosts).with_pins(pins)
     }
 
     /// RFC 9728 metadata for the gateway as a whole, the admin API and artifacts, when OAuth is on.

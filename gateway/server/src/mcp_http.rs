@@ -10,9 +10,11 @@
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{Request, State};
+use axum::body::Bytes;
+use axum::extract::{Path, Request, State};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use serde_json::json;
 use switchyard_contract::BindingStore;
 use switchyard_mcp::{Catalog, VirtualServerConfig};
@@ -35,18 +37,29 @@ struct UpstreamsState {
 }
 
 /// `GET /admin/v1/upstreams`: every discovered MCP tool with its binding (approved or
-/// withheld after a schema change), for operators (admin token only).
+/// withheld after a schema change), and `POST /admin/v1/upstreams/{upstream}/approve`
+/// (`{"tool"?}`: one tool, else every changed one) — for operators (admin token only): the pins
+/// are gateway-wide, not a tenant's.
 pub fn upstreams_admin(catalog: Arc<Catalog>, bindings: Arc<dyn BindingStore>, gate: Gatekeeper) -> Router {
-    Router::new().route("/admin/v1/upstreams", get(list)).with_state(UpstreamsState { catalog, bindings, gate })
+    Router::new()
+        .route("/admin/v1/upstreams", get(list))
+        .route("/admin/v1/upstreams/{upstream}/approve", post(approve))
+        .with_state(UpstreamsState { catalog, bindings, gate })
+}
+
+/// The operator making `headers`' request, or the refusal to send (another caller is told the
+/// route does not exist).
+async fn operator(s: &UpstreamsState, headers: &HeaderMap) -> Result<crate::auth::Identity, Response> {
+    let who = s.gate.identify(headers).await.map_err(IntoResponse::into_response)?;
+    if who.access != crate::auth::Access::Operator {
+        return Err(ApiError::from(switchyard_contract::Error::not_found("not found")).into_response());
+    }
+    Ok(who)
 }
 
 async fn list(State(s): State<UpstreamsState>, req: Request) -> Response {
-    let who = match s.gate.identify(req.headers()).await {
-        Ok(who) => who,
-        Err(refusal) => return refusal.into_response(),
-    };
-    if who.access != crate::auth::Access::Operator {
-        return ApiError::from(switchyard_contract::Error::not_found("not found")).into_response();
+    if let Err(r) = operator(&s, req.headers()).await {
+        return r;
     }
     s.catalog.refresh_approvals().await;
     let bindings = match s.bindings.list(None).await {
@@ -54,4 +67,50 @@ async fn list(State(s): State<UpstreamsState>, req: Request) -> Response {
         Err(e) => return ApiError::from(e).into_response(),
     };
     axum::Json(json!({ "tools": s.catalog.status(), "bindings": bindings })).into_response()
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ApproveBody {
+    tool: Option<String>,
+}
+
+async fn approve(
+    State(s): State<UpstreamsState>,
+    Path(upstream): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let who = match operator(&s, &headers).await {
+        Ok(who) => who,
+        Err(r) => return r,
+    };
+    let b: ApproveBody = if body.is_empty() {
+        ApproveBody { tool: None }
+    } else {
+        match serde_json::from_slice(&body) {
+            Ok(b) => b,
+            Err(e) => return ApiError::invalid(format!("the body must be {{\"tool\"?: string}}: {e}")).into_response(),
+        }
+    };
+    let known = match s.bindings.list(Some(&upstream)).await {
+        Ok(k) => k,
+        Err(e) => return ApiError::from(e).into_response(),
+    };
+    let missing = match &b.tool {
+        Some(t) => !known.iter().any(|k| &k.name == t),
+        None => known.is_empty(),
+    };
+    if missing {
+        let what = b.tool.as_ref().map_or_else(|| "no pinned tools".to_string(), |t| format!("no pinned tool `{t}`"));
+        let e = switchyard_contract::Error::not_found(format!("upstream `{upstream}` has {what}"));
+        return ApiError::from(e).into_response();
+    }
+    match s.bindings.approve(&upstream, b.tool.as_deref(), &who.principal.subject).await {
+        Ok(n) => {
+            s.catalog.approvals_changed().await;
+            axum::Json(json!({ "upstream": upstream, "approved": n })).into_response()
+        }
+        Err(e) => ApiError::from(e).into_response(),
+    }
 }

@@ -13,6 +13,7 @@
 
 mod approvals;
 mod invocations;
+mod upstreams;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -43,6 +44,21 @@ pub struct ConsoleState {
     hosts: Arc<Vec<String>>,
     /// Mark the cookie `Secure` (the gateway is reached over HTTPS).
     secure: bool,
+    /// The MCP upstreams' tool pins, when MCP upstreams are configured.
+    pins: Option<Pins>,
+}
+
+/// Where the upstreams page reads and approves tool pins.
+#[derive(Clone)]
+pub struct Pins {
+    pub catalog: Arc<switchyard_mcp::Catalog>,
+    pub bindings: Arc<dyn switchyard_contract::BindingStore>,
+}
+
+impl std::fmt::Debug for Pins {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pins").finish_non_exhaustive()
+    }
 }
 
 impl ConsoleState {
@@ -57,7 +73,13 @@ impl ConsoleState {
             .chain(allowed_hosts.iter().map(|h| h.to_ascii_lowercase()))
             .collect();
         let secure = !public_urls.is_empty() && public_urls.iter().all(|u| u.starts_with("https://"));
-        Self { engine, gate, hosts: Arc::new(hosts), secure }
+        Self { engine, gate, hosts: Arc::new(hosts), secure, pins: None }
+    }
+
+    /// With the upstreams page over these pins.
+    pub fn with_pins(mut self, pins: Pins) -> Self {
+        self.pins = Some(pins);
+        self
     }
 }
 
@@ -74,6 +96,8 @@ pub fn router(state: ConsoleState) -> Router {
         .route("/console/invocations", get(invocations::list))
         .route("/console/invocations/{id}", get(invocations::show))
         .route("/console/invocations/{id}/reconcile", post(invocations::reconcile))
+        .route("/console/upstreams", get(upstreams::list))
+        .route("/console/upstreams/{upstream}/approve", post(upstreams::approve))
         .route_layer(middleware::from_fn_with_state(state.clone(), guard))
         .with_state(state)
 }
@@ -313,8 +337,24 @@ async fn caller(state: &ConsoleState, headers: &HeaderMap, needed: &str) -> Resu
     Ok(s)
 }
 
-/// A form post on the call `raw` names: the signed-in caller holding `needed`, the form (its
-/// CSRF token checked) and the call's id; or the response to send instead.
+/// A form post: the signed-in caller holding `needed` and the form, its CSRF token checked; or
+/// the response to send instead.
+async fn form_post(
+    state: &ConsoleState,
+    headers: &HeaderMap,
+    needed: &str,
+    body: &Bytes,
+) -> Result<(Session, HashMap<String, String>), Response> {
+    let s = caller(state, headers, needed).await?;
+    let f = form(body);
+    if !csrf_ok(&s, &f) {
+        let why = "the form's CSRF token is missing or wrong: reload the page and try again";
+        return Err(refusal(StatusCode::FORBIDDEN, why));
+    }
+    Ok((s, f))
+}
+
+/// A form post on the call `raw` names: [`form_post`] and the call's id.
 async fn posted(
     state: &ConsoleState,
     headers: &HeaderMap,
@@ -322,12 +362,7 @@ async fn posted(
     raw: &str,
     body: &Bytes,
 ) -> Result<(Session, HashMap<String, String>, InvocationId), Response> {
-    let s = caller(state, headers, needed).await?;
-    let f = form(body);
-    if !csrf_ok(&s, &f) {
-        let why = "the form's CSRF token is missing or wrong: reload the page and try again";
-        return Err(refusal(StatusCode::FORBIDDEN, why));
-    }
+    let (s, f) = form_post(state, headers, needed, body).await?;
     let id = parse_id(raw).map_err(IntoResponse::into_response)?;
     Ok((s, f, id))
 }
@@ -391,7 +426,7 @@ fn page(title: &str, session: Option<&Session>, body: &str) -> Html<String> {
          <title>{t} · Switchyard</title><style>{STYLE}</style></head><body>\
          <header><nav><a href=\"/console/approvals\" class=\"brand\">Switchyard</a> \
          <a href=\"/console/approvals\">Held calls</a> <a href=\"/console/invocations\">Calls</a> \
-         <a href=\"/console/invocations?state=unknown\">Unknown</a></nav>{who}</header>\
+         <a href=\"/console/invocations?state=unknown\">Unknown</a> <a href=\"/console/upstreams\">Upstreams</a></nav>{who}</header>\
          <main><h1>{t}</h1>{body}</main></body></html>",
         t = esc(title)
     ))
