@@ -13,14 +13,12 @@ use axum::response::{IntoResponse, Response};
 use super::{ConsoleState, Session, caller, done, esc, failure, form_post, notice, page, refusal};
 use crate::auth::{Access, scope};
 
-/// The signed-in operator; anyone else is refused.
-fn operator(s: Session) -> Result<Session, Response> {
-    if s.who.access == Access::Operator {
-        Ok(s)
-    } else {
+/// The refusal for anyone but the operator (`None` for the operator).
+fn not_operator(s: &Session) -> Option<Response> {
+    (s.who.access != Access::Operator).then(|| {
         let why = "upstream pins are gateway-wide: only the operator's admin token reviews them";
-        Err(refusal(StatusCode::FORBIDDEN, why))
-    }
+        refusal(StatusCode::FORBIDDEN, why)
+    })
 }
 
 /// `GET /console/upstreams[?done=…]`: the pins, withheld ones first, each with its form.
@@ -29,10 +27,13 @@ pub(super) async fn list(
     headers: HeaderMap,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
-    let s = match caller(&state, &headers, scope::READ).await.and_then(operator) {
+    let s = match caller(&state, &headers, scope::READ).await {
         Ok(s) => s,
         Err(r) => return r,
     };
+    if let Some(r) = not_operator(&s) {
+        return r;
+    }
     let Some(pins) = &state.pins else {
         return page("Upstreams", Some(&s), "<p id=\"empty\">No MCP upstream is configured.</p>").into_response();
     };
@@ -111,12 +112,12 @@ pub(super) async fn approve(
     body: Bytes,
 ) -> Response {
     let (s, f) = match form_post(&state, &headers, scope::READ, &body).await {
-        Ok((s, f)) => match operator(s) {
-            Ok(s) => (s, f),
-            Err(r) => return r,
-        },
+        Ok(p) => p,
         Err(r) => return r,
     };
+    if let Some(r) = not_operator(&s) {
+        return r;
+    }
     let Some(pins) = &state.pins else { return refusal(StatusCode::NOT_FOUND, "no MCP upstream is configured") };
     let Some(tool) = f.get("tool").filter(|t| !t.is_empty()) else {
         return refusal(StatusCode::BAD_REQUEST, "the form names no tool");
