@@ -115,11 +115,27 @@ pub struct Artifacts {
     store: Arc<dyn ArtifactStore>,
     index: Arc<dyn ArtifactIndex>,
     policy: Arc<Policy>,
+    traffic: Arc<Traffic>,
+}
+
+/// Bytes through this process's artifact service since it started.
+#[derive(Debug, Default)]
+struct Traffic {
+    /// Received by committed uploads (deduplicated ones included).
+    stored: std::sync::atomic::AtomicU64,
+    /// Sent to readers (whole artifacts and ranges, as they stream out).
+    served: std::sync::atomic::AtomicU64,
 }
 
 impl Artifacts {
     pub fn new(store: Arc<dyn ArtifactStore>, index: Arc<dyn ArtifactIndex>, policy: Policy) -> Self {
-        Self { store, index, policy: Arc::new(policy) }
+        Self { store, index, policy: Arc::new(policy), traffic: Arc::default() }
+    }
+
+    /// Bytes received by committed uploads and bytes sent to readers, since this process started.
+    pub fn traffic(&self) -> (u64, u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        (self.traffic.stored.load(Relaxed), self.traffic.served.load(Relaxed))
     }
 
     pub fn index(&self) -> &Arc<dyn ArtifactIndex> {
@@ -164,6 +180,12 @@ impl Artifacts {
     /// Identical bytes are stored once. If `body` fails or this future is dropped while
     /// streaming, nothing is readable and no row exists.
     pub async fn put(&self, req: PutRequest, body: ByteStream) -> Result<ArtifactMeta, ArtifactError> {
+        let meta = self.put_uncounted(req, body).await?;
+        self.traffic.stored.fetch_add(meta.size, std::sync::atomic::Ordering::Relaxed);
+        Ok(meta)
+    }
+
+    async fn put_uncounted(&self, req: PutRequest, body: ByteStream) -> Result<ArtifactMeta, ArtifactError> {
         let draft = self.draft(req)?;
         let summer = Arc::new(std::sync::Mutex::new(Summer::new()));
         let tap = summer.clone();
@@ -237,8 +259,25 @@ impl Artifacts {
         self.index.get(tenant, id).await?.ok_or(ArtifactError::NotFound)
     }
 
-    /// Opens an artifact for reading, whole or a range, with verification (see [`verified`]).
+    /// Opens an artifact for reading, whole or a range, with verification (see [`verified`]);
+    /// the bytes are counted as they stream out.
     pub async fn open(
+        &self,
+        tenant: Option<&TenantId>,
+        id: ArtifactId,
+        range: Option<RangeSpec>,
+    ) -> Result<Download, ArtifactError> {
+        let mut download = self.open_uncounted(tenant, id, range).await?;
+        let traffic = self.traffic.clone();
+        download.body = Box::pin(download.body.inspect(move |item| {
+            if let Ok(bytes) = item {
+                traffic.served.fetch_add(bytes.len() as u64, std::sync::atomic::Ordering::Relaxed);
+            }
+        }));
+        Ok(download)
+    }
+
+    async fn open_uncounted(
         &self,
         tenant: Option<&TenantId>,
         id: ArtifactId,

@@ -1,13 +1,13 @@
 // The gateway's console in headless Chromium (Debian's, driven by playwright-core): the
-// operator signs in, finds the tool whose schema changed withheld on the upstreams page and
-// approves it; a post without the CSRF token is refused; signed in for another tenant, the
+// operator signs in and watches a slow call's journal grow live to its end (no reload); finds
+// the tool whose schema changed withheld on the upstreams page and approves it; a post without the CSRF token is refused; signed in for another tenant, the
 // first tenant's call is neither listed nor shown.
 //
-// Usage: node console_upstreams.mjs <gateway base> <admin token> <screenshot dir> <a call of tenant "default">
+// Usage: node console_upstreams.mjs <gateway base> <admin token> <screenshot dir> <a call of tenant "default"> <a slow call>
 // Prints one JSON line per check: {check, ok, detail}.
 import { chromium } from "playwright-core";
 
-const [base, token, shots, foreignId] = process.argv.slice(2);
+const [base, token, shots, foreignId, slowId] = process.argv.slice(2);
 const check = (name, ok, detail) => console.log(JSON.stringify({ check: name, ok: !!ok, detail: String(detail ?? "") }));
 
 const browser = await chromium.launch({
@@ -26,6 +26,20 @@ const signIn = async (page, tenant) => {
 try {
   const page = await browser.newPage();
   await signIn(page, "default");
+
+  // A call under way: its page follows the journal live until the call settles.
+  await page.goto(`${base}/console/invocations/${slowId}`);
+  const before = (await page.textContent("#state")).trim();
+  check("the slow call's page opens while it runs", ["admitted", "dispatching"].includes(before), before);
+  await page.evaluate(() => { window.stayed = true; });
+  await page.waitForFunction(() => document.getElementById("state").textContent === "succeeded", null, { timeout: 20000 });
+  const live = await page.$$eval("#journal tbody tr.live", (trs) => trs.map((t) => t.cells[2].textContent));
+  const stayed = await page.evaluate(() => window.stayed === true);
+  const outcome = await page.textContent("#outcome");
+  check("the journal grows live to the end, the page never reloads", stayed && live.length > 0 && outcome.includes("succeeded"),
+    `${stayed} ${JSON.stringify(live)} ${outcome}`);
+  await page.screenshot({ path: `${shots}/live-journal.png`, fullPage: true });
+
   await page.click("a[href='/console/upstreams']");
   await page.waitForSelector("#pins");
   const row = "#pins tr[data-tool='drift_tool'].unknown";

@@ -111,9 +111,10 @@ async fn tools(client: &switchyard_tests::mcp::Client) -> Vec<String> {
     all.into_iter().map(|t| t.name.to_string()).collect()
 }
 
-/// The upstreams page: a tool whose schema changed since it was pinned is withheld, the operator
-/// approves it in the console (a post without the CSRF token is refused first), and the running
-/// gateway lists it again; signed in for another tenant, the first tenant's call is not visible.
+/// A slow call's journal grows live on its page; the upstreams page: a tool whose schema changed
+/// since it was pinned is withheld, the operator approves it in the console (a post without the
+/// CSRF token is refused first), and the running gateway lists it again; signed in for another
+/// tenant, the first tenant's call is not visible.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_console_approves_a_drifted_tool_and_hides_other_tenants_calls() {
     use switchyard_tests::mcp::{UpstreamSpec, connect, write_config};
@@ -135,6 +136,13 @@ async fn the_console_approves_a_drifted_tool_and_hides_other_tenants_calls() {
         gw.submit("default", "count", json!({"key": "mine"}), None, 0).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(status, 201, "{call}");
     let foreign = call["id"].as_str().unwrap_or_default().to_string();
+    // A write that takes a few seconds, for the live journal.
+    let (status, slow) = gw
+        .submit("default", "count", json!({"key": "slow", "delay_ms": 4000}), None, 0)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(status, 201, "{slow}");
+    let slow = slow["id"].as_str().unwrap_or_default().to_string();
     let shots = std::env::temp_dir().join("switchyard-console-upstreams");
     std::fs::create_dir_all(&shots).unwrap_or_else(|e| panic!("{e}"));
     let shots_s = shots.display().to_string();
@@ -144,13 +152,13 @@ async fn the_console_approves_a_drifted_tool_and_hides_other_tenants_calls() {
         "browser",
         "playwright-core",
         "console_upstreams.mjs",
-        &[&gw.base, TOKEN, &shots_s, &foreign],
+        &[&gw.base, TOKEN, &shots_s, &foreign, &slow],
     )
     .await;
     let checks: Vec<Value> =
         String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
     assert!(
-        out.status.success() && checks.len() == 5 && checks.iter().all(|c| c["ok"] == true),
+        out.status.success() && checks.len() == 7 && checks.iter().all(|c| c["ok"] == true),
         "{checks:#?}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );

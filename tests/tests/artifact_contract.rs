@@ -251,6 +251,8 @@ async fn identical_bytes_are_stored_once(b: &Backend) {
         assert!(err.is_none(), "{err:?}");
         assert!(&got == expected);
     }
+    // The service counts what came in (deduplicated uploads too) and what went out.
+    assert_eq!(b.artifacts.traffic(), (900_000, 900_000), "bytes in and out (the metrics' source)");
 }
 
 async fn large_bodies_stream_in_parts_and_read_back_verified(b: &Backend) {

@@ -120,3 +120,79 @@ async fn metrics_count_what_the_gateway_did_and_prometheus_reads_them() {
     let failed = value(&samples, "switchyard_invocations_settled_total", &[("upstream", "demo"), ("state", "failed")]);
     assert_eq!(failed, 2.0, "the reconciled call counts as failed too");
 }
+
+/// The rest of the gateway as Prometheus sees it: A2A push deliveries by outcome and the
+/// outbox's depth (a webhook that fails twice, then acknowledges), an A2A stream open while a
+/// client follows a task and gone once it leaves, and an MCP upstream's sessions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn push_deliveries_open_streams_and_upstream_sessions_are_counted() {
+    use std::time::Duration;
+    use switchyard_tests::a2a::{Webhook, message, rpc, write_config};
+    use switchyard_tests::mcp::{UpstreamSpec, call, connect};
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let a2a = write_config(dir.path(), "", "anonymous = true");
+    let mcp = switchyard_tests::mcp::write_config(dir.path(), &[UpstreamSpec::stdio("fx", &[])], "");
+    let text = format!(
+        "{}\n{}",
+        std::fs::read_to_string(&mcp).unwrap_or_default(),
+        std::fs::read_to_string(&a2a).unwrap_or_default()
+    );
+    std::fs::write(&a2a, text).unwrap_or_else(|e| panic!("{e}"));
+    let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(a2a), ..Options::default() });
+    let url = format!("{}/a2a/tck", gw.base);
+
+    // Push: two failed attempts, then three deliveries.
+    let hook = Webhook::start(2).await;
+    let push = json!({"message": message("tck-stream-001"), "configuration": {"taskPushNotificationConfig": {"url": hook.url}}});
+    let (_, sent) = rpc(&gw.http, &url, None, "SendMessage", push).await;
+    assert_eq!(sent["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{sent}");
+    for _ in 0..150 {
+        if hook.hits().iter().filter(|h| h.status == 200).count() >= 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (_, samples) = scrape(&gw, TOKEN).await;
+    let pushes = |outcome| value(&samples, "switchyard_push_deliveries_total", &[("outcome", outcome)]);
+    assert_eq!((pushes("delivered"), pushes("failed"), pushes("given_up")), (3.0, 2.0, 0.0), "{samples:#?}");
+    assert_eq!(value(&samples, "switchyard_push_outbox_pending", &[]), 0.0);
+
+    // A stream: a client follows a task that waits for input, then leaves.
+    let (_, waiting) =
+        rpc(&gw.http, &url, None, "SendMessage", json!({"message": message("tck-input-required")})).await;
+    let task = waiting["result"]["task"]["id"].as_str().unwrap_or_default().to_string();
+    assert!(!task.is_empty(), "{waiting}");
+    let mut follow = gw
+        .http
+        .post(&url)
+        .header("a2a-version", "1.0")
+        .header("accept", "text/event-stream")
+        .json(&json!({"jsonrpc": "2.0", "id": 2, "method": "SubscribeToTask", "params": {"id": task}}))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let first = follow.chunk().await.unwrap_or_else(|e| panic!("{e}")).unwrap_or_default();
+    assert!(String::from_utf8_lossy(&first).contains("data:"), "the stream began");
+    let (_, samples) = scrape(&gw, TOKEN).await;
+    assert_eq!(value(&samples, "switchyard_a2a_open_streams", &[]), 1.0, "one stream open");
+    drop(follow);
+    let mut open = 1.0;
+    for _ in 0..50 {
+        open = value(&scrape(&gw, TOKEN).await.1, "switchyard_a2a_open_streams", &[]);
+        if open == 0.0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(open, 0.0, "the stream is counted until its client leaves");
+
+    // MCP: after a call, its session is back in the pool, idle.
+    let client = connect(&format!("{}/mcp", gw.base), true).await;
+    let answer = client.call_tool(call("fx__echo", json!({"text": "hi"}))).await;
+    assert!(answer.is_ok(), "{answer:?}");
+    let (_, samples) = scrape(&gw, TOKEN).await;
+    let sessions = |state| value(&samples, "switchyard_mcp_upstream_sessions", &[("upstream", "fx"), ("state", state)]);
+    assert_eq!((sessions("in_use"), sessions("idle")), (0.0, 1.0), "{samples:#?}");
+    assert!(value(&samples, "switchyard_mcp_upstream_sessions_max", &[("upstream", "fx")]) >= 1.0);
+    assert!(samples.iter().any(|s| s["name"] == "switchyard_artifact_bytes_total"), "artifact bytes are exposed");
+}

@@ -325,6 +325,19 @@ async fn list_pages_newest_first_with_filters(store: Arc<dyn InvocationStore>) {
     assert_eq!(seen, newest_first);
     let canceled = store.list(&t, &ListQuery { state: Some(StateName::Canceled), ..ListQuery::default() }).await;
     assert_eq!(canceled.map(|p| p.items.iter().map(|i| i.id).collect::<Vec<_>>()).ok(), Some(vec![ids[0]]));
+    // By upstream, alone and with a state.
+    let mut elsewhere = draft("lister", None, json!({"n": "other"}), 30_000);
+    elsewhere.target.upstream = "other".into();
+    let other = created(&store, elsewhere).await.id;
+    let by_upstream = |upstream: &str, state: Option<StateName>| {
+        let q = ListQuery { upstream: Some(upstream.into()), state, ..ListQuery::default() };
+        let (store, t) = (store.clone(), t.clone());
+        async move { store.list(&t, &q).await.map(|p| p.items.iter().map(|i| i.id).collect::<Vec<_>>()).ok() }
+    };
+    assert_eq!(by_upstream("other", None).await, Some(vec![other]));
+    assert_eq!(by_upstream("demo", None).await.map(|v| v.len()), Some(7));
+    assert_eq!(by_upstream("other", Some(StateName::Canceled)).await, Some(vec![]));
+    assert_eq!(by_upstream("nowhere", None).await, Some(vec![]));
     let bad = store.list(&t, &ListQuery { cursor: Some("garbage".into()), ..ListQuery::default() }).await;
     assert!(bad.is_err());
     let too_big = store.list(&t, &ListQuery { limit: Some(501), ..ListQuery::default() }).await;

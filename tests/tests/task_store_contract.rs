@@ -226,6 +226,8 @@ async fn push_configs_and_the_outbox(s: Arc<dyn TaskStore>, o: Arc<dyn PushOutbo
     assert!(s.update(&after, 2, &[json!({"statusUpdate": 2})], &[later]).await.unwrap_or_else(|e| panic!("{e}")));
     let ok =
         |r: Result<Vec<switchyard_contract::Delivery>, switchyard_contract::Error>| r.unwrap_or_else(|e| panic!("{e}"));
+    let pending = || async { o.pending_deliveries().await.unwrap_or_else(|e| panic!("{e}")) };
+    assert_eq!(pending().await, 2, "both deliveries wait");
     let due = ok(o.claim_deliveries(150, 10).await);
     assert_eq!(due.len(), 1, "one webhook's deliveries go one at a time, in order");
     assert!(ok(o.claim_deliveries(150, 10).await).is_empty(), "claimed");
@@ -238,7 +240,9 @@ async fn push_configs_and_the_outbox(s: Arc<dyn TaskStore>, o: Arc<dyn PushOutbo
     tokio::time::sleep(std::time::Duration::from_millis(400)).await;
     let retry = ok(o.claim_deliveries(150, 10).await);
     assert_eq!(retry[0].attempts, 1);
+    assert_eq!(pending().await, 2, "a retried delivery still waits");
     o.finish_delivery(retry[0].id, None).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(pending().await, 1);
     let next = ok(o.claim_deliveries(150, 10).await);
     assert_eq!(
         next.iter().map(|d| d.payload.clone()).collect::<Vec<_>>(),
@@ -248,4 +252,5 @@ async fn push_configs_and_the_outbox(s: Arc<dyn TaskStore>, o: Arc<dyn PushOutbo
     o.finish_delivery(next[0].id, None).await.unwrap_or_else(|e| panic!("{e}"));
     tokio::time::sleep(std::time::Duration::from_millis(250)).await;
     assert!(ok(o.claim_deliveries(150, 10).await).is_empty(), "delivered is done");
+    assert_eq!(pending().await, 0);
 }

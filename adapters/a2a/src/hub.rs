@@ -5,6 +5,8 @@
 //! changes when a change feed is attached (polling covers what it misses).
 
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::Duration;
 
 use a2a::{
@@ -59,6 +61,67 @@ pub struct Hub {
     sealer: crate::sealing::CredentialSealer,
     /// Other replicas' task changes ring the bell; this one's are announced.
     feed: Arc<std::sync::OnceLock<Arc<dyn ChangeFeed>>>,
+    /// What this process's A2A side did, for the operator's metrics.
+    pub(crate) stats: Arc<Stats>,
+}
+
+/// Counts of this process's A2A streams and push deliveries (see [`crate::A2aAgents::stats`]).
+#[derive(Debug, Default)]
+pub struct Stats {
+    open_streams: AtomicU64,
+    push_delivered: AtomicU64,
+    push_failed_attempts: AtomicU64,
+    push_given_up: AtomicU64,
+}
+
+/// A snapshot of [`Stats`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StatsNow {
+    /// Streams open now (SendStreamingMessage, SubscribeToTask; every binding).
+    pub open_streams: u64,
+    /// Push notifications acknowledged by their webhook.
+    pub push_delivered: u64,
+    /// Push attempts that failed and will be tried again.
+    pub push_failed_attempts: u64,
+    /// Push notifications given up after their last attempt.
+    pub push_given_up: u64,
+}
+
+impl Stats {
+    pub fn now(&self) -> StatsNow {
+        StatsNow {
+            open_streams: self.open_streams.load(Relaxed),
+            push_delivered: self.push_delivered.load(Relaxed),
+            push_failed_attempts: self.push_failed_attempts.load(Relaxed),
+            push_given_up: self.push_given_up.load(Relaxed),
+        }
+    }
+
+    /// Counts a stream open until the returned guard is dropped.
+    pub(crate) fn stream_opened(self: &Arc<Self>) -> OpenStream {
+        self.open_streams.fetch_add(1, Relaxed);
+        OpenStream(self.clone())
+    }
+
+    /// One push attempt's end: `Ok` delivered, `Err(true)` given up, `Err(false)` to retry.
+    pub(crate) fn pushed(&self, outcome: Result<(), bool>) {
+        let counter = match outcome {
+            Ok(()) => &self.push_delivered,
+            Err(true) => &self.push_given_up,
+            Err(false) => &self.push_failed_attempts,
+        };
+        counter.fetch_add(1, Relaxed);
+    }
+}
+
+/// An open stream, counted until dropped.
+#[derive(Debug)]
+pub(crate) struct OpenStream(Arc<Stats>);
+
+impl Drop for OpenStream {
+    fn drop(&mut self) {
+        self.0.open_streams.fetch_sub(1, Relaxed);
+    }
 }
 
 impl std::fmt::Debug for Hub {
@@ -108,7 +171,7 @@ impl Hub {
         let (bell, _) = watch::channel(0);
         let (closed, _) = watch::channel(false);
         let push_bell = Arc::new(tokio::sync::Notify::new());
-        Self { store, bell, closed, push_bell, keeper, inline_max, sealer, feed: Arc::default() }
+        Self { store, bell, closed, push_bell, keeper, inline_max, sealer, feed: Arc::default(), stats: Arc::default() }
     }
 
     /// Rings the bell for other replicas' task changes heard on `feed`, and announces this

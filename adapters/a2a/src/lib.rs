@@ -173,6 +173,11 @@ impl A2aAgents {
         ))
     }
 
+    /// What this process's A2A side did: open streams, push deliveries.
+    pub fn stats(&self) -> hub::StatsNow {
+        self.hub.stats.now()
+    }
+
     /// The face, once the engine runs. `security`: the cards' `securitySchemes` and
     /// `securityRequirements`.
     pub fn face(&self, engine: Arc<dyn Invocations>, security: Option<(Value, Value)>) -> face::A2aFace {

@@ -268,15 +268,18 @@ async fn deliver_one(
     let done = match outcome {
         Ok(()) => {
             debug!(task.id = %d.task_id, config = %d.config_id, "push delivered");
+            hub.stats.pushed(Ok(()));
             store.finish_delivery(d.id, None).await
         }
         Err(e) if attempts >= settings.max_attempts => {
             warn!(task.id = %d.task_id, config = %d.config_id, error = %e, attempts, "push delivery given up");
+            hub.stats.pushed(Err(true));
             store.finish_delivery(d.id, Some(&e)).await
         }
         Err(e) => {
             let backoff = 500_i64.saturating_mul(1 << attempts.clamp(0, 7));
             debug!(task.id = %d.task_id, error = %e, attempts, "push delivery failed; will retry");
+            hub.stats.pushed(Err(false));
             store.retry_delivery(d.id, backoff, &e).await
         }
     };

@@ -412,6 +412,14 @@ impl Pool {
         })
     }
 
+    /// Sessions now: (carrying a call, idle, the most the upstream may have).
+    pub fn sessions(&self) -> (usize, usize, usize) {
+        let max = self.spec.max_sessions();
+        let in_use = max.saturating_sub(self.permits.available_permits());
+        let idle = self.idle.lock().map_or(0, |i| i.len());
+        (in_use, idle, max)
+    }
+
     /// A session for one call: an idle one, or a new one (waiting for a free slot).
     pub async fn acquire(self: &Arc<Self>) -> Result<Lease, SessionError> {
         let permit = self

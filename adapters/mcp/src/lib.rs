@@ -202,6 +202,20 @@ impl McpGateway {
         Ok(router.layer(axum::middleware::from_fn_with_state(owners, sessions::bind)))
     }
 
+    /// Each upstream's sessions now: (upstream, carrying a call, idle, most allowed), by name.
+    pub fn sessions(&self) -> Vec<(String, usize, usize, usize)> {
+        let mut all: Vec<_> = self
+            .pools
+            .iter()
+            .map(|(name, pool)| {
+                let (in_use, idle, max) = pool.sessions();
+                (name.clone(), in_use, idle, max)
+            })
+            .collect();
+        all.sort();
+        all
+    }
+
     /// Ends idle upstream sessions (stdio children exit).
     pub async fn close(&self) {
         for pool in self.pools.values() {

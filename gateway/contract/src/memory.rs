@@ -314,6 +314,7 @@ impl Invocations for MemoryInvocations {
             .values()
             .filter(|i| &i.principal.tenant == tenant)
             .filter(|i| query.state.is_none_or(|s| i.state.name() == s))
+            .filter(|i| query.upstream.as_ref().is_none_or(|u| &i.target.upstream == u))
             .filter(|i| after.is_none_or(|(ms, id)| (i.created_at_ms, i.id.to_string()) < (ms, id.to_string())))
             .cloned()
             .collect();
@@ -635,6 +636,10 @@ impl PushOutbox for MemoryTasks {
             o.delivery.attempts += 1;
         }
         Ok(())
+    }
+
+    async fn pending_deliveries(&self) -> Result<u64, Error> {
+        Ok(self.rows().outbox.iter().filter(|o| !o.done).count() as u64)
     }
 }
 

@@ -300,4 +300,6 @@ pub trait PushOutbox: Send + Sync {
     async fn finish_delivery(&self, id: i64, error: Option<&str>) -> Result<(), Error>;
     /// Records a failed attempt; it falls due again `backoff_ms` from now.
     async fn retry_delivery(&self, id: i64, backoff_ms: i64, error: &str) -> Result<(), Error>;
+    /// How many deliveries wait (not yet acknowledged or given up), on every replica.
+    async fn pending_deliveries(&self) -> Result<u64, Error>;
 }

@@ -49,6 +49,8 @@ pub struct App {
     pub audit: Option<Arc<dyn switchyard_contract::AuditStore>>,
     /// The engine's counts and timings, served at `/metrics`.
     pub metrics: Arc<crate::metrics::Metrics>,
+    /// The A2A push outbox (its depth is a metric).
+    outbox: Arc<dyn switchyard_contract::PushOutbox>,
 }
 
 impl std::fmt::Debug for App {
@@ -125,6 +127,7 @@ impl App {
             a2a_face,
             audit,
             metrics,
+            outbox: stores.outbox,
         })
     }
 
@@ -153,7 +156,7 @@ impl App {
             ))
             .merge(crate::mcp_http::upstreams_admin(self.mcp.catalog(), self.bindings.clone(), self.gate.clone()))
             .merge(crate::console::router(self.console_state(cfg)))
-            .merge(crate::metrics::router(self.metrics.clone(), self.gate.clone(), self.store.clone()))
+            .merge(crate::metrics::router(self.metrics.clone(), self.gate.clone(), self.probes()))
             .merge(self.a2a_routes(cfg))
             .layer(DefaultBodyLimit::max(cfg.server.body_limit_bytes))
             .layer(TraceLayer::new_for_http())
@@ -186,6 +189,17 @@ impl App {
             crate::auth::scope::A2A,
             deferred,
         ))
+    }
+
+    /// What a scrape of `/metrics` reads besides the engine's counts.
+    fn probes(&self) -> crate::metrics::Probes {
+        crate::metrics::Probes {
+            store: self.store.clone(),
+            outbox: self.outbox.clone(),
+            mcp: self.mcp.clone(),
+            a2a: self.a2a.clone(),
+            artifacts: self.artifacts.clone(),
+        }
     }
 
     /// The console serves the hosts the MCP and A2A faces serve.

@@ -14,7 +14,15 @@
 //!   driver's transitions (queueing for a shared commit included);
 //! - `switchyard_lease_takeovers_total`: invocations recovery took over from a lapsed lease;
 //! - `switchyard_invocations_unknown{upstream}`: calls whose outcome is `unknown` now, waiting to
-//!   be reconciled (read from the store at each scrape: the same on every replica).
+//!   be reconciled (read from the store at each scrape: the same on every replica);
+//! - `switchyard_push_outbox_pending`: A2A push notifications waiting for delivery (the store's,
+//!   every replica's); `switchyard_push_deliveries_total{outcome}`: this replica's attempts,
+//!   `delivered`, `failed` (to be retried) or `given_up`;
+//! - `switchyard_a2a_open_streams`: A2A streams open now (every binding);
+//! - `switchyard_mcp_upstream_sessions{upstream, state}`: upstream MCP sessions `in_use` (carrying
+//!   a call) and `idle`, and `switchyard_mcp_upstream_sessions_max{upstream}`;
+//! - `switchyard_artifact_bytes_total{direction}`: bytes of committed uploads (`in`) and bytes
+//!   sent to readers (`out`).
 //!
 //! Counts are per replica (since its start), as Prometheus expects: sum them across replicas.
 
@@ -31,7 +39,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
-use switchyard_contract::{Ingress, Invocation, InvocationStore, Meter, Target};
+use switchyard_contract::{Ingress, Invocation, InvocationStore, Meter, PushOutbox, Target};
 
 use crate::auth::{Gatekeeper, scope};
 
@@ -49,6 +57,14 @@ pub struct Metrics {
     commits: Histograms<Label>,
     takeovers: Counter,
     unknown: Family<Label, Gauge>,
+    push_pending: Gauge,
+    pushes: Family<Label, Counter>,
+    streams: Gauge,
+    sessions: Family<Labels, Gauge>,
+    sessions_max: Family<Label, Gauge>,
+    artifact_bytes: Family<Label, Counter>,
+    /// One scrape reads the probes at a time (counters catch up with totals kept elsewhere).
+    probing: tokio::sync::Mutex<()>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -84,7 +100,31 @@ impl Default for Metrics {
         registry.register("commit_duration_seconds", "Store commits, queueing included", commits.clone());
         registry.register("lease_takeovers", "Invocations taken over from a lapsed lease", takeovers.clone());
         registry.register("invocations_unknown", "Calls whose outcome is unknown now", unknown.clone());
-        Self { registry, decisions, admitted, settled, attempts, commits, takeovers, unknown }
+        let (push_pending, pushes, streams) = (Gauge::default(), Family::default(), Gauge::default());
+        let (sessions, sessions_max, artifact_bytes) = (Family::default(), Family::default(), Family::default());
+        registry.register("push_outbox_pending", "A2A push notifications waiting for delivery", push_pending.clone());
+        registry.register("push_deliveries", "A2A push delivery attempts by outcome", pushes.clone());
+        registry.register("a2a_open_streams", "A2A streams open now", streams.clone());
+        registry.register("mcp_upstream_sessions", "Upstream MCP sessions by state", sessions.clone());
+        registry.register("mcp_upstream_sessions_max", "The most sessions an upstream may have", sessions_max.clone());
+        registry.register("artifact_bytes", "Artifact bytes stored (in) and served (out)", artifact_bytes.clone());
+        Self {
+            registry,
+            decisions,
+            admitted,
+            settled,
+            attempts,
+            commits,
+            takeovers,
+            unknown,
+            push_pending,
+            pushes,
+            streams,
+            sessions,
+            sessions_max,
+            artifact_bytes,
+            probing: tokio::sync::Mutex::new(()),
+        }
     }
 }
 
@@ -95,6 +135,38 @@ impl Metrics {
         for (upstream, n) in counts {
             self.unknown.get_or_create(&[("upstream", upstream.clone())]).set(i64::try_from(*n).unwrap_or(i64::MAX));
         }
+    }
+
+    /// Reads what the rest of the gateway counts (at each scrape).
+    async fn probe(&self, p: &Probes) {
+        let _one = self.probing.lock().await;
+        match p.store.unknown_counts().await {
+            Ok(counts) => self.set_unknown(&counts),
+            Err(e) => tracing::warn!(error = %e, "metrics: the unknown count cannot be read; the last one is shown"),
+        }
+        match p.outbox.pending_deliveries().await {
+            Ok(n) => {
+                self.push_pending.set(gauge(n));
+            }
+            Err(e) => tracing::warn!(error = %e, "metrics: the push outbox cannot be read; the last depth is shown"),
+        }
+        let a2a = p.a2a.stats();
+        self.streams.set(gauge(a2a.open_streams));
+        for (outcome, n) in
+            [("delivered", a2a.push_delivered), ("failed", a2a.push_failed_attempts), ("given_up", a2a.push_given_up)]
+        {
+            catch_up(&self.pushes.get_or_create(&[("outcome", outcome.to_string())]), n);
+        }
+        for (upstream, in_use, idle, max) in p.mcp.sessions() {
+            for (state, n) in [("in_use", in_use), ("idle", idle)] {
+                let labels = [("upstream", upstream.clone()), ("state", state.to_string())];
+                self.sessions.get_or_create(&labels).set(gauge(n as u64));
+            }
+            self.sessions_max.get_or_create(&[("upstream", upstream)]).set(gauge(max as u64));
+        }
+        let (stored, served) = p.artifacts.traffic();
+        catch_up(&self.artifact_bytes.get_or_create(&[("direction", "in".to_string())]), stored);
+        catch_up(&self.artifact_bytes.get_or_create(&[("direction", "out".to_string())]), served);
     }
 
     /// The exposition, in the Prometheus text format.
@@ -133,11 +205,39 @@ impl Meter for Metrics {
     }
 }
 
+fn gauge(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// Brings `counter` up to `total`, a count kept elsewhere that only grows.
+fn catch_up(counter: &Counter, total: u64) {
+    let now = counter.get();
+    if total > now {
+        counter.inc_by(total - now);
+    }
+}
+
+/// What a scrape reads besides the engine's own counts.
+#[derive(Clone)]
+pub struct Probes {
+    pub store: Arc<dyn InvocationStore>,
+    pub outbox: Arc<dyn PushOutbox>,
+    pub mcp: Arc<switchyard_mcp::McpGateway>,
+    pub a2a: Arc<switchyard_a2a::A2aAgents>,
+    pub artifacts: switchyard_artifacts::Artifacts,
+}
+
+impl std::fmt::Debug for Probes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Probes").finish_non_exhaustive()
+    }
+}
+
 #[derive(Clone)]
 struct Scrape {
     metrics: Arc<Metrics>,
     gate: Gatekeeper,
-    store: Arc<dyn InvocationStore>,
+    probes: Probes,
 }
 
 impl std::fmt::Debug for Scrape {
@@ -147,8 +247,8 @@ impl std::fmt::Debug for Scrape {
 }
 
 /// `GET /metrics`, for the admin token or an OAuth token with `metrics:read`.
-pub fn router(metrics: Arc<Metrics>, gate: Gatekeeper, store: Arc<dyn InvocationStore>) -> Router {
-    Router::new().route("/metrics", get(scrape)).with_state(Scrape { metrics, gate, store })
+pub fn router(metrics: Arc<Metrics>, gate: Gatekeeper, probes: Probes) -> Router {
+    Router::new().route("/metrics", get(scrape)).with_state(Scrape { metrics, gate, probes })
 }
 
 async fn scrape(State(s): State<Scrape>, headers: HeaderMap) -> Response {
@@ -159,10 +259,7 @@ async fn scrape(State(s): State<Scrape>, headers: HeaderMap) -> Response {
     if let Err(refusal) = s.gate.require(&who, &[scope::METRICS]) {
         return refusal.into_response();
     }
-    match s.store.unknown_counts().await {
-        Ok(counts) => s.metrics.set_unknown(&counts),
-        Err(e) => tracing::warn!(error = %e, "metrics: the unknown count cannot be read; the last one is shown"),
-    }
+    s.metrics.probe(&s.probes).await;
     match s.metrics.render() {
         Ok(text) => {
             let kind = HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8");

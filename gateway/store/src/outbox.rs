@@ -94,4 +94,11 @@ impl<D: Dialect> PushOutbox for SqlOutbox<D> {
         sql::affected::<D>(self.pools.write(), stmt).await?;
         Ok(())
     }
+
+    async fn pending_deliveries(&self) -> Result<u64, Error> {
+        // Read off the partial index `a2a_push_outbox_due`.
+        let stmt = Stmt::new("SELECT COUNT(*) FROM a2a_push_outbox WHERE delivered_ms IS NULL");
+        let row = sql::one::<D>(self.pools.read(), stmt).await?;
+        u64::try_from(row.int(0)?).map_err(|_| Error::internal("a negative count"))
+    }
 }

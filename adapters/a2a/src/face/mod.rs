@@ -198,9 +198,12 @@ impl A2aFace {
             }
             Reply::Stream(events) => {
                 let (hub, tenant) = (self.hub.clone(), tenant.clone());
+                // Counted as open until the stream is dropped (ended, or its client gone).
+                let open = self.hub.stats.stream_opened();
                 Reply::Stream(
                     events
                         .then(move |ev| {
+                            let _open = &open;
                             let (hub, tenant) = (hub.clone(), tenant.clone());
                             async move {
                                 let mut ev = ev?;

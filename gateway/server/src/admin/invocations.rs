@@ -105,6 +105,7 @@ pub(super) async fn submit(
 #[serde(deny_unknown_fields)]
 pub(super) struct ListParams {
     state: Option<String>,
+    upstream: Option<String>,
     limit: Option<u32>,
     cursor: Option<String>,
 }
@@ -119,7 +120,8 @@ pub(super) async fn list(
         .state
         .map(|s| StateName::parse(&s).ok_or_else(|| ApiError::invalid(format!("unknown state `{s}`"))))
         .transpose()?;
-    let page = state.engine.list(&who.tenant, ListQuery { state: filter, limit: p.limit, cursor: p.cursor }).await?;
+    let query = ListQuery { state: filter, upstream: p.upstream, limit: p.limit, cursor: p.cursor };
+    let page = state.engine.list(&who.tenant, query).await?;
     Ok(Json(page).into_response())
 }
 

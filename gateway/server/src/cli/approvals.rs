@@ -39,7 +39,8 @@ pub async fn run(cmd: Command, cfg: &Config) -> anyhow::Result<()> {
     let store = stores.invocations;
     match cmd {
         Command::List { tenant, limit } => {
-            let query = ListQuery { state: Some(StateName::AwaitingApproval), limit: Some(limit), cursor: None };
+            let query =
+                ListQuery { state: Some(StateName::AwaitingApproval), limit: Some(limit), ..ListQuery::default() };
             let page = store.list(&TenantId::new(tenant)?, &query).await?;
             println!("{:<36}  {:<20}  {:<24}  reason", "id", "caller", "target");
             for inv in &page.items {

@@ -14,6 +14,9 @@ pub enum Command {
         /// Only this state (admitted, dispatching, retrying, succeeded, failed, unknown, canceled, …).
         #[arg(long)]
         state: Option<String>,
+        /// Only the calls to this upstream.
+        #[arg(long)]
+        upstream: Option<String>,
         #[arg(long, default_value_t = 50)]
         limit: u32,
         #[arg(long)]
@@ -32,11 +35,12 @@ pub enum Command {
 pub async fn run(cmd: Command, cfg: &Config) -> anyhow::Result<()> {
     let store = super::open_store(cfg).await?.invocations;
     match cmd {
-        Command::List { tenant, state, limit, cursor } => {
+        Command::List { tenant, state, upstream, limit, cursor } => {
             let state = state
                 .map(|s| StateName::parse(&s).ok_or_else(|| anyhow::anyhow!("unknown state `{s}`")))
                 .transpose()?;
-            let page = store.list(&TenantId::new(tenant)?, &ListQuery { state, limit: Some(limit), cursor }).await?;
+            let query = ListQuery { state, upstream, limit: Some(limit), cursor };
+            let page = store.list(&TenantId::new(tenant)?, &query).await?;
             println!("{:<36}  {:<12}  {:<24}  {:>8}  created_ms", "id", "state", "target", "attempts");
             for inv in &page.items {
                 println!(

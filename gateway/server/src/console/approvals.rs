@@ -28,8 +28,12 @@ pub(super) async fn list(
         Ok(s) => s,
         Err(r) => return r,
     };
-    let query =
-        ListQuery { state: Some(StateName::AwaitingApproval), limit: Some(50), cursor: q.get("cursor").cloned() };
+    let query = ListQuery {
+        state: Some(StateName::AwaitingApproval),
+        limit: Some(50),
+        cursor: q.get("cursor").cloned(),
+        upstream: None,
+    };
     let found = match state.engine.list(&s.who.principal.tenant, query).await {
         Ok(p) => p,
         Err(e) => return failure(&e),

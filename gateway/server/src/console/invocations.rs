@@ -4,12 +4,16 @@
 //! `reconcile` does, as the signed-in caller.
 
 use std::collections::HashMap;
+use std::convert::Infallible;
 
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use switchyard_contract::{Decision, InvocationState, Invocations, ListQuery, StateName};
+use futures::StreamExt as _;
+use serde_json::json;
+use switchyard_contract::{Decision, Event, InvocationState, Invocations, ListQuery, StateName};
 
 use super::{ConsoleState, caller, done, esc, failure, next_page, notice, page, posted, refusal, viewed};
 use crate::auth::scope;
@@ -31,7 +35,9 @@ pub(super) async fn list(
             None => return refusal(StatusCode::BAD_REQUEST, &format!("`{v}` is not a state")),
         },
     };
-    let query = ListQuery { state: filter, limit: Some(50), cursor: q.get("cursor").cloned() };
+    let upstream = q.get("upstream").map(|u| u.trim().to_string()).filter(|u| !u.is_empty());
+    let query =
+        ListQuery { state: filter, upstream: upstream.clone(), limit: Some(50), cursor: q.get("cursor").cloned() };
     let found = match state.engine.list(&s.who.principal.tenant, query).await {
         Ok(p) => p,
         Err(e) => return failure(&e),
@@ -50,8 +56,9 @@ pub(super) async fn list(
         })
         .collect();
     body.push_str(&format!(
-        "<form method=\"get\" action=\"/console/invocations\"><label>State <select name=\"state\">{options}</select></label> \
-         <button type=\"submit\">Filter</button></form>"
+        "<form method=\"get\" action=\"/console/invocations\" class=\"filters\"><label>State <select name=\"state\">{options}</select></label> \
+         <label>Upstream <input name=\"upstream\" value=\"{}\" placeholder=\"any\"></label> <button type=\"submit\">Filter</button></form>",
+        esc(upstream.as_deref().unwrap_or(""))
     ));
     if found.items.is_empty() {
         body.push_str("<p id=\"empty\">No calls.</p>");
@@ -74,7 +81,8 @@ pub(super) async fn list(
         }
         body.push_str("</tbody></table>");
     }
-    let more = format!("/console/invocations?state={}&amp;", filter.map_or("", StateName::as_str));
+    let up: String = form_urlencoded::byte_serialize(upstream.as_deref().unwrap_or("").as_bytes()).collect();
+    let more = format!("/console/invocations?state={}&amp;upstream={up}&amp;", filter.map_or("", StateName::as_str));
     body.push_str(&next_page(&more, found.next_cursor.as_ref()));
     page("Calls", Some(&s), &body).into_response()
 }
@@ -92,10 +100,17 @@ pub(super) async fn show(State(state): State<ConsoleState>, headers: HeaderMap, 
     };
     let id = inv.id.to_string();
     let state_json = serde_json::to_string_pretty(&inv.state).unwrap_or_default();
+    // A call still under way follows its journal live (the page's one script).
+    let live = if settled(&inv.state) {
+        String::new()
+    } else {
+        let after = events.last().map_or(0, |e| e.seq);
+        format!(" data-events=\"/console/invocations/{id}/events?after={after}\"")
+    };
     let mut body = format!(
         "<dl><dt>Call</dt><dd><code id=\"call\">{id}</code></dd><dt>State</dt><dd id=\"state\">{}</dd>\
          <dt>Caller</dt><dd>{}</dd><dt>Target</dt><dd><code>{}</code></dd><dt>Attempts</dt><dd>{}</dd></dl>\
-         <h2>Outcome</h2><pre id=\"outcome\">{}</pre><h2>Journal</h2><table id=\"journal\"><thead><tr><th>#</th><th>At</th>\
+         <h2>Outcome</h2><pre id=\"outcome\">{}</pre><h2>Journal</h2><table id=\"journal\"{live}><thead><tr><th>#</th><th>At</th>\
          <th>What</th><th>Detail</th></tr></thead><tbody>",
         esc(inv.state.name().as_str()),
         esc(&inv.principal.subject),
@@ -104,20 +119,19 @@ pub(super) async fn show(State(state): State<ConsoleState>, headers: HeaderMap, 
         esc(&state_json)
     );
     for e in &events {
-        let mut detail = serde_json::to_value(&e.kind).unwrap_or_default();
-        let kind = detail.get("type").and_then(|t| t.as_str()).unwrap_or("").to_string();
-        if let Some(o) = detail.as_object_mut() {
-            o.remove("type");
-        }
+        let (what, detail) = entry(e);
         body.push_str(&format!(
             "<tr><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td></tr>",
             e.seq,
             switchyard_contract::iso8601(e.at_ms),
-            esc(&kind),
-            esc(&detail.to_string())
+            esc(&what),
+            esc(&detail)
         ));
     }
     body.push_str("</tbody></table>");
+    if !live.is_empty() {
+        body.push_str("<script src=\"/console/assets/live.js\" defer></script>");
+    }
     if matches!(inv.state, InvocationState::Unknown { .. }) {
         let csrf = esc(&s.csrf);
         body.push_str(&format!(
@@ -163,3 +177,65 @@ pub(super) async fn reconcile(
         Err(e) => failure(&e),
     }
 }
+
+/// Whether the call has settled (its journal grows no more unless someone reconciles it).
+fn settled(state: &InvocationState) -> bool {
+    state.is_terminal() || matches!(state, InvocationState::Unknown { .. })
+}
+
+/// A journal entry as shown: what happened, and its details as JSON.
+fn entry(e: &Event) -> (String, String) {
+    let mut detail = serde_json::to_value(&e.kind).unwrap_or_default();
+    let what = detail.get("type").and_then(|t| t.as_str()).unwrap_or("").to_string();
+    if let Some(o) = detail.as_object_mut() {
+        o.remove("type");
+    }
+    (what, detail.to_string())
+}
+
+/// `GET /console/invocations/{id}/events[?after=N]`: the call's new journal entries as
+/// server-sent events (`change`: seq, at, what, detail, and the call's state and outcome after
+/// it) until it settles; `Last-Event-ID` resumes. The signed-in tenant's calls only.
+pub(super) async fn events(
+    State(state): State<ConsoleState>,
+    headers: HeaderMap,
+    Path(raw): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    let (_, inv) = match viewed(&state, &headers, &raw).await {
+        Ok(v) => v,
+        Err(r) => return r,
+    };
+    let resumed = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok());
+    let after = resumed.or_else(|| q.get("after").and_then(|v| v.parse().ok())).unwrap_or(0);
+    let (engine, tenant, id) = (state.engine.clone(), inv.principal.tenant.clone(), inv.id);
+    let stream = state.engine.watch(tenant.clone(), id, after).then(move |item| {
+        let (engine, tenant) = (engine.clone(), tenant.clone());
+        async move {
+            Ok::<_, Infallible>(match item {
+                Ok(ev) => {
+                    let now = engine.get(&tenant, id).await.ok();
+                    let (what, detail) = entry(&ev);
+                    let data = json!({
+                        "seq": ev.seq,
+                        "at": switchyard_contract::iso8601(ev.at_ms),
+                        "what": what,
+                        "detail": detail,
+                        "state": now.as_ref().map(|i| i.state.name().as_str()),
+                        "outcome": now.and_then(|i| serde_json::to_string_pretty(&i.state).ok()),
+                    });
+                    SseEvent::default().id(ev.seq.to_string()).event("change").data(data.to_string())
+                }
+                Err(e) => SseEvent::default().event("error").data(e.message),
+            })
+        }
+    });
+    Sse::new(stream).keep_alive(KeepAlive::default()).into_response()
+}
+
+/// `GET /console/assets/live.js`: the call page's live journal.
+pub(super) async fn live_js() -> Response {
+    ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], LIVE_JS).into_response()
+}
+
+const LIVE_JS: &str = include_str!("assets/live.js");

@@ -1,4 +1,5 @@
-//! The web console (`/console`): server-rendered HTML with no script, everything in the binary.
+//! The web console (`/console`): server-rendered HTML, everything in the binary; one small script
+//! of its own (the live journal of a call under way), no other.
 //! The approval page (the calls the policy enforcement point held, to approve or deny) and the
 //! calls (filtered by state, `unknown` ones marked, with a reconcile form).
 //!
@@ -96,6 +97,8 @@ pub fn router(state: ConsoleState) -> Router {
         .route("/console/invocations", get(invocations::list))
         .route("/console/invocations/{id}", get(invocations::show))
         .route("/console/invocations/{id}/reconcile", post(invocations::reconcile))
+        .route("/console/invocations/{id}/events", get(invocations::events))
+        .route("/console/assets/live.js", get(invocations::live_js))
         .route("/console/upstreams", get(upstreams::list))
         .route("/console/upstreams/{upstream}/approve", post(upstreams::approve))
         .route_layer(middleware::from_fn_with_state(state.clone(), guard))
@@ -125,7 +128,8 @@ async fn guard(State(state): State<ConsoleState>, req: Request, next: Next) -> R
     h.insert(
         header::CONTENT_SECURITY_POLICY,
         HeaderValue::from_static(
-            "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+            "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'unsafe-inline'; form-action 'self'; \
+             frame-ancestors 'none'; base-uri 'none'",
         ),
     );
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
