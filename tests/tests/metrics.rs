@@ -20,8 +20,11 @@ tier = "routine"
 
 /// `(status, samples)` of a scrape with `token` (none: no credential).
 async fn scrape(gw: &Gateway, token: &str) -> (u16, Vec<Value>) {
-    let url = format!("{}/metrics", gw.base);
-    let out = switchyard_tests::a2a::py_script("prom_scrape.py", &[&url, token]).await;
+    scrape_at(&format!("{}/metrics", gw.base), token).await
+}
+
+async fn scrape_at(url: &str, token: &str) -> (u16, Vec<Value>) {
+    let out = switchyard_tests::a2a::py_script("prom_scrape.py", &[url, token]).await;
     assert!(out.status.success(), "the parser refused the exposition: {}", String::from_utf8_lossy(&out.stderr));
     let lines = switchyard_tests::a2a::lines(&out);
     let status = lines.first().and_then(|l| l["status"].as_u64()).unwrap_or(0);
@@ -195,4 +198,23 @@ async fn push_deliveries_open_streams_and_upstream_sessions_are_counted() {
     assert_eq!((sessions("in_use"), sessions("idle")), (0.0, 1.0), "{samples:#?}");
     assert!(value(&samples, "switchyard_mcp_upstream_sessions_max", &[("upstream", "fx")]) >= 1.0);
     assert!(samples.iter().any(|s| s["name"] == "switchyard_artifact_bytes_total"), "artifact bytes are exposed");
+}
+
+/// With `server.metrics_listen`, `/metrics` is served there only (still behind a credential).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_can_have_a_listener_of_their_own() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let port = switchyard_tests::gateway::free_port();
+    let config = dir.path().join("switchyard.toml");
+    std::fs::write(&config, format!("[server]\nmetrics_listen = \"127.0.0.1:{port}\"\n"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(config), ..Options::default() });
+    let main = gw.http.get(format!("{}/metrics", gw.base)).bearer_auth(TOKEN).send().await;
+    assert_eq!(main.map(|r| r.status().as_u16()).ok(), Some(404), "not on the main listener");
+    let own = format!("http://127.0.0.1:{port}/metrics");
+    let (status, _) = scrape_at(&own, "").await;
+    assert_eq!(status, 401, "still behind a credential");
+    let (status, samples) = scrape_at(&own, TOKEN).await;
+    assert_eq!(status, 200);
+    assert!(samples.iter().any(|s| s["name"] == "switchyard_lease_takeovers_total"), "{samples:#?}");
 }

@@ -156,7 +156,7 @@ impl App {
             ))
             .merge(crate::mcp_http::upstreams_admin(self.mcp.catalog(), self.bindings.clone(), self.gate.clone()))
             .merge(crate::console::router(self.console_state(cfg)))
-            .merge(crate::metrics::router(self.metrics.clone(), self.gate.clone(), self.probes()))
+            .merge(if cfg.server.metrics_listen.is_some() { Router::new() } else { self.metrics_router() })
             .merge(self.a2a_routes(cfg))
             .layer(DefaultBodyLimit::max(cfg.server.body_limit_bytes))
             .layer(TraceLayer::new_for_http())
@@ -189,6 +189,11 @@ impl App {
             crate::auth::scope::A2A,
             deferred,
         ))
+    }
+
+    /// `GET /metrics` (on the main listener, or on `server.metrics_listen`).
+    pub fn metrics_router(&self) -> Router {
+        crate::metrics::router(self.metrics.clone(), self.gate.clone(), self.probes())
     }
 
     /// What a scrape of `/metrics` reads besides the engine's counts.
@@ -462,6 +467,25 @@ pub async fn serve(cfg: Config, shutdown: impl Future<Output = ()> + Send + 'sta
             }
         })
     };
+    let metrics_addr = match cfg.server.metrics_listen {
+        Some(at) => {
+            let listener = tokio::net::TcpListener::bind(at)
+                .await
+                .with_context(|| format!("cannot listen on {at} for /metrics"))?;
+            let bound = listener.local_addr()?;
+            let mut stop = stop_rx.clone();
+            let metrics = axum::serve(listener, app.metrics_router()).with_graceful_shutdown(async move {
+                let _ = stop.wait_for(|s| *s).await;
+            });
+            background.spawn(async move {
+                if let Err(e) = metrics.await {
+                    warn!(error = %e, "the metrics listener stopped");
+                }
+            });
+            Some(bound)
+        }
+        None => None,
+    };
     let server = axum::serve(listener, app.router(&cfg)).with_graceful_shutdown(async move {
         let _ = stop_rx.wait_for(|s| *s).await;
     });
@@ -478,6 +502,9 @@ pub async fn serve(cfg: Config, shutdown: impl Future<Output = ()> + Send + 'sta
     println!("  store:       {}", redact_url(&cfg.store_url()));
     println!("  data dir:    {}", cfg.server.data_dir.display());
     println!("  admin token: {}", app.token_source);
+    if let Some(at) = metrics_addr {
+        println!("  metrics:     http://{at}/metrics");
+    }
     for server in cfg.mcp.effective_servers() {
         println!("  mcp:         http://{addr}{}", server.path);
     }

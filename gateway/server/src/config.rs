@@ -89,6 +89,9 @@ pub struct ServerConfig {
     pub body_limit_bytes: usize,
     /// Longest a client may ask a submission to wait for its outcome (`wait_ms`).
     pub max_wait_ms: u64,
+    /// Serve `GET /metrics` on a listener of its own at this address (still behind the admin
+    /// token or `metrics:read`), and not on `listen`. Unset: on `listen`.
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 impl Default for ServerConfig {
@@ -99,6 +102,7 @@ impl Default for ServerConfig {
             shutdown_grace_ms: 10_000,
             body_limit_bytes: 1024 * 1024,
             max_wait_ms: 60_000,
+            metrics_listen: None,
         }
     }
 }
@@ -363,6 +367,11 @@ impl Config {
         let bad = |m: String| Err(ConfigError::Invalid(m));
         if self.server.body_limit_bytes < 1024 {
             return bad("server.body_limit_bytes must be at least 1024".into());
+        }
+        if self.server.metrics_listen.is_some_and(|m| m == self.server.listen && m.port() != 0) {
+            return bad(
+                "server.metrics_listen must differ from server.listen (leave it unset to serve /metrics there)".into(),
+            );
         }
         let url = &self.store.url.0;
         if !(url.is_empty()
