@@ -62,6 +62,14 @@ try {
   check("approving says so and the tool is approved", notice.includes("approved") && status.trim() === "approved", `${notice} / ${status}`);
   await page.screenshot({ path: `${shots}/upstreams-approved.png`, fullPage: true });
 
+  // The operator's other pages: the audit log's verification, the tenant's artifacts.
+  await page.click("a[href='/console/audit']");
+  await page.waitForSelector("#verdict");
+  check("the audit page says what it found", (await page.textContent("#verdict")).includes("audit log"), await page.textContent("main"));
+  await page.screenshot({ path: `${shots}/audit.png`, fullPage: true });
+  await page.click("a[href='/console/artifacts']");
+  await page.screenshot({ path: `${shots}/artifacts.png`, fullPage: true });
+
   // Another tenant: the first tenant's call is neither listed nor shown.
   await page.click("form.who button");
   await signIn(page, "other");

@@ -180,6 +180,33 @@ impl Gateway {
         }
     }
 
+    /// A console page (`path`) as the operator signed in for `tenant`: (status, HTML).
+    pub async fn console(&self, tenant: &str, path: &str) -> (u16, String) {
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let login = http
+            .post(format!("{}/console/login", self.base))
+            .header("origin", &self.base)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(format!("token={TOKEN}&tenant={tenant}&name=operator"))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("console sign-in: {e}"));
+        assert_eq!(login.status().as_u16(), 303, "console sign-in");
+        let cookie = login.headers().get("set-cookie").and_then(|v| v.to_str().ok()).unwrap_or_default();
+        let cookie = cookie.split(';').next().unwrap_or_default().to_string();
+        let page = http
+            .get(format!("{}{path}", self.base))
+            .header("cookie", cookie)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let status = page.status().as_u16();
+        (status, page.text().await.unwrap_or_default())
+    }
+
     /// `switchyard grants mint --subject <subject> --ceiling sensitive <more>`: the grant token.
     pub fn mint_grant(&self, subject: &str, more: &[&str]) -> String {
         let mut args = vec!["grants", "mint", "--subject", subject, "--ceiling", "sensitive"];

@@ -393,6 +393,12 @@ async fn push_is_retried_until_acknowledged_and_arrives_in_order() {
         assert!(!bytes.windows(6).any(|w| w == b"s3cret"), "a webhook credential in clear in the database");
         assert!(!bytes.windows(5).any(|w| w == b"tok-1"), "a notification token in clear in the database");
     }
+    // The console lists the task for its tenant, and not for another.
+    let id = sent["result"]["task"]["id"].as_str().unwrap_or_default().to_string();
+    let (status, page) = gw.console("default", "/console/tasks").await;
+    assert!(status == 200 && page.contains(&id) && page.contains("TASK_STATE_COMPLETED"), "{page}");
+    let (_, page) = gw.console("other", "/console/tasks").await;
+    assert!(!page.contains(&id), "another tenant's tasks page: {page}");
     // The owner reads its config back as it gave it.
     let task = sent["result"]["task"]["id"].clone();
     let (_, listed) = rpc(&gw.http, &url, None, "ListTaskPushNotificationConfigs", json!({"taskId": task})).await;

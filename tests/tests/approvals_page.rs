@@ -158,7 +158,7 @@ async fn the_console_approves_a_drifted_tool_and_hides_other_tenants_calls() {
     let checks: Vec<Value> =
         String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
     assert!(
-        out.status.success() && checks.len() == 7 && checks.iter().all(|c| c["ok"] == true),
+        out.status.success() && checks.len() == 8 && checks.iter().all(|c| c["ok"] == true),
         "{checks:#?}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );

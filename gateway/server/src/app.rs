@@ -51,6 +51,8 @@ pub struct App {
     pub metrics: Arc<crate::metrics::Metrics>,
     /// The A2A push outbox (its depth is a metric).
     outbox: Arc<dyn switchyard_contract::PushOutbox>,
+    /// The A2A task store (the console's tasks page reads it).
+    tasks: Arc<dyn switchyard_contract::TaskStore>,
 }
 
 impl std::fmt::Debug for App {
@@ -128,6 +130,7 @@ impl App {
             audit,
             metrics,
             outbox: stores.outbox,
+            tasks: stores.tasks,
         })
     }
 
@@ -212,7 +215,19 @@ impl App {
         let public: Vec<String> = cfg.mcp.public_url.iter().chain(cfg.a2a.public_url.iter()).cloned().collect();
         let hosts: Vec<String> = cfg.mcp.allowed_hosts.iter().chain(cfg.a2a.allowed_hosts.iter()).cloned().collect();
         let pins = crate::console::Pins { catalog: self.mcp.catalog(), bindings: self.bindings.clone() };
-        crate::console::ConsoleState::new(self.engine.clone(), self.gate.clone(), &public, &hosts).with_pins(pins)
+        let state = crate::console::ConsoleState::new(self.engine.clone(), self.gate.clone(), &public, &hosts)
+            .with_pins(pins)
+            .with_artifacts(self.artifacts.clone());
+        let agents: Vec<String> = cfg.a2a.agents.iter().filter(|a| a.exposed).map(|a| a.name.clone()).collect();
+        let state = if agents.is_empty() {
+            state
+        } else {
+            state.with_tasks(crate::console::Tasks { store: self.tasks.clone(), agents: Arc::new(agents) })
+        };
+        match (&self.audit, grant_key(cfg)) {
+            (Some(store), Ok(key)) => state.with_audit(store.clone(), key),
+            _ => state,
+        }
     }
 
     /// RFC 9728 metadata for the gateway as a whole, the admin API and artifacts, when OAuth is on.

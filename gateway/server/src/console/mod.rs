@@ -13,7 +13,10 @@
 //! token, derived from the session cookie.
 
 mod approvals;
+mod artifacts;
+mod audit;
 mod invocations;
+mod tasks;
 mod upstreams;
 
 use std::collections::HashMap;
@@ -47,7 +50,29 @@ pub struct ConsoleState {
     secure: bool,
     /// The MCP upstreams' tool pins, when MCP upstreams are configured.
     pins: Option<Pins>,
+    /// The artifacts page's service.
+    artifacts: Option<switchyard_artifacts::Artifacts>,
+    /// The audit log and the key its checkpoints are signed with, when `[audit]` is on.
+    audit: Option<AuditCheck>,
+    /// The A2A task store and the exposed agents' names, when agents are configured.
+    tasks: Option<Tasks>,
 }
+
+/// Where the tasks page reads: the task store and the exposed agents.
+#[derive(Clone)]
+pub struct Tasks {
+    pub store: Arc<dyn switchyard_contract::TaskStore>,
+    pub agents: Arc<Vec<String>>,
+}
+
+impl std::fmt::Debug for Tasks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tasks").field("agents", &self.agents).finish_non_exhaustive()
+    }
+}
+
+/// What the audit page verifies: the log and the checkpoints' key.
+type AuditCheck = (Arc<dyn switchyard_contract::AuditStore>, Arc<switchyard_policy::grants::GrantKey>);
 
 /// Where the upstreams page reads and approves tool pins.
 #[derive(Clone)]
@@ -74,7 +99,29 @@ impl ConsoleState {
             .chain(allowed_hosts.iter().map(|h| h.to_ascii_lowercase()))
             .collect();
         let secure = !public_urls.is_empty() && public_urls.iter().all(|u| u.starts_with("https://"));
-        Self { engine, gate, hosts: Arc::new(hosts), secure, pins: None }
+        Self { engine, gate, hosts: Arc::new(hosts), secure, pins: None, artifacts: None, audit: None, tasks: None }
+    }
+
+    /// With the A2A tasks page over `tasks`.
+    pub fn with_tasks(mut self, tasks: Tasks) -> Self {
+        self.tasks = Some(tasks);
+        self
+    }
+
+    /// With the artifacts page over `artifacts`.
+    pub fn with_artifacts(mut self, artifacts: switchyard_artifacts::Artifacts) -> Self {
+        self.artifacts = Some(artifacts);
+        self
+    }
+
+    /// With the audit page over `store`, its checkpoints signed with `key`.
+    pub fn with_audit(
+        mut self,
+        store: Arc<dyn switchyard_contract::AuditStore>,
+        key: switchyard_policy::grants::GrantKey,
+    ) -> Self {
+        self.audit = Some((store, Arc::new(key)));
+        self
     }
 
     /// With the upstreams page over these pins.
@@ -99,6 +146,10 @@ pub fn router(state: ConsoleState) -> Router {
         .route("/console/invocations/{id}/reconcile", post(invocations::reconcile))
         .route("/console/invocations/{id}/events", get(invocations::events))
         .route("/console/assets/live.js", get(invocations::live_js))
+        .route("/console/tasks", get(tasks::list))
+        .route("/console/artifacts", get(artifacts::list))
+        .route("/console/artifacts/{id}/download", get(artifacts::download))
+        .route("/console/audit", get(audit::verify))
         .route("/console/upstreams", get(upstreams::list))
         .route("/console/upstreams/{upstream}/approve", post(upstreams::approve))
         .route_layer(middleware::from_fn_with_state(state.clone(), guard))
@@ -341,6 +392,12 @@ async fn caller(state: &ConsoleState, headers: &HeaderMap, needed: &str) -> Resu
     Ok(s)
 }
 
+/// The refusal for anyone but the operator, saying `why` (`None` for the operator).
+fn not_operator(s: &Session, why: &str) -> Option<Response> {
+    (s.who.access != crate::auth::Access::Operator)
+        .then(|| refusal(StatusCode::FORBIDDEN, &format!("{why}: only the operator's admin token sees this page")))
+}
+
 /// A form post: the signed-in caller holding `needed` and the form, its CSRF token checked; or
 /// the response to send instead.
 async fn form_post(
@@ -430,7 +487,8 @@ fn page(title: &str, session: Option<&Session>, body: &str) -> Html<String> {
          <title>{t} · Switchyard</title><style>{STYLE}</style></head><body>\
          <header><nav><a href=\"/console/approvals\" class=\"brand\">Switchyard</a> \
          <a href=\"/console/approvals\">Held calls</a> <a href=\"/console/invocations\">Calls</a> \
-         <a href=\"/console/invocations?state=unknown\">Unknown</a> <a href=\"/console/upstreams\">Upstreams</a></nav>{who}</header>\
+         <a href=\"/console/invocations?state=unknown\">Unknown</a> <a href=\"/console/tasks\">A2A tasks</a> <a href=\"/console/artifacts\">Artifacts</a> \
+         <a href=\"/console/upstreams\">Upstreams</a> <a href=\"/console/audit\">Audit</a></nav>{who}</header>\
          <main><h1>{t}</h1>{body}</main></body></html>",
         t = esc(title)
     ))

@@ -17,6 +17,7 @@ const ORIGIN: &str = "http://127.0.0.1:8787";
 
 struct Harness {
     router: axum::Router,
+    app: App,
     _dir: tempfile::TempDir,
 }
 
@@ -25,7 +26,7 @@ async fn harness() -> Harness {
     let text = format!("[server]\ndata_dir = \"{}\"\n[admin]\ntoken = \"{TOKEN}\"\n[policy]\n", dir.path().display());
     let cfg = Config::from_text(&text, "test", std::iter::empty()).unwrap_or_else(|e| panic!("{e}"));
     let app = App::build(&cfg).await.unwrap_or_else(|e| panic!("{e:#}"));
-    Harness { router: app.router(&cfg), _dir: dir }
+    Harness { router: app.router(&cfg), app, _dir: dir }
 }
 
 struct Sent {
@@ -195,7 +196,7 @@ async fn harness_with_timeouts() -> Harness {
     );
     let cfg = Config::from_text(&text, "test", std::iter::empty()).unwrap_or_else(|e| panic!("{e}"));
     let app = App::build(&cfg).await.unwrap_or_else(|e| panic!("{e:#}"));
-    Harness { router: app.router(&cfg), _dir: dir }
+    Harness { router: app.router(&cfg), app, _dir: dir }
 }
 
 /// A write of `tenant` whose outcome is lost: `unknown`.
@@ -253,4 +254,54 @@ async fn calls_are_listed_by_state_and_an_unknown_one_is_reconciled_from_its_pag
     let after = send(&h, get(&format!("/console/invocations/{ours}"), Some(&cookie))).await;
     assert!(after.body.contains("id=\"state\">succeeded") && after.body.contains("reconciled"), "{}", after.body);
     assert!(!after.body.contains("id=\"applied\""), "no form once settled");
+}
+
+/// The artifacts page lists the tenant's artifacts only, and a download is an attachment of
+/// type `application/octet-stream` (never rendered on the console's origin) with the bytes.
+#[tokio::test]
+async fn artifacts_are_listed_and_downloaded_for_their_tenant_only() {
+    use switchyard_contract::{InvocationId, TenantId};
+    let h = harness().await;
+    let request = switchyard_artifacts::PutRequest {
+        tenant: TenantId::new("acme").unwrap_or_else(|e| panic!("{e}")),
+        invocation: InvocationId::new(),
+        name: "report <1>.html".into(),
+        media_type: "text/html".into(),
+        chunk_seq: 0,
+        retention_class: None,
+    };
+    let bytes = bytes::Bytes::from_static(b"<script>alert(1)</script>");
+    let body: switchyard_contract::ByteStream = Box::pin(futures::stream::iter([Ok(bytes.clone())]));
+    let meta = h.app.artifacts.put(request, body).await.unwrap_or_else(|e| panic!("{e}"));
+    let id = meta.id.to_string();
+
+    let acme = sign_in(&h, "acme").await;
+    let list = send(&h, get("/console/artifacts", Some(&acme))).await;
+    assert_eq!(list.status, StatusCode::OK, "{}", list.body);
+    assert!(list.body.contains(&id) && list.body.contains("report &lt;1&gt;.html"), "{}", list.body);
+    let got = send(&h, get(&format!("/console/artifacts/{id}/download"), Some(&acme))).await;
+    assert_eq!(got.status, StatusCode::OK);
+    assert_eq!(got.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()), Some("application/octet-stream"));
+    let disposition = got.headers.get(header::CONTENT_DISPOSITION).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    assert_eq!(disposition, "attachment; filename=\"report__1_.html\"");
+    assert_eq!(got.body.as_bytes(), &bytes[..]);
+
+    let other = sign_in(&h, "other").await;
+    let list = send(&h, get("/console/artifacts", Some(&other))).await;
+    assert!(!list.body.contains(&id), "another tenant's list: {}", list.body);
+    let got = send(&h, get(&format!("/console/artifacts/{id}/download"), Some(&other))).await;
+    assert_eq!(got.status, StatusCode::NOT_FOUND);
+    assert!(!got.body.contains("alert(1)"), "{}", got.body);
+}
+
+/// The audit page verifies the log (the held calls' decisions are in it) for the operator.
+#[tokio::test]
+async fn the_audit_page_verifies_the_log() {
+    let h = harness().await;
+    held(&h, "acme").await;
+    held(&h, "other").await;
+    let cookie = sign_in(&h, "acme").await;
+    let page = send(&h, get("/console/audit", Some(&cookie))).await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+    assert!(page.body.contains("data-ok=\"true\"") && page.body.contains("verified: 2 rows"), "{}", page.body);
 }

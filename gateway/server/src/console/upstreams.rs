@@ -10,16 +10,8 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 
-use super::{ConsoleState, Session, caller, done, esc, failure, form_post, notice, page, refusal};
-use crate::auth::{Access, scope};
-
-/// The refusal for anyone but the operator (`None` for the operator).
-fn not_operator(s: &Session) -> Option<Response> {
-    (s.who.access != Access::Operator).then(|| {
-        let why = "upstream pins are gateway-wide: only the operator's admin token reviews them";
-        refusal(StatusCode::FORBIDDEN, why)
-    })
-}
+use super::{ConsoleState, caller, done, esc, failure, form_post, not_operator, notice, page, refusal};
+use crate::auth::scope;
 
 /// `GET /console/upstreams[?done=…]`: the pins, withheld ones first, each with its form.
 pub(super) async fn list(
@@ -31,7 +23,7 @@ pub(super) async fn list(
         Ok(s) => s,
         Err(r) => return r,
     };
-    if let Some(r) = not_operator(&s) {
+    if let Some(r) = not_operator(&s, "upstream pins are gateway-wide") {
         return r;
     }
     let Some(pins) = &state.pins else {
@@ -115,7 +107,7 @@ pub(super) async fn approve(
         Ok(p) => p,
         Err(r) => return r,
     };
-    if let Some(r) = not_operator(&s) {
+    if let Some(r) = not_operator(&s, "upstream pins are gateway-wide") {
         return r;
     }
     let Some(pins) = &state.pins else { return refusal(StatusCode::NOT_FOUND, "no MCP upstream is configured") };
