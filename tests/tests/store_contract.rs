@@ -330,7 +330,7 @@ async fn list_pages_newest_first_with_filters(store: Arc<dyn InvocationStore>) {
     elsewhere.target.upstream = "other".into();
     let other = created(&store, elsewhere).await.id;
     let by_upstream = |upstream: &str, state: Option<StateName>| {
-        let q = ListQuery { upstream: Some(upstream.into()), state, ..ListQuery::default() };
+        let q = ListQuery { upstreams: vec![upstream.into()], state, ..ListQuery::default() };
         let (store, t) = (store.clone(), t.clone());
         async move { store.list(&t, &q).await.map(|p| p.items.iter().map(|i| i.id).collect::<Vec<_>>()).ok() }
     };
@@ -338,6 +338,8 @@ async fn list_pages_newest_first_with_filters(store: Arc<dyn InvocationStore>) {
     assert_eq!(by_upstream("demo", None).await.map(|v| v.len()), Some(7));
     assert_eq!(by_upstream("other", Some(StateName::Canceled)).await, Some(vec![]));
     assert_eq!(by_upstream("nowhere", None).await, Some(vec![]));
+    let both = ListQuery { upstreams: vec!["other".into(), "demo".into()], ..ListQuery::default() };
+    assert_eq!(store.list(&t, &both).await.map(|p| p.items.len()).ok(), Some(8), "either of two upstreams");
     let bad = store.list(&t, &ListQuery { cursor: Some("garbage".into()), ..ListQuery::default() }).await;
     assert!(bad.is_err());
     let too_big = store.list(&t, &ListQuery { limit: Some(501), ..ListQuery::default() }).await;

@@ -109,9 +109,9 @@ pub struct Waited {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ListQuery {
     pub state: Option<StateName>,
-    /// Only the calls to this upstream.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub upstream: Option<String>,
+    /// Only the calls to these upstreams (none: any upstream).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub upstreams: Vec<String>,
     /// 1..=500; `None` means 50.
     pub limit: Option<u32>,
     /// Opaque cursor from a previous [`Page::next_cursor`].

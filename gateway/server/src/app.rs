@@ -217,7 +217,12 @@ impl App {
         let pins = crate::console::Pins { catalog: self.mcp.catalog(), bindings: self.bindings.clone() };
         let state = crate::console::ConsoleState::new(self.engine.clone(), self.gate.clone(), &public, &hosts)
             .with_pins(pins)
-            .with_artifacts(self.artifacts.clone());
+            .with_artifacts(self.artifacts.clone())
+            .with_protocols(vec![
+                ("mcp".into(), cfg.mcp.mcp_servers().map(|u| u.name.clone()).collect()),
+                ("a2a".into(), cfg.a2a.agents.iter().map(switchyard_a2a::config::AgentConfig::upstream).collect()),
+                ("built-in".into(), cfg.upstreams.iter().map(|u| u.name.clone()).collect()),
+            ]);
         let agents: Vec<String> = cfg.a2a.agents.iter().filter(|a| a.exposed).map(|a| a.name.clone()).collect();
         let state = if agents.is_empty() {
             state

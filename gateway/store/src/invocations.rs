@@ -258,12 +258,14 @@ impl<D: Dialect> InvocationStore for SqlInvocations<D> {
         let after = query.after()?;
         let stmt = Stmt::new(format!(
             "SELECT {COLUMNS} FROM invocations WHERE tenant = $1 AND ($2 IS NULL OR state = $2) \
-             AND ($3 IS NULL OR upstream = $3) \
-             AND ($4 IS NULL OR (created_ms, id) < ($4, $5)) ORDER BY created_ms DESC, id DESC LIMIT $6"
+             AND ($3 = 0 OR {}) \
+             AND ($5 IS NULL OR (created_ms, id) < ($5, $6)) ORDER BY created_ms DESC, id DESC LIMIT $7",
+            D::any("upstream", 4)
         ))
         .text(tenant.as_str())
         .opt_text(query.state.map(|s| s.as_str()))
-        .opt_text(query.upstream.as_deref())
+        .int(i64::try_from(query.upstreams.len()).unwrap_or(i64::MAX))
+        .texts(query.upstreams.clone())
         .opt_int(after.map(|a| a.0))
         .opt_text(after.map(|a| a.1.to_string()))
         .int(i64::from(limit) + 1);

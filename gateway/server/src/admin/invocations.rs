@@ -120,7 +120,8 @@ pub(super) async fn list(
         .state
         .map(|s| StateName::parse(&s).ok_or_else(|| ApiError::invalid(format!("unknown state `{s}`"))))
         .transpose()?;
-    let query = ListQuery { state: filter, upstream: p.upstream, limit: p.limit, cursor: p.cursor };
+    let query =
+        ListQuery { state: filter, upstreams: p.upstream.into_iter().collect(), limit: p.limit, cursor: p.cursor };
     let page = state.engine.list(&who.tenant, query).await?;
     Ok(Json(page).into_response())
 }

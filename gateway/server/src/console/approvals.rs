@@ -32,7 +32,7 @@ pub(super) async fn list(
         state: Some(StateName::AwaitingApproval),
         limit: Some(50),
         cursor: q.get("cursor").cloned(),
-        upstream: None,
+        ..ListQuery::default()
     };
     let found = match state.engine.list(&s.who.principal.tenant, query).await {
         Ok(p) => p,

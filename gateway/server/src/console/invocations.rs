@@ -36,11 +36,30 @@ pub(super) async fn list(
         },
     };
     let upstream = q.get("upstream").map(|u| u.trim().to_string()).filter(|u| !u.is_empty());
-    let query =
-        ListQuery { state: filter, upstream: upstream.clone(), limit: Some(50), cursor: q.get("cursor").cloned() };
-    let found = match state.engine.list(&s.who.principal.tenant, query).await {
-        Ok(p) => p,
-        Err(e) => return failure(&e),
+    let protocol = q.get("protocol").filter(|p| !p.is_empty());
+    // A protocol is the set of upstreams that speak it (from configuration).
+    let of_protocol = match protocol {
+        None => None,
+        Some(p) => match state.protocols.iter().find(|(name, _)| name == p) {
+            Some((_, ups)) => Some(ups.clone()),
+            None => return refusal(StatusCode::BAD_REQUEST, &format!("`{p}` is not a protocol here")),
+        },
+    };
+    let upstreams = match (&upstream, of_protocol) {
+        (Some(u), Some(ups)) if !ups.contains(u) => Vec::new(),
+        (Some(u), _) => vec![u.clone()],
+        (None, Some(ups)) => ups,
+        (None, None) => Vec::new(),
+    };
+    let nothing = (upstream.is_some() || protocol.is_some()) && upstreams.is_empty();
+    let query = ListQuery { state: filter, upstreams, limit: Some(50), cursor: q.get("cursor").cloned() };
+    let found = if nothing {
+        switchyard_contract::Page { items: Vec::new(), next_cursor: None }
+    } else {
+        match state.engine.list(&s.who.principal.tenant, query).await {
+            Ok(p) => p,
+            Err(e) => return failure(&e),
+        }
     };
     let mut body = String::new();
     body.push_str(&notice(&q));
@@ -57,7 +76,15 @@ pub(super) async fn list(
         .collect();
     body.push_str(&format!(
         "<form method=\"get\" action=\"/console/invocations\" class=\"filters\"><label>State <select name=\"state\">{options}</select></label> \
+         <label>Protocol <select name=\"protocol\">{}</select></label> \
          <label>Upstream <input name=\"upstream\" value=\"{}\" placeholder=\"any\"></label> <button type=\"submit\">Filter</button></form>",
+        std::iter::once("")
+            .chain(state.protocols.iter().map(|(p, _)| p.as_str()))
+            .map(|p| {
+                let selected = if protocol.map(String::as_str).unwrap_or("") == p { " selected" } else { "" };
+                format!("<option value=\"{p}\"{selected}>{}</option>", if p.is_empty() { "any" } else { p })
+            })
+            .collect::<String>(),
         esc(upstream.as_deref().unwrap_or(""))
     ));
     if found.items.is_empty() {
@@ -82,7 +109,11 @@ pub(super) async fn list(
         body.push_str("</tbody></table>");
     }
     let up: String = form_urlencoded::byte_serialize(upstream.as_deref().unwrap_or("").as_bytes()).collect();
-    let more = format!("/console/invocations?state={}&amp;upstream={up}&amp;", filter.map_or("", StateName::as_str));
+    let more = format!(
+        "/console/invocations?state={}&amp;protocol={}&amp;upstream={up}&amp;",
+        filter.map_or("", StateName::as_str),
+        protocol.map_or("", |p| if state.protocols.iter().any(|(n, _)| n == p) { p.as_str() } else { "" })
+    );
     body.push_str(&next_page(&more, found.next_cursor.as_ref()));
     page("Calls", Some(&s), &body).into_response()
 }

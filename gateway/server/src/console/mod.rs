@@ -56,6 +56,8 @@ pub struct ConsoleState {
     audit: Option<AuditCheck>,
     /// The A2A task store and the exposed agents' names, when agents are configured.
     tasks: Option<Tasks>,
+    /// The protocols the calls list filters by, each with the upstreams that speak it.
+    protocols: Arc<Vec<(String, Vec<String>)>>,
 }
 
 /// Where the tasks page reads: the task store and the exposed agents.
@@ -99,7 +101,23 @@ impl ConsoleState {
             .chain(allowed_hosts.iter().map(|h| h.to_ascii_lowercase()))
             .collect();
         let secure = !public_urls.is_empty() && public_urls.iter().all(|u| u.starts_with("https://"));
-        Self { engine, gate, hosts: Arc::new(hosts), secure, pins: None, artifacts: None, audit: None, tasks: None }
+        Self {
+            engine,
+            gate,
+            hosts: Arc::new(hosts),
+            secure,
+            pins: None,
+            artifacts: None,
+            audit: None,
+            tasks: None,
+            protocols: Arc::default(),
+        }
+    }
+
+    /// With the calls list filtering by these protocols (each with its upstreams' names).
+    pub fn with_protocols(mut self, protocols: Vec<(String, Vec<String>)>) -> Self {
+        self.protocols = Arc::new(protocols.into_iter().filter(|(_, ups)| !ups.is_empty()).collect());
+        self
     }
 
     /// With the A2A tasks page over `tasks`.

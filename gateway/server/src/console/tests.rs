@@ -305,3 +305,26 @@ async fn the_audit_page_verifies_the_log() {
     assert_eq!(page.status, StatusCode::OK, "{}", page.body);
     assert!(page.body.contains("data-ok=\"true\"") && page.body.contains("verified: 2 rows"), "{}", page.body);
 }
+
+/// The calls list filters by protocol (the upstreams that speak it) and by upstream.
+#[tokio::test]
+async fn calls_are_filtered_by_protocol_and_upstream() {
+    let h = harness().await;
+    let id = held(&h, "acme").await;
+    let cookie = sign_in(&h, "acme").await;
+    let listed = |path: &'static str| {
+        let cookie = cookie.clone();
+        let h = &h;
+        async move { send(h, get(path, Some(&cookie))).await }
+    };
+    for path in ["/console/invocations?protocol=built-in", "/console/invocations?upstream=demo&protocol=built-in"] {
+        let page = listed(path).await;
+        assert!(page.status == StatusCode::OK && page.body.contains(&id), "{path}: {}", page.body);
+    }
+    for path in ["/console/invocations?upstream=elsewhere", "/console/invocations?upstream=elsewhere&protocol=built-in"] {
+        let page = listed(path).await;
+        assert!(page.status == StatusCode::OK && !page.body.contains(&id), "{path}: {}", page.body);
+    }
+    let page = listed("/console/invocations?protocol=mcp").await;
+    assert_eq!(page.status, StatusCode::BAD_REQUEST, "no MCP upstream here: {}", page.body);
+}
