@@ -321,7 +321,8 @@ async fn calls_are_filtered_by_protocol_and_upstream() {
         let page = listed(path).await;
         assert!(page.status == StatusCode::OK && page.body.contains(&id), "{path}: {}", page.body);
     }
-    for path in ["/console/invocations?upstream=elsewhere", "/console/invocations?upstream=elsewhere&protocol=built-in"] {
+    for path in ["/console/invocations?upstream=elsewhere", "/console/invocations?upstream=elsewhere&protocol=built-in"]
+    {
         let page = listed(path).await;
         assert!(page.status == StatusCode::OK && !page.body.contains(&id), "{path}: {}", page.body);
     }
