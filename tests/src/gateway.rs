@@ -180,24 +180,25 @@ impl Gateway {
         }
     }
 
-    /// A console page (`path`) as the operator signed in for `tenant`: (status, HTML).
-    pub async fn console(&self, tenant: &str, path: &str) -> (u16, String) {
-        let http = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .unwrap_or_else(|e| panic!("{e}"));
-        let login = http
+    /// Signs in to the console with `form` (the sign-in form's fields, URL-encoded) and returns
+    /// the session's `Cookie` header.
+    pub async fn console_sign_in(&self, form: &str) -> String {
+        let login = no_redirects()
             .post(format!("{}/console/login", self.base))
             .header("origin", &self.base)
             .header("content-type", "application/x-www-form-urlencoded")
-            .body(format!("token={TOKEN}&tenant={tenant}&name=operator"))
+            .body(form.to_string())
             .send()
             .await
             .unwrap_or_else(|e| panic!("console sign-in: {e}"));
         assert_eq!(login.status().as_u16(), 303, "console sign-in");
         let cookie = login.headers().get("set-cookie").and_then(|v| v.to_str().ok()).unwrap_or_default();
-        let cookie = cookie.split(';').next().unwrap_or_default().to_string();
-        let page = http
+        cookie.split(';').next().unwrap_or_default().to_string()
+    }
+
+    /// A console page (`path`) with the session `cookie`: (status, HTML).
+    pub async fn console_page(&self, cookie: &str, path: &str) -> (u16, String) {
+        let page = no_redirects()
             .get(format!("{}{path}", self.base))
             .header("cookie", cookie)
             .send()
@@ -205,6 +206,12 @@ impl Gateway {
             .unwrap_or_else(|e| panic!("{e}"));
         let status = page.status().as_u16();
         (status, page.text().await.unwrap_or_default())
+    }
+
+    /// A console page (`path`) as the operator signed in for `tenant`: (status, HTML).
+    pub async fn console(&self, tenant: &str, path: &str) -> (u16, String) {
+        let cookie = self.console_sign_in(&format!("token={TOKEN}&tenant={tenant}&name=operator")).await;
+        self.console_page(&cookie, path).await
     }
 
     /// `switchyard grants mint --subject <subject> --ceiling sensitive <more>`: the grant token.
@@ -243,6 +250,10 @@ impl Drop for Gateway {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+fn no_redirects() -> reqwest::Client {
+    reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// A loopback port that was free a moment ago (for configs that must name their own URL).

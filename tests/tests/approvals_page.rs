@@ -21,6 +21,26 @@ fn chromium() {
     );
 }
 
+/// `$TMPDIR/<name>`, made, for a script's screenshots.
+fn screenshots(name: &str) -> String {
+    let dir = std::env::temp_dir().join(name);
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    dir.display().to_string()
+}
+
+/// Runs the page script `tests/js/<script>` (Chromium, playwright-core) with `args`: it must run
+/// to its end with all of its `checks` checks passing.
+async fn in_chromium(script: &str, args: &[&str], checks: usize) {
+    let out = switchyard_tests::node::run("SWITCHYARD_BROWSER", "browser", "playwright-core", script, args).await;
+    let seen: Vec<Value> =
+        String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    assert!(
+        out.status.success() && seen.len() == checks && seen.iter().all(|c| c["ok"] == true),
+        "{seen:#?}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 async fn held(gw: &Gateway, key: &str) -> String {
     let (status, inv) =
         gw.submit("default", "count", json!({"key": key}), None, 0).await.unwrap_or_else(|e| panic!("{e}"));
@@ -68,25 +88,8 @@ async fn the_approval_page_lists_opens_approves_and_refuses_cross_site_posts() {
     let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(config), ..Options::default() });
     let (approve, deny) = (held(&gw, "page-1").await, held(&gw, "page-2").await);
     let lost = unknown_write(&gw).await;
-    let shots = std::env::temp_dir().join("switchyard-approvals-page");
-    std::fs::create_dir_all(&shots).unwrap_or_else(|e| panic!("{e}"));
-    let shots_s = shots.display().to_string();
-
-    let out = switchyard_tests::node::run(
-        "SWITCHYARD_BROWSER",
-        "browser",
-        "playwright-core",
-        "approvals_page.mjs",
-        &[&gw.base, TOKEN, &approve, &deny, &shots_s, &lost],
-    )
-    .await;
-    let checks: Vec<Value> =
-        String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
-    assert!(
-        out.status.success() && checks.len() == 12 && checks.iter().all(|c| c["ok"] == true),
-        "{checks:#?}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let shots = screenshots("switchyard-approvals-page");
+    in_chromium("approvals_page.mjs", &[&gw.base, TOKEN, &approve, &deny, &shots, &lost], 12).await;
 
     // The approved call ran once; the denied one never ran and says why.
     let mut done = Value::Null;
@@ -143,25 +146,8 @@ async fn the_console_approves_a_drifted_tool_and_hides_other_tenants_calls() {
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(status, 201, "{slow}");
     let slow = slow["id"].as_str().unwrap_or_default().to_string();
-    let shots = std::env::temp_dir().join("switchyard-console-upstreams");
-    std::fs::create_dir_all(&shots).unwrap_or_else(|e| panic!("{e}"));
-    let shots_s = shots.display().to_string();
-
-    let out = switchyard_tests::node::run(
-        "SWITCHYARD_BROWSER",
-        "browser",
-        "playwright-core",
-        "console_upstreams.mjs",
-        &[&gw.base, TOKEN, &shots_s, &foreign, &slow],
-    )
-    .await;
-    let checks: Vec<Value> =
-        String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
-    assert!(
-        out.status.success() && checks.len() == 8 && checks.iter().all(|c| c["ok"] == true),
-        "{checks:#?}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let shots = screenshots("switchyard-console-upstreams");
+    in_chromium("console_upstreams.mjs", &[&gw.base, TOKEN, &shots, &foreign, &slow], 8).await;
     // The running gateway lists the tool again at once, and the pin names who approved it.
     assert!(tools(&client).await.contains(&"fx__drift_tool".to_string()), "listed again after the approval");
     let (_, view) = gw.get("default", "/admin/v1/upstreams").await.unwrap_or_else(|e| panic!("{e}"));

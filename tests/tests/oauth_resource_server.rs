@@ -214,28 +214,9 @@ async fn tokens_are_checked_and_tenants_are_isolated() {
     assert_eq!(status, 404);
     let (status, _, _) = call(gw, "POST", "/admin/v1/upstreams/demo/approve", Some(&red), Some(json!({}))).await;
     assert_eq!(status, 404);
-    let no_redirects = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let login = no_redirects
-        .post(format!("{}/console/login", gw.base))
-        .header("origin", &gw.base)
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body(format!("token={red}"))
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(login.status().as_u16(), 303, "a tenant's token signs in to the console");
-    let cookie = login.headers().get("set-cookie").and_then(|v| v.to_str().ok()).unwrap_or_default();
-    let cookie = cookie.split(';').next().unwrap_or_default().to_string();
-    let page = no_redirects
-        .get(format!("{}/console/upstreams", gw.base))
-        .header("cookie", &cookie)
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(page.status().as_u16(), 403, "but the upstreams page is the operator's");
+    let cookie = gw.console_sign_in(&format!("token={red}")).await;
+    let (status, _) = gw.console_page(&cookie, "/console/upstreams").await;
+    assert_eq!(status, 403, "a tenant's token signs in, but the upstreams page is the operator's");
 
     // No token ever reaches the logs.
     let log = std::fs::read_to_string(gw.opts.data_dir.join("gateway.log")).unwrap_or_default();
