@@ -238,6 +238,7 @@ async fn a_decision_commits_with_its_admission_on_sqlite() {
             lease_ttl_ms: 30_000,
             hold: None,
             parent: None,
+            trace: None,
             first_attempt: false,
             audit: Some(("replica".into(), AuditEntry { invocation: Some(id), ..entry(i) })),
         }

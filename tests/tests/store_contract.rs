@@ -8,7 +8,7 @@ use serde_json::json;
 use switchyard_contract::state::NewInvocation;
 use switchyard_contract::{
     Admission, EffectClass, Error, EventKind, IngressKey, InvocationId, InvocationState, InvocationStore, ListQuery,
-    Principal, RequestDigest, StateName, Target, TenantId, WorkerId,
+    Principal, RequestDigest, StateName, Target, TenantId, TraceParent, WorkerId,
 };
 use switchyard_store::StoreOptions;
 
@@ -83,6 +83,7 @@ fn draft(t: &str, key: Option<&str>, request: serde_json::Value, ttl_ms: i64) ->
         lease_ttl_ms: ttl_ms,
         hold: None,
         parent: None,
+        trace: None,
         first_attempt: false,
         audit: None,
     }
@@ -107,6 +108,14 @@ async fn admit_commits_the_invocation_and_its_first_event(store: Arc<dyn Invocat
     assert!(matches!(events[0].kind, EventKind::Admitted { .. }));
     let now = store.now().await.unwrap_or_default();
     assert!(inv.lease.expires_at_ms.is_some_and(|t| t > now && t <= now + 30_000));
+    // The caller's trace context is kept with the call (a driver that takes it up later
+    // continues the caller's trace).
+    let context = TraceParent::parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", Some("k=v"));
+    let mut traced = draft("a", None, json!({}), 30_000);
+    traced.trace = context.clone();
+    let inv = created(&store, traced).await;
+    assert_eq!(store.get(None, inv.id).await.ok().flatten().and_then(|i| i.trace), context);
+    assert_eq!(inv.trace, context);
 }
 
 async fn ingress_key_returns_the_existing_invocation(store: Arc<dyn InvocationStore>) {
@@ -256,6 +265,7 @@ async fn a_read_commits_its_first_attempt_with_its_admission(store: Arc<dyn Invo
     let mut read = draft("a", Some("r-1"), json!({"q": 1}), 30_000);
     read.target.effect = EffectClass::ReadOnly;
     read.first_attempt = true;
+    read.trace = TraceParent::parse("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", Some("k=v"));
     let inv = created(&store, read.clone()).await;
     assert!(matches!(inv.state, InvocationState::Dispatching { attempt_no: 1, .. }), "{:?}", inv.state);
     assert_eq!((inv.attempts, inv.last_seq), (1, 2));

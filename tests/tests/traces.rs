@@ -246,3 +246,67 @@ async fn the_last_spans_are_exported_when_the_gateway_stops() {
     let spans = collector.trace(&trace, Duration::from_secs(5), complete).await;
     check_tree(&spans, &span, &invocation, "fm");
 }
+
+/// A call held for approval keeps the caller's context with it: when a human approves it later,
+/// the run (a new driver, `via = approval`) is still in the caller's trace, and so is the
+/// upstream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_call_runs_in_its_callers_trace_once_approved() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let collector = Collector::start().await;
+    let agent = InternalAgent::start(dir.path());
+    let telemetry = format!("otlp_endpoint = {}\nbatch_delay_ms = 100\n", Value::String(collector.url.clone()));
+    let path = config(dir.path(), (&agent.url, &agent.url), &telemetry);
+    let policy = "\n[policy]\n[[policy.rules]]\nupstream = \"fm\"\noperation = \"trace_seen\"\ntier = \"sensitive\"\n";
+    let text = std::fs::read_to_string(&path).unwrap_or_default() + policy;
+    std::fs::write(&path, text).unwrap_or_else(|e| panic!("{e}"));
+    let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(path), ..Options::default() });
+
+    let (trace, span, traceparent) = caller();
+    let client = connect(&format!("{}/mcp", gw.base), true).await;
+    let mut held = Value::Null;
+    for _ in 0..100 {
+        let r = client.call_tool(call_with_meta("trace_seen", json!({}), &[("traceparent", json!(traceparent))])).await;
+        held = r.map(|r| serde_json::to_value(&r).unwrap_or(Value::Null)).unwrap_or(Value::Null);
+        if held["structuredContent"]["state"] == "awaiting_approval" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await; // the upstream's tools are not listed yet
+    }
+    let _ = client.cancel().await;
+    let id = held["structuredContent"]["invocation"].as_str().unwrap_or_else(|| panic!("not held: {held}")).to_string();
+    let approve = gw
+        .http
+        .post(format!("{}/admin/v1/invocations/{id}/approve", gw.base))
+        .bearer_auth(switchyard_tests::gateway::TOKEN)
+        .header("x-switchyard-subject", "ops")
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(approve.status().as_u16(), 200);
+    let mut done = Value::Null;
+    for _ in 0..100 {
+        done = gw.get("default", &format!("/admin/v1/invocations/{id}")).await.unwrap_or_else(|e| panic!("{e}")).1;
+        if done["state"]["state"] == "succeeded" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let seen = &done["state"]["result"]["structuredContent"];
+    assert_eq!(seen["otelTraceId"].as_str(), Some(trace.as_str()), "the upstream is in the caller's trace: {done}");
+    let runs = |spans: &[SpanSeen]| {
+        spans.iter().any(|s| s.name == "invocation" && s.attributes.get("via").map(String::as_str) == Some("approval"))
+            && spans.iter().any(|s| s.name == "upstream.call")
+    };
+    let spans = collector.trace(&trace, Duration::from_secs(20), runs).await;
+    let approved: Vec<&SpanSeen> = spans
+        .iter()
+        .filter(|s| s.name == "invocation" && s.attributes.get("via").map(String::as_str) == Some("approval"))
+        .collect();
+    assert_eq!(approved.len(), 1, "{spans:#?}");
+    assert_eq!(approved[0].parent, span, "the approved run is a child of the caller's span: {spans:#?}");
+    assert_eq!(approved[0].attributes.get("invocation.id").map(String::as_str), Some(id.as_str()));
+    let attempt = spans.iter().find(|s| s.name == "attempt" && s.parent == approved[0].span_id);
+    let call = spans.iter().find(|s| s.name == "upstream.call" && Some(&s.parent) == attempt.map(|a| &a.span_id));
+    assert_eq!(call.map(|c| c.span_id.as_str()), seen["otelSpanId"].as_str(), "the upstream's parent: {spans:#?}");
+}

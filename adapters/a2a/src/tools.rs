@@ -640,6 +640,7 @@ mod tests {
                 .unwrap_or_else(|e| panic!("{e}")),
             ingress_key: None,
             parent: None,
+            trace: None,
             worker: switchyard_contract::WorkerId::new(),
             lease_ttl_ms: 1000,
             hold: None,

@@ -214,6 +214,7 @@ impl MemoryInvocations {
             digest,
             ingress_key: s.ingress_key.clone(),
             parent: s.parent,
+            trace: s.trace.clone(),
             worker: self.worker,
             lease_ttl_ms: 30_000,
             hold: None,

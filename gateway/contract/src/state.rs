@@ -182,6 +182,10 @@ pub struct Invocation {
     /// Invariant: immutable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<InvocationId>,
+    /// The caller's trace context, if it sent one: a driver that takes the call up later
+    /// continues the caller's trace. Invariant: immutable. Not part of the call's API form.
+    #[serde(skip)]
+    pub trace: Option<crate::trace::TraceParent>,
     pub state: InvocationState,
     /// Attempts started so far. Invariant: a `write` target never has more than one.
     pub attempts: u32,
@@ -243,6 +247,8 @@ pub struct NewInvocation {
     pub ingress_key: Option<IngressKey>,
     /// The invocation this one is made for (checked to be of the same tenant).
     pub parent: Option<InvocationId>,
+    /// The caller's trace context (see [`Invocation::trace`]).
+    pub trace: Option<crate::trace::TraceParent>,
     /// The admitting worker takes the first lease, so that an invocation admitted by a process
     /// that dies before dispatching is found by recovery once the lease expires.
     pub worker: WorkerId,
@@ -312,6 +318,7 @@ impl Invocation {
             digest: d.digest,
             ingress_key: d.ingress_key,
             parent: d.parent,
+            trace: d.trace,
             state,
             attempts: 0,
             cancel: None,

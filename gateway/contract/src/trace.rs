@@ -60,6 +60,23 @@ impl TraceParent {
         hex::encode(self.trace_id)
     }
 
+    /// The stored form: `traceparent`, and after a newline `tracestate` when there is one.
+    pub fn to_stored(&self) -> String {
+        match &self.state {
+            Some(state) => format!("{}\n{state}", self.header()),
+            None => self.header(),
+        }
+    }
+
+    /// From [`to_stored`](Self::to_stored)'s form; `None` if it does not read.
+    pub fn from_stored(stored: &str) -> Option<Self> {
+        let (parent, state) = match stored.split_once('\n') {
+            Some((p, s)) => (p, Some(s)),
+            None => (stored, None),
+        };
+        Self::parse(parent, state)
+    }
+
     /// The sender asked for this trace to be recorded.
     pub fn sampled(&self) -> bool {
         self.flags & 1 == 1
@@ -151,6 +168,15 @@ mod tests {
         ] {
             assert_eq!(TraceParent::parse(bad, None), None, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn the_stored_form_round_trips() {
+        for state in [None, Some("congo=t61rcWkgMzE,rojo=00f067aa0ba902b7")] {
+            let t = TraceParent::parse(GOOD, state).unwrap_or_else(|| panic!("valid"));
+            assert_eq!(TraceParent::from_stored(&t.to_stored()), Some(t));
+        }
+        assert_eq!(TraceParent::from_stored("garbage"), None);
     }
 
     #[test]

@@ -322,19 +322,19 @@ async fn insert_admissions<'a, D: Dialect>(
     let admitted: Vec<&Invocation> = admitted.collect();
     let mut inserted = HashSet::new();
     for chunk in admitted.chunks(ROWS_PER_STATEMENT) {
-        // `$1` is the database clock; each row binds 17 values after it, in column order.
+        // `$1` is the database clock; each row binds 18 values after it, in column order.
         let values: Vec<String> = (0..chunk.len())
             .map(|r| {
                 let cell =
-                    |k: usize| if k == 7 || k == 11 { D::json(1 + r * 17 + k) } else { format!("${}", 1 + r * 17 + k) };
+                    |k: usize| if k == 7 || k == 11 { D::json(1 + r * 18 + k) } else { format!("${}", 1 + r * 18 + k) };
                 let cells: Vec<String> = (1..=16).map(cell).collect();
-                format!("({}, $1, $1, {})", cells.join(", "), cell(17))
+                format!("({}, $1, $1, {}, {})", cells.join(", "), cell(17), cell(18))
             })
             .collect();
         let mut stmt = Stmt::new(format!(
             "INSERT INTO invocations (id, tenant, subject, upstream, operation, effect, request, digest, ingress_key, \
              state, state_data, attempts, lease_owner, fence, lease_expires_ms, last_seq, created_ms, updated_ms, \
-             parent_id) VALUES {} \
+             parent_id, trace_context) VALUES {} \
              ON CONFLICT (tenant, ingress_key) WHERE ingress_key IS NOT NULL DO NOTHING RETURNING id",
             values.join(", ")
         ))
@@ -349,7 +349,8 @@ async fn insert_admissions<'a, D: Dialect>(
                 .int(m.fence)
                 .opt_int(m.lease_expires_ms)
                 .int(m.last_seq)
-                .opt_text(new.parent.map(|p| p.to_string()));
+                .opt_text(new.parent.map(|p| p.to_string()))
+                .opt_text(new.trace.as_ref().map(switchyard_contract::TraceParent::to_stored));
         }
         for row in sql::all::<D>(On::Tx(tx), stmt).await? {
             inserted.insert(row.text(0)?.parse().map_err(crate::row::corrupt)?);

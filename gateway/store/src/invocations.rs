@@ -14,7 +14,7 @@ use switchyard_contract::state::CancelRequest;
 use switchyard_contract::{
     Admission, EffectClass, Error, Event, EventId, EventKind, Fence, IngressKey, Invocation, InvocationId,
     InvocationStore, Lease, ListQuery, Millis, NewInvocation, Page, Principal, RequestDigest, Target, TenantId,
-    Transition, WorkerId,
+    TraceParent, Transition, WorkerId,
 };
 
 use crate::dialect::{self as sql, Cells, Dialect, On, Pg, Pools, Stmt};
@@ -25,9 +25,9 @@ use crate::row::{corrupt, i64_of, parse_json, to_json, u64_of};
 /// The invocation columns, in the order [`decode_invocation`] reads them.
 pub(crate) const COLUMNS: &str = "id, tenant, subject, upstream, operation, effect, CAST(request AS TEXT), digest, \
     ingress_key, CAST(state_data AS TEXT), CAST(attempts AS BIGINT), CAST(cancel_data AS TEXT), lease_owner, fence, \
-    lease_expires_ms, last_seq, created_ms, updated_ms, parent_id";
+    lease_expires_ms, last_seq, created_ms, updated_ms, parent_id, trace_context";
 /// How many columns [`COLUMNS`] names (a statement's next column is at this index).
-pub(crate) const COLUMN_COUNT: usize = 19;
+pub(crate) const COLUMN_COUNT: usize = 20;
 const ACTIVE: &str = "state IN ('admitted', 'dispatching', 'retrying')";
 
 /// The invocation store on one database.
@@ -70,8 +70,8 @@ impl<D: Dialect> SqlInvocations<D> {
         let insert = Stmt::new(format!(
             "INSERT INTO invocations (id, tenant, subject, upstream, operation, effect, request, digest, ingress_key, \
              state, state_data, attempts, lease_owner, fence, lease_expires_ms, last_seq, created_ms, updated_ms, \
-             parent_id) \
-             VALUES ($1, $2, $3, $4, $5, $6, {}, $8, $9, $10, {}, $18, $12, $13, $14, $15, $16, $16, $17) \
+             parent_id, trace_context) \
+             VALUES ($1, $2, $3, $4, $5, $6, {}, $8, $9, $10, {}, $18, $12, $13, $14, $15, $16, $16, $17, $19) \
              ON CONFLICT (tenant, ingress_key) WHERE ingress_key IS NOT NULL DO NOTHING",
             D::json(7),
             D::json(11)
@@ -85,7 +85,8 @@ impl<D: Dialect> SqlInvocations<D> {
             .int(m.last_seq)
             .int(now)
             .opt_text(new.parent.map(|p| p.to_string()))
-            .int(m.attempts);
+            .int(m.attempts)
+            .opt_text(new.trace.as_ref().map(TraceParent::to_stored));
         if sql::affected::<D>(On::Tx(tx), insert).await? == 0 {
             let existing = by_key::<D>(On::Tx(tx), &new.principal.tenant, new.ingress_key.as_ref()).await?;
             return Ok(Admission::Existing(existing));
@@ -386,6 +387,8 @@ pub(crate) fn decode_invocation(row: &impl Cells) -> Result<Invocation, Error> {
         created_at_ms: row.int(16)?,
         updated_at_ms: row.int(17)?,
         parent: row.opt_text(18)?.map(|p| p.parse()).transpose().map_err(corrupt)?,
+        // A context that no longer reads only loses the trace, never the call.
+        trace: row.opt_text(19)?.as_deref().and_then(TraceParent::from_stored),
     })
 }
 

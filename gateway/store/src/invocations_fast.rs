@@ -44,9 +44,9 @@ impl<D: Dialect> SqlInvocations<D> {
             "WITH clock AS (SELECT {} AS ms), \
              ins AS (INSERT INTO invocations (id, tenant, subject, upstream, operation, effect, request, digest, \
                  ingress_key, state, state_data, attempts, lease_owner, fence, lease_expires_ms, last_seq, created_ms, updated_ms, \
-                parent_id) \
+                parent_id, trace_context) \
                SELECT $1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11::jsonb, $20, $12, $13, clock.ms + $14, $15, \
-                 clock.ms, clock.ms, $21 FROM clock \
+                 clock.ms, clock.ms, $21, $22 FROM clock \
                ON CONFLICT (tenant, ingress_key) WHERE ingress_key IS NOT NULL DO NOTHING RETURNING id, created_ms), \
              ev AS (INSERT INTO invocation_events (invocation_id, seq, event_id, kind, data, at_ms) \
                SELECT ins.id, e.seq, e.event_id, e.kind, e.data::jsonb, ins.created_ms FROM ins, \
@@ -67,7 +67,8 @@ impl<D: Dialect> SqlInvocations<D> {
             .texts(events.iter().map(|(e, _)| e.kind.name().to_string()).collect())
             .texts(events.iter().map(|(_, data)| data.clone()).collect())
             .int(m.attempts)
-            .opt_text(new.parent.map(|p| p.to_string()));
+            .opt_text(new.parent.map(|p| p.to_string()))
+            .opt_text(new.trace.as_ref().map(switchyard_contract::TraceParent::to_stored));
         if let Some(row) = sql::optional::<D>(self.pools.write(), stmt).await? {
             let now = row.int(0)?;
             new.created_at_ms = now;

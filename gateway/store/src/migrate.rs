@@ -34,6 +34,11 @@ pub(crate) const POSTGRES: Files = &[
         include_str!("../../../migrations/postgres/20261201000010_invocation_parent.sql"),
     ),
     (20261202000011, "audit", include_str!("../../../migrations/postgres/20261202000011_audit.sql")),
+    (
+        20261202000012,
+        "invocation_trace",
+        include_str!("../../../migrations/postgres/20261202000012_invocation_trace.sql"),
+    ),
 ];
 
 pub(crate) const SQLITE: Files = &[
@@ -56,6 +61,11 @@ pub(crate) const SQLITE: Files = &[
         include_str!("../../../migrations/sqlite/20261201000010_invocation_parent.sql"),
     ),
     (20261202000011, "audit", include_str!("../../../migrations/sqlite/20261202000011_audit.sql")),
+    (
+        20261202000012,
+        "invocation_trace",
+        include_str!("../../../migrations/sqlite/20261202000012_invocation_trace.sql"),
+    ),
 ];
 
 #[derive(Debug, Clone, Copy)]

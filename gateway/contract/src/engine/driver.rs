@@ -46,9 +46,9 @@ pub(super) async fn drive(
 }
 
 /// The span of an invocation a driver takes up without a face (recovery, an approval): under
-/// the current span, with no caller's trace.
+/// the current span in the logs, in the caller's trace when the call was admitted with one.
 pub(super) fn span_of(inv: &Invocation) -> tracing::Span {
-    info_span!(
+    let span = info_span!(
         target: TARGET,
         "invocation",
         invocation.id = %inv.id,
@@ -62,7 +62,9 @@ pub(super) fn span_of(inv: &Invocation) -> tracing::Span {
         state = tracing::field::Empty,
         otel.status_code = tracing::field::Empty,
         otel.status_message = tracing::field::Empty,
-    )
+    );
+    crate::trace::adopt(&span, inv.trace.as_ref());
+    span
 }
 
 /// Marks a span as ended in error (OpenTelemetry's status), saying why.

@@ -144,6 +144,7 @@ mod tests {
             request: json!({}),
             ingress_key: None,
             parent: None,
+            trace: None,
             worker: WorkerId::new(),
             lease_ttl_ms: 1_000,
             hold: None,

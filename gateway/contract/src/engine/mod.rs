@@ -444,6 +444,7 @@ impl Engine {
             digest: digest.clone(),
             ingress_key: s.ingress_key,
             parent: s.parent,
+            trace: s.trace,
             worker: inner.cfg.worker,
             lease_ttl_ms: inner.cfg.ttl_ms(),
             hold,

@@ -70,6 +70,7 @@ proptest! {
             first_attempt: false,
             audit: None,
             parent: None,
+            trace: None,
         };
         let mut now: Millis = 1_000;
         let (mut inv, first) = Invocation::admit(draft, now);

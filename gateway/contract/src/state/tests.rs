@@ -26,6 +26,7 @@ fn admitted(effect: EffectClass, worker: WorkerId) -> Invocation {
         first_attempt: false,
         audit: None,
         parent: None,
+        trace: None,
     };
     Invocation::admit(draft, 100).0
 }
