@@ -166,6 +166,57 @@ async fn calls_are_allowed_denied_or_held_for_approval() {
     assert_eq!(calls(&log), 2, "exactly one physical call for k3");
 }
 
+/// An approval is a single-use grant bound to the held call (listed with `grants list`, spent
+/// by that call when it runs), and the operator's envelope is asked again when an approved call
+/// is about to run: a write frozen after it was held is refused (`policy_denied`) and never
+/// reaches the upstream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_is_spent_by_its_call_and_an_envelope_made_since_still_stops_it() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let log = dir.path().join("calls.log");
+    let log_s = log.display().to_string();
+    let upstream = || UpstreamSpec::stdio("fx", &[("FIXTURE_CALL_LOG", &log_s)]);
+    let config = write_config(dir.path(), &[upstream()], POLICY);
+    let opts = Options { data_dir: dir.path().to_path_buf(), config: Some(config), ..Options::default() };
+    let mut gw = Gateway::start(opts.clone());
+
+    let first = held_call(&gw, true, "a1").await;
+    let (status, _) = gw
+        .post("default", &format!("/admin/v1/invocations/{first}/approve"), json!({}))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(status, 200);
+    wait_state(&gw, &first, "succeeded").await;
+    let (_, listed) = gw.cli(&["grants", "list"]);
+    let line = listed.lines().find(|l| l.starts_with("apr_")).unwrap_or_else(|| panic!("no approval grant: {listed}"));
+    assert!(line.contains(&format!("used by {first}")), "spent by its call: {listed}");
+
+    // Held now; the operator freezes writes (a new envelope) and restarts; then it is approved.
+    let second = held_call(&gw, true, "a2").await;
+    gw.kill9();
+    let frozen = format!(
+        "{POLICY}\n[[policy.envelope]]\nupstream = \"fx\"\noperation = \"count_write\"\nreason = \"writes are frozen\"\n"
+    );
+    write_config(dir.path(), &[upstream()], &frozen);
+    let gw = Gateway::start(opts);
+    let (status, approved) = gw
+        .post("default", &format!("/admin/v1/invocations/{second}/approve"), json!({}))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(status, 200, "{approved}");
+    let refused = wait_state(&gw, &second, "failed").await;
+    assert_eq!(refused["state"]["error"]["code"], "policy_denied", "{refused}");
+    assert_eq!(refused["state"]["error"]["message"], "writes are frozen", "{refused}");
+    assert_eq!(calls(&log), 1, "the frozen write never reached the upstream");
+    let (_, events) =
+        gw.get("default", &format!("/admin/v1/invocations/{second}/events")).await.unwrap_or_else(|e| panic!("{e}"));
+    let kinds: Vec<&str> = events.as_array().into_iter().flatten().filter_map(|e| e["type"].as_str()).collect();
+    assert_eq!(kinds, ["admitted", "approved", "failed"], "{events}");
+    assert_eq!(events[2]["resolution"]["by"], "policy", "{events}");
+    let proof = events[1]["grant"].as_str().unwrap_or_default();
+    assert_eq!(proof.split('.').count(), 3, "the approval's proof is its signed grant: {events}");
+}
+
 /// A quota defers a flooding tenant (429 with `Retry-After` on the admin API, a JSON-RPC error
 /// with `retryAfterMs` on MCP) while another tenant's calls go through; nothing deferred is
 /// admitted.

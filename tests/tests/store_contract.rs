@@ -617,3 +617,52 @@ async fn unknown_invocations_are_counted_per_upstream(store: Arc<dyn InvocationS
     }
     assert_eq!(store.unknown_counts().await.unwrap_or_else(|e| panic!("{e}")), vec![("demo".to_string(), 2)]);
 }
+
+/// The grant port (`GrantStore`): a revocation is final; a single-use grant is spent once, and
+/// again only by the call it was spent for (a driver taking that call over after a crash);
+/// a revoked grant cannot be spent, a spent one cannot be revoked. The same assertions on
+/// SQLite, PostgreSQL and the contract's in-memory port.
+async fn grants_are_revoked_and_spent_once(g: Arc<dyn switchyard_contract::GrantStore>) {
+    let ok = |r: Result<bool, Error>| r.unwrap_or_else(|e| panic!("{e}"));
+    let (red, blue) = (tenant("red"), tenant("blue"));
+    for (id, t) in [("grt_a", &red), ("apr_b", &red), ("apr_c", &blue)] {
+        g.record(id, t, "alice", &json!({ "jti": id })).await.unwrap_or_else(|e| panic!("{e}"));
+    }
+    assert!(g.record("grt_a", &red, "alice", &json!({})).await.is_err(), "an id is recorded once");
+    assert!(ok(g.revoke("grt_a", "ops").await));
+    assert!(!ok(g.revoke("grt_a", "ops").await), "already revoked");
+    assert!(!ok(g.spend("grt_a", "used by inv_1").await), "a revoked grant is not spent");
+    assert!(ok(g.spend("apr_b", "used by inv_1").await));
+    assert!(ok(g.spend("apr_b", "used by inv_1").await), "the same call spends it again");
+    assert!(!ok(g.spend("apr_b", "used by inv_2").await), "another call does not");
+    assert!(!ok(g.revoke("apr_b", "ops").await), "a spent grant is not revoked");
+    assert!(!ok(g.spend("apr_nope", "used by inv_1").await), "an unknown grant is not spent");
+    assert!(ok(g.is_revoked("apr_b").await) && ok(g.is_revoked("grt_a").await) && !ok(g.is_revoked("apr_c").await));
+    let listed = g.list(Some(&red)).await.unwrap_or_else(|e| panic!("{e}"));
+    let mut ids: Vec<&str> = listed.iter().map(|r| r.id.as_str()).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, ["apr_b", "grt_a"], "red's grants only");
+    let spent = listed.iter().find(|r| r.id == "apr_b").map(|r| r.revoked_by.clone());
+    assert_eq!(spent, Some(Some("used by inv_1".to_string())));
+    assert_eq!(g.list(None).await.map(|l| l.len()).unwrap_or(0), 3);
+}
+
+mod grants_are_revoked_and_spent_once {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqlite() {
+        let (_dir, url) = switchyard_tests::sqlite_url();
+        let s = switchyard_store::connect(&url, &super::StoreOptions::default()).await;
+        super::grants_are_revoked_and_spent_once(s.unwrap_or_else(|e| panic!("{e}")).grants).await;
+    }
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn postgres() {
+        let url = switchyard_tests::pg::database().await;
+        let s = switchyard_store::connect(&url, &super::StoreOptions::default()).await;
+        super::grants_are_revoked_and_spent_once(s.unwrap_or_else(|e| panic!("{e}")).grants).await;
+    }
+    #[tokio::test]
+    async fn memory() {
+        let port = std::sync::Arc::new(switchyard_contract::memory::MemoryGrants::default());
+        super::grants_are_revoked_and_spent_once(port).await;
+    }
+}

@@ -128,7 +128,7 @@ pub(crate) async fn cancel_task(
 }
 
 /// Ends the task of a held send rejected once its call was denied or expired (`inv`, failed
-/// `approval_denied` or `approval_expired`; anything else is left alone). Written at the run's
+/// `approval_denied`, `approval_expired` or, refused after its approval, `policy_denied`; anything else is left alone). Written at the run's
 /// step 1, so it happens once however many replicas and followers try.
 pub(crate) async fn reject_held(hub: &Hub, inv: &switchyard_contract::Invocation) {
     use switchyard_contract::{FailureCode, InvocationState, RunCursor};
@@ -136,6 +136,7 @@ pub(crate) async fn reject_held(hub: &Hub, inv: &switchyard_contract::Invocation
     let why = match error.code {
         FailureCode::ApprovalDenied => format!("approval denied: {}", error.message),
         FailureCode::ApprovalExpired => "nobody approved it in time".to_string(),
+        FailureCode::PolicyDenied => format!("refused by policy when it was about to run: {}", error.message),
         _ => return,
     };
     let Ok(req) = serde_json::from_value::<RunRequest>(inv.request.clone()) else { return };

@@ -140,13 +140,17 @@ pub enum FailureCode {
     ApprovalDenied,
     /// No approval came within the policy's approval time (`approval_expired`); nothing ran.
     ApprovalExpired,
+    /// The policy enforcement point refused an approved call when it was about to run (an
+    /// envelope or deny rule made since it was held, or an approval grant that does not check
+    /// out) (`policy_denied`); nothing ran.
+    PolicyDenied,
     /// A code the upstream named itself (an A2A `ErrorInfo.reason` such as
     /// `TASK_NOT_CANCELABLE`), kept verbatim.
     Upstream(String),
 }
 
 impl FailureCode {
-    const NAMED: [FailureCode; 12] = [
+    const NAMED: [FailureCode; 13] = [
         Self::UpstreamUnavailable,
         Self::OutcomeLost,
         Self::AttemptLost,
@@ -159,6 +163,7 @@ impl FailureCode {
         Self::RpcError,
         Self::ApprovalDenied,
         Self::ApprovalExpired,
+        Self::PolicyDenied,
     ];
 
     pub fn as_str(&self) -> &str {
@@ -175,6 +180,7 @@ impl FailureCode {
             Self::RpcError => "mcp_error",
             Self::ApprovalDenied => "approval_denied",
             Self::ApprovalExpired => "approval_expired",
+            Self::PolicyDenied => "policy_denied",
             Self::Upstream(code) => code,
         }
     }

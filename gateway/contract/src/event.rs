@@ -39,6 +39,11 @@ pub enum EventKind {
     /// An approver let a held call run.
     Approved {
         by: Principal,
+        /// The approval's proof: a single-use grant bound to this call (its id and digest),
+        /// signed by the gateway, which the policy enforcement point checks and spends before
+        /// the call runs. Absent where no grant key is configured.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        grant: Option<String>,
     },
     DispatchStarted {
         attempt: AttemptId,

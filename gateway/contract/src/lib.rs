@@ -37,7 +37,7 @@ pub use error::{Error, ErrorKind, ErrorSource, FailureCode, FailureRecord, Inval
 pub use event::{Event, EventKind};
 pub use id::{ArtifactId, AttemptId, EventId, InvocationId, WorkerId};
 pub use meter::Meter;
-pub use policy::{AllowAll, CallFacts, GrantRecord, GrantStore, PolicyPoint, Ruling, Verdict};
+pub use policy::{AllowAll, ApprovalGrant, CallFacts, GrantRecord, GrantStore, PolicyPoint, Ruling, Verdict};
 pub use ports::{
     Admission, Binding, BindingStore, CancelAck, ChangeFeed, Changed, ClientGone, DispatchCall, FIRST_USE, Ingress,
     InvocationStore, Invocations, ListQuery, Page, RESOLVE_CLAIM, SecretVault, Submission, Submitted, Transition,

@@ -1,5 +1,5 @@
 //! In-memory ports for testing the faces in process: [`MemoryInvocations`] (the driving port),
-//! [`MemoryBindings`] and [`MemoryTasks`]. No database, no engine, no upstream.
+//! [`MemoryBindings`], [`MemoryGrants`] and [`MemoryTasks`]. No database, no engine, no upstream.
 //!
 //! In [`MemoryInvocations`] every submission is recorded as it was handed in, and a script decides
 //! what becomes of it — refused at admission with any [`Error`], settled at once in any state (succeeded,
@@ -20,6 +20,7 @@ use crate::digest::RequestDigest;
 use crate::error::Error;
 use crate::event::{Event, EventKind};
 use crate::id::{AttemptId, EventId, InvocationId, WorkerId};
+use crate::policy::{GrantRecord, GrantStore};
 use crate::ports::{Binding, BindingStore, ClientGone, Invocations, ListQuery, Page, Submission, Submitted, Waited};
 use crate::principal::{EffectClass, IngressKey, Principal, Target, TenantId};
 use crate::state::{Decision, Fence, Invocation, InvocationState, NewInvocation, Resolution};
@@ -346,7 +347,7 @@ impl Invocations for MemoryInvocations {
     /// As the engine does; the approved call then stays `admitted` until [`Self::settle`].
     async fn approve(&self, by: &Principal, id: InvocationId) -> Result<Invocation, Error> {
         let worker = self.worker;
-        self.transition(&by.tenant, id, |inv, now| inv.approve(by.clone(), worker, now, 30_000))
+        self.transition(&by.tenant, id, |inv, now| inv.approve(by.clone(), worker, now, 30_000, None))
     }
 
     async fn deny(&self, by: &Principal, id: InvocationId, reason: String) -> Result<Invocation, Error> {
@@ -419,6 +420,69 @@ impl Follow {
                     self.ended = true; // the port is gone: nothing more will be appended
                 }
             }
+        }
+    }
+}
+
+/// In-memory grants ([`GrantStore`]) with the stores' rules: a revocation or a use is final,
+/// and only the same user spends a single-use grant again.
+#[derive(Debug, Default)]
+pub struct MemoryGrants(Mutex<Vec<GrantRecord>>);
+
+#[async_trait]
+impl GrantStore for MemoryGrants {
+    async fn record(
+        &self,
+        id: &str,
+        tenant: &TenantId,
+        subject: &str,
+        claims: &serde_json::Value,
+    ) -> Result<(), Error> {
+        let mut rows = lock(&self.0);
+        if rows.iter().any(|g| g.id == id) {
+            return Err(Error::conflict(format!("grant {id} exists")));
+        }
+        rows.push(GrantRecord {
+            id: id.into(),
+            tenant: tenant.clone(),
+            subject: subject.into(),
+            claims: claims.clone(),
+            minted_ms: crate::wall_clock_ms(),
+            revoked_ms: None,
+            revoked_by: None,
+        });
+        Ok(())
+    }
+
+    async fn revoke(&self, id: &str, by: &str) -> Result<bool, Error> {
+        Ok(self.mark(id, by, false))
+    }
+
+    async fn spend(&self, id: &str, by: &str) -> Result<bool, Error> {
+        Ok(self.mark(id, by, true))
+    }
+
+    async fn is_revoked(&self, id: &str) -> Result<bool, Error> {
+        Ok(lock(&self.0).iter().any(|g| g.id == id && g.revoked_ms.is_some()))
+    }
+
+    async fn list(&self, tenant: Option<&TenantId>) -> Result<Vec<GrantRecord>, Error> {
+        Ok(lock(&self.0).iter().rev().filter(|g| tenant.is_none_or(|t| &g.tenant == t)).cloned().collect())
+    }
+}
+
+impl MemoryGrants {
+    /// Marks grant `id` revoked or used by `by`; `again`: the same `by` may mark it again.
+    fn mark(&self, id: &str, by: &str, again: bool) -> bool {
+        let mut rows = lock(&self.0);
+        let Some(g) = rows.iter_mut().find(|g| g.id == id) else { return false };
+        match &g.revoked_by {
+            None => {
+                g.revoked_ms = Some(crate::wall_clock_ms());
+                g.revoked_by = Some(by.into());
+                true
+            }
+            Some(b) => again && b == by,
         }
     }
 }

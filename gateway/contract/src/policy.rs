@@ -12,6 +12,7 @@ use crate::digest::RequestDigest;
 use crate::error::Error;
 use crate::ports::Ingress;
 use crate::principal::{Principal, Target, TenantId};
+use crate::state::Invocation;
 
 /// What the enforcement point sees of a call about to be admitted.
 #[derive(Debug, Clone, Copy)]
@@ -76,6 +77,29 @@ pub trait PolicyPoint: Send + Sync + std::fmt::Debug {
     /// ended. A concurrency slot it took is free again. Called for every admission attempt
     /// and every driver's end; the default does nothing.
     fn release(&self, _invocation: crate::id::InvocationId) {}
+
+    /// The proof of `by`'s approval of the held call `inv`: a single-use grant bound to that
+    /// call (its id and digest), recorded where grants are kept, which [`recheck`](Self::recheck)
+    /// is given back before the call runs. `None` (the default) where grants are not enabled.
+    async fn approval_grant(&self, _inv: &Invocation, _by: &Principal) -> Result<Option<ApprovalGrant>, Error> {
+        Ok(None)
+    }
+
+    /// Asked once more just before an approved call's first attempt, with the approval's
+    /// grant (if one was minted): a `Deny` stops it there (nothing runs); anything else lets
+    /// it run. The default allows.
+    async fn recheck(&self, _inv: &Invocation, _grant: Option<&str>) -> Ruling {
+        Ruling { verdict: Verdict::Allow, basis: "no policy configured".into() }
+    }
+}
+
+/// The proof of a human's approval of one held call (see [`PolicyPoint::approval_grant`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalGrant {
+    /// The grant's id, as listed and revoked.
+    pub id: String,
+    /// The signed grant (compact JWS).
+    pub token: String,
 }
 
 /// A grant as minted: who may do what up to which tier, until when; and whether it was revoked.
@@ -100,6 +124,10 @@ pub trait GrantStore: Send + Sync + std::fmt::Debug {
     /// Revokes grant `id`; `Ok(false)` when it is unknown or already revoked.
     async fn revoke(&self, id: &str, by: &str) -> Result<bool, Error>;
     async fn is_revoked(&self, id: &str) -> Result<bool, Error>;
+    /// Spends the single-use grant `id` for `by` (the call it is bound to): `Ok(true)` the
+    /// first time and again for the same `by` (a driver taking the call over after a crash),
+    /// `Ok(false)` when it is unknown, revoked, or spent by another.
+    async fn spend(&self, id: &str, by: &str) -> Result<bool, Error>;
     /// The grants of `tenant` (or every tenant), newest first.
     async fn list(&self, tenant: Option<&TenantId>) -> Result<Vec<GrantRecord>, Error>;
 }

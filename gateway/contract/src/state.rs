@@ -42,6 +42,8 @@ pub enum Resolution {
     Denied { principal: Principal },
     /// The policy enforcement point decided: no approval came in time.
     Expired,
+    /// The policy enforcement point refused an approved call at its dispatch.
+    Policy,
 }
 
 /// An operator's verdict on an `unknown` invocation.
@@ -546,12 +548,13 @@ impl Invocation {
         worker: WorkerId,
         now: Millis,
         ttl: Millis,
+        grant: Option<String>,
     ) -> Result<Vec<EventKind>, Error> {
         self.check_approver(&by, "approve")?;
         self.lease =
             Lease { owner: Some(worker), fence: Fence(self.lease.fence.0 + 1), expires_at_ms: Some(now + ttl) };
         self.state = InvocationState::Admitted;
-        Ok(vec![EventKind::Approved { by }])
+        Ok(vec![EventKind::Approved { by, grant }])
     }
 
     /// Denies a held call: it fails (`approval_denied`, retry-safe: nothing ran) with `reason`.
@@ -560,6 +563,24 @@ impl Invocation {
         let error = FailureRecord::new(FailureCode::ApprovalDenied, reason, true, ErrorSource::Client);
         let resolution = Resolution::Denied { principal: by };
         Ok(self.fail_with(error, resolution))
+    }
+
+    /// Refuses an approved call before its first attempt: the policy enforcement point, asked
+    /// again at dispatch, denied it (`policy_denied`, retry-safe: nothing ran). Requires the
+    /// lease.
+    pub fn refuse_at_dispatch(
+        &mut self,
+        worker: WorkerId,
+        fence: Fence,
+        now: Millis,
+        reason: String,
+    ) -> Result<Vec<EventKind>, Error> {
+        if !matches!(self.state, InvocationState::Admitted) || self.attempts > 0 {
+            return Err(self.wrong_state("refuse at dispatch (only approved calls not yet sent)"));
+        }
+        self.require_lease(worker, fence, now)?;
+        let error = FailureRecord::new(FailureCode::PolicyDenied, reason, true, ErrorSource::Policy);
+        Ok(self.fail_with(error, Resolution::Policy))
     }
 
     /// Ends a held call nobody approved within `ttl` of its admission: it fails
@@ -574,7 +595,9 @@ impl Invocation {
         self.fail_with(error, Resolution::Expired)
     }
 
-    fn check_approver(&self, by: &Principal, what: &str) -> Result<(), Error> {
+    /// Whether `by` may approve or deny (`what`) this call now: it must be awaiting approval,
+    /// and nobody approves their own call.
+    pub fn check_approver(&self, by: &Principal, what: &str) -> Result<(), Error> {
         if !matches!(self.state, InvocationState::AwaitingApproval) {
             return Err(self.wrong_state(&format!("{what} (only calls awaiting approval)")));
         }

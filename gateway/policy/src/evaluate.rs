@@ -5,7 +5,9 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 use sha2::{Digest, Sha256};
-use switchyard_contract::{CallFacts, EffectClass, PolicyPoint, Ruling, Verdict};
+use switchyard_contract::{
+    ApprovalGrant, CallFacts, EffectClass, Error, Ingress, Invocation, PolicyPoint, Principal, Ruling, Verdict,
+};
 
 use std::sync::Arc;
 
@@ -16,7 +18,7 @@ use crate::cedar::Cedar;
 use crate::concurrency::InFlight;
 use crate::config::{PolicyConfig, Rule, TierAction};
 use crate::error::{PolicyError, Unevaluable};
-use crate::grants::{GrantClaims, GrantKey};
+use crate::grants::{ApprovalBinding, GrantClaims, GrantKey, USED_BY};
 use crate::quota::Buckets;
 use crate::request::{DecisionRequest, Tier};
 
@@ -115,23 +117,9 @@ impl Evaluator {
             suggested: suggested(req),
             policy: self.version.clone(),
         };
-        let deny = |rule: &Rule, place: &str, default: &str| {
-            let reason = rule.reason.clone().unwrap_or_else(|| default.to_string());
-            outcome(Verdict::Deny { reason }, None, name(rule, place))
-        };
         // 1. The envelope (every entry denies), then 2. the rules that deny.
-        for (place, rules, default, envelope) in [
-            ("envelope", &self.config.envelope, "refused by the operator's envelope", true),
-            ("rules", &self.config.rules, "refused by policy", false),
-        ] {
-            for (i, rule) in rules.iter().enumerate().filter(|(_, r)| (envelope || r.deny) && r.names(req)) {
-                let place = format!("{place}[{i}]");
-                match rule.conditions_hold(req) {
-                    Ok(true) => return deny(rule, &place, default),
-                    Ok(false) => {}
-                    Err(why) => return unevaluable(outcome, rule, &place, &why),
-                }
-            }
+        if let Some(refused) = self.refusal(req) {
+            return refused;
         }
         // Quotas: a call over one waits its turn (deferred, nothing admitted). A denied call
         // above spent no token.
@@ -177,6 +165,58 @@ impl Evaluator {
         };
         outcome(decision, Some(tier), basis)
     }
+}
+
+impl Evaluator {
+    /// The envelope's or a deny rule's refusal of the call, if one refuses it (a condition
+    /// that cannot be evaluated refuses too).
+    fn refusal(&self, req: &DecisionRequest) -> Option<Outcome> {
+        let outcome = |decision, basis: String| Outcome {
+            decision,
+            tier: None,
+            basis,
+            suggested: suggested(req),
+            policy: self.version.clone(),
+        };
+        for (place, rules, default, envelope) in [
+            ("envelope", &self.config.envelope, "refused by the operator's envelope", true),
+            ("rules", &self.config.rules, "refused by policy", false),
+        ] {
+            for (i, rule) in rules.iter().enumerate().filter(|(_, r)| (envelope || r.deny) && r.names(req)) {
+                let place = format!("{place}[{i}]");
+                match rule.conditions_hold(req) {
+                    Ok(true) => {
+                        let reason = rule.reason.clone().unwrap_or_else(|| default.to_string());
+                        return Some(outcome(Verdict::Deny { reason }, name(rule, &place)));
+                    }
+                    Ok(false) => {}
+                    Err(why) => return Some(unevaluable(|d, _, b| outcome(d, b), rule, &place, &why)),
+                }
+            }
+        }
+        None
+    }
+
+    /// Checks an approval's grant against the call it was minted for and spends it (once; the
+    /// same call may spend it again after a crash). `Err` says why it does not pass.
+    async fn spend_approval(&self, inv: &Invocation, token: &str) -> Result<String, String> {
+        let Some((key, store)) = &self.grants else { return Err("grants are not enabled".into()) };
+        let claims = key.verify(token).map_err(|e| format!("the approval's grant does not verify: {e}"))?;
+        claims.approves(inv.principal.tenant.as_str(), &inv.id.to_string(), inv.digest.as_str())?;
+        let by = format!("{USED_BY}{}", inv.id);
+        match store.spend(&claims.jti, &by).await {
+            Ok(true) => Ok(claims.jti),
+            Ok(false) => Err(format!("the approval's grant {} was revoked or used by another call", claims.jti)),
+            Err(e) => Err(format!("the approval's grant {} cannot be checked ({})", claims.jti, e.message)),
+        }
+    }
+}
+
+/// A fresh id for an approval's grant: `apr_` and 32 random hex digits.
+fn approval_id() -> Result<String, Error> {
+    let mut bytes = [0u8; 16];
+    aws_lc_rs::rand::fill(&mut bytes).map_err(|_| Error::internal("no randomness for a grant id"))?;
+    Ok(format!("apr_{}", hex::encode(bytes)))
 }
 
 /// When a call over a concurrency limit is told to come back (a slot frees when a call ends,
@@ -267,5 +307,70 @@ impl PolicyPoint for Evaluator {
 
     fn release(&self, invocation: switchyard_contract::InvocationId) {
         self.in_flight.release(invocation);
+    }
+
+    /// A single-use grant bound to the held call `inv` (its id and digest), valid for the
+    /// approval time, recorded (listed, revocable) before it is handed out.
+    async fn approval_grant(&self, inv: &Invocation, by: &Principal) -> Result<Option<ApprovalGrant>, Error> {
+        let Some((key, store)) = &self.grants else { return Ok(None) };
+        let now = u64::try_from(switchyard_contract::wall_clock_ms() / 1000).unwrap_or(0);
+        let claims = GrantClaims {
+            jti: approval_id()?,
+            iss: String::new(),
+            tenant: inv.principal.tenant.as_str().to_string(),
+            sub: inv.principal.subject.clone(),
+            upstream: inv.target.upstream.clone(),
+            operation: inv.target.operation.clone(),
+            ceiling: Tier::Critical,
+            when: Vec::new(),
+            iat: now,
+            exp: now + self.config.approval_ttl_s,
+            approval: Some(ApprovalBinding {
+                invocation: inv.id.to_string(),
+                digest: inv.digest.as_str().to_string(),
+                by: by.subject.clone(),
+            }),
+        };
+        let token = key.mint(claims.clone()).map_err(|e| Error::internal(e.to_string()))?;
+        let json = serde_json::to_value(&claims).map_err(|e| Error::internal(e.to_string()))?;
+        store.record(&claims.jti, &inv.principal.tenant, &inv.principal.subject, &json).await?;
+        Ok(Some(ApprovalGrant { id: claims.jti, token }))
+    }
+
+    /// At dispatch of an approved call: its approval's grant must check out and be unspent
+    /// (where grants are enabled), and the envelope and deny rules as they are now must not
+    /// refuse it. The tiers, quotas and decision points that held it are not asked again: a
+    /// human decided.
+    async fn recheck(&self, inv: &Invocation, grant: Option<&str>) -> Ruling {
+        let basis = |b: String| format!("policy {}: at dispatch: {b}", self.version);
+        let proof = match (grant, self.grants.is_some()) {
+            (Some(token), _) => match self.spend_approval(inv, token).await {
+                Ok(jti) => format!("approval grant {jti} spent"),
+                Err(reason) => {
+                    return Ruling { verdict: Verdict::Deny { reason: reason.clone() }, basis: basis(reason) };
+                }
+            },
+            (None, true) => {
+                let reason = "the call was approved without a grant, and this gateway requires one".to_string();
+                return Ruling { verdict: Verdict::Deny { reason: reason.clone() }, basis: basis(reason) };
+            }
+            (None, false) => "approved (no grant key)".to_string(),
+        };
+        let facts = CallFacts {
+            principal: &inv.principal,
+            ingress: Ingress::Admin,
+            target: &inv.target,
+            digest: &inv.digest,
+            request: &inv.request,
+            grant: None,
+            invocation: inv.id,
+        };
+        match self.refusal(&DecisionRequest::from_facts(&facts)) {
+            Some(refused) => Ruling { verdict: refused.decision, basis: basis(format!("{}; {proof}", refused.basis)) },
+            None => Ruling {
+                verdict: Verdict::Allow,
+                basis: basis(format!("{proof}; no envelope or deny rule refuses it")),
+            },
+        }
     }
 }

@@ -16,6 +16,10 @@ use crate::request::{DecisionRequest, Tier};
 
 const ISSUER: &str = "switchyard";
 
+/// How a spent approval grant's use is recorded (`used by <invocation id>`), in place of who
+/// revoked it.
+pub const USED_BY: &str = "used by ";
+
 /// What a grant allows.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -38,16 +42,49 @@ pub struct GrantClaims {
     pub when: Vec<Condition>,
     pub iat: u64,
     pub exp: u64,
+    /// Set on the single-use grant minted when a human approves a held call: it is bound to
+    /// that call and to nothing else (it covers no call at admission).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<ApprovalBinding>,
+}
+
+/// What an approval's grant is bound to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalBinding {
+    /// The held call's invocation id.
+    pub invocation: String,
+    /// Its request digest: a changed argument is another digest.
+    pub digest: String,
+    /// Who approved it.
+    pub by: String,
 }
 
 impl GrantClaims {
     /// Whether this grant covers the call: its tenant, subject, upstream and operation, and
-    /// every argument condition.
+    /// every argument condition. An approval's grant covers no call here (see
+    /// [`GrantClaims::approves`]).
     pub fn covers(&self, req: &DecisionRequest) -> bool {
-        self.tenant == req.subject.tenant.as_str()
+        self.approval.is_none()
+            && self.tenant == req.subject.tenant.as_str()
             && self.sub == req.subject.id
             && names_resource(&self.upstream, &self.operation, req)
             && self.when.iter().all(|c| c.holds(&req.context.request).unwrap_or(false))
+    }
+}
+
+impl GrantClaims {
+    /// Whether this is the approval of exactly the call `id` with request `digest` by a
+    /// subject of the call's tenant: `Err` says how it does not match.
+    pub fn approves(&self, tenant: &str, id: &str, digest: &str) -> Result<(), String> {
+        let Some(a) = &self.approval else { return Err(format!("grant {} is not an approval", self.jti)) };
+        if self.tenant != tenant || a.invocation != id {
+            return Err(format!("grant {} approves another call", self.jti));
+        }
+        if a.digest != digest {
+            return Err(format!("grant {} approves other arguments than this call's", self.jti));
+        }
+        Ok(())
     }
 }
 

@@ -229,6 +229,7 @@ fn claims(sub: &str, operation: &str, ceiling: Tier, exp_in_s: i64) -> GrantClai
         when: Vec::new(),
         iat: u64::try_from(now).unwrap_or(0),
         exp: u64::try_from(now + exp_in_s).unwrap_or(0),
+        approval: None,
     }
 }
 
@@ -481,4 +482,94 @@ async fn cedar_decides_for_its_tenants_after_the_envelope_and_its_hash_is_record
     // Another tenant is decided by the tiers (an unlisted write waits for approval).
     let other = decide(principal("blue"), "update", EffectClass::Write).await;
     assert!(matches!(other.verdict, Verdict::Hold { .. }), "{other:?}");
+}
+
+/// A held call of alice's on `bank/pay` with `request`, as the engine would have stored it.
+fn held(request: Value) -> switchyard_contract::Invocation {
+    use switchyard_contract::state::{Hold, NewInvocation};
+    use switchyard_contract::{InvocationId, Principal, Target, WorkerId};
+    let digest = RequestDigest::compute("bank", "pay", &request).unwrap_or_else(|e| panic!("{e}"));
+    let d = NewInvocation {
+        id: InvocationId::new(),
+        principal: Principal::new(TenantId::new("red").unwrap_or_else(|e| panic!("{e}")), "alice"),
+        target: Target { upstream: "bank".into(), operation: "pay".into(), effect: EffectClass::Write },
+        request,
+        digest,
+        ingress_key: None,
+        parent: None,
+        trace: None,
+        worker: WorkerId::new(),
+        lease_ttl_ms: 1_000,
+        hold: Some(Hold { reason: "sensitive".into(), basis: "test".into() }),
+        first_attempt: false,
+        audit: None,
+    };
+    switchyard_contract::Invocation::admit(d, 0).0
+}
+
+#[tokio::test]
+async fn an_approval_grant_is_bound_to_its_call_spent_once_and_the_envelope_still_applies() {
+    use std::sync::Arc;
+    use switchyard_contract::{GrantStore, PolicyPoint, Principal};
+    let der = GrantKey::generate().unwrap_or_else(|e| panic!("{e}"));
+    let k = || GrantKey::from_pkcs8(&der).unwrap_or_else(|e| panic!("{e}"));
+    let store = Arc::new(switchyard_contract::memory::MemoryGrants::default());
+    let p = policy("").with_grants(k(), store.clone());
+    let call = held(json!({"amount": 5}));
+    let ops = Principal::new(call.principal.tenant.clone(), "ops");
+    let minted = p.approval_grant(&call, &ops).await.unwrap_or_else(|e| panic!("{e}"));
+    let g = minted.unwrap_or_else(|| panic!("grants are on: an approval mints one"));
+    let claims = k().verify(&g.token).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(claims.jti, g.id);
+    let binding = claims.approval.clone().unwrap_or_else(|| panic!("bound"));
+    assert_eq!(
+        (binding.invocation, binding.digest, binding.by),
+        (call.id.to_string(), call.digest.as_str().to_string(), "ops".into())
+    );
+    assert_eq!(store.list(None).await.map(|l| l.len()).unwrap_or(0), 1, "recorded: listed and revocable");
+
+    // Presented at admission as an ordinary grant, it covers nothing.
+    let pay = req("bank", "pay", EffectClass::Write, json!({"amount": 5}));
+    assert!(
+        matches!(p.evaluate_with(&pay, Some(&claims)).decision, Verdict::Hold { .. }),
+        "no replay through admission"
+    );
+
+    // Another call with the same arguments, or this call with other arguments: refused.
+    let twin = held(json!({"amount": 5}));
+    let r = p.recheck(&twin, Some(&g.token)).await;
+    assert!(matches!(&r.verdict, Verdict::Deny { reason } if reason.contains("another call")), "{r:?}");
+    let mut changed = call.clone();
+    changed.digest = RequestDigest::compute("bank", "pay", &json!({"amount": 5000})).unwrap_or_else(|e| panic!("{e}"));
+    let r = p.recheck(&changed, Some(&g.token)).await;
+    assert!(matches!(&r.verdict, Verdict::Deny { reason } if reason.contains("other arguments")), "{r:?}");
+    let forged = key().mint(claims.clone()).unwrap_or_else(|e| panic!("{e}"));
+    assert!(matches!(p.recheck(&call, Some(&forged)).await.verdict, Verdict::Deny { .. }), "another key's");
+    assert!(matches!(p.recheck(&call, None).await.verdict, Verdict::Deny { .. }), "an approval without its grant");
+
+    // Its own call runs, and may be checked again (a takeover) — but the grant is now spent.
+    let r = p.recheck(&call, Some(&g.token)).await;
+    assert_eq!(r.verdict, Verdict::Allow, "{r:?}");
+    assert!(r.basis.contains(&format!("approval grant {} spent", g.id)), "{}", r.basis);
+    assert_eq!(p.recheck(&call, Some(&g.token)).await.verdict, Verdict::Allow, "the same call again");
+    let spent = store.list(None).await.unwrap_or_default();
+    assert_eq!(spent[0].revoked_by.as_deref(), Some(format!("used by {}", call.id).as_str()));
+
+    // A revoked approval stops its call; so does an envelope made after the hold.
+    let other = held(json!({"amount": 7}));
+    let g2 = p.approval_grant(&other, &ops).await.ok().flatten().unwrap_or_else(|| panic!("minted"));
+    assert!(store.revoke(&g2.id, "ops").await.unwrap_or(false));
+    let r = p.recheck(&other, Some(&g2.token)).await;
+    assert!(matches!(&r.verdict, Verdict::Deny { reason } if reason.contains("revoked")), "{r:?}");
+    let frozen =
+        policy("[[envelope]]\nupstream = \"bank\"\nreason = \"payments are frozen\"").with_grants(k(), store.clone());
+    let third = held(json!({"amount": 9}));
+    let g3 = frozen.approval_grant(&third, &ops).await.ok().flatten().unwrap_or_else(|| panic!("minted"));
+    let r = frozen.recheck(&third, Some(&g3.token)).await;
+    assert_eq!(r.verdict, Verdict::Deny { reason: "payments are frozen".into() }, "{r:?}");
+
+    // Without grants: nothing is minted, and the envelope is still asked.
+    let plain = policy("");
+    assert_eq!(plain.approval_grant(&call, &ops).await.ok().flatten(), None);
+    assert_eq!(plain.recheck(&call, None).await.verdict, Verdict::Allow);
 }

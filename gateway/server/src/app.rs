@@ -323,7 +323,7 @@ pub fn grant_key(cfg: &Config) -> anyhow::Result<switchyard_policy::grants::Gran
 }
 
 /// The policy enforcement point `[policy]` configures, else one that allows every call.
-fn policy_point(
+pub fn policy_point(
     cfg: &Config,
     grants: Arc<dyn switchyard_contract::GrantStore>,
 ) -> anyhow::Result<Arc<dyn switchyard_contract::PolicyPoint>> {

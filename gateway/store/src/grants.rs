@@ -57,6 +57,17 @@ impl<D: Dialect> GrantStore for SqlGrants<D> {
         Ok(sql::affected::<D>(self.pools.write(), stmt).await? > 0)
     }
 
+    async fn spend(&self, id: &str, by: &str) -> Result<bool, Error> {
+        let stmt = Stmt::new(format!(
+            "UPDATE grants SET revoked_ms = COALESCE(revoked_ms, {}), revoked_by = $2 \
+             WHERE id = $1 AND (revoked_ms IS NULL OR revoked_by = $2)",
+            D::NOW
+        ))
+        .text(id)
+        .text(by);
+        Ok(sql::affected::<D>(self.pools.write(), stmt).await? > 0)
+    }
+
     async fn is_revoked(&self, id: &str) -> Result<bool, Error> {
         let stmt = Stmt::new("SELECT 1 FROM grants WHERE id = $1 AND revoked_ms IS NOT NULL").text(id);
         Ok(sql::optional::<D>(self.pools.read(), stmt).await?.is_some())

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::Notify;
-use tracing::{Instrument, debug, debug_span, info_span, warn};
+use tracing::{Instrument, debug, debug_span, info, info_span, warn};
 
 use super::{FaultPoint, Inner};
 use crate::Millis;
@@ -34,7 +34,16 @@ pub(super) async fn drive(
     span.record("fence", inv.lease.fence.0);
     // Deregisters even if the driver panics (an adapter bug): shutdown must not wait for it.
     let _done = Done { inner: inner.clone(), id: inv.id, fence: inv.lease.fence };
-    match run(&inner, inv, &cancel, context, started).instrument(span.clone()).await {
+    let checked = if !matches!(via, "approval" | "recovery") || started {
+        Ok(inv)
+    } else {
+        recheck(&inner, inv).instrument(span.clone()).await
+    };
+    let ran = match checked {
+        Ok(inv) => run(&inner, inv, &cancel, context, started).instrument(span.clone()).await,
+        Err(e) => Err(e),
+    };
+    match ran {
         Ok(state) => {
             span.record("state", state.name().as_str());
             if matches!(state.name(), StateName::Failed | StateName::Unknown) {
@@ -43,6 +52,37 @@ pub(super) async fn drive(
         }
         Err(e) => span.in_scope(|| debug!(error = %e, "driver stopped")),
     }
+}
+
+/// An approved call about to be sent for the first time (taken up after its approval, or by
+/// recovery before anything was sent) is put to the policy enforcement point once more, with
+/// the approval's grant: a denial (an envelope or deny rule made since it was held, a grant
+/// that does not check out or was spent elsewhere) fails it `policy_denied` and nothing runs.
+/// Any other call is returned as it is.
+async fn recheck(inner: &Arc<Inner>, inv: Invocation) -> Result<Invocation, Error> {
+    if inv.attempts > 0 || !matches!(inv.state, InvocationState::Admitted) {
+        return Ok(inv);
+    }
+    let events = inner.store.events(inv.id, 0, 1000).await?;
+    let Some(grant) = events.iter().rev().find_map(|e| match &e.kind {
+        EventKind::Approved { grant, .. } => Some(grant.clone()),
+        _ => None,
+    }) else {
+        return Ok(inv); // never held
+    };
+    let ruling = inner.policy.recheck(&inv, grant.as_deref()).await;
+    let crate::Verdict::Deny { reason } = ruling.verdict else {
+        debug!(basis = %ruling.basis, "approved call checked again at dispatch");
+        return Ok(inv);
+    };
+    info!(invocation.id = %inv.id, basis = %ruling.basis, "approved call refused at dispatch");
+    let detail = serde_json::json!({ "stage": "dispatch", "verdict": "deny", "reason": reason, "basis": ruling.basis });
+    inner.audit_step(crate::AuditEntry::about(crate::AuditKind::Decision, "switchyard", &inv, detail)).await;
+    let (worker, fence) = (inner.cfg.worker, inv.lease.fence);
+    let refused = apply(inner, &inv, move |i, now| i.refuse_at_dispatch(worker, fence, now, reason.clone())).await?;
+    inner.settled(&refused);
+    inner.tell_refused(&refused).await;
+    Ok(refused)
 }
 
 /// The span of an invocation a driver takes up without a face (recovery, an approval): under

@@ -782,10 +782,19 @@ impl Invocations for Engine {
 
     async fn approve(&self, by: &Principal, id: InvocationId) -> Result<Invocation, Error> {
         let (worker, ttl) = (self.inner.cfg.worker, self.inner.cfg.ttl_ms());
-        let (inv, _) =
-            self.inner.act_for(by, id, move |inv, who, now| inv.approve(who.clone(), worker, now, ttl)).await?;
+        let held = self.inner.owned(&by.tenant, id).await?;
+        held.check_approver(by, "approve")?; // refused before anything is minted
+        let (jti, grant) = match self.inner.policy.approval_grant(&held, by).await? {
+            Some(g) => (Some(g.id), Some(g.token)),
+            None => (None, None),
+        };
+        let (inv, _) = self
+            .inner
+            .act_for(by, id, move |inv, who, now| inv.approve(who.clone(), worker, now, ttl, grant.clone()))
+            .await?;
         info!(invocation.id = %id, by = %by.subject, "held call approved");
-        self.inner.audit_step(AuditEntry::about(AuditKind::Approved, &by.subject, &inv, serde_json::json!({}))).await;
+        let detail = serde_json::json!({ "grant": jti });
+        self.inner.audit_step(AuditEntry::about(AuditKind::Approved, &by.subject, &inv, detail)).await;
         // This worker holds the lease it took with the approval; if it stops first, recovery
         // drives the call once the lease runs out.
         self.inner.spawn_driver(inv.clone(), None, ("approval", false), None);

@@ -199,6 +199,7 @@ async fn a_grant_token_does_not_pass_for_a_checkpoint() {
         when: Vec::new(),
         iat: 0,
         exp: u64::MAX / 2,
+        approval: None,
     };
     let token = key.mint(claims).expect("mint");
     mem.put_checkpoint(&StoredCheckpoint { id: "ckp_forged".into(), at_ms: 0, token }).await.expect("put");

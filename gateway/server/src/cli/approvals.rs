@@ -62,16 +62,23 @@ pub async fn run(cmd: Command, cfg: &Config) -> anyhow::Result<()> {
             let inv = store.get(None, id).await?.ok_or_else(|| anyhow::anyhow!("invocation {id} not found"))?;
             let actor = by.clone();
             let by = Principal::new(inv.principal.tenant.clone(), by);
+            inv.check_approver(&by, "approve")?; // refused before anything is minted
+            let policy = crate::app::policy_point(cfg, stores.grants.clone())?;
+            let (jti, grant) = match policy.approval_grant(&inv, &by).await? {
+                Some(g) => (Some(g.id), Some(g.token)),
+                None => (None, None),
+            };
             // No live lease: the next recovery pass of any replica takes the call and runs it.
             let worker = WorkerId::new();
-            let (after, _) =
-                store.transition(id, Box::new(move |i, now| i.approve(by.clone(), worker, now, 0))).await?;
+            let (after, _) = store
+                .transition(id, Box::new(move |i, now| i.approve(by.clone(), worker, now, 0, grant.clone())))
+                .await?;
             println!(
                 "{} is approved and {}; a running gateway dispatches it shortly",
                 after.id,
                 after.state.name().as_str()
             );
-            let entry = AuditEntry::about(AuditKind::Approved, &actor, &after, serde_json::json!({}));
+            let entry = AuditEntry::about(AuditKind::Approved, &actor, &after, serde_json::json!({ "grant": jti }));
             super::audit::record(cfg, &stores.audit, entry).await?;
         }
         Command::Deny { id, reason, by } => {

@@ -62,6 +62,7 @@ pub async fn run(cmd: Command, cfg: &Config) -> anyhow::Result<()> {
                 when: Vec::new(),
                 iat: now,
                 exp: now + expires_in_s,
+                approval: None,
             };
             let token = crate::app::grant_key(cfg)?.mint(claims.clone())?;
             // Recorded in the audit log first: a grant that cannot be audited is not minted.
@@ -76,6 +77,7 @@ pub async fn run(cmd: Command, cfg: &Config) -> anyhow::Result<()> {
             println!("{:<36}  {:<10}  {:<16}  {:<10}  status", "id", "tenant", "subject", "ceiling");
             for g in grants.list(tenant.as_ref()).await? {
                 let status = match &g.revoked_by {
+                    Some(by) if by.starts_with(switchyard_policy::grants::USED_BY) => by.clone(),
                     Some(by) => format!("revoked by {by}"),
                     None => "active".into(),
                 };
