@@ -16,14 +16,15 @@
 //! version for its tier's TTL (`cache`: routine 300 s, sensitive 30 s — at most 60 —, critical
 //! never); a failed evaluation is never cached.
 
-use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
+pub use crate::cache::CacheTtl;
+use crate::cache::DecisionCache;
 use crate::error::PolicyError;
 use crate::request::{DecisionRequest, Tier};
 
@@ -57,31 +58,6 @@ pub struct AuthzenConfig {
     pub cache: CacheTtl,
 }
 
-/// Seconds a PDP decision is reused, by tier (0: not cached).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct CacheTtl {
-    pub routine_s: u64,
-    /// At most 60.
-    pub sensitive_s: u64,
-}
-
-impl Default for CacheTtl {
-    fn default() -> Self {
-        Self { routine_s: 300, sensitive_s: 30 }
-    }
-}
-
-impl CacheTtl {
-    fn of(self, tier: Option<Tier>) -> Duration {
-        Duration::from_secs(match tier {
-            Some(Tier::Routine) => self.routine_s,
-            Some(Tier::Sensitive) => self.sensitive_s,
-            Some(Tier::Critical) | None => 0,
-        })
-    }
-}
-
 impl AuthzenConfig {
     pub(crate) fn check(&self) -> Result<(), PolicyError> {
         if !(self.url.starts_with("http://") || self.url.starts_with("https://")) {
@@ -93,12 +69,7 @@ impl AuthzenConfig {
         if !(1..=1000).contains(&self.batch_max) {
             return Err(PolicyError("authzen.batch_max must be within 1..=1000".into()));
         }
-        if self.cache.sensitive_s > 60 || self.cache.routine_s > 86_400 {
-            return Err(PolicyError(
-                "authzen.cache: sensitive_s must be at most 60 and routine_s at most 86400".into(),
-            ));
-        }
-        Ok(())
+        self.cache.check("authzen.cache")
     }
 
     /// Whether it decides the calls of `tenant`.
@@ -117,23 +88,19 @@ pub enum PdpDecision {
 
 type Pending = (Value, oneshot::Sender<Result<PdpDecision, String>>);
 
-/// The most decisions the cache keeps (then it is emptied: a bound, not an eviction policy).
-const CACHE_MAX: usize = 100_000;
-
 /// The client: a queue, and a task (started on first use) that sends what queued as one
 /// request; and the decisions it may reuse.
 #[derive(Debug)]
 pub struct Pdp {
     config: AuthzenConfig,
     queue: OnceLock<mpsc::Sender<Pending>>,
-    /// By what the evaluation says (and the policy version): the decision and until when it
-    /// may be reused.
-    cache: Mutex<HashMap<String, (PdpDecision, Instant)>>,
+    cache: DecisionCache<PdpDecision>,
 }
 
 impl Pdp {
     pub fn new(config: AuthzenConfig) -> Self {
-        Self { config, queue: OnceLock::new(), cache: Mutex::new(HashMap::new()) }
+        let cache = DecisionCache::new(config.cache);
+        Self { config, queue: OnceLock::new(), cache }
     }
 
     pub(crate) fn config(&self) -> &AuthzenConfig {
@@ -150,38 +117,15 @@ impl Pdp {
         tier: Option<Tier>,
         version: &str,
     ) -> Result<(PdpDecision, bool), String> {
-        let ttl = self.config.cache.of(tier);
-        // Everything the evaluation says: the digest covers the upstream, operation and request.
-        let key = (!ttl.is_zero()).then(|| {
-            let (subject, context) = (&req.subject, &req.context);
-            format!(
-                "{version}\0{}\0{}\0{}\0{}\0{}\0{}",
-                subject.tenant.as_str(),
-                subject.id,
-                req.action.name,
-                context.ingress.name(),
-                context.digest.as_str(),
-                tier.map_or("", Tier::as_str)
-            )
-        });
-        if let Some(k) = &key
-            && let Some(hit) = self.cached(k)
-        {
+        let key = self.cache.key(req, tier, version);
+        if let Some(hit) = key.as_ref().and_then(|k| self.cache.get(k, Instant::now())) {
             return Ok((hit, true));
         }
         let decision = self.ask(evaluation(req, tier)).await?;
-        if let (Some(k), Ok(mut cache)) = (key, self.cache.lock()) {
-            if cache.len() >= CACHE_MAX {
-                cache.clear();
-            }
-            cache.insert(k, (decision.clone(), Instant::now() + ttl));
+        if let Some(k) = key {
+            self.cache.put(k, tier, decision.clone(), Instant::now());
         }
         Ok((decision, false))
-    }
-
-    fn cached(&self, key: &str) -> Option<PdpDecision> {
-        let cache = self.cache.lock().ok()?;
-        cache.get(key).filter(|(_, until)| Instant::now() < *until).map(|(d, _)| d.clone())
     }
 
     async fn ask(&self, evaluation: Value) -> Result<PdpDecision, String> {
@@ -315,14 +259,6 @@ mod tests {
         assert!(ok.decides_for("anyone"));
         let some = AuthzenConfig { tenants: vec!["acme".into()], ..ok };
         assert!(some.decides_for("acme") && !some.decides_for("globex"));
-    }
-
-    #[test]
-    fn a_critical_call_is_never_served_from_the_cache() {
-        let ttl = CacheTtl::default();
-        assert_eq!(ttl.of(Some(Tier::Routine)), Duration::from_secs(300));
-        assert_eq!(ttl.of(Some(Tier::Sensitive)), Duration::from_secs(30));
-        assert!(ttl.of(Some(Tier::Critical)).is_zero() && ttl.of(None).is_zero());
     }
 
     #[tokio::test]

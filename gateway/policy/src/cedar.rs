@@ -13,19 +13,26 @@
 //! of the `forbid` that decided (else that no policy permits it); `Allow` runs it, unless every
 //! `permit` that decided carries `@hold("…")`, which holds it for approval with that reason. An
 //! evaluation error in a policy that would have permitted the call leaves it denied (Cedar skips
-//! erroring policies), so a broken condition fails closed.
+//! erroring policies), so a broken condition fails closed. A decision is reused for the same
+//! call under the same policy for its tier's TTL (`cache`, as for AuthZEN: routine 300 s,
+//! sensitive 30 s — at most 60 —, critical never); see the cache module for why it is never
+//! stale.
 
 use std::path::PathBuf;
 use std::str::FromStr;
+use std::time::Instant;
+
+use std::collections::{HashMap, HashSet};
 
 use cedar_policy::{
-    Authorizer, Context, Decision, Entities, EntityUid, PolicySet, Request, Schema, ValidationMode, Validator,
+    Authorizer, Context, Decision, Entities, Entity, EntityId, EntityTypeName, EntityUid, PolicySet, Request,
+    RestrictedExpression, Schema, ValidationMode, Validator,
 };
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 use sha2::{Digest, Sha256};
 use switchyard_contract::Verdict;
 
+use crate::cache::{CacheTtl, DecisionCache};
 use crate::error::PolicyError;
 use crate::request::{DecisionRequest, Tier};
 
@@ -52,11 +59,41 @@ pub struct CedarConfig {
     /// The tenants whose calls it decides; empty: every tenant.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tenants: Vec<String>,
+    /// How long a decision is reused for the same call (same subject, action, resource,
+    /// request digest and tier, under the same policy set), by the call's tier. A `critical`
+    /// call is always evaluated.
+    #[serde(default)]
+    pub cache: CacheTtl,
 }
 
 impl CedarConfig {
     pub(crate) fn decides_for(&self, tenant: &str) -> bool {
         crate::pattern::names_tenant(&self.tenants, tenant)
+    }
+}
+
+/// The schema's type names, parsed once.
+struct Types {
+    tenant: EntityTypeName,
+    subject: EntityTypeName,
+    upstream: EntityTypeName,
+    operation: EntityTypeName,
+    action: EntityTypeName,
+}
+
+impl Types {
+    fn new() -> Result<Self, PolicyError> {
+        let name = |n: &str| {
+            EntityTypeName::from_str(&format!("Switchyard::{n}"))
+                .map_err(|e| PolicyError(format!("cedar: the gateway's type name `{n}`: {e}")))
+        };
+        Ok(Self {
+            tenant: name("Tenant")?,
+            subject: name("Subject")?,
+            upstream: name("Upstream")?,
+            operation: name("Operation")?,
+            action: name("Action")?,
+        })
     }
 }
 
@@ -66,6 +103,8 @@ pub struct Cedar {
     policies: PolicySet,
     schema: Schema,
     authorizer: Authorizer,
+    types: Types,
+    cache: DecisionCache<CedarDecision>,
     /// The first 16 hex digits of the SHA-256 of the policy text.
     hash: String,
 }
@@ -94,6 +133,7 @@ impl Cedar {
 
     /// `text`: the policy set `config.policies` holds.
     pub fn from_text(config: CedarConfig, text: &str) -> Result<Self, PolicyError> {
+        config.cache.check("cedar.cache")?;
         let place = config.policies.display().to_string();
         let policies =
             PolicySet::from_str(text).map_err(|e| PolicyError(format!("cedar: {place} does not parse: {e}")))?;
@@ -108,7 +148,9 @@ impl Cedar {
             )));
         }
         let hash = hex::encode(Sha256::digest(text.as_bytes()))[..16].to_string();
-        Ok(Self { config, policies, schema, authorizer: Authorizer::new(), hash })
+        let cache = DecisionCache::new(config.cache);
+        let types = Types::new()?;
+        Ok(Self { config, policies, schema, authorizer: Authorizer::new(), types, cache, hash })
     }
 
     pub fn config(&self) -> &CedarConfig {
@@ -118,6 +160,21 @@ impl Cedar {
     /// The policy set's hash, recorded with each decision.
     pub fn hash(&self) -> &str {
         &self.hash
+    }
+
+    /// Decides `req` (`tier`: what the local rules assign it; `version`: the whole policy's,
+    /// which includes this set's hash), reusing the decision on the same call within its tier's
+    /// TTL; the flag says whether it was reused.
+    pub fn decide_cached(&self, req: &DecisionRequest, tier: Tier, version: &str) -> (CedarDecision, bool) {
+        let key = self.cache.key(req, Some(tier), version);
+        if let Some(hit) = key.as_ref().and_then(|k| self.cache.get(k, Instant::now())) {
+            return (hit, true);
+        }
+        let decision = self.decide(req, tier);
+        if let Some(k) = key {
+            self.cache.put(k, Some(tier), decision.clone(), Instant::now());
+        }
+        (decision, false)
     }
 
     /// Decides `req`; `tier` is what the local rules assign it.
@@ -131,38 +188,47 @@ impl Cedar {
         }
     }
 
+    /// The request and its four entities, built directly (no JSON on the way), checked against
+    /// the schema.
     fn request(&self, req: &DecisionRequest, tier: Tier) -> Result<(Request, Entities), String> {
-        let uid = |ty: &str, id: &str| {
-            EntityUid::from_json(json!({"type": format!("Switchyard::{ty}"), "id": id})).map_err(|e| e.to_string())
-        };
+        let uid = |ty: &EntityTypeName, id: &str| EntityUid::from_type_name_and_id(ty.clone(), EntityId::new(id));
+        let string = |v: &str| RestrictedExpression::new_string(v.to_string());
+        let types = &self.types;
         let operation_id = format!("{}/{}", req.resource.upstream, req.resource.operation);
-        let effect = req.resource.effect.as_str();
-        let tenant = req.subject.tenant.as_str();
-        let entities = json!([
-            {"uid": {"type": "Switchyard::Tenant", "id": tenant}, "attrs": {}, "parents": []},
-            {"uid": {"type": "Switchyard::Subject", "id": req.subject.id}, "attrs": {"tenant": tenant},
-             "parents": [{"type": "Switchyard::Tenant", "id": tenant}]},
-            {"uid": {"type": "Switchyard::Upstream", "id": req.resource.upstream}, "attrs": {}, "parents": []},
-            {"uid": {"type": "Switchyard::Operation", "id": operation_id},
-             "attrs": {"upstream": req.resource.upstream, "name": req.resource.operation, "effect": effect},
-             "parents": [{"type": "Switchyard::Upstream", "id": req.resource.upstream}]},
-        ]);
-        let entities = Entities::from_json_value(entities, Some(&self.schema)).map_err(|e| e.to_string())?;
-        let action = uid("Action", &req.action.name)?;
-        let context = json!({
-            "ingress": req.context.ingress.name(),
-            "tier": tier.as_str(),
-            "digest": req.context.digest.to_string(),
-        });
-        let context = Context::from_json_value(context, Some((&self.schema, &action))).map_err(|e| e.to_string())?;
-        let request = Request::new(
-            uid("Subject", &req.subject.id)?,
-            action,
-            uid("Operation", &operation_id)?,
-            context,
-            Some(&self.schema),
-        )
-        .map_err(|e| e.to_string())?;
+        let tenant = uid(&types.tenant, req.subject.tenant.as_str());
+        let subject = uid(&types.subject, &req.subject.id);
+        let upstream = uid(&types.upstream, &req.resource.upstream);
+        let operation = uid(&types.operation, &operation_id);
+        let error = |e: &dyn std::fmt::Display| e.to_string();
+        let entities = [
+            Entity::new_no_attrs(tenant.clone(), HashSet::new()),
+            Entity::new(
+                subject.clone(),
+                HashMap::from([("tenant".to_string(), string(req.subject.tenant.as_str()))]),
+                HashSet::from([tenant]),
+            )
+            .map_err(|e| error(&e))?,
+            Entity::new_no_attrs(upstream.clone(), HashSet::new()),
+            Entity::new(
+                operation.clone(),
+                HashMap::from([
+                    ("upstream".to_string(), string(&req.resource.upstream)),
+                    ("name".to_string(), string(&req.resource.operation)),
+                    ("effect".to_string(), string(req.resource.effect.as_str())),
+                ]),
+                HashSet::from([upstream]),
+            )
+            .map_err(|e| error(&e))?,
+        ];
+        let entities = Entities::from_entities(entities, Some(&self.schema)).map_err(|e| error(&e))?;
+        let action = uid(&types.action, &req.action.name);
+        let context = Context::from_pairs([
+            ("ingress".to_string(), string(req.context.ingress.name())),
+            ("tier".to_string(), string(tier.as_str())),
+            ("digest".to_string(), string(req.context.digest.as_str())),
+        ])
+        .map_err(|e| error(&e))?;
+        let request = Request::new(subject, action, operation, context, Some(&self.schema)).map_err(|e| error(&e))?;
         Ok((request, entities))
     }
 

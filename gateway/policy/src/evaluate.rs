@@ -32,6 +32,8 @@ pub struct Outcome {
     pub basis: String,
     pub suggested: Option<Tier>,
     pub policy: String,
+    /// The id of the grant that let the call run, if one did (then no decision point is asked).
+    pub grant: Option<String>,
 }
 
 /// The built-in evaluator over one checked [`PolicyConfig`], with this replica's quota buckets.
@@ -116,6 +118,7 @@ impl Evaluator {
             basis,
             suggested: suggested(req),
             policy: self.version.clone(),
+            grant: None,
         };
         // 1. The envelope (every entry denies), then 2. the rules that deny.
         if let Some(refused) = self.refusal(req) {
@@ -148,7 +151,8 @@ impl Evaluator {
             EffectClass::ReadOnly => (self.config.default_read_tier, "the default tier of a read".into()),
         });
         if let Some(g) = grant.filter(|g| g.covers(req) && tier <= g.ceiling) {
-            return outcome(Verdict::Allow, Some(tier), format!("grant {} (ceiling {})", g.jti, g.ceiling.as_str()));
+            let basis = format!("grant {} (ceiling {})", g.jti, g.ceiling.as_str());
+            return Outcome { grant: Some(g.jti.clone()), ..outcome(Verdict::Allow, Some(tier), basis) };
         }
         let decision = match self.config.tiers.of(tier) {
             TierAction::Allow => Verdict::Allow,
@@ -177,6 +181,7 @@ impl Evaluator {
             basis,
             suggested: suggested(req),
             policy: self.version.clone(),
+            grant: None,
         };
         for (place, rules, default, envelope) in [
             ("envelope", &self.config.envelope, "refused by the operator's envelope", true),
@@ -260,10 +265,11 @@ impl PolicyPoint for Evaluator {
         let (grant, set_aside) = self.accepted(facts.grant).await;
         let req = DecisionRequest::from_facts(facts);
         let mut outcome = self.evaluate_with(&req, grant.as_ref());
-        // A call that reached the tiers (no envelope, deny rule or quota stopped it) is the
-        // external decision point's to decide, for its tenants.
+        // A call that reached the tiers (no envelope, deny rule or quota stopped it) and that no
+        // grant lets run is the external decision point's to decide, for its tenants.
+        let undecided = outcome.tier.is_some() && outcome.grant.is_none();
         if let Some(pdp) = self.pdp.as_ref().filter(|p| p.config().decides_for(req.subject.tenant.as_str()))
-            && outcome.tier.is_some()
+            && undecided
         {
             let (decision, basis) = match pdp.decide(&req, outcome.tier, &self.version).await {
                 Ok((PdpDecision::Allow, hit)) => (Verdict::Allow, format!("allowed{}", cached(hit))),
@@ -285,11 +291,11 @@ impl PolicyPoint for Evaluator {
         }
         // Likewise the Cedar policy set, for its tenants.
         if let Some(cedar) = self.cedar.as_ref().filter(|c| c.config().decides_for(req.subject.tenant.as_str()))
-            && let Some(tier) = outcome.tier
+            && let Some(tier) = outcome.tier.filter(|_| undecided)
         {
-            let decided = cedar.decide(&req, tier);
+            let (decided, hit) = cedar.decide_cached(&req, tier, &self.version);
             outcome.decision = decided.verdict;
-            outcome.basis = format!("cedar {}: {}", cedar.hash(), decided.basis);
+            outcome.basis = format!("cedar {}: {}{}", cedar.hash(), decided.basis, cached(hit));
         }
         // A call that may run takes a concurrency slot, or waits its turn (nothing admitted).
         if outcome.decision == Verdict::Allow

@@ -14,6 +14,7 @@
 
 pub mod audit;
 pub mod authzen;
+mod cache;
 pub mod cedar;
 pub mod concurrency;
 mod config;

@@ -406,7 +406,8 @@ forbid(principal, action, resource) when { resource.name like "delete_*" };
 "#;
 
 fn cedar(text: &str) -> Result<crate::cedar::Cedar, crate::PolicyError> {
-    let config = crate::cedar::CedarConfig { policies: "test.cedar".into(), tenants: Vec::new() };
+    let config =
+        crate::cedar::CedarConfig { policies: "test.cedar".into(), tenants: Vec::new(), cache: Default::default() };
     crate::cedar::Cedar::from_text(config, text)
 }
 
@@ -448,7 +449,8 @@ async fn cedar_decides_for_its_tenants_after_the_envelope_and_its_hash_is_record
     let path = std::env::temp_dir().join(format!("switchyard-cedar-{}.cedar", std::process::id()));
     std::fs::write(&path, CEDAR).unwrap_or_else(|e| panic!("{e}"));
     let text = format!(
-        "[[envelope]]\noperation = \"drop_*\"\n[cedar]\npolicies = \"{}\"\ntenants = [\"red\"]\n",
+        "[[envelope]]\noperation = \"drop_*\"\n[[rules]]\noperation = \"wipe\"\ntier = \"critical\"\n\
+         [cedar]\npolicies = \"{}\"\ntenants = [\"red\"]\n",
         path.display()
     );
     let evaluator = policy(&text);
@@ -477,11 +479,72 @@ async fn cedar_decides_for_its_tenants_after_the_envelope_and_its_hash_is_record
     assert!(matches!(ruled.verdict, Verdict::Deny { .. }), "{ruled:?}");
     let hash = evaluator.cedar_hash().unwrap_or_default().to_string();
     assert!(ruled.basis.contains(&format!("cedar {hash}")), "{ruled:?}");
+    // The same call again is answered from the cache (a sensitive call, within 30 s); a
+    // critical one is evaluated every time.
+    let again = decide(principal("red"), "update", EffectClass::Write).await;
+    assert_eq!(again.verdict, ruled.verdict);
+    assert!(again.basis.contains("(cached)") && !ruled.basis.contains("(cached)"), "{again:?}");
+    for _ in 0..2 {
+        let critical = decide(principal("red"), "wipe", EffectClass::Write).await;
+        assert!(critical.basis.contains("tier critical") && !critical.basis.contains("(cached)"), "{critical:?}");
+    }
     let envelope = decide(principal("red"), "drop_table", EffectClass::ReadOnly).await;
     assert!(envelope.basis.contains("envelope[0]"), "the envelope comes first: {envelope:?}");
     // Another tenant is decided by the tiers (an unlisted write waits for approval).
     let other = decide(principal("blue"), "update", EffectClass::Write).await;
     assert!(matches!(other.verdict, Verdict::Hold { .. }), "{other:?}");
+}
+
+/// The decision cache never shadows a grant: a grant that covers the call lets it run although
+/// Cedar's refusal of the same call is cached, and once revoked the very next decision is
+/// Cedar's again.
+#[tokio::test]
+async fn a_grant_beats_a_cached_cedar_decision_and_its_revocation_applies_at_the_next_call() {
+    use std::sync::Arc;
+    use switchyard_contract::{GrantStore, PolicyPoint, Principal, Ruling, Target};
+    let path = std::env::temp_dir().join(format!("switchyard-cedar-grant-{}.cedar", std::process::id()));
+    std::fs::write(&path, CEDAR).unwrap_or_else(|e| panic!("{e}"));
+    let der = GrantKey::generate().unwrap_or_else(|e| panic!("{e}"));
+    let k = || GrantKey::from_pkcs8(&der).unwrap_or_else(|e| panic!("{e}"));
+    let store = Arc::new(switchyard_contract::memory::MemoryGrants::default());
+    let p = policy(&format!("[cedar]\npolicies = \"{}\"\n", path.display())).with_grants(k(), store.clone());
+    let _ = std::fs::remove_file(&path);
+    let red = TenantId::new("red").unwrap_or_else(|e| panic!("{e}"));
+    let g = claims("alice", "update", Tier::Sensitive, 60);
+    let json = serde_json::to_value(&g).unwrap_or_else(|e| panic!("{e}"));
+    store.record(&g.jti, &red, "alice", &json).await.unwrap_or_else(|e| panic!("{e}"));
+    let token = k().mint(g).unwrap_or_else(|e| panic!("{e}"));
+    let principal = Principal::new(red, "alice");
+    let target = Target { upstream: "crm".into(), operation: "update".into(), effect: EffectClass::Write };
+    let request = json!({});
+    let digest = RequestDigest::compute("crm", "update", &request).unwrap_or_else(|e| panic!("{e}"));
+    let decide = |grant: Option<&'static str>| {
+        let (p, principal, target, digest, request) = (&p, &principal, &target, &digest, &request);
+        async move {
+            let facts = switchyard_contract::CallFacts {
+                principal,
+                ingress: Ingress::Mcp,
+                target,
+                digest,
+                request,
+                grant,
+                invocation: switchyard_contract::InvocationId::new(),
+            };
+            p.decide(&facts).await
+        }
+    };
+    let token: &'static str = Box::leak(token.into_boxed_str());
+    let denied = |r: &Ruling| matches!(r.verdict, Verdict::Deny { .. });
+    let first = decide(None).await;
+    assert!(denied(&first) && !first.basis.contains("(cached)"), "{first:?}");
+    let cached = decide(None).await;
+    assert!(denied(&cached) && cached.basis.contains("(cached)"), "{cached:?}");
+    let granted = decide(Some(token)).await;
+    assert_eq!(granted.verdict, Verdict::Allow, "{granted:?}");
+    assert!(granted.basis.contains("grant grt_test") && !granted.basis.contains("cedar"), "{granted:?}");
+    assert!(store.revoke("grt_test", "ops").await.unwrap_or_else(|e| panic!("{e}")));
+    let revoked = decide(Some(token)).await;
+    assert!(denied(&revoked) && revoked.basis.contains("grt_test is revoked"), "{revoked:?}");
 }
 
 /// A held call of alice's on `bank/pay` with `request`, as the engine would have stored it.

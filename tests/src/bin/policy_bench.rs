@@ -15,7 +15,9 @@ use switchyard_contract::{
 };
 use switchyard_policy::{Evaluator, PolicyConfig};
 
-fn policy(authzen: Option<&str>) -> anyhow::Result<Evaluator> {
+/// `cedar`: a Cedar policy set deciding every tenant's calls, and whether its decisions are
+/// cached.
+fn policy(authzen: Option<&str>, cedar: Option<(&std::path::Path, bool)>) -> anyhow::Result<Evaluator> {
     let mut text = String::from(
         "[[envelope]]\nupstream = \"prod-*\"\n[[envelope]]\noperation = \"drop_*\"\n\
          [[quotas]]\nrate_per_s = 1e9\nburst = 1000000000\n\
@@ -30,6 +32,12 @@ fn policy(authzen: Option<&str>) -> anyhow::Result<Evaluator> {
     text.push_str("[[rules]]\nupstream = \"fx\"\noperation = \"echo\"\ntier = \"routine\"\n");
     if let Some(url) = authzen {
         text.push_str(&format!("[authzen]\nurl = \"{url}\"\n"));
+    }
+    if let Some((path, cached)) = cedar {
+        text.push_str(&format!("[cedar]\npolicies = {}\n", toml::Value::String(path.display().to_string())));
+        if !cached {
+            text.push_str("[cedar.cache]\nroutine_s = 0\nsensitive_s = 0\n");
+        }
     }
     let cfg: PolicyConfig = toml::from_str(&text)?;
     Ok(Evaluator::new(cfg)?)
@@ -77,7 +85,7 @@ async fn main() -> anyhow::Result<()> {
             other => anyhow::bail!("unknown argument `{other}`"),
         }
     }
-    let evaluator = policy(None)?;
+    let evaluator = policy(None, None)?;
     let (base50, base99) = measure(&AllowAll, n).await;
     let (p50, p99) = measure(&evaluator, n).await;
     // The same policy deferring to an AuthZEN PDP on loopback that allows everything: after the
@@ -92,17 +100,44 @@ async fn main() -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let url = format!("http://{}", listener.local_addr()?);
     tokio::spawn(async move { axum::serve(listener, pdp).await });
-    let with_pdp = policy(Some(&url))?;
+    let with_pdp = policy(Some(&url), None)?;
     let (hit50, hit99) = measure(&with_pdp, n).await;
+    // The same policy with a Cedar policy set of 50 permits and 50 forbids (conditions on the
+    // subject, the operation's attributes and the context) deciding every tenant's calls.
+    let dir = tempfile::tempdir()?;
+    let cedar_file = dir.path().join("policies.cedar");
+    std::fs::write(&cedar_file, cedar_policies(50))?;
+    let (cedar50, cedar99) = measure(&policy(None, Some((&cedar_file, false)))?, n).await;
+    let (cached50, cached99) = measure(&policy(None, Some((&cedar_file, true)))?, n).await;
     println!("decision       p50 µs   p99 µs");
     println!("no policy    {base50:>8.3} {base99:>8.3}");
     println!("52 rules     {p50:>8.3} {p99:>8.3}   (+{:.3} µs at p50 over no policy)", p50 - base50);
     println!("+ authzen    {hit50:>8.3} {hit99:>8.3}   (PDP decisions served from the cache)");
+    println!("+ cedar      {cedar50:>8.3} {cedar99:>8.3}   (101 Cedar policies, every decision evaluated)");
+    println!("+ cedar hit  {cached50:>8.3} {cached99:>8.3}   (the same, decisions served from the cache)");
     println!(
         "{}",
         json!({"decisions": n, "baseline": {"p50_us": base50, "p99_us": base99}, "policy": {"p50_us": p50, "p99_us": p99},
                "added_p50_us": p50 - base50, "policy_version": evaluator.version(),
-               "authzen_cache_hit": {"p50_us": hit50, "p99_us": hit99}})
+               "authzen_cache_hit": {"p50_us": hit50, "p99_us": hit99},
+               "cedar": {"p50_us": cedar50, "p99_us": cedar99},
+               "cedar_cache_hit": {"p50_us": cached50, "p99_us": cached99}})
     );
     Ok(())
+}
+
+/// `n` permits and `n` forbids, none of which decides the measured call alone: the authorizer
+/// evaluates every one.
+fn cedar_policies(n: usize) -> String {
+    let mut text = String::new();
+    for i in 0..n {
+        text.push_str(&format!(
+            "permit (principal, action == Switchyard::Action::\"tools/call\", resource in Switchyard::Upstream::\"svc-{i}\")\n\
+             when {{ resource.effect == \"read_only\" && context.tier != \"critical\" }};\n\
+             forbid (principal == Switchyard::Subject::\"mallory-{i}\", action, resource)\n\
+             when {{ context.ingress == \"mcp\" }};\n"
+        ));
+    }
+    text.push_str("permit (principal, action, resource) when { context.tier == \"routine\" };\n");
+    text
 }
