@@ -1,8 +1,9 @@
 //! The task hub: every change to a task goes through [`Hub::apply`], which writes the new task
 //! document, its event and any push deliveries in one compare-and-set on the task's version.
 //! Followers read the event log from a sequence number, so every stream on every replica sees
-//! the same events in the same order; a local bell wakes them early, and so do other replicas'
-//! changes when a change feed is attached (polling covers what it misses).
+//! the same events in the same order; a change wakes its own task's followers (only them) early,
+//! and so do other replicas' changes when a change feed is attached (polling covers what it
+//! misses).
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
@@ -15,6 +16,7 @@ use a2a::{
 };
 use futures::Stream;
 use serde_json::Value;
+use switchyard_contract::bells::Bells;
 use switchyard_contract::{
     ArtifactKeeper, ChangeFeed, Changed, InvocationId, NewDelivery, RunCursor, TaskId, TaskRecord, TaskScope,
     TaskStateName, TaskStore, TenantId,
@@ -49,7 +51,8 @@ pub enum Change {
 #[derive(Clone)]
 pub struct Hub {
     store: Arc<dyn TaskStore>,
-    bell: watch::Sender<u64>,
+    /// Per task (by [`TaskId::bell_key`]): how many changes its followers were told of.
+    bells: Arc<Bells<u64, u64>>,
     /// Set at shutdown: open streams end so connections can drain.
     closed: watch::Sender<bool>,
     /// Rung when a push delivery is queued.
@@ -168,26 +171,37 @@ impl Hub {
         inline_max: usize,
         sealer: crate::sealing::CredentialSealer,
     ) -> Self {
-        let (bell, _) = watch::channel(0);
         let (closed, _) = watch::channel(false);
         let push_bell = Arc::new(tokio::sync::Notify::new());
-        Self { store, bell, closed, push_bell, keeper, inline_max, sealer, feed: Arc::default(), stats: Arc::default() }
+        let bells = Arc::default();
+        Self {
+            store,
+            bells,
+            closed,
+            push_bell,
+            keeper,
+            inline_max,
+            sealer,
+            feed: Arc::default(),
+            stats: Arc::default(),
+        }
     }
 
-    /// Rings the bell for other replicas' task changes heard on `feed`, and announces this
-    /// one's there (once).
+    /// Wakes the followers of the tasks other replicas changed, heard on `feed`, and announces
+    /// this one's there (once).
     pub fn attach_feed(&self, feed: Arc<dyn ChangeFeed>) {
         if self.feed.set(feed.clone()).is_err() {
             return;
         }
-        let (bell, mut closed) = (self.bell.clone(), self.closed.subscribe());
+        let (bells, mut closed) = (self.bells.clone(), self.closed.subscribe());
         tokio::spawn(async move {
             use futures::StreamExt as _;
             let mut heard = feed.heard();
             loop {
                 tokio::select! {
                     next = heard.next() => match next {
-                        Some(Changed::Tasks | Changed::Resync) => bell.send_modify(|n| *n = n.wrapping_add(1)),
+                        Some(Changed::Task { key }) => ring(&bells, key),
+                        Some(Changed::Tasks | Changed::Resync) => bells.update_all(|n| *n = n.wrapping_add(1)),
                         Some(_) => {}
                         None => return,
                     },
@@ -313,10 +327,12 @@ impl Hub {
         &self.store
     }
 
-    fn ring(&self) {
-        self.bell.send_modify(|n| *n = n.wrapping_add(1));
+    /// Wakes the followers of task `id`, here and on the other replicas.
+    fn ring(&self, id: &TaskId) {
+        let key = id.bell_key();
+        ring(&self.bells, key);
         if let Some(feed) = self.feed.get() {
-            feed.announce(Changed::Tasks);
+            feed.announce(Changed::Task { key });
         }
     }
 
@@ -355,7 +371,7 @@ impl Hub {
         };
         let created = self.store.create(&rec, &events).await?;
         if created {
-            self.ring();
+            self.ring(&id);
         } else if self.store.get(scope, &id).await?.is_none_or(|r| r.agent != agent) {
             return Err(A2aError::task_not_found(&task.id));
         }
@@ -436,7 +452,7 @@ impl Hub {
                 ..rec.clone()
             };
             if self.store.update(&next, rec.version, &events, &deliveries).await? {
-                self.ring();
+                self.ring(id);
                 if !deliveries.is_empty() {
                     self.push_bell.notify_one();
                 }
@@ -456,7 +472,7 @@ impl Hub {
         stop_on_interrupt: bool,
     ) -> impl Stream<Item = Result<StreamResponse, A2aError>> + Send + 'static {
         let hub = self.clone();
-        let mut bell = self.bell.subscribe();
+        let mut bell = self.bells.follow(id.bell_key());
         let mut closed = self.closed.subscribe();
         async_stream(move |tx| async move {
             let mut seq = after;
@@ -512,7 +528,7 @@ impl Hub {
         id: &TaskId,
         limit: Duration,
     ) -> Result<Option<TaskRecord>, A2aError> {
-        let mut bell = self.bell.subscribe();
+        let mut bell = self.bells.follow(id.bell_key());
         let deadline = tokio::time::Instant::now() + limit;
         loop {
             if let Some(rec) = self.store.get(scope, id).await? {
@@ -525,6 +541,14 @@ impl Hub {
             let _ = tokio::time::timeout(left.min(self.poll()), bell.changed()).await;
         }
     }
+}
+
+/// Wakes the followers of the task with bell key `key`.
+fn ring(bells: &Bells<u64, u64>, key: u64) {
+    bells.update(&key, |n| {
+        *n = n.wrapping_add(1);
+        true
+    });
 }
 
 /// Applies `change` to `task` in memory and returns its stream event.
@@ -613,6 +637,103 @@ pub fn ensure_open(task: &Task) -> Result<(), A2aError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+    use switchyard_contract::memory::MemoryTasks;
+    use switchyard_contract::{Error, NewDelivery, Principal, TaskQuery};
+
+    /// The memory store, counting each task's event reads.
+    #[derive(Default)]
+    struct Counting {
+        inner: MemoryTasks,
+        reads: Mutex<HashMap<String, usize>>,
+    }
+
+    impl Counting {
+        fn reads(&self, id: &str) -> usize {
+            self.reads.lock().map(|r| r.get(id).copied().unwrap_or(0)).unwrap_or(0)
+        }
+    }
+
+    #[async_trait::async_trait]
+    impl TaskStore for Counting {
+        async fn create(&self, task: &TaskRecord, events: &[Value]) -> Result<bool, Error> {
+            self.inner.create(task, events).await
+        }
+        async fn get(&self, scope: &TaskScope, id: &TaskId) -> Result<Option<TaskRecord>, Error> {
+            self.inner.get(scope, id).await
+        }
+        async fn update(&self, t: &TaskRecord, v: i64, e: &[Value], d: &[NewDelivery]) -> Result<bool, Error> {
+            self.inner.update(t, v, e, d).await
+        }
+        async fn events_after(&self, id: &TaskId, after: i64, limit: u32) -> Result<Vec<(i64, Value)>, Error> {
+            if let Ok(mut reads) = self.reads.lock() {
+                *reads.entry(id.to_string()).or_default() += 1;
+            }
+            self.inner.events_after(id, after, limit).await
+        }
+        async fn list(&self, query: &TaskQuery) -> Result<(Vec<TaskRecord>, i64), Error> {
+            self.inner.list(query).await
+        }
+        async fn put_push_config(&self, task_id: &TaskId, id: &str, config: &Value) -> Result<(), Error> {
+            self.inner.put_push_config(task_id, id, config).await
+        }
+        async fn push_configs(&self, task_id: &TaskId) -> Result<Vec<(String, Value)>, Error> {
+            self.inner.push_configs(task_id).await
+        }
+        async fn delete_push_config(&self, task_id: &TaskId, id: &str) -> Result<bool, Error> {
+            self.inner.delete_push_config(task_id, id).await
+        }
+    }
+
+    fn task(id: &str) -> Task {
+        Task {
+            id: id.into(),
+            context_id: "ctx".into(),
+            status: TaskStatus { state: TaskState::Working, message: None, timestamp: None },
+            artifacts: None,
+            history: None,
+            metadata: None,
+        }
+    }
+
+    fn working() -> Change {
+        Change::Status(TaskStatus { state: TaskState::Working, message: None, timestamp: None })
+    }
+
+    /// A change to one task wakes its own followers, not every stream: a subscriber of task
+    /// `a` does not re-read its log while task `b` changes twenty times, and sees `a`'s own
+    /// change at once.
+    #[tokio::test]
+    async fn a_task_change_wakes_only_that_tasks_followers() {
+        use futures::StreamExt as _;
+        let store = Arc::new(Counting::default());
+        let sealer = crate::sealing::CredentialSealer::from_hex(&"ab".repeat(32)).unwrap_or_else(|e| panic!("{e}"));
+        let hub = Hub::new(store.clone(), None, 1 << 20, sealer);
+        let tenant = TenantId::new("acme").unwrap_or_else(|e| panic!("{e}"));
+        let scope = TaskScope::of(&Principal::new(tenant, "alice"), "agent");
+        let cursor = RunCursor { invocation: InvocationId::new(), step: 0 };
+        for id in ["a", "b"] {
+            assert!(hub.create(&scope, "echo", &task(id), cursor, Vec::new()).await.unwrap_or_else(|e| panic!("{e}")));
+        }
+        let mut stream = Box::pin(hub.follow(TaskId::from("a"), 1, false));
+        let waiting = tokio::time::timeout(Duration::from_millis(100), stream.next()).await;
+        assert!(waiting.is_err(), "nothing new on `a` yet: {waiting:?}");
+        let before = store.reads("a");
+        for _ in 0..20 {
+            hub.apply_all(&scope, &TaskId::from("b"), None, vec![working()]).await.unwrap_or_else(|e| panic!("{e}"));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        // At most one read: the 250 ms poll may fall in the window on a slow machine.
+        assert!(
+            store.reads("a") <= before + 1,
+            "`b`'s changes woke `a`'s follower: {} reads",
+            store.reads("a") - before
+        );
+        hub.apply_all(&scope, &TaskId::from("a"), None, vec![working()]).await.unwrap_or_else(|e| panic!("{e}"));
+        let next = tokio::time::timeout(Duration::from_millis(100), stream.next()).await;
+        assert!(matches!(next, Ok(Some(Ok(StreamResponse::StatusUpdate(_))))), "{next:?}");
+    }
 
     /// Rows keep the names the wire uses (as written before the state was typed).
     #[test]

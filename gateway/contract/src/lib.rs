@@ -8,6 +8,7 @@
 
 pub mod artifact;
 pub mod audit;
+pub mod bells;
 pub mod catalog;
 pub mod digest;
 pub mod engine;

@@ -200,7 +200,12 @@ pub trait Invocations: Send + Sync + std::fmt::Debug {
 pub enum Changed {
     /// Invocation `id` reached event `seq`.
     Invocation { id: InvocationId, seq: u64 },
-    /// Some agent task changed (its followers re-read their own logs).
+    /// The agent task whose [`TaskId::bell_key`] this is changed (its followers re-read its log).
+    ///
+    /// [`TaskId::bell_key`]: crate::TaskId::bell_key
+    Task { key: u64 },
+    /// Some agent task changed: every task follower re-reads (what replicas before per-task
+    /// notices announced; still understood).
     Tasks,
     /// Notices may have been missed (the listening connection was re-established): every
     /// follower re-reads. Heard only, never announced.

@@ -78,6 +78,15 @@ string_id!(
     /// owns the task), and echoed by clients to continue, read, cancel or subscribe to it.
     TaskId
 );
+impl TaskId {
+    /// A short, stable key for wake-ups across replicas (64-bit FNV-1a of the id): a change
+    /// notice names the task by it, whatever its id's length or characters. Two ids with one key
+    /// only wake each other's followers for nothing.
+    pub fn bell_key(&self) -> u64 {
+        self.0.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
+    }
+}
+
 string_id!(
     /// The id of a conversation (context) that tasks and messages belong to.
     ContextId

@@ -43,10 +43,12 @@ impl PgFeed {
     }
 }
 
-/// A change as a notice writes it: `<id>:<seq>`, or `tasks`.
+/// A change as a notice writes it: `<id>:<seq>`, `t<16 hex digits>` (a task's bell key), or
+/// `tasks`.
 fn encode(change: &Changed) -> String {
     match change {
         Changed::Invocation { id, seq } => format!("{id}:{seq}"),
+        Changed::Task { key } => format!("t{key:016x}"),
         Changed::Tasks => "tasks".into(),
         Changed::Resync => "resync".into(),
     }
@@ -82,6 +84,9 @@ fn parse(payload: &str, origin: &str) -> Vec<Changed> {
         .filter_map(|c| {
             if c == "tasks" {
                 return Some(Changed::Tasks);
+            }
+            if let Some(hex) = c.strip_prefix('t').filter(|h| h.len() == 16) {
+                return u64::from_str_radix(hex, 16).ok().map(|key| Changed::Task { key });
             }
             let (id, seq) = c.split_once(':')?;
             Some(Changed::Invocation { id: id.parse().ok()?, seq: seq.parse().ok()? })
@@ -167,12 +172,13 @@ mod tests {
     #[test]
     fn a_notice_names_its_changes_and_a_replica_skips_its_own() {
         let id = switchyard_contract::InvocationId::new();
-        let payload = format!("a|{id}:3,tasks,{id}:4,bogus,x:1");
+        let payload = format!("a|{id}:3,tasks,{id}:4,bogus,x:1,t00000000000000ff,tzz,t0000000000000000ff");
         let (three, four) = (Changed::Invocation { id, seq: 3 }, Changed::Invocation { id, seq: 4 });
-        assert_eq!(parse(&payload, "b"), vec![three, Changed::Tasks, four]);
+        let task = Changed::Task { key: 255 };
+        assert_eq!(parse(&payload, "b"), vec![three, Changed::Tasks, four, task]);
         assert_eq!(
-            format!("a|{}", [three, Changed::Tasks, four].iter().map(encode).collect::<Vec<_>>().join(",")),
-            format!("a|{id}:3,tasks,{id}:4")
+            format!("a|{}", [three, Changed::Tasks, four, task].iter().map(encode).collect::<Vec<_>>().join(",")),
+            format!("a|{id}:3,tasks,{id}:4,t00000000000000ff")
         );
         assert!(parse(&payload, "a").is_empty());
         assert!(parse("no separator", "b").is_empty());

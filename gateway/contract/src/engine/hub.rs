@@ -1,18 +1,11 @@
-//! Wake-ups per invocation: a change wakes only the waiters and watchers of the invocation it
-//! changed. (A broadcast of every change to every waiter cost each change a wake-up per open
-//! stream: with 10,000 idle streams, an unrelated call's p50 went from 1.6 to 6.5 ms.)
-//!
-//! Each watched invocation has one [`Slot`], shared by everyone following it and dropped with
-//! the last of them. Its value only moves forward: the newest snapshot this process committed,
-//! the highest event another replica announced, and how many times the change feed asked for
-//! everything to be re-read. A follower subscribes before it reads the store, so no change falls
-//! between its read and its wait.
+//! Wake-ups per invocation, on [`Bells`]: a change wakes only the waiters and watchers of the
+//! invocation it changed. The value of an invocation's slot only moves forward: the newest
+//! snapshot this process committed, the highest event another replica announced, and how many
+//! times the change feed asked for everything to be re-read.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::Arc;
 
-use tokio::sync::watch;
-
+use crate::bells::Bells;
 use crate::id::InvocationId;
 use crate::state::Invocation;
 
@@ -34,93 +27,33 @@ impl Seen {
     }
 }
 
-pub(crate) struct Slot {
-    id: InvocationId,
-    tx: watch::Sender<Seen>,
-    hub: Weak<Hub>,
-}
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        if let Some(hub) = self.hub.upgrade()
-            && let Ok(mut ids) = hub.ids.lock()
-            && ids.get(&self.id).is_some_and(|w| w.strong_count() == 0)
-        {
-            ids.remove(&self.id);
-        }
-    }
-}
-
-/// One follower's hold on a slot: its receiver keeps the slot (and its place in the hub) alive.
-pub(crate) struct Following {
-    _slot: Arc<Slot>,
-    pub rx: watch::Receiver<Seen>,
-}
-
-#[derive(Default)]
-pub(crate) struct Hub {
-    ids: Mutex<HashMap<InvocationId, Weak<Slot>>>,
-}
+pub(crate) type Hub = Bells<InvocationId, Seen>;
+pub(crate) type Following = crate::bells::Following<InvocationId, Seen>;
 
 impl Hub {
-    /// Starts following invocation `id` (before reading it).
-    pub fn follow(self: &Arc<Self>, id: InvocationId) -> Following {
-        let mut ids = self.ids.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let slot = match ids.get(&id).and_then(Weak::upgrade) {
-            Some(slot) => slot,
-            None => {
-                let slot = Arc::new(Slot { id, tx: watch::channel(Seen::default()).0, hub: Arc::downgrade(self) });
-                ids.insert(id, Arc::downgrade(&slot));
-                slot
-            }
-        };
-        drop(ids);
-        let rx = slot.tx.subscribe();
-        Following { _slot: slot, rx }
-    }
-
-    fn slot(&self, id: InvocationId) -> Option<Arc<Slot>> {
-        self.ids.lock().ok()?.get(&id).and_then(Weak::upgrade)
-    }
-
     /// This process committed `inv`: its followers get the snapshot.
-    pub fn committed(&self, inv: &Invocation) {
-        if let Some(slot) = self.slot(inv.id) {
-            slot.tx.send_if_modified(|seen| {
-                if seen.snapshot.as_ref().is_some_and(|s| s.last_seq >= inv.last_seq) {
-                    return false;
-                }
-                seen.snapshot = Some(Arc::new(inv.clone()));
-                true
-            });
-        }
+    pub(crate) fn committed(&self, inv: &Invocation) {
+        self.update(&inv.id, |seen| {
+            if seen.snapshot.as_ref().is_some_and(|s| s.last_seq >= inv.last_seq) {
+                return false;
+            }
+            seen.snapshot = Some(Arc::new(inv.clone()));
+            true
+        });
     }
 
     /// Another replica moved invocation `id` to event `seq`.
-    pub fn moved(&self, id: InvocationId, seq: u64) {
-        if let Some(slot) = self.slot(id) {
-            slot.tx.send_if_modified(|seen| {
-                let newer = seq > seen.moved;
-                seen.moved = seen.moved.max(seq);
-                newer
-            });
-        }
+    pub(crate) fn moved(&self, id: InvocationId, seq: u64) {
+        self.update(&id, |seen| {
+            let newer = seq > seen.moved;
+            seen.moved = seen.moved.max(seq);
+            newer
+        });
     }
 
     /// Notices may have been lost: every follower reads again.
-    pub fn resync(&self) {
-        let slots: Vec<Arc<Slot>> = match self.ids.lock() {
-            Ok(ids) => ids.values().filter_map(Weak::upgrade).collect(),
-            Err(_) => return,
-        };
-        for slot in slots {
-            slot.tx.send_modify(|seen| seen.resyncs += 1);
-        }
-    }
-
-    /// The invocations someone here follows.
-    pub fn followed(&self) -> Vec<InvocationId> {
-        self.ids.lock().map(|ids| ids.keys().copied().collect()).unwrap_or_default()
+    pub(crate) fn resync(&self) {
+        self.update_all(|seen| seen.resyncs += 1);
     }
 }
 

@@ -516,7 +516,7 @@ impl Engine {
             loop {
                 tokio::select! {
                     next = heard.next() => match next {
-                        Some(Changed::Tasks) => {}
+                        Some(Changed::Tasks | Changed::Task { .. }) => {}
                         Some(Changed::Invocation { id, seq }) => hub.moved(id, seq),
                         Some(Changed::Resync) => hub.resync(),
                         None => break,
