@@ -134,6 +134,16 @@ async fn updates_are_compare_and_set_with_gapless_events(s: Arc<dyn TaskStore>, 
     }
     assert_eq!(wins, 1);
     assert_eq!(s.events_after(&tid("t2"), 3, 10).await.unwrap_or_else(|e| panic!("{e}")).len(), 1);
+    // The sweep's read: the version of each task that exists, in one statement.
+    let mut versions = s.versions(&[tid("t2"), tid("nope"), tid("t2")]).await.unwrap_or_else(|e| panic!("{e}"));
+    versions.dedup();
+    assert_eq!(versions, vec![(tid("t2"), 4)]);
+    let many: Vec<TaskId> = (0..1200).map(|i| tid(&format!("x{i}"))).chain([tid("t2")]).collect();
+    assert_eq!(
+        s.versions(&many).await.unwrap_or_else(|e| panic!("{e}")),
+        vec![(tid("t2"), 4)],
+        "past one chunk of 500"
+    );
 }
 
 async fn list_is_newest_first_keyset_paginated_and_filtered(s: Arc<dyn TaskStore>, _: Arc<dyn PushOutbox>) {

@@ -1,9 +1,10 @@
 //! The task hub: every change to a task goes through [`Hub::apply`], which writes the new task
 //! document, its event and any push deliveries in one compare-and-set on the task's version.
 //! Followers read the event log from a sequence number, so every stream on every replica sees
-//! the same events in the same order; a change wakes its own task's followers (only them) early,
-//! and so do other replicas' changes when a change feed is attached (polling covers what it
-//! misses).
+//! the same events in the same order. A change wakes its own task's followers (only them), and so
+//! do other replicas' changes when a change feed is attached. Nothing polls per stream: one sweep
+//! per process reads the version of every followed task in one statement, every 250 ms (10 s
+//! with a feed, as a fallback for lost notices), and wakes the followers of those that moved.
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
@@ -29,10 +30,27 @@ use crate::error::{A2aError, Kind};
 /// `switchyard-artifact:<att_…>`, turned back into `raw` bytes for clients.
 pub const KEPT_SCHEME: &str = "switchyard-artifact:";
 
-/// How often followers look for events written by other replicas.
+/// How often the sweep looks for events written by other processes.
 const POLL: Duration = Duration::from_millis(250);
-/// With a change feed attached: the poll is only a fallback for lost notices.
+/// With a change feed attached: the sweep is only a fallback for lost notices.
 const FALLBACK_POLL: Duration = Duration::from_secs(10);
+
+/// What the followers of one task (by [`TaskId::bell_key`]) were told: the task, the highest
+/// version known here, and how many wake-ups. (Two ids with one key would share a slot: their
+/// followers wake each other for nothing, and the sweep reads only the first one's version.)
+#[derive(Debug, Clone, Default)]
+struct Heard {
+    id: Option<TaskId>,
+    version: i64,
+    rings: u64,
+}
+
+impl Heard {
+    fn first(id: &TaskId, version: i64) -> impl FnOnce() -> Heard {
+        let id = id.clone();
+        move || Heard { id: Some(id), version, rings: 0 }
+    }
+}
 
 /// One change to a task.
 #[derive(Debug, Clone)]
@@ -51,8 +69,10 @@ pub enum Change {
 #[derive(Clone)]
 pub struct Hub {
     store: Arc<dyn TaskStore>,
-    /// Per task (by [`TaskId::bell_key`]): how many changes its followers were told of.
-    bells: Arc<Bells<u64, u64>>,
+    /// Per followed task (by [`TaskId::bell_key`]): what its followers were told.
+    bells: Arc<Bells<u64, Heard>>,
+    /// Set once the sweep runs.
+    sweeping: Arc<std::sync::OnceLock<()>>,
     /// Set at shutdown: open streams end so connections can drain.
     closed: watch::Sender<bool>,
     /// Rung when a push delivery is queued.
@@ -177,6 +197,7 @@ impl Hub {
         Self {
             store,
             bells,
+            sweeping: Arc::default(),
             closed,
             push_bell,
             keeper,
@@ -200,8 +221,11 @@ impl Hub {
             loop {
                 tokio::select! {
                     next = heard.next() => match next {
-                        Some(Changed::Task { key }) => ring(&bells, key),
-                        Some(Changed::Tasks | Changed::Resync) => bells.update_all(|n| *n = n.wrapping_add(1)),
+                        Some(Changed::Task { key }) => bells.update(&key, |h| {
+                            h.rings += 1;
+                            true
+                        }),
+                        Some(Changed::Tasks | Changed::Resync) => bells.update_all(|h| h.rings += 1),
                         Some(_) => {}
                         None => return,
                     },
@@ -211,9 +235,53 @@ impl Hub {
         });
     }
 
-    /// How long a follower sleeps when nothing rang.
+    /// How often the sweep runs.
     fn poll(&self) -> Duration {
         if self.feed.get().is_some() { FALLBACK_POLL } else { POLL }
+    }
+
+    /// Starts following task `id`, known here up to `version`, and the sweep if it is not
+    /// running yet.
+    fn follow_task(&self, id: &TaskId, version: i64) -> switchyard_contract::bells::Following<u64, Heard> {
+        let following = self.bells.follow_with(id.bell_key(), Heard::first(id, version));
+        self.sweeping.get_or_init(|| {
+            tokio::spawn(self.clone().sweep());
+        });
+        following
+    }
+
+    /// Until shutdown: reads the version of every followed task (one statement per 500) and
+    /// wakes the followers of those that moved.
+    async fn sweep(self) {
+        let mut closed = self.closed.subscribe();
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep(self.poll()) => {}
+                _ = closed.changed() => {}
+            }
+            if *closed.borrow() {
+                return;
+            }
+            let ids: Vec<TaskId> = self.bells.values().into_iter().filter_map(|h| h.id).collect();
+            if ids.is_empty() {
+                continue;
+            }
+            match self.store.versions(&ids).await {
+                Ok(versions) => {
+                    for (id, version) in versions {
+                        self.bells.update(&id.bell_key(), |h| {
+                            let moved = version > h.version;
+                            if moved {
+                                h.version = version;
+                                h.rings += 1;
+                            }
+                            moved
+                        });
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "the task sweep failed; trying again"),
+            }
+        }
     }
 
     pub fn sealer(&self) -> &crate::sealing::CredentialSealer {
@@ -327,10 +395,14 @@ impl Hub {
         &self.store
     }
 
-    /// Wakes the followers of task `id`, here and on the other replicas.
-    fn ring(&self, id: &TaskId) {
+    /// Wakes the followers of task `id`, now at `version`, here and on the other replicas.
+    fn ring(&self, id: &TaskId, version: i64) {
         let key = id.bell_key();
-        ring(&self.bells, key);
+        self.bells.update(&key, |h| {
+            h.version = h.version.max(version);
+            h.rings += 1;
+            true
+        });
         if let Some(feed) = self.feed.get() {
             feed.announce(Changed::Task { key });
         }
@@ -371,7 +443,7 @@ impl Hub {
         };
         let created = self.store.create(&rec, &events).await?;
         if created {
-            self.ring(&id);
+            self.ring(&id, rec.version);
         } else if self.store.get(scope, &id).await?.is_none_or(|r| r.agent != agent) {
             return Err(A2aError::task_not_found(&task.id));
         }
@@ -452,7 +524,7 @@ impl Hub {
                 ..rec.clone()
             };
             if self.store.update(&next, rec.version, &events, &deliveries).await? {
-                self.ring(id);
+                self.ring(id, next.version);
                 if !deliveries.is_empty() {
                     self.push_bell.notify_one();
                 }
@@ -472,7 +544,7 @@ impl Hub {
         stop_on_interrupt: bool,
     ) -> impl Stream<Item = Result<StreamResponse, A2aError>> + Send + 'static {
         let hub = self.clone();
-        let mut bell = self.bells.follow(id.bell_key());
+        let mut bell = self.follow_task(&id, after);
         let mut closed = self.closed.subscribe();
         async_stream(move |tx| async move {
             let mut seq = after;
@@ -513,7 +585,7 @@ impl Hub {
                 }
                 if idle {
                     tokio::select! {
-                        _ = tokio::time::timeout(hub.poll(), bell.changed()) => {}
+                        _ = bell.changed() => {}
                         _ = closed.changed() => {}
                     }
                 }
@@ -528,7 +600,7 @@ impl Hub {
         id: &TaskId,
         limit: Duration,
     ) -> Result<Option<TaskRecord>, A2aError> {
-        let mut bell = self.bells.follow(id.bell_key());
+        let mut bell = self.follow_task(id, 0);
         let deadline = tokio::time::Instant::now() + limit;
         loop {
             if let Some(rec) = self.store.get(scope, id).await? {
@@ -538,17 +610,9 @@ impl Hub {
             if left.is_zero() {
                 return Ok(None);
             }
-            let _ = tokio::time::timeout(left.min(self.poll()), bell.changed()).await;
+            let _ = tokio::time::timeout(left, bell.changed()).await;
         }
     }
-}
-
-/// Wakes the followers of the task with bell key `key`.
-fn ring(bells: &Bells<u64, u64>, key: u64) {
-    bells.update(&key, |n| {
-        *n = n.wrapping_add(1);
-        true
-    });
 }
 
 /// Applies `change` to `task` in memory and returns its stream event.
@@ -666,6 +730,9 @@ mod tests {
         async fn update(&self, t: &TaskRecord, v: i64, e: &[Value], d: &[NewDelivery]) -> Result<bool, Error> {
             self.inner.update(t, v, e, d).await
         }
+        async fn versions(&self, ids: &[TaskId]) -> Result<Vec<(TaskId, i64)>, Error> {
+            self.inner.versions(ids).await
+        }
         async fn events_after(&self, id: &TaskId, after: i64, limit: u32) -> Result<Vec<(i64, Value)>, Error> {
             if let Ok(mut reads) = self.reads.lock() {
                 *reads.entry(id.to_string()).or_default() += 1;
@@ -701,9 +768,10 @@ mod tests {
         Change::Status(TaskStatus { state: TaskState::Working, message: None, timestamp: None })
     }
 
-    /// A change to one task wakes its own followers, not every stream: a subscriber of task
-    /// `a` does not re-read its log while task `b` changes twenty times, and sees `a`'s own
-    /// change at once.
+    /// A change to one task wakes its own followers, not every stream, and nothing polls per
+    /// stream: a subscriber of task `a` does not re-read its log while task `b` changes twenty
+    /// times and then nothing happens for two sweeps; it sees `a`'s own change at once, and one
+    /// made by another process at the next sweep.
     #[tokio::test]
     async fn a_task_change_wakes_only_that_tasks_followers() {
         use futures::StreamExt as _;
@@ -723,15 +791,17 @@ mod tests {
         for _ in 0..20 {
             hub.apply_all(&scope, &TaskId::from("b"), None, vec![working()]).await.unwrap_or_else(|e| panic!("{e}"));
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        // At most one read: the 250 ms poll may fall in the window on a slow machine.
-        assert!(
-            store.reads("a") <= before + 1,
-            "`b`'s changes woke `a`'s follower: {} reads",
-            store.reads("a") - before
-        );
+        // Idle for more than two sweeps: the sweep reads versions, never a stream's events.
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        assert_eq!(store.reads("a"), before, "`b`'s changes, or a poll, made `a`'s follower read");
         hub.apply_all(&scope, &TaskId::from("a"), None, vec![working()]).await.unwrap_or_else(|e| panic!("{e}"));
         let next = tokio::time::timeout(Duration::from_millis(100), stream.next()).await;
+        assert!(matches!(next, Ok(Some(Ok(StreamResponse::StatusUpdate(_))))), "{next:?}");
+        // A change by another process on the same store (no feed): the sweep finds it.
+        let sealer = crate::sealing::CredentialSealer::from_hex(&"ab".repeat(32)).unwrap_or_else(|e| panic!("{e}"));
+        let elsewhere = Hub::new(store.clone(), None, 1 << 20, sealer);
+        elsewhere.apply_all(&scope, &TaskId::from("a"), None, vec![working()]).await.unwrap_or_else(|e| panic!("{e}"));
+        let next = tokio::time::timeout(Duration::from_secs(2), stream.next()).await;
         assert!(matches!(next, Ok(Some(Ok(StreamResponse::StatusUpdate(_))))), "{next:?}");
     }
 

@@ -72,15 +72,17 @@ impl<K: Eq + Hash + Clone, V> Default for Bells<K, V> {
 impl<K: Eq + Hash + Clone, V: Default> Bells<K, V> {
     /// Starts following `key` (before reading what it names).
     pub fn follow(self: &Arc<Self>, key: K) -> Following<K, V> {
+        self.follow_with(key, V::default)
+    }
+
+    /// Starts following `key`; `first` is its value if nobody here follows it yet.
+    pub fn follow_with(self: &Arc<Self>, key: K, first: impl FnOnce() -> V) -> Following<K, V> {
         let mut slots = self.slots.lock().unwrap_or_else(PoisonError::into_inner);
         let slot = match slots.get(&key).and_then(Weak::upgrade) {
             Some(slot) => slot,
             None => {
-                let slot = Arc::new(Slot {
-                    key: key.clone(),
-                    tx: watch::channel(V::default()).0,
-                    bells: Arc::downgrade(self),
-                });
+                let slot =
+                    Arc::new(Slot { key: key.clone(), tx: watch::channel(first()).0, bells: Arc::downgrade(self) });
                 slots.insert(key, Arc::downgrade(&slot));
                 slot
             }
@@ -116,6 +118,18 @@ impl<K: Eq + Hash + Clone, V: Default> Bells<K, V> {
     pub fn followed(&self) -> Vec<K> {
         self.slots.lock().map(|slots| slots.keys().cloned().collect()).unwrap_or_default()
     }
+
+    /// The value of every followed key.
+    pub fn values(&self) -> Vec<V>
+    where
+        V: Clone,
+    {
+        let slots: Vec<Arc<Slot<K, V>>> = match self.slots.lock() {
+            Ok(slots) => slots.values().filter_map(Weak::upgrade).collect(),
+            Err(_) => return Vec::new(),
+        };
+        slots.iter().map(|s| s.tx.borrow().clone()).collect()
+    }
 }
 
 #[cfg(test)]
@@ -139,6 +153,13 @@ mod tests {
         bells.update(&"nobody", |_| panic!("an unfollowed key has no value to change"));
         bells.update_all(|n| *n += 10);
         assert_eq!((*a2.rx.borrow_and_update(), *b.rx.borrow_and_update()), (11, 10));
+        let mut values = bells.values();
+        values.sort_unstable();
+        assert_eq!(values, vec![10, 11]);
+        let c = bells.follow_with("c", || 7);
+        assert_eq!(*c.rx.borrow(), 7);
+        assert_eq!(*bells.follow_with("c", || 99).rx.borrow(), 7, "the first follower's value stays");
+        drop(c);
         drop((a1, a2));
         assert_eq!(bells.followed(), vec!["b"], "the last follower's slot leaves");
         drop(b);

@@ -617,6 +617,11 @@ impl TaskStore for MemoryTasks {
         Ok(true)
     }
 
+    async fn versions(&self, ids: &[TaskId]) -> Result<Vec<(TaskId, i64)>, Error> {
+        let rows = self.rows();
+        Ok(ids.iter().filter_map(|id| rows.tasks.get(id).map(|t| (id.clone(), t.version))).collect())
+    }
+
     async fn events_after(&self, id: &TaskId, after: i64, limit: u32) -> Result<Vec<(i64, serde_json::Value)>, Error> {
         let rows = self.rows();
         let log = rows.events.get(id).map(Vec::as_slice).unwrap_or_default();

@@ -283,6 +283,9 @@ pub trait TaskStore: Send + Sync {
         events: &[Value],
         deliveries: &[NewDelivery],
     ) -> Result<bool, Error>;
+    /// The version (its last event's sequence number) of each of `ids` that exists: one read
+    /// for many tasks, the task hub's sweep for changes it was not told about.
+    async fn versions(&self, ids: &[TaskId]) -> Result<Vec<(TaskId, i64)>, Error>;
     /// Events of task `id` with a sequence number above `after`, in order (at most `limit`).
     async fn events_after(&self, id: &TaskId, after: i64, limit: u32) -> Result<Vec<(i64, Value)>, Error>;
     /// One page of tasks and the total number matching the filter (cursor ignored).

@@ -125,6 +125,18 @@ impl<D: Dialect> TaskStore for SqlTasks<D> {
         Ok(true)
     }
 
+    async fn versions(&self, ids: &[TaskId]) -> Result<Vec<(TaskId, i64)>, Error> {
+        let mut out = Vec::with_capacity(ids.len());
+        for chunk in ids.chunks(500) {
+            let stmt = Stmt::new(format!("SELECT id, version FROM a2a_tasks WHERE {}", D::any("id", 1)))
+                .texts(chunk.iter().map(ToString::to_string).collect());
+            for row in sql::all::<D>(self.pools.read(), stmt).await? {
+                out.push((TaskId::from(row.text(0)?), row.int(1)?));
+            }
+        }
+        Ok(out)
+    }
+
     async fn events_after(&self, id: &TaskId, after: i64, limit: u32) -> Result<Vec<(i64, Value)>, Error> {
         let stmt =
             Stmt::new("SELECT seq, event FROM a2a_task_events WHERE task_id = $1 AND seq > $2 ORDER BY seq LIMIT $3")

@@ -5,7 +5,10 @@
 //! same run. It also times an unrelated durable call (p50 at concurrency 1) with and without the
 //! streams open, so per-stream work that slows everything else shows.
 //!
-//! `switchyard-streams-bench [--streams 10000] [--seconds 5] [--store-url postgres://…]`
+//! With `--kind a2a` the streams are A2A `SubscribeToTask` streams (HTTP+JSON SSE) on tasks of the
+//! built-in `tck` agent that wait for input (non-terminal, with no run in flight).
+//!
+//! `switchyard-streams-bench [--streams 10000] [--seconds 5] [--store-url postgres://…] [--kind events|a2a]`
 //!
 //! The gateway is `$SWITCHYARD_BIN`, else the one next to this binary (build both in release).
 //! Each process needs a descriptor per stream: raise `ulimit -n` above `--streams` plus a margin.
@@ -26,10 +29,12 @@ struct Args {
     streams: usize,
     seconds: u64,
     store_url: Option<String>,
+    /// A2A subscriptions instead of admin event streams.
+    a2a: bool,
 }
 
 fn parse() -> anyhow::Result<Args> {
-    let mut a = Args { streams: 10_000, seconds: 5, store_url: None };
+    let mut a = Args { streams: 10_000, seconds: 5, store_url: None, a2a: false };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let value = it.next().with_context(|| format!("{flag} needs a value"))?;
@@ -37,6 +42,11 @@ fn parse() -> anyhow::Result<Args> {
             "--streams" => a.streams = value.parse()?,
             "--seconds" => a.seconds = value.parse()?,
             "--store-url" => a.store_url = Some(value),
+            "--kind" => match value.as_str() {
+                "events" => a.a2a = false,
+                "a2a" => a.a2a = true,
+                other => bail!("--kind is events or a2a, not {other}"),
+            },
             other => bail!("unknown flag {other}"),
         }
     }
@@ -103,9 +113,16 @@ async fn unrelated_calls(gw: &Gateway, seconds: u64) -> anyhow::Result<Run> {
 async fn main() -> anyhow::Result<()> {
     let args = parse()?;
     let dir = tempfile::tempdir()?;
+    // The A2A side: the built-in `tck` agent, open to anonymous callers.
+    let config = args.a2a.then(|| -> anyhow::Result<std::path::PathBuf> {
+        let path = dir.path().join("switchyard.toml");
+        std::fs::write(&path, "[a2a]\nanonymous = true\n[[a2a.agents]]\nname = \"tck\"\nkind = \"tck\"\n")?;
+        Ok(path)
+    });
     let gw = Gateway::start(Options {
         data_dir: dir.path().join("d"),
         store_url: args.store_url.clone(),
+        config: config.transpose()?,
         // The followed calls must stay idle: no attempt timeout (and retry) within the run.
         env: vec![
             ("RUST_LOG".into(), "warn".into()),
@@ -116,15 +133,12 @@ async fn main() -> anyhow::Result<()> {
     let store = if args.store_url.is_some() { "postgres" } else { "sqlite" };
     tokio::time::sleep(Duration::from_secs(1)).await;
     let idle_kb = rss_kb(gw.pid())?;
-    // Invocations that stay in flight (an `echo` that takes 10 minutes), for the streams to follow;
-    // made before the baseline, so that both sides count their lease renewals.
+    // What the streams follow, made before the baseline: invocations that stay in flight (an
+    // `echo` that takes 10 minutes; both sides count their lease renewals), or A2A tasks that
+    // wait for input.
     let mut ids = Vec::new();
     for i in 0..INVOCATIONS {
-        let (status, v) = gw.submit(TENANT, "echo", json!({"delay_ms": 600_000, "i": i}), None, 0).await?;
-        if status != 201 {
-            bail!("submit: {status} {v}");
-        }
-        ids.push(v["id"].as_str().unwrap_or_default().to_string());
+        ids.push(if args.a2a { waiting_task(&gw, i).await? } else { in_flight(&gw, i).await? });
     }
     // The database's load is measured while nothing else runs, before the unrelated calls.
     let base_tx = match &args.store_url {
@@ -137,21 +151,22 @@ async fn main() -> anyhow::Result<()> {
     let before_kb = rss_kb(gw.pid())?;
     let opened = futures::stream::iter(0..args.streams)
         .map(|i| {
-            let url = format!("{}/admin/v1/invocations/{}/events", gw.base, ids[i % ids.len()]);
-            let client = client.clone();
-            async move {
-                let resp = client
-                    .get(url)
+            let id = &ids[i % ids.len()];
+            let req = if args.a2a {
+                client.post(format!("{}/a2a/tck/rest/tasks/{id}:subscribe", gw.base)).header("a2a-version", "1.0")
+            } else {
+                client
+                    .get(format!("{}/admin/v1/invocations/{id}/events", gw.base))
                     .bearer_auth(TOKEN)
                     .header("x-switchyard-tenant", TENANT)
-                    .header("accept", "text/event-stream")
-                    .send()
-                    .await?;
+            };
+            async move {
+                let resp = req.header("accept", "text/event-stream").send().await?;
                 if !resp.status().is_success() {
                     bail!("stream {i}: {}", resp.status());
                 }
                 let mut body = resp.bytes_stream();
-                // The replayed events arrive first: the stream is open and served.
+                // The replayed events (or the task) arrive first: the stream is open and served.
                 body.next().await.context("stream ended at once")??;
                 Ok(body)
             }
@@ -171,7 +186,9 @@ async fn main() -> anyhow::Result<()> {
     };
     let loaded_calls = unrelated_calls(&gw, args.seconds).await?;
     let per_stream = (open_kb.saturating_sub(before_kb)) as f64 / args.streams as f64;
-    println!("idle event streams, store {store}, {} streams over {INVOCATIONS} in-flight invocations", args.streams);
+    let kind = if args.a2a { "A2A SubscribeToTask" } else { "admin event" };
+    let over = if args.a2a { "tasks waiting for input" } else { "in-flight invocations" };
+    println!("idle {kind} streams, store {store}, {} streams over {INVOCATIONS} {over}", args.streams);
     println!("{:<34} {:>14} {:>14}", "measure", "no streams", "streams open");
     println!("{:<34} {:>14.1} {:>14.1}", "gateway RSS MB", idle_kb as f64 / 1024.0, open_kb as f64 / 1024.0);
     println!("{:<34} {:>14} {:>14.1}", "RSS per stream kB", "-", per_stream);
@@ -181,6 +198,7 @@ async fn main() -> anyhow::Result<()> {
     }
     let report = json!({
         "store": store,
+        "kind": if args.a2a { "a2a" } else { "events" },
         "streams": args.streams,
         "rss_idle_kb": idle_kb,
         "rss_streams_kb": open_kb,
@@ -191,4 +209,34 @@ async fn main() -> anyhow::Result<()> {
     println!("{report}");
     drop(streams);
     Ok(())
+}
+
+/// An invocation that stays in flight for 10 minutes.
+async fn in_flight(gw: &Gateway, i: usize) -> anyhow::Result<String> {
+    let (status, v) = gw.submit(TENANT, "echo", json!({"delay_ms": 600_000, "i": i}), None, 0).await?;
+    if status != 201 {
+        bail!("submit: {status} {v}");
+    }
+    Ok(v["id"].as_str().unwrap_or_default().to_string())
+}
+
+/// A task of the `tck` agent that waits for input.
+async fn waiting_task(gw: &Gateway, i: usize) -> anyhow::Result<String> {
+    let message = json!({"messageId": format!("tck-input-required-{i}-{}", std::process::id()), "role": "ROLE_USER",
+                         "parts": [{"text": "hello"}]});
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}});
+    let v: serde_json::Value = gw
+        .http
+        .post(format!("{}/a2a/tck", gw.base))
+        .header("a2a-version", "1.0")
+        .json(&body)
+        .send()
+        .await?
+        .json()
+        .await?;
+    let task = &v["result"]["task"];
+    if task["status"]["state"] != "TASK_STATE_INPUT_REQUIRED" {
+        bail!("the tck agent did not wait for input: {v}");
+    }
+    Ok(task["id"].as_str().unwrap_or_default().to_string())
 }
