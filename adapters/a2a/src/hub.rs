@@ -35,20 +35,19 @@ const POLL: Duration = Duration::from_millis(250);
 /// With a change feed attached: the sweep is only a fallback for lost notices.
 const FALLBACK_POLL: Duration = Duration::from_secs(10);
 
-/// What the followers of one task (by [`TaskId::bell_key`]) were told: the task, the highest
-/// version known here, and how many wake-ups. (Two ids with one key would share a slot: their
-/// followers wake each other for nothing, and the sweep reads only the first one's version.)
+/// What the followers of one task (by [`TaskId::bell_key`]) know of it: which task, and its
+/// highest version known here. (Two ids with one key would share a slot: their followers wake
+/// each other for nothing, and the sweep reads only the first one's version.)
 #[derive(Debug, Clone, Default)]
 struct Heard {
     id: Option<TaskId>,
     version: i64,
-    rings: u64,
 }
 
 impl Heard {
     fn first(id: &TaskId, version: i64) -> impl FnOnce() -> Heard {
         let id = id.clone();
-        move || Heard { id: Some(id), version, rings: 0 }
+        move || Heard { id: Some(id), version }
     }
 }
 
@@ -221,11 +220,8 @@ impl Hub {
             loop {
                 tokio::select! {
                     next = heard.next() => match next {
-                        Some(Changed::Task { key }) => bells.update(&key, |h| {
-                            h.rings += 1;
-                            true
-                        }),
-                        Some(Changed::Tasks | Changed::Resync) => bells.update_all(|h| h.rings += 1),
+                        Some(Changed::Task { key }) => bells.update(&key, |_| true),
+                        Some(Changed::Tasks | Changed::Resync) => bells.update_all(|_| {}),
                         Some(_) => {}
                         None => return,
                     },
@@ -271,10 +267,7 @@ impl Hub {
                     for (id, version) in versions {
                         self.bells.update(&id.bell_key(), |h| {
                             let moved = version > h.version;
-                            if moved {
-                                h.version = version;
-                                h.rings += 1;
-                            }
+                            h.version = h.version.max(version);
                             moved
                         });
                     }
@@ -400,7 +393,6 @@ impl Hub {
         let key = id.bell_key();
         self.bells.update(&key, |h| {
             h.version = h.version.max(version);
-            h.rings += 1;
             true
         });
         if let Some(feed) = self.feed.get() {

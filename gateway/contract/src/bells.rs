@@ -96,14 +96,14 @@ impl<K: Eq + Hash + Clone, V: Default> Bells<K, V> {
         self.slots.lock().ok()?.get(key).and_then(Weak::upgrade)
     }
 
-    /// Changes `key`'s value, if someone follows it; they wake if `change` says it changed.
+    /// Changes `key`'s value, if someone follows it; they wake if `change` returns true.
     pub fn update(&self, key: &K, change: impl FnOnce(&mut V) -> bool) {
         if let Some(slot) = self.slot(key) {
             slot.tx.send_if_modified(change);
         }
     }
 
-    /// Changes every followed key's value, waking every follower (notices may have been lost).
+    /// Changes every followed key's value and wakes every follower (notices may have been lost).
     pub fn update_all(&self, change: impl Fn(&mut V)) {
         let slots: Vec<Arc<Slot<K, V>>> = match self.slots.lock() {
             Ok(slots) => slots.values().filter_map(Weak::upgrade).collect(),

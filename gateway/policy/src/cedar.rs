@@ -18,11 +18,10 @@
 //! sensitive 30 s — at most 60 —, critical never); see the cache module for why it is never
 //! stale.
 
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Instant;
-
-use std::collections::{HashMap, HashSet};
 
 use cedar_policy::{
     Authorizer, Context, Decision, Entities, Entity, EntityId, EntityTypeName, EntityUid, PolicySet, Request,
