@@ -139,9 +139,10 @@ async fn the_console_approves_a_drifted_tool_and_hides_other_tenants_calls() {
         gw.submit("default", "count", json!({"key": "mine"}), None, 0).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(status, 201, "{call}");
     let foreign = call["id"].as_str().unwrap_or_default().to_string();
-    // A write that takes a few seconds, for the live journal.
+    // A write that takes long enough to outlast Chromium's start on a loaded machine (4 s did not
+    // once, beside the other Chromium test), for the live journal.
     let (status, slow) = gw
-        .submit("default", "count", json!({"key": "slow", "delay_ms": 4000}), None, 0)
+        .submit("default", "count", json!({"key": "slow", "delay_ms": 12000}), None, 0)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(status, 201, "{slow}");
