@@ -1,0 +1,115 @@
+use super::*;
+use std::collections::HashMap;
+use std::sync::Mutex;
+use switchyard_contract::memory::MemoryTasks;
+use switchyard_contract::{Error, NewDelivery, Principal, TaskQuery};
+
+/// The memory store, counting each task's event reads.
+#[derive(Default)]
+struct Counting {
+    inner: MemoryTasks,
+    reads: Mutex<HashMap<String, usize>>,
+}
+
+impl Counting {
+    fn reads(&self, id: &str) -> usize {
+        self.reads.lock().map(|r| r.get(id).copied().unwrap_or(0)).unwrap_or(0)
+    }
+}
+
+#[async_trait::async_trait]
+impl TaskStore for Counting {
+    async fn create(&self, task: &TaskRecord, events: &[Value]) -> Result<bool, Error> {
+        self.inner.create(task, events).await
+    }
+    async fn get(&self, scope: &TaskScope, id: &TaskId) -> Result<Option<TaskRecord>, Error> {
+        self.inner.get(scope, id).await
+    }
+    async fn update(&self, t: &TaskRecord, v: i64, e: &[Value], d: &[NewDelivery]) -> Result<bool, Error> {
+        self.inner.update(t, v, e, d).await
+    }
+    async fn versions(&self, ids: &[TaskId]) -> Result<Vec<(TaskId, i64)>, Error> {
+        self.inner.versions(ids).await
+    }
+    async fn events_after(&self, id: &TaskId, after: i64, limit: u32) -> Result<Vec<(i64, Value)>, Error> {
+        if let Ok(mut reads) = self.reads.lock() {
+            *reads.entry(id.to_string()).or_default() += 1;
+        }
+        self.inner.events_after(id, after, limit).await
+    }
+    async fn list(&self, query: &TaskQuery) -> Result<(Vec<TaskRecord>, i64), Error> {
+        self.inner.list(query).await
+    }
+    async fn put_push_config(&self, task_id: &TaskId, id: &str, config: &Value) -> Result<(), Error> {
+        self.inner.put_push_config(task_id, id, config).await
+    }
+    async fn push_configs(&self, task_id: &TaskId) -> Result<Vec<(String, Value)>, Error> {
+        self.inner.push_configs(task_id).await
+    }
+    async fn delete_push_config(&self, task_id: &TaskId, id: &str) -> Result<bool, Error> {
+        self.inner.delete_push_config(task_id, id).await
+    }
+}
+
+fn task(id: &str) -> Task {
+    Task {
+        id: id.into(),
+        context_id: "ctx".into(),
+        status: TaskStatus { state: TaskState::Working, message: None, timestamp: None },
+        artifacts: None,
+        history: None,
+        metadata: None,
+    }
+}
+
+fn working() -> Change {
+    Change::Status(TaskStatus { state: TaskState::Working, message: None, timestamp: None })
+}
+
+/// A change to one task wakes its own followers, not every stream, and nothing polls per
+/// stream: a subscriber of task `a` does not re-read its log while task `b` changes twenty
+/// times and then nothing happens for two sweeps; it sees `a`'s own change at once, and one
+/// made by another process at the next sweep.
+#[tokio::test]
+async fn a_task_change_wakes_only_that_tasks_followers() {
+    use futures::StreamExt as _;
+    let store = Arc::new(Counting::default());
+    let sealer = crate::sealing::CredentialSealer::from_hex(&"ab".repeat(32)).unwrap_or_else(|e| panic!("{e}"));
+    let hub = Hub::new(store.clone(), None, 1 << 20, sealer);
+    let tenant = TenantId::new("acme").unwrap_or_else(|e| panic!("{e}"));
+    let scope = TaskScope::of(&Principal::new(tenant, "alice"), "agent");
+    let cursor = RunCursor { invocation: InvocationId::new(), step: 0 };
+    for id in ["a", "b"] {
+        assert!(hub.create(&scope, "echo", &task(id), cursor, Vec::new()).await.unwrap_or_else(|e| panic!("{e}")));
+    }
+    let mut stream = Box::pin(hub.follow(TaskId::from("a"), 1, false));
+    let waiting = tokio::time::timeout(Duration::from_millis(100), stream.next()).await;
+    assert!(waiting.is_err(), "nothing new on `a` yet: {waiting:?}");
+    let before = store.reads("a");
+    for _ in 0..20 {
+        hub.apply_all(&scope, &TaskId::from("b"), None, vec![working()]).await.unwrap_or_else(|e| panic!("{e}"));
+    }
+    // Idle for more than two sweeps: the sweep reads versions, never a stream's events.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(store.reads("a"), before, "`b`'s changes, or a poll, made `a`'s follower read");
+    hub.apply_all(&scope, &TaskId::from("a"), None, vec![working()]).await.unwrap_or_else(|e| panic!("{e}"));
+    let next = tokio::time::timeout(Duration::from_millis(100), stream.next()).await;
+    assert!(matches!(next, Ok(Some(Ok(StreamResponse::StatusUpdate(_))))), "{next:?}");
+    // A change by another process on the same store (no feed): the sweep finds it.
+    let sealer = crate::sealing::CredentialSealer::from_hex(&"ab".repeat(32)).unwrap_or_else(|e| panic!("{e}"));
+    let elsewhere = Hub::new(store.clone(), None, 1 << 20, sealer);
+    elsewhere.apply_all(&scope, &TaskId::from("a"), None, vec![working()]).await.unwrap_or_else(|e| panic!("{e}"));
+    let next = tokio::time::timeout(Duration::from_secs(2), stream.next()).await;
+    assert!(matches!(next, Ok(Some(Ok(StreamResponse::StatusUpdate(_))))), "{next:?}");
+}
+
+/// Rows keep the names the wire uses (as written before the state was typed).
+#[test]
+fn stored_states_are_the_wire_names() {
+    use TaskState::*;
+    for s in [Unspecified, Submitted, Working, Completed, Failed, Canceled, InputRequired, Rejected, AuthRequired] {
+        let stored = stored_state(&s);
+        assert_eq!(stored.as_str(), state_name(&s), "{s:?}");
+        assert_eq!(TaskStateName::parse(stored.as_str()), Some(stored));
+    }
+}
