@@ -666,3 +666,41 @@ mod grants_are_revoked_and_spent_once {
         super::grants_are_revoked_and_spent_once(port).await;
     }
 }
+
+async fn conformance_runs_are_kept_newest_first(runs: Arc<dyn switchyard_contract::ConformanceRuns>) {
+    let run = |id: &str, started_ms: i64, passed: bool| switchyard_contract::ConformanceRun {
+        id: id.to_string(),
+        suite: "mcp-server".to_string(),
+        target: "http://127.0.0.1:1/mcp".to_string(),
+        started_ms,
+        finished_ms: started_ms + 5,
+        passed,
+        summary: json!({ "id": id, "legs": [] }),
+    };
+    for r in [run("run_a", 10, true), run("run_b", 30, false), run("run_c", 20, true)] {
+        runs.record(&r).await.unwrap_or_else(|e| panic!("{e}"));
+    }
+    assert!(runs.record(&run("run_a", 40, true)).await.is_err(), "an id is recorded once");
+    let listed = runs.list(2).await.unwrap_or_else(|e| panic!("{e}"));
+    let ids: Vec<&str> = listed.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(ids, ["run_b", "run_c"], "newest first, bounded");
+    assert_eq!(listed.first(), Some(&run("run_b", 30, false)), "every field round-trips");
+    let got = runs.get("run_a").await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(got.map(|r| r.summary), Some(json!({ "id": "run_a", "legs": [] })));
+    assert_eq!(runs.get("run_nope").await.ok(), Some(None));
+}
+
+mod conformance_runs_are_kept_newest_first {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqlite() {
+        let (_dir, url) = switchyard_tests::sqlite_url();
+        let s = switchyard_store::connect(&url, &super::StoreOptions::default()).await;
+        super::conformance_runs_are_kept_newest_first(s.unwrap_or_else(|e| panic!("{e}")).conformance).await;
+    }
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn postgres() {
+        let url = switchyard_tests::pg::database().await;
+        let s = switchyard_store::connect(&url, &super::StoreOptions::default()).await;
+        super::conformance_runs_are_kept_newest_first(s.unwrap_or_else(|e| panic!("{e}")).conformance).await;
+    }
+}

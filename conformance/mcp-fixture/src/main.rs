@@ -26,7 +26,9 @@
 //!   URL (2026-07-28 stateless requests, 2025-11-25 `initialize` + `Mcp-Session-Id` sessions).
 //!   When ready it prints exactly one line `listening http://IP:PORT/mcp` on stdout.
 //!
-//! Environment: `FIXTURE_CALL_LOG`, `FIXTURE_SCHEMA_VARIANT` (above),
+//! Environment: `FIXTURE_CALL_LOG`, `FIXTURE_SCHEMA_VARIANT` (above), `FIXTURE_BROKEN` (set: a
+//! deliberately broken variant whose `test_simple_text` answers an image instead of text, so the scored
+//! `tools-call-simple-text` scenario fails; for the tests of `switchyard conformance`),
 //! `FIXTURE_REQUEST_STATE_KEY` (≥ 32 bytes; HMAC key for MRTR `requestState`, so several fixture
 //! processes can share state; a built-in test key is used otherwise), `RUST_LOG` (stderr logs).
 

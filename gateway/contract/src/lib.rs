@@ -21,6 +21,7 @@ pub mod policy;
 pub mod ports;
 pub mod principal;
 pub mod relay;
+pub mod reports;
 pub mod secret;
 pub mod state;
 pub mod tasks;
@@ -46,6 +47,7 @@ pub use ports::{
 };
 pub use principal::{EffectClass, Grant, IngressKey, Principal, Target, TenantId};
 pub use relay::{CallContext, CallRelay, Interim, Progress, Question, RelayError};
+pub use reports::{ConformanceRun, ConformanceRuns};
 pub use secret::Secret;
 pub use state::{Decision, Fence, Invocation, InvocationState, Lease, NewInvocation, Resolution, StateName};
 pub use tasks::{

@@ -451,6 +451,16 @@ async fn audit_checkpoints(
 /// Runs the gateway until `shutdown` resolves, then drains HTTP and the engine for up to the
 /// configured grace period and releases every lease still held.
 pub async fn serve(cfg: Config, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+    serve_announcing(cfg, shutdown, None).await
+}
+
+/// [`serve`], telling `ready` the bound address instead of printing the banner (a gateway run
+/// inside another command, e.g. `switchyard conformance --through-gateway`).
+pub async fn serve_announcing(
+    cfg: Config,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    ready: Option<tokio::sync::oneshot::Sender<SocketAddr>>,
+) -> anyhow::Result<()> {
     let started = std::time::Instant::now();
     let app = App::build(&cfg).await?;
     let listener = tokio::net::TcpListener::bind(cfg.server.listen)
@@ -518,6 +528,28 @@ pub async fn serve(cfg: Config, shutdown: impl Future<Output = ()> + Send + 'sta
         startup_ms = started.elapsed().as_millis(),
         "switchyard ready"
     );
+    if let Some(ready) = ready {
+        let _ = ready.send(addr);
+    } else {
+        banner(&cfg, &app, addr, metrics_addr, &undiscovered);
+    }
+    shutdown.await;
+    info!("shutting down: draining HTTP and in-flight invocations");
+    app.a2a.close();
+    stop_tx.send_replace(true);
+    let grace = Duration::from_millis(cfg.server.shutdown_grace_ms);
+    let (http, engine) = tokio::join!(tokio::time::timeout(grace, server), app.engine.shutdown(grace));
+    if http.is_err() {
+        warn!("HTTP connections still open after the grace period; closing them");
+    }
+    background.shutdown().await;
+    app.mcp.close().await;
+    engine?;
+    Ok(())
+}
+
+/// What `switchyard serve` prints on stdout once it listens.
+fn banner(cfg: &Config, app: &App, addr: SocketAddr, metrics_addr: Option<SocketAddr>, undiscovered: &[String]) {
     println!("switchyard ready: listening on http://{addr}");
     println!("  store:       {}", redact_url(&cfg.store_url()));
     println!("  data dir:    {}", cfg.server.data_dir.display());
@@ -538,19 +570,6 @@ pub async fn serve(cfg: Config, shutdown: impl Future<Output = ()> + Send + 'sta
     if !undiscovered.is_empty() {
         println!("  mcp upstreams not reachable yet (retrying): {}", undiscovered.join(", "));
     }
-    shutdown.await;
-    info!("shutting down: draining HTTP and in-flight invocations");
-    app.a2a.close();
-    stop_tx.send_replace(true);
-    let grace = Duration::from_millis(cfg.server.shutdown_grace_ms);
-    let (http, engine) = tokio::join!(tokio::time::timeout(grace, server), app.engine.shutdown(grace));
-    if http.is_err() {
-        warn!("HTTP connections still open after the grace period; closing them");
-    }
-    background.shutdown().await;
-    app.mcp.close().await;
-    engine?;
-    Ok(())
 }
 
 /// Resolves on SIGINT or SIGTERM.

@@ -8,6 +8,7 @@ pub mod artifacts_http;
 pub mod auth;
 pub mod cli;
 pub mod config;
+pub mod conformance;
 pub mod console;
 pub mod demo;
 pub mod faults;

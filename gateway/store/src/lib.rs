@@ -20,6 +20,7 @@ pub mod invocations;
 pub mod invocations_fast;
 mod migrate;
 pub mod outbox;
+pub mod reports;
 mod row;
 pub mod secrets;
 pub mod tasks;
@@ -27,8 +28,8 @@ pub mod tasks;
 use std::sync::Arc;
 
 use switchyard_contract::{
-    ArtifactIndex, AuditStore, BindingStore, ChangeFeed, GrantStore, InvocationStore, PushOutbox, SecretVault,
-    TaskStore,
+    ArtifactIndex, AuditStore, BindingStore, ChangeFeed, ConformanceRuns, GrantStore, InvocationStore, PushOutbox,
+    SecretVault, TaskStore,
 };
 
 pub use artifacts::SqlArtifacts;
@@ -40,6 +41,7 @@ pub use feed::PgFeed;
 pub use grants::SqlGrants;
 pub use invocations::{PgStore, SqlInvocations, SqliteStore};
 pub use outbox::SqlOutbox;
+pub use reports::SqlConformanceRuns;
 pub use secrets::SqlSecrets;
 pub use tasks::SqlTasks;
 
@@ -94,6 +96,8 @@ pub struct Stores {
     pub grants: Arc<dyn GrantStore>,
     /// The audit log's hash chains and signed checkpoints.
     pub audit: Arc<dyn AuditStore>,
+    /// Kept runs of the protocol test kits (`switchyard conformance`).
+    pub conformance: Arc<dyn ConformanceRuns>,
     /// PostgreSQL: other replicas' changes, heard as they commit (`LISTEN/NOTIFY`). SQLite has
     /// one process, whose changes the engine hears in memory.
     pub feed: Option<Arc<dyn ChangeFeed>>,
@@ -136,7 +140,8 @@ fn stores<D: Dialect>(pools: Pools<D>, opts: &StoreOptions) -> Stores {
         vault: Arc::new(SqlSecrets::new(pools.clone())),
         tasks: Arc::new(SqlTasks::new(pools.clone())),
         outbox: Arc::new(SqlOutbox::new(pools.clone())),
-        grants: Arc::new(SqlGrants::new(pools)),
+        grants: Arc::new(SqlGrants::new(pools.clone())),
+        conformance: Arc::new(SqlConformanceRuns::new(pools)),
         audit: Arc::new(audit),
         feed: None,
     }

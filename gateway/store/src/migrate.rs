@@ -39,6 +39,11 @@ pub(crate) const POSTGRES: Files = &[
         "invocation_trace",
         include_str!("../../../migrations/postgres/20261202000012_invocation_trace.sql"),
     ),
+    (
+        20261203000013,
+        "conformance_runs",
+        include_str!("../../../migrations/postgres/20261203000013_conformance_runs.sql"),
+    ),
 ];
 
 pub(crate) const SQLITE: Files = &[
@@ -65,6 +70,11 @@ pub(crate) const SQLITE: Files = &[
         20261202000012,
         "invocation_trace",
         include_str!("../../../migrations/sqlite/20261202000012_invocation_trace.sql"),
+    ),
+    (
+        20261203000013,
+        "conformance_runs",
+        include_str!("../../../migrations/sqlite/20261203000013_conformance_runs.sql"),
     ),
 ];
 

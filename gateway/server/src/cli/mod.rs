@@ -4,6 +4,7 @@ mod approvals;
 mod artifacts;
 mod audit;
 mod auth;
+mod conformance;
 mod grants;
 mod invocations;
 mod migrate;
@@ -59,6 +60,10 @@ enum Command {
     /// Authorize the gateway at OAuth-protected upstreams (authorization code flow).
     #[command(subcommand)]
     Auth(auth::Command),
+    /// Run the official MCP suites and the A2A TCK against a server, client or agent, directly
+    /// and through the gateway; list and show past runs.
+    #[command(subcommand)]
+    Conformance(conformance::Command),
     /// Review and approve pinned upstream tool schemas.
     #[command(subcommand)]
     Upstreams(upstreams::Command),
@@ -100,6 +105,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Artifacts(cmd) => artifacts::run(cmd, &cfg).await,
         Command::Upstreams(cmd) => upstreams::run(cmd, &cfg).await,
         Command::Auth(cmd) => auth::run(cmd, &cfg).await,
+        Command::Conformance(cmd) => conformance::run(cmd, &cfg).await,
         Command::ValidateConfig(_) => Ok(()),
     }
 }
