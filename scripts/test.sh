@@ -88,7 +88,7 @@ bash tests/deploy/manifests.sh "$CARGO_TARGET_DIR/debug/switchyard"
 step "container image: deploy/Dockerfile's runtime stage, built with podman on a debootstrapped Debian base, run from its root filesystem"
 bash tests/deploy/image.sh "$CARGO_TARGET_DIR/debug/switchyard"
 
-step "official MCP conformance suites: server (against the gateway's /mcp) and client (the gateway's upstream client)"
+step "official MCP conformance suites through switchyard conformance: server (the fixture directly and through the gateway's /mcp, compared) and client (the gateway's upstream client)"
 if ! command -v npm >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   echo "installing npm from Debian packages"
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null
@@ -127,7 +127,7 @@ npm_tree "$TOOLS/browser" playwright-core@1.65.1
 export SWITCHYARD_CHROMIUM=$CHROMIUM SWITCHYARD_BROWSER=$TOOLS/browser
 echo "$("$CHROMIUM" --version 2>/dev/null); $(cat "$TOOLS/browser/.installed")"
 
-step "official A2A TCK (1.0-dev @ 357c4a8): the gateway's tck agent, and an a2a-sdk agent directly and through the gateway, two card profiles"
+step "official A2A TCK (1.0-dev @ 357c4a8) through switchyard conformance a2a: the gateway's tck agent, and an a2a-sdk agent directly and through the gateway (compared), two card profiles"
 bash conformance/a2a/run.sh "$CARGO_TARGET_DIR/conformance/a2a"
 
 step "cargo test --workspace"

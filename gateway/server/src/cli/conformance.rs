@@ -42,12 +42,13 @@ pub struct Common {
     #[arg(long)]
     through_gateway: bool,
     /// Both, directly and through the gateway, side by side: anything that passes directly but
-    /// fails through the gateway fails the run, and so does a scored one they disagree on.
+    /// fails through the gateway fails the run.
     #[arg(long, conflicts_with = "through_gateway")]
     compare: bool,
-    /// Accepted failures of the last leg (through the gateway, when comparing), one name per
-    /// line (`#` comments): any failure it does not list fails the run (scored or not), and so
-    /// does a listed one that passes.
+    /// Accepted failures, one name per line (`#` comments), for the last leg (through the
+    /// gateway, when comparing); `direct:<name>` lines for the direct leg. In a leg it covers,
+    /// any failure it does not list fails the run (scored or not), and so does a listed one
+    /// that passes.
     #[arg(long)]
     baseline: Option<PathBuf>,
     /// Where reports go (default: <data_dir>/conformance/<run id>).
@@ -194,7 +195,7 @@ async fn mcp_server(args: McpServer, cfg: &Config) -> anyhow::Result<()> {
             sections.push_str(line);
             sections.push('\n');
         }
-        let gateway = Gateway::start(&sections).await?;
+        let gateway = Gateway::start(&sections, &out.join("gateway.log")).await?;
         let endpoint = format!("{}/mcp", gateway.base);
         println!("== through gateway: {endpoint} -> {}", args.url);
         let outcomes = runner.run(Side::Server, &endpoint, &selection, "through gateway", &out.join("gateway")).await;
@@ -256,7 +257,7 @@ async fn a2a(args: A2a, cfg: &Config) -> anyhow::Result<()> {
             sections.push_str(line);
             sections.push('\n');
         }
-        let gateway = Gateway::start(&sections).await?;
+        let gateway = Gateway::start(&sections, &out.join("gateway.log")).await?;
         // The first agent is also served at the root (its card, JSON-RPC, gRPC).
         let endpoint = gateway.base.clone();
         println!("== through gateway: {endpoint} -> {base}");

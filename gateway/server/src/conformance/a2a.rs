@@ -129,7 +129,7 @@ impl Tck {
     }
 
     /// Runs the TCK against the agent at `base`, its output and reports under `out`; one
-    /// progress line per block of tests. Requirements at `scored` (MUST, SHOULD or MAY) score.
+    /// progress line per block of tests. Requirements at `level` (default MUST) score.
     pub async fn run(
         &self,
         base: &str,
@@ -153,6 +153,8 @@ impl Tck {
         cmd.args(["--", "--webhook-host", "127.0.0.1"]);
         let mut child = cmd
             .current_dir(&self.dir)
+            // Progress as it happens: Python buffers a pipe otherwise.
+            .env("PYTHONUNBUFFERED", "1")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -160,10 +162,10 @@ impl Tck {
             .spawn()
             .context("cannot start the TCK")?;
         let mut log = tokio::fs::File::create(out.join("tck-output.txt")).await?;
-        let stderr = child.stderr.take().map(|e| {
+        let stderr = child.stderr.take().map(|mut e| {
             tokio::spawn(async move {
                 let mut text = String::new();
-                let _ = tokio::io::AsyncReadExt::read_to_string(&mut { e }, &mut text).await;
+                let _ = tokio::io::AsyncReadExt::read_to_string(&mut e, &mut text).await;
                 text
             })
         });
@@ -172,13 +174,16 @@ impl Tck {
             while let Ok(Some(line)) = lines.next_line().await {
                 log.write_all(line.as_bytes()).await?;
                 log.write_all(b"\n").await?;
-                // pytest's progress lines: one dot (or F, s, x) per test, then "[ 27%]".
-                if line.trim_end().ends_with("%]") {
-                    let fails = line.chars().take_while(|c| *c != '[').filter(|c| *c == 'F' || *c == 'E').count();
-                    let pct = line.rsplit('[').next().unwrap_or_default().trim_end_matches(']').trim();
+                // pytest's progress lines: one mark per test (`.` passed, `F`/`E` failed, `s`
+                // skipped, `x` expected failure), then the share done, e.g. `[ 27%]`.
+                if let Some((marks, done)) = line.trim_end().strip_suffix("%]").and_then(|l| l.rsplit_once('[')) {
+                    let count = |set: &str| marks.chars().filter(|c| set.contains(*c)).count();
                     println!(
-                        "  [{label}] tck {pct:>4}: {} tests so far in this block, {fails} failed",
-                        line.split_whitespace().next().map_or(0, str::len)
+                        "  [{label}] tck {:>3}%: {} tests, {} failed, {} skipped",
+                        done.trim(),
+                        count(".FEsx"),
+                        count("FE"),
+                        count("s")
                     );
                 }
             }

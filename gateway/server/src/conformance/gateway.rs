@@ -25,8 +25,21 @@ pub fn quoted(s: &str) -> String {
 
 impl Gateway {
     /// Starts `switchyard serve` in this process with `sections` (TOML) after a `[server]`
-    /// table that sets a temporary data directory (SQLite and files) and `127.0.0.1:0`.
-    pub async fn start(sections: &str) -> anyhow::Result<Self> {
+    /// table that sets a temporary data directory (SQLite and files) and `127.0.0.1:0`; its log
+    /// (`RUST_LOG`, default `warn`) goes to `log`.
+    pub async fn start(sections: &str, log: &std::path::Path) -> anyhow::Result<Self> {
+        if let Some(dir) = log.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let file = std::fs::File::create(log).with_context(|| format!("cannot create {}", log.display()))?;
+        let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        // One gateway per command: the first log file set is the one used.
+        let _ = tracing_subscriber::fmt()
+            .with_writer(std::sync::Mutex::new(file))
+            .with_ansi(false)
+            .with_env_filter(filter)
+            .try_init();
         let data = tempfile::Builder::new().prefix("switchyard-conformance-").tempdir()?;
         let text = format!(
             "[server]\nlisten = \"127.0.0.1:0\"\ndata_dir = {}\nshutdown_grace_ms = 2000\n\n{sections}",

@@ -92,9 +92,11 @@ impl Leg {
     }
 }
 
-/// Accepted failures: one scenario or requirement name per line, `#` starts a comment. A
-/// listed failure does not fail the run; a listed entry that passes does (the list only
-/// shrinks); with a baseline, an unscored failure that is not listed fails the run too.
+/// Accepted failures: one scenario or requirement name per line, `#` starts a comment. A plain
+/// entry is for the last leg (through the gateway, when comparing); `<leg>:<name>` (e.g.
+/// `direct:GRPC-ERR-002`) for the leg of that label. In a leg the baseline covers, a listed
+/// failure does not fail the run, a listed entry that passes does (the list only shrinks), and
+/// an unscored failure that is not listed fails it too.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Baseline {
     pub path: String,
@@ -110,6 +112,22 @@ impl Baseline {
             .map(str::to_string)
             .collect();
         Self { path: path.to_string(), entries }
+    }
+
+    /// The entries for leg `label`, when the baseline covers it (`last`: the last leg).
+    fn for_leg(&self, label: &str, last: bool) -> Option<BTreeSet<&str>> {
+        let prefix = format!("{label}:");
+        let mut covered = last;
+        let mut names = BTreeSet::new();
+        for e in &self.entries {
+            if let Some(name) = e.strip_prefix(&prefix) {
+                covered = true;
+                names.insert(name);
+            } else if last && !e.contains(':') {
+                names.insert(e.as_str());
+            }
+        }
+        covered.then_some(names)
     }
 }
 
@@ -141,18 +159,19 @@ impl Report {
         if self.suite == "a2a" { "requirements" } else { "scenarios" }
     }
 
-    /// Sets the verdict: a scored failure in any leg; with a baseline, in the last leg (the one
-    /// through the gateway when comparing), any failure it does not list and any listed entry
-    /// that passes; and, between two legs, anything that passes directly but fails through the
-    /// gateway, or a scored scenario on which they disagree. An unscored one that passes only
-    /// through the gateway (e.g. the gateway adds the Tasks extension) is noted, not a problem.
+    /// Sets the verdict: a scored failure in any leg (unless the baseline accepts it); in a leg
+    /// the baseline covers, any failure it does not list and any listed entry that passes; and,
+    /// between two legs, anything that passes directly but fails through the gateway. What
+    /// passes only through the gateway (the gateway adds the Tasks extension, or mends an
+    /// agent's error codes) is noted, not a problem.
     pub fn judge(&mut self) {
         let mut problems = Vec::new();
         let judged = self.legs.len().saturating_sub(1);
         for (i, leg) in self.legs.iter().enumerate() {
-            let baseline = self.baseline.as_ref().filter(|_| i == judged);
+            let entries = self.baseline.as_ref().and_then(|b| b.for_leg(&leg.label, i == judged));
+            let baseline = self.baseline.as_ref().filter(|_| entries.is_some());
             for o in &leg.outcomes {
-                let listed = baseline.is_some_and(|b| b.entries.contains(&o.name));
+                let listed = entries.as_ref().is_some_and(|e| e.contains(o.name.as_str()));
                 let first = o.failures.first().map(|f| format!(": {f}")).unwrap_or_default();
                 match (o.status, listed) {
                     (Status::Fail, false) if o.scored => {
@@ -179,10 +198,8 @@ impl Report {
             let line = format!("{} {}: {}", row.set, row.name, row.cells.join(" vs "));
             if worse {
                 problems.push(format!("worse through the gateway: {line}"));
-            } else if row.scored {
-                problems.push(format!("differs: {line}"));
             } else {
-                notes.push(format!("passes only through the gateway (unscored): {line}"));
+                notes.push(format!("passes only through the gateway: {line}"));
             }
         }
         self.passed = problems.is_empty();
@@ -381,10 +398,15 @@ mod tests {
             [
                 "direct: 2026-07-28 d fails: d-check: wrong",
                 "worse through the gateway: 2026-07-28 a: pass 2 vs FAIL 1/3",
-                "differs: 2026-07-28 d: FAIL 1/3 vs pass 2",
             ]
         );
-        assert_eq!(r.notes, ["passes only through the gateway (unscored): 2026-07-28 c: FAIL 1/3 vs pass 2"]);
+        assert_eq!(
+            r.notes,
+            [
+                "passes only through the gateway: 2026-07-28 c: FAIL 1/3 vs pass 2",
+                "passes only through the gateway: 2026-07-28 d: FAIL 1/3 vs pass 2",
+            ]
+        );
         let table = r.table();
         assert!(table.contains("through gateway"), "{table}");
         assert!(table.contains("FAIL 1/3"), "{table}");
@@ -395,8 +417,13 @@ mod tests {
     fn when_comparing_the_baseline_judges_the_leg_through_the_gateway() {
         let direct = vec![outcome("t", false, Status::Fail), outcome("u", false, Status::Fail)];
         let gateway = vec![outcome("t", false, Status::Fail), outcome("u", false, Status::Pass)];
-        let r = report(vec![direct, gateway], Some("t\n"));
+        let r = report(vec![direct.clone(), gateway.clone()], Some("t\n"));
         assert!(r.passed, "{:?}", r.problems);
         assert_eq!(r.notes.len(), 1, "u passes only through the gateway");
+        // Entries for the direct leg are named so, and judge it as strictly.
+        let r = report(vec![direct.clone(), gateway.clone()], Some("t\ndirect:t\ndirect:u\n"));
+        assert!(r.passed, "{:?}", r.problems);
+        let r = report(vec![direct, gateway], Some("t\ndirect:u\ndirect:gone\n"));
+        assert_eq!(r.problems, ["direct: 2026-07-28 t fails (unscored, not in the baseline): t-check: wrong"]);
     }
 }
