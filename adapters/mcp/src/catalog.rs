@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use rmcp::model::{Prompt, Resource, ResourceTemplate, Tool};
+use rmcp::model::{Prompt, Resource, ResourceTemplate, Skill, Tool};
 use serde::Serialize;
 use serde_json::json;
 use switchyard_contract::{BindingStore, RequestDigest};
@@ -15,6 +15,7 @@ use tracing::{info, warn};
 
 use crate::client::Pool;
 use crate::error::DiscoveryError;
+use crate::skills::{self, SKILL};
 
 /// Bindings of the `tool` kind.
 pub const TOOL: &str = "tool";
@@ -46,6 +47,21 @@ pub struct PromptEntry {
     pub prompt: Prompt,
 }
 
+/// One upstream skill (SEP-2640) as exposed.
+#[derive(Debug, Clone)]
+pub struct SkillEntry {
+    pub upstream: String,
+    /// What it is approved by: its path (URI without the scheme and `/SKILL.md`).
+    pub path: String,
+    /// As the upstream listed it (its own URIs).
+    pub skill: Skill,
+    /// With every URI under `skill://<upstream>/`.
+    pub exposed: Skill,
+    /// Pins the manifest ([`SKILL`]).
+    pub digest: String,
+    pub approved: bool,
+}
+
 /// One upstream's offer.
 #[derive(Debug, Clone, Default)]
 pub struct Offer {
@@ -53,11 +69,14 @@ pub struct Offer {
     pub prompts: Vec<PromptEntry>,
     pub resources: Vec<Resource>,
     pub templates: Vec<ResourceTemplate>,
+    pub skills: Vec<SkillEntry>,
 }
 
 /// A tool's state, for the admin API and the CLI.
 #[derive(Debug, Clone, Serialize)]
 pub struct ToolStatus {
+    /// `tool` or `skill`.
+    pub kind: &'static str,
     pub upstream: String,
     pub tool: String,
     pub exposed: String,
@@ -87,6 +106,8 @@ pub struct Listing {
     pub prompts: Vec<Prompt>,
     pub resources: Vec<Resource>,
     pub templates: Vec<ResourceTemplate>,
+    /// Empty when the upstream does not declare the skills extension.
+    pub skills: Vec<Skill>,
 }
 
 /// How often approvals made elsewhere (CLI, another replica) are picked up.
@@ -129,6 +150,8 @@ impl Catalog {
             prompts: peer.list_all_prompts().await.unwrap_or_default(),
             resources: peer.list_all_resources().await.unwrap_or_default(),
             templates: peer.list_all_resource_templates().await.unwrap_or_default(),
+            // Listed only: no skill file is fetched ahead of a read.
+            skills: peer.list_all_skills().await.unwrap_or_default(),
         };
         drop(lease);
         self.learn(&pool.spec.name, &pool.spec.prefix(), listing).await
@@ -138,7 +161,7 @@ impl Catalog {
     /// pinning each tool by its schemas' digest.
     pub async fn learn(&self, upstream: &str, prefix: &str, listing: Listing) -> Result<(), DiscoveryError> {
         let name = upstream.to_string();
-        let Listing { tools, prompts, resources, templates } = listing;
+        let Listing { tools, prompts, resources, templates, skills } = listing;
         let mut offer = Offer { resources, templates, ..Offer::default() };
         for tool in tools {
             let digest = tool_digest(&name, &tool)?;
@@ -166,6 +189,9 @@ impl Catalog {
                 approved,
             });
         }
+        for skill in skills {
+            offer.skills.push(self.pin_skill(&name, skill).await?);
+        }
         offer.prompts = prompts
             .into_iter()
             .map(|p| PromptEntry { exposed: format!("{prefix}{}", p.name), upstream: name.clone(), prompt: p })
@@ -173,12 +199,35 @@ impl Catalog {
         info!(
             upstream = %name, tools = offer.tools.len(), withheld = offer.tools.iter().filter(|t| !t.approved).count(),
             prompts = offer.prompts.len(), resources = offer.resources.len(), templates = offer.templates.len(),
+            skills = offer.skills.len(), skills_withheld = offer.skills.iter().filter(|s| !s.approved).count(),
             "upstream discovered"
         );
         if let Ok(mut offers) = self.offers.write() {
             offers.insert(name, offer);
         }
         Ok(())
+    }
+
+    /// Pins a skill's manifest: the first sight is trusted, a change withholds it until approved.
+    async fn pin_skill(&self, upstream: &str, skill: Skill) -> Result<SkillEntry, DiscoveryError> {
+        let path = skills::path_of(&skill);
+        let digest = skills::manifest_digest(upstream, &skill)?;
+        let binding = self.bindings.observe(upstream, SKILL, &path, &digest).await.map_err(|e| e.to_string())?;
+        if !binding.is_approved() {
+            warn!(
+                upstream = %upstream, skill = %path, approved = binding.approved_digest.as_deref().unwrap_or("-"),
+                observed = %digest,
+                "skill manifest changed since it was approved: the skill is withheld until `switchyard upstreams approve {upstream} --skill {path}`"
+            );
+        }
+        Ok(SkillEntry {
+            upstream: upstream.to_string(),
+            exposed: skills::expose(upstream, &skill),
+            path,
+            skill,
+            approved: binding.is_approved(),
+            digest,
+        })
     }
 
     /// Re-reads the approvals now (after an approval made here), not at the next refresh.
@@ -209,6 +258,10 @@ impl Catalog {
             for offer in offers.values_mut() {
                 for t in &mut offer.tools {
                     t.approved = matches(t, TOOL, &t.digest) && matches(t, TOOL_META, &t.meta_digest);
+                }
+                for k in &mut offer.skills {
+                    let key = (k.upstream.clone(), SKILL.to_string(), k.path.clone());
+                    k.approved = approved.get(&key).is_some_and(|a| a.as_deref() == Some(k.digest.as_str()));
                 }
             }
         }
@@ -244,16 +297,36 @@ impl Catalog {
             .map(|(u, _)| (*u).clone())
     }
 
+    /// The approved skill whose exposed manifest holds `uri` (its `SKILL.md` or a file), or
+    /// whose exposed directory is `uri`; `None` for a URI no included upstream skill covers.
+    pub fn skill_of(&self, uri: &str, include: impl Fn(&str) -> bool) -> Option<SkillEntry> {
+        self.offers(include).into_iter().flat_map(|o| o.skills).find(|k| {
+            let root = k.exposed.uri.strip_suffix("/SKILL.md").unwrap_or(&k.exposed.uri);
+            uri == k.exposed.uri || uri == root || uri.strip_prefix(root).is_some_and(|r| r.starts_with('/'))
+        })
+    }
+
     pub fn status(&self) -> Vec<ToolStatus> {
         self.offers(|_| true)
             .into_iter()
-            .flat_map(|o| o.tools)
-            .map(|t| ToolStatus {
-                upstream: t.upstream,
-                tool: t.tool.name.to_string(),
-                exposed: t.exposed,
-                approved: t.approved,
-                digest: t.digest,
+            .flat_map(|o| {
+                let tools = o.tools.into_iter().map(|t| ToolStatus {
+                    kind: TOOL,
+                    upstream: t.upstream,
+                    tool: t.tool.name.to_string(),
+                    exposed: t.exposed,
+                    approved: t.approved,
+                    digest: t.digest,
+                });
+                let skills = o.skills.into_iter().map(|k| ToolStatus {
+                    kind: SKILL,
+                    upstream: k.upstream,
+                    tool: k.path,
+                    exposed: k.exposed.uri,
+                    approved: k.approved,
+                    digest: k.digest,
+                });
+                tools.chain(skills).collect::<Vec<_>>()
             })
             .collect()
     }

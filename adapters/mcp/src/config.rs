@@ -52,6 +52,21 @@ pub struct McpConfig {
     /// in the artifact store count as their links) passed on; a larger one is an `isError`
     /// result saying so (the send itself stays recorded as succeeded).
     pub bridge_result_max_bytes: usize,
+    /// Local skills (SEP-2640): directories whose sub-folders holding a `SKILL.md` are skills,
+    /// served on the endpoints that include them.
+    pub skills: Vec<SkillsConfig>,
+}
+
+/// One `[[mcp.skills]]` directory.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SkillsConfig {
+    /// The name endpoints include it by (`skills` of `[[mcp.servers]]`).
+    pub name: String,
+    /// The directory (relative paths from the working directory). Each folder below it with a
+    /// `SKILL.md` is a skill, served at `skill://<path from here>/SKILL.md`; a skill over 512
+    /// files or 16 MiB is refused (logged), the others still load.
+    pub path: std::path::PathBuf,
 }
 
 impl Default for McpConfig {
@@ -73,6 +88,7 @@ impl Default for McpConfig {
             connect_timeout_ms: 15_000,
             public_url: None,
             bridge_result_max_bytes: 16 << 20,
+            skills: Vec::new(),
         }
     }
 }
@@ -265,6 +281,10 @@ pub struct VirtualServerConfig {
     /// admin token always passes.
     #[serde(default)]
     pub scope: Option<String>,
+    /// `[[mcp.skills]]` served here, by name; empty means all. (Upstream skills follow
+    /// `upstreams`.)
+    #[serde(default)]
+    pub skills: Vec<String>,
 }
 
 impl VirtualServerConfig {
@@ -280,6 +300,11 @@ impl VirtualServerConfig {
     pub fn includes(&self, upstream: &str) -> bool {
         self.upstreams.is_empty() || self.upstreams.iter().any(|u| u == upstream)
     }
+
+    /// Whether the local skills `name` are served here.
+    pub fn serves_skills(&self, name: &str) -> bool {
+        self.skills.is_empty() || self.skills.iter().any(|s| s == name)
+    }
 }
 
 impl McpConfig {
@@ -290,7 +315,7 @@ impl McpConfig {
 
     /// The configured servers, or the default `/mcp` over everything.
     pub fn effective_servers(&self) -> Vec<VirtualServerConfig> {
-        if self.servers.is_empty() && !self.upstreams.is_empty() {
+        if self.servers.is_empty() && !(self.upstreams.is_empty() && self.skills.is_empty()) {
             vec![VirtualServerConfig {
                 path: "/mcp".into(),
                 name: None,
@@ -298,6 +323,7 @@ impl McpConfig {
                 tools: Vec::new(),
                 instructions: None,
                 scope: None,
+                skills: Vec::new(),
             }]
         } else {
             self.servers.clone()
@@ -376,6 +402,15 @@ impl McpConfig {
             if let Some(u) = s.upstreams.iter().find(|u| !names.contains(*u)) {
                 return Err(format!("{key}.upstreams names `{u}`, which is not an MCP upstream").into());
             }
+            if let Some(k) = s.skills.iter().find(|k| !self.skills.iter().any(|l| &l.name == *k)) {
+                return Err(format!("{key}.skills names `{k}`, which is not an [[mcp.skills]] entry").into());
+            }
+        }
+        let mut skill_names = HashSet::new();
+        for (i, l) in self.skills.iter().enumerate() {
+            if l.name.is_empty() || !skill_names.insert(l.name.clone()) {
+                return Err(format!("mcp.skills[{i}].name `{}` must be non-empty and unique", l.name).into());
+            }
         }
         if !self.request_state_key.0.is_empty() && self.request_state_key.0.len() < 32 {
             return Err("mcp.request_state_key must be at least 32 bytes".into());
@@ -445,6 +480,7 @@ mod tests {
             tools: vec![],
             instructions: None,
             scope: None,
+            skills: vec![],
         }];
         assert!(cfg.validate(&HashSet::new()).is_err_and(|m| m.0.contains("mcp.servers[0].upstreams")));
     }
@@ -458,6 +494,7 @@ mod tests {
             tools: vec!["fs__read*".into(), "git__log".into()],
             instructions: None,
             scope: None,
+            skills: vec![],
         };
         assert!(s.exposes("fs__read_file"));
         assert!(s.exposes("git__log"));

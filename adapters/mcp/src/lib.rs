@@ -25,6 +25,7 @@ pub mod error;
 pub mod face;
 pub mod oauth;
 pub mod sessions;
+pub mod skills;
 pub mod upstream;
 pub mod vault;
 
@@ -177,6 +178,7 @@ impl McpGateway {
             public_url: self.cfg.public_url.clone(),
             bridge_result_max_bytes: self.cfg.bridge_result_max_bytes,
             held: Arc::default(),
+            skills: Arc::new(skills::LocalSkills::load(&self.cfg.skills)?),
         });
         let hosts: Vec<String> =
             LOOPBACK_HOSTS.iter().map(|s| s.to_string()).chain(self.cfg.allowed_hosts.iter().cloned()).collect();

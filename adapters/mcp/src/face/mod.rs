@@ -25,6 +25,10 @@ use rmcp::model::{
     CancelTaskParams, ClientCapabilities, CreateTaskResult, GetTaskParams, GetTaskResult, LoggingLevel,
     RequestStateCodec, TASKS_EXTENSION_ID, UpdateTaskParams,
 };
+use rmcp::model::{
+    GetSkillRequestParams, GetSkillResult, ListSkillsResult, ReadResourceDirectoryRequestParams,
+    ReadResourceDirectoryResult, SKILLS_EXTENSION_ID, SkillsCapability,
+};
 use rmcp::service::{PeerRequestOptions, RequestContext};
 use rmcp::{RoleServer, ServerHandler};
 use serde_json::{Value, json};
@@ -46,6 +50,7 @@ mod held;
 mod mrtr;
 mod relay;
 mod served;
+mod skills;
 mod tasks;
 pub use bridged::{A2A_META, Bridge};
 use gone::{Cancels, pending_result};
@@ -82,6 +87,8 @@ pub struct Shared {
     pub bridge_result_max_bytes: usize,
     /// 2026-07-28 calls whose legacy upstream waits for the client's answer.
     pub held: Arc<held::Held>,
+    /// The local skill directories (`[[mcp.skills]]`).
+    pub skills: Arc<crate::skills::LocalSkills>,
 }
 
 impl std::fmt::Debug for Shared {
@@ -301,7 +308,14 @@ impl ServerHandler for McpFace {
         caps.prompts = Some(Default::default());
         caps.resources = Some(Default::default());
         caps.completions = Some(Default::default());
-        caps.extensions = Some([(TASKS_EXTENSION_ID.to_string(), Default::default())].into_iter().collect());
+        let mut extensions: rmcp::model::ExtensionCapabilities =
+            [(TASKS_EXTENSION_ID.to_string(), Default::default())].into_iter().collect();
+        if self.offers_skills()
+            && let Ok(Value::Object(settings)) = serde_json::to_value(SkillsCapability::new().with_directory_read())
+        {
+            extensions.insert(SKILLS_EXTENSION_ID.to_string(), settings);
+        }
+        caps.extensions = Some(extensions);
         #[allow(deprecated)]
         {
             caps.logging = Some(Default::default());
@@ -443,7 +457,10 @@ impl ServerHandler for McpFace {
         request: Option<PaginatedRequestParams>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let all: Vec<_> = self.shared.catalog.offers(self.includes()).into_iter().flat_map(|o| o.resources).collect();
+        // An upstream's own skill files are served under its scoped URIs, never its own.
+        let upstream = self.shared.catalog.offers(self.includes()).into_iter().flat_map(|o| o.resources);
+        let all: Vec<_> =
+            self.skill_resources().into_iter().chain(upstream.filter(|r| !r.uri.starts_with("skill://"))).collect();
         let (items, next) = page(&all, request.as_ref().and_then(|r| r.cursor.as_deref()), self.shared.page_size)?;
         let mut r = ListResourcesResult::with_all_items(items);
         r.next_cursor = next;
@@ -468,6 +485,11 @@ impl ServerHandler for McpFace {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let uri = request.uri.clone();
+        if uri.starts_with("skill://")
+            && let Some(read) = self.read_skill_file(&uri, &context).await
+        {
+            return read;
+        }
         let Some(upstream) = self.shared.catalog.resource_upstream(&uri, self.includes()) else {
             return Err(ErrorData::invalid_params(format!("resource not found: {uri}"), Some(json!({ "uri": uri }))));
         };
@@ -493,6 +515,30 @@ impl ServerHandler for McpFace {
             Err(asked) => ReadResourceResponse::InputRequired(asked),
         };
         Ok(served::read(answer, self.era(&context).as_ref()))
+    }
+
+    async fn list_skills(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ListSkillsResult, ErrorData> {
+        self.list_skills_here(request, &ctx).await
+    }
+
+    async fn get_skill(
+        &self,
+        request: GetSkillRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<GetSkillResult, ErrorData> {
+        self.get_skill_here(request, &ctx).await
+    }
+
+    async fn read_resource_directory(
+        &self,
+        request: ReadResourceDirectoryRequestParams,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceDirectoryResult, ErrorData> {
+        self.read_skill_directory(request, &ctx).await
     }
 
     async fn complete(

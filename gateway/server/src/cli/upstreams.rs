@@ -1,6 +1,7 @@
-//! `switchyard upstreams list|approve`: the pinned upstream tool schemas. A tool whose schema
-//! changed since approval is withheld until `approve` accepts the schema discovery last saw;
-//! running gateways pick the approval up within seconds.
+//! `switchyard upstreams list|approve`: the pinned upstream tool schemas and skill manifests. A
+//! tool whose schema changed since approval, or a skill whose manifest did, is withheld until
+//! `approve` accepts what discovery last saw; running gateways pick the approval up within
+//! seconds.
 
 use crate::config::Config;
 
@@ -14,9 +15,13 @@ pub enum Command {
     /// Approve the schema last observed for one tool, or for every changed tool of an upstream.
     Approve {
         upstream: String,
-        /// The tool's name at the upstream (not prefixed). Default: every changed tool.
+        /// The tool's name at the upstream (not prefixed). Default: every changed tool and skill.
         #[arg(long)]
         tool: Option<String>,
+        /// A skill (SEP-2640), by its path at the upstream (its URI without `skill://` and
+        /// `/SKILL.md`, e.g. `pdf-processing`).
+        #[arg(long, conflicts_with = "tool")]
+        skill: Option<String>,
         /// Who approves (recorded).
         #[arg(long, default_value = "operator")]
         by: String,
@@ -35,6 +40,7 @@ pub async fn run(cmd: Command, cfg: &Config) -> anyhow::Result<()> {
                 let status = match (b.is_approved(), b.kind.as_str()) {
                     (true, _) => "approved",
                     (false, switchyard_mcp::catalog::TOOL_META) => "WITHHELD (description or annotations changed)",
+                    (false, switchyard_mcp::skills::SKILL) => "WITHHELD (skill manifest changed)",
                     (false, _) => "WITHHELD (schema changed)",
                 };
                 println!(
@@ -46,15 +52,18 @@ pub async fn run(cmd: Command, cfg: &Config) -> anyhow::Result<()> {
                 );
             }
         }
-        Command::Approve { upstream, tool, by } => {
+        Command::Approve { upstream, tool, skill, by } => {
             let known = bindings.list(Some(&upstream)).await?;
             if let Some(t) = &tool {
                 anyhow::ensure!(known.iter().any(|b| &b.name == t), "upstream `{upstream}` has no pinned tool `{t}`");
+            } else if let Some(k) = &skill {
+                let pinned = known.iter().any(|b| &b.name == k && b.kind == switchyard_mcp::skills::SKILL);
+                anyhow::ensure!(pinned, "upstream `{upstream}` has no pinned skill `{k}`");
             } else {
                 anyhow::ensure!(!known.is_empty(), "upstream `{upstream}` has no pinned tools");
             }
-            let n = bindings.approve(&upstream, tool.as_deref(), &by).await?;
-            println!("approved {n} changed tool pin(s) (schemas, descriptions) of `{upstream}`");
+            let n = bindings.approve(&upstream, tool.as_deref().or(skill.as_deref()), &by).await?;
+            println!("approved {n} changed pin(s) (tool schemas, descriptions, skill manifests) of `{upstream}`");
         }
     }
     Ok(())
