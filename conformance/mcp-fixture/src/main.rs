@@ -29,7 +29,8 @@
 //! Environment: `FIXTURE_CALL_LOG`, `FIXTURE_SCHEMA_VARIANT` (above), `FIXTURE_BROKEN` (set: a
 //! deliberately broken variant whose `test_simple_text` answers an image instead of text, so the scored
 //! `tools-call-simple-text` scenario fails; for the tests of `switchyard conformance`),
-//! `FIXTURE_REQUEST_STATE_KEY` (≥ 32 bytes; HMAC key for MRTR `requestState`, so several fixture
+//! `FIXTURE_SKILLS_DIR` (a directory of skills, SEP-2640: declared, listed, served; read again
+//! on every skills request), `FIXTURE_REQUEST_STATE_KEY` (≥ 32 bytes; HMAC key for MRTR `requestState`, so several fixture
 //! processes can share state; a built-in test key is used otherwise), `RUST_LOG` (stderr logs).
 
 mod catalog;
