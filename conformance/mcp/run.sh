@@ -9,7 +9,12 @@
 #   shrinks);
 # - client leg with switchyard-mcp-conformance-client, the gateway's own upstream client and
 #   OAuth code (authorization code + PKCE, CIMD/DCR/pre-registration, step-up, client
-#   credentials): every scored scenario must pass.
+#   credentials): every scored scenario must pass;
+# - MCP Skills (SEP-2640; extension scenarios, which run when named): the three server scenarios
+#   against the gateway's own skills (`[[mcp.skills]]` = conformance/skills) and against a
+#   fixture serving the same directory, directly and through the gateway (its skills under
+#   skill://target/…), and the four client scenarios with the gateway's client (no prefetch;
+#   digest, size and frontmatter verified on read).
 #
 #   conformance/mcp/run.sh [results-dir]        (default: $CARGO_TARGET_DIR/conformance/mcp)
 #
@@ -47,4 +52,30 @@ conformance mcp-server --url "$fixture" --compare --out "$results/server" \
   --upstream-toml 'operations = { slow_compute = "read_only", greet = "read_only" }' \
   --upstream-toml 'tasks = { failing_job = "required", test_tool_with_task = "required", greet = "forbidden" }' || rc=$?
 conformance mcp-client --out "$results/client" -- "$bin/switchyard-mcp-conformance-client" || rc=$?
+
+skills=(--scenario sep-2640-skills-enumeration --scenario sep-2640-skills-manifest --scenario sep-2640-skills-directory)
+FIXTURE_SKILLS_DIR="$root/conformance/skills" "$bin/switchyard-mcp-fixture" --listen 127.0.0.1:0 \
+  >"$work/skills-fixture.out" 2>"$work/skills-fixture.err" &
+pids+=($!)
+skills_fixture=$(wait_line "$work/skills-fixture.out" "listening ")
+conformance mcp-server --url "$skills_fixture" --compare "${skills[@]}" --out "$results/skills-upstream" || rc=$?
+cat >"$work/skills.toml" <<TOML
+[server]
+data_dir = "$work/skills-data"
+
+[mcp]
+anonymous = true
+
+[[mcp.skills]]
+name = "conformance"
+path = "$root/conformance/skills"
+TOML
+RUST_LOG=${RUST_LOG:-warn} "$bin/switchyard" --config "$work/skills.toml" serve --listen 127.0.0.1:0 \
+  >"$work/skills-gateway.out" 2>"$work/skills-gateway.err" &
+pids+=($!)
+skills_gateway=$(wait_line "$work/skills-gateway.out" "switchyard ready: listening on ")
+conformance mcp-server --url "$skills_gateway/mcp" "${skills[@]}" --out "$results/skills-local" || rc=$?
+conformance mcp-client --out "$results/skills-client" --scenario sep-2640-client-no-prefetch \
+  --scenario sep-2640-client-verify-digest --scenario sep-2640-client-verify-size \
+  --scenario sep-2640-client-verify-frontmatter -- "$bin/switchyard-mcp-conformance-client" || rc=$?
 exit "$rc"

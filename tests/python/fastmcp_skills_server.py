@@ -21,6 +21,8 @@ from fastmcp.skills.provider import SkillsDirectoryProvider
 
 
 async def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
     mcp = FastMCP("fastmcp-skills")
     mcp.add_provider(SkillsDirectoryProvider(sys.argv[1], reload=True))
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

@@ -58,9 +58,10 @@ async def read_step(url, uri):
 
 
 async def main():
-    url, step, uri = sys.argv[1], sys.argv[2], (sys.argv[3:] or [None])[0]
-    if step not in ("list", "get", "read") or (step != "list") != (uri is not None):
+    url, step, uri = (sys.argv[1:] + [None, None, None])[:3]
+    if step not in ("list", "get", "read") or (step != "list") != (uri is not None) or len(sys.argv) > 4:
         sys.exit(__doc__)
     say(await (read_step(url, uri) if step == "read" else skills_step(url, step, uri)))
+
 
 asyncio.run(main())

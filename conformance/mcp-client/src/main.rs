@@ -10,6 +10,12 @@
 //! challenges during calls: `insufficient_scope` → step-up for the union of scopes, a stale
 //! token → a fresh authorization, both bounded. Errors exit non-zero (the refusal scenarios
 //! expect the client to refuse).
+//!
+//! Skills (SEP-2640, the `sep-2640-client-*` scenarios) run as the gateway loads an upstream's
+//! skills: list them without fetching a file (`no-prefetch` stops there); loading a skill reads
+//! its `SKILL.md` first and holds it to the manifest with the gateway's own check
+//! (`switchyard_mcp::skills::verify`: size, digest, frontmatter) before any other file is read;
+//! a mismatch ends the load (exit non-zero) without reading further.
 
 // Sampling and the legacy client types are deprecated in 2026-07-28 but still exercised.
 #![allow(deprecated)]
@@ -285,8 +291,38 @@ impl Run {
     }
 }
 
+/// Lists the skills; unless `scenario` is `no-prefetch`, loads each one: its `SKILL.md`, verified,
+/// then every other file of its manifest, each verified.
+async fn skills(client: &Client, scenario: &str) -> anyhow::Result<()> {
+    let skills = client.list_all_skills().await.context("skills/list")?;
+    tracing::info!(skills = skills.len(), "skills listed");
+    if scenario.ends_with("no-prefetch") {
+        return Ok(());
+    }
+    for skill in &skills {
+        let mut files = vec![skill.uri.clone()];
+        if let rmcp::model::SkillResources::Files(all) = &skill.resources {
+            files.extend(all.iter().map(|f| f.uri.clone()).filter(|u| *u != skill.uri));
+        }
+        for uri in files {
+            let read =
+                client.read_resource(ReadResourceRequestParams::new(uri.clone())).await.context("resources/read")?;
+            let bytes = switchyard_mcp::skills::bytes_of(&read.contents).map_err(anyhow::Error::msg)?;
+            switchyard_mcp::skills::verify(skill, &uri, &bytes)
+                .with_context(|| format!("skill {} refused", skill.uri))?;
+        }
+    }
+    Ok(())
+}
+
 async fn run(scenario: &str, url: String, ctx: Context) -> anyhow::Result<()> {
     let mut run = Run { url, ctx, auth: None, reauth_left: 3 };
+    if scenario.starts_with("sep-2640-client") {
+        let client = run.connect().await?;
+        let outcome = skills(&client, scenario).await;
+        let _ = client.cancel().await;
+        return outcome;
+    }
     if scenario.starts_with("auth/client-credentials") {
         let (Some(id), Some(secret)) = (run.ctx.client_id.clone(), run.ctx.client_secret.clone()) else {
             bail!(
