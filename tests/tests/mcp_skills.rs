@@ -80,7 +80,13 @@ async fn upstream_skills_are_scoped_pinned_and_verified_and_local_limits_hold() 
     let a = Fixture::start(&[("FIXTURE_SKILLS_DIR", &a_dir.display().to_string())]);
     let b = Fixture::start(&[("FIXTURE_SKILLS_DIR", &b_dir.display().to_string())]);
     let local = local_skills(&dir.path().join("local"));
-    let extra = format!("\n[[mcp.skills]]\nname = \"local\"\npath = {:?}\n", local.display().to_string());
+    // Skill reads are decisions like tool calls: upstream b's code-review skill is off limits.
+    let extra = format!(
+        "\n[[mcp.skills]]\nname = \"local\"\npath = {:?}\n\n[policy]\n\n[[policy.envelope]]\nupstream = \"b\"\n\
+         operation = \"skill:read\"\nreason = \"not for this team\"\n[[policy.envelope.when]]\npointer = \"/skill\"\n\
+         equals = \"code-review\"\n",
+        local.display().to_string()
+    );
     let data = dir.path().join("data");
     let config = write_config(dir.path(), &[UpstreamSpec::http("a", &a.url), UpstreamSpec::http("b", &b.url)], &extra);
     let opts = Options { data_dir: data.clone(), config: Some(config), ..Options::default() };
@@ -118,6 +124,23 @@ async fn upstream_skills_are_scoped_pinned_and_verified_and_local_limits_hold() 
     let original = std::fs::read_to_string(a_dir.join("pdf-processing/references/FORMS.md")).unwrap_or_default();
     assert_eq!(read(&client, forms).await, Ok(original.clone()));
     assert!(read(&client, "skill://ok-skill/SKILL.md").await.is_ok_and(|t| t.contains("name: ok-skill")));
+    let denied = read(&client, "skill://b/code-review/SKILL.md").await;
+    assert!(denied.as_ref().is_err_and(|e| e.contains("not for this team")), "{denied:?}");
+    assert!(read(&client, "skill://a/code-review/SKILL.md").await.is_ok(), "a's is allowed");
+    // Each upstream skill read is a read_only invocation: who read which file of which manifest.
+    let journal = gw.all("default").await;
+    let reads: Vec<_> = journal.iter().filter(|i| i["target"]["operation"] == "skill:read").collect();
+    let forms_read = reads.iter().find(|i| i["request"]["uri"] == "skill://pdf-processing/references/FORMS.md");
+    let forms_read = forms_read.unwrap_or_else(|| panic!("{reads:?}"));
+    assert_eq!(forms_read["target"]["upstream"], "a");
+    assert_eq!(forms_read["target"]["effect"], "read_only");
+    assert_eq!(forms_read["state"]["state"], "succeeded");
+    assert_eq!(forms_read["request"]["skill"], "pdf-processing");
+    assert!(forms_read["request"]["manifest"].as_str().is_some_and(|d| !d.is_empty()), "{forms_read}");
+    assert!(
+        !reads.iter().any(|i| i["target"]["upstream"] == "b" && i["request"]["skill"] == "code-review"),
+        "denied: not admitted"
+    );
     let unknown = client.peer().get_skill(GetSkillRequestParams::new("skill://a/nope/SKILL.md")).await;
     assert!(unknown.is_err_and(|e| e.to_string().contains("-32602") || e.to_string().contains("unknown skill")));
 
@@ -144,6 +167,11 @@ async fn upstream_skills_are_scoped_pinned_and_verified_and_local_limits_hold() 
     assert!(!uris.contains(&"skill://a/pdf-processing/SKILL.md".to_string()), "{uris:?}");
     assert!(uris.contains(&"skill://b/pdf-processing/SKILL.md".to_string()), "{uris:?}");
     assert!(read(&client, forms).await.is_err_and(|e| e.contains("withheld")));
+    let (status, pins) = gw.get("default", "/admin/v1/upstreams").await.unwrap_or_else(|e| panic!("{e}"));
+    let pin = pins["tools"].as_array().and_then(|all| {
+        all.iter().find(|t| t["kind"] == "skill" && t["upstream"] == "a" && t["tool"] == "pdf-processing")
+    });
+    assert_eq!((status, pin.map(|p| p["approved"].clone())), (200, Some(serde_json::json!(false))), "{pins}");
     let (ok, listed) = gw.cli(&["upstreams", "list", "a"]);
     assert!(ok && listed.contains("a/skill pdf-processing: WITHHELD (skill manifest changed)"), "{listed}");
     let (ok, text) = gw.cli(&["upstreams", "approve", "a", "--skill", "pdf-processing", "--by", "reviewer"]);

@@ -99,10 +99,13 @@ impl McpGateway {
             .iter()
             .filter_map(|u| {
                 let pool = self.pools.get(&u.name)?.clone();
+                // Skill file reads are reads, whatever the operations table says of tools.
+                let mut operations = u.operations.clone();
+                operations.insert(skills::SKILL_READ.to_string(), EffectClass::ReadOnly);
                 Some(RegisteredUpstream {
                     name: u.name.clone(),
                     upstream: Arc::new(McpUpstream::new(pool)),
-                    operations: u.operations.clone(),
+                    operations,
                 })
             })
             .collect()

@@ -21,6 +21,22 @@ use crate::config::SkillsConfig;
 
 /// The binding kind a skill's manifest is pinned under.
 pub const SKILL: &str = "skill";
+/// The operation a skill file read is journaled (and decided) as, on the skill's upstream:
+/// `read_only`. (`:` cannot appear in a tool name, so no tool is mistaken for it.)
+pub const SKILL_READ: &str = "skill:read";
+
+/// A skill file read as its invocation stores it (and its digest covers): which file, of which
+/// skill, under which reviewed manifest — so the journal shows who loaded which skill version.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SkillRead {
+    /// The file, as the upstream names it.
+    pub uri: String,
+    /// The skill's path at the upstream.
+    pub skill: String,
+    /// The digest of the approved manifest the bytes are held to.
+    pub manifest: String,
+}
 const SCHEME: &str = "skill://";
 
 /// The local skill directories, loaded at start.

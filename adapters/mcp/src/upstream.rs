@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam, ClientRequest,
-    InputResponses, JsonObject, ServerResult,
+    InputResponses, JsonObject, ReadResourceRequest, ReadResourceRequestParams, ServerResult,
 };
 use rmcp::service::PeerRequestOptions;
 use serde::{Deserialize, Serialize};
@@ -17,6 +17,7 @@ use switchyard_contract::{AttemptId, CancelAck, DispatchCall, EffectClass, Failu
 use tokio_util::sync::CancellationToken;
 
 use crate::client::{Pool, request_meta};
+use crate::skills::{SKILL_READ, SkillRead};
 
 /// A tools/call as the invocation stores it (and its digest covers).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -68,23 +69,36 @@ impl McpUpstream {
         }
     }
 
-    async fn call(&self, call: &DispatchCall, cancel: CancellationToken) -> Result<Value, UpstreamError> {
-        let req: ToolRequest = serde_json::from_value(call.request.clone()).map_err(|e| UpstreamError::Rejected {
-            code: FailureCode::InvalidRequest,
-            message: format!("stored request is not an MCP tools/call: {e}"),
-            details: None,
-        })?;
+    /// The request an attempt sends: a skill file's `resources/read` for [`SKILL_READ`], else the
+    /// stored `tools/call`.
+    fn request(call: &DispatchCall) -> Result<ClientRequest, UpstreamError> {
+        let invalid =
+            |message: String| UpstreamError::Rejected { code: FailureCode::InvalidRequest, message, details: None };
+        if call.target.operation == SKILL_READ {
+            let read: SkillRead = serde_json::from_value(call.request.clone())
+                .map_err(|e| invalid(format!("stored request is not a skill file read: {e}")))?;
+            return Ok(ClientRequest::ReadResourceRequest(ReadResourceRequest::new(ReadResourceRequestParams::new(
+                read.uri,
+            ))));
+        }
+        let req: ToolRequest = serde_json::from_value(call.request.clone())
+            .map_err(|e| invalid(format!("stored request is not an MCP tools/call: {e}")))?;
         // The effect class is the operation's: the tool called must be that operation.
         if req.tool != call.target.operation {
-            return Err(UpstreamError::Rejected {
-                code: FailureCode::InvalidRequest,
-                message: format!(
-                    "the request names tool `{}` but the invocation's operation is `{}`",
-                    req.tool, call.target.operation
-                ),
-                details: None,
-            });
+            return Err(invalid(format!(
+                "the request names tool `{}` but the invocation's operation is `{}`",
+                req.tool, call.target.operation
+            )));
         }
+        let mut params = CallToolRequestParams::new(req.tool.clone());
+        params.arguments = req.arguments;
+        params.input_responses = req.input_responses;
+        params.request_state = req.request_state;
+        Ok(ClientRequest::CallToolRequest(CallToolRequest::new(params)))
+    }
+
+    async fn call(&self, call: &DispatchCall, cancel: CancellationToken) -> Result<Value, UpstreamError> {
+        let request = Self::request(call)?;
         let relay = call.context.as_ref().map(|c| c.relay().clone());
         // Waiting for a free session (and its handshake) sends nothing: give up before the
         // attempt would time out, so that a write that never left is not `unknown`.
@@ -100,10 +114,6 @@ impl McpUpstream {
             return Err(UpstreamError::Unavailable { message: "no upstream session".into() });
         };
         lease.attach(relay.clone());
-        let mut params = CallToolRequestParams::new(req.tool.clone());
-        params.arguments = req.arguments;
-        params.input_responses = req.input_responses;
-        params.request_state = req.request_state;
         let mut meta = relay.as_deref().map(request_meta).unwrap_or_default();
         // This attempt's span is the upstream's parent (SEP-414 `_meta` keys), when traced.
         if let Some(t) = switchyard_contract::trace::outgoing() {
@@ -112,7 +122,6 @@ impl McpUpstream {
                 meta.0.set_tracestate(state);
             }
         }
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         // Not queued: nothing reached the upstream, so trying again is safe.
         let handle = match peer.send_request_with_option(request, PeerRequestOptions::default().with_meta(meta)).await {
             Ok(h) => h,
@@ -163,6 +172,7 @@ impl McpUpstream {
         match answer.map(crate::client::from_upstream) {
             Ok(ServerResult::CallToolResult(r)) => json_of(&r),
             Ok(ServerResult::InputRequiredResult(r)) => json_of(&r),
+            Ok(ServerResult::ReadResourceResult(r)) if call.target.operation == SKILL_READ => json_of(&r),
             Ok(other) => Err(UpstreamError::Rejected {
                 code: FailureCode::UnexpectedResult,
                 message: format!("the upstream answered tools/call with another kind of result: {}", kind(&other)),

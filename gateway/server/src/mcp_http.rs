@@ -36,10 +36,10 @@ struct UpstreamsState {
     gate: Gatekeeper,
 }
 
-/// `GET /admin/v1/upstreams`: every discovered MCP tool with its binding (approved or
-/// withheld after a schema change), and `POST /admin/v1/upstreams/{upstream}/approve`
-/// (`{"tool"?}`: one tool, else every changed one) — for operators (admin token only): the pins
-/// are gateway-wide, not a tenant's.
+/// `GET /admin/v1/upstreams`: every discovered MCP tool and skill with its binding (approved or
+/// withheld after a schema or manifest change), and `POST /admin/v1/upstreams/{upstream}/approve`
+/// (`{"tool"?}` or `{"skill"?}`: one tool or skill, else every changed one) — for operators
+/// (admin token only): the pins are gateway-wide, not a tenant's.
 pub fn upstreams_admin(catalog: Arc<Catalog>, bindings: Arc<dyn BindingStore>, gate: Gatekeeper) -> Router {
     Router::new()
         .route("/admin/v1/upstreams", get(list))
@@ -73,6 +73,8 @@ async fn list(State(s): State<UpstreamsState>, req: Request) -> Response {
 #[serde(deny_unknown_fields)]
 struct ApproveBody {
     tool: Option<String>,
+    /// A skill by its path at the upstream (SEP-2640).
+    skill: Option<String>,
 }
 
 async fn approve(
@@ -86,27 +88,37 @@ async fn approve(
         Err(r) => return r,
     };
     let b: ApproveBody = if body.is_empty() {
-        ApproveBody { tool: None }
+        ApproveBody { tool: None, skill: None }
     } else {
         match serde_json::from_slice(&body) {
             Ok(b) => b,
-            Err(e) => return ApiError::invalid(format!("the body must be {{\"tool\"?: string}}: {e}")).into_response(),
+            Err(e) => {
+                let e = format!("the body must be {{\"tool\"?: string}} or {{\"skill\"?: string}}: {e}");
+                return ApiError::invalid(e).into_response();
+            }
         }
     };
     let known = match s.bindings.list(Some(&upstream)).await {
         Ok(k) => k,
         Err(e) => return ApiError::from(e).into_response(),
     };
-    let missing = match &b.tool {
-        Some(t) => !known.iter().any(|k| &k.name == t),
+    let (name, kind) = match (&b.tool, &b.skill) {
+        (Some(_), Some(_)) => return ApiError::invalid("name a tool or a skill, not both").into_response(),
+        (Some(t), None) => (Some(t), "tool"),
+        (None, Some(k)) => (Some(k), switchyard_mcp::skills::SKILL),
+        (None, None) => (None, "tool"),
+    };
+    let missing = match name {
+        Some(n) if kind == switchyard_mcp::skills::SKILL => !known.iter().any(|k| &k.name == n && k.kind == kind),
+        Some(n) => !known.iter().any(|k| &k.name == n),
         None => known.is_empty(),
     };
     if missing {
-        let what = b.tool.as_ref().map_or_else(|| "no pinned tools".to_string(), |t| format!("no pinned tool `{t}`"));
+        let what = name.map_or_else(|| "no pinned tools".to_string(), |n| format!("no pinned {kind} `{n}`"));
         let e = switchyard_contract::Error::not_found(format!("upstream `{upstream}` has {what}"));
         return ApiError::from(e).into_response();
     }
-    match s.bindings.approve(&upstream, b.tool.as_deref(), &who.principal.subject).await {
+    match s.bindings.approve(&upstream, name.map(String::as_str), &who.principal.subject).await {
         Ok(n) => {
             s.catalog.approvals_changed().await;
             axum::Json(json!({ "upstream": upstream, "approved": n })).into_response()

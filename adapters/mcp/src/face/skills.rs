@@ -1,22 +1,25 @@
 //! MCP Skills (SEP-2640) on the face: local skill directories and the upstreams' skills
 //! (origin-scoped, approved manifests only) in `skills/list` and `skills/get`; directory reads;
 //! and skill file reads, which for an upstream skill go to the upstream at read time and are
-//! passed on only when the bytes are what the pinned manifest promises.
+//! passed on only when the bytes are what the pinned manifest promises. Each such read is a
+//! `read_only` invocation of [`SKILL_READ`] on the skill's upstream: decided by the policy
+//! enforcement point like a tool call, and journaled (who loaded which file of which manifest).
 
 use rmcp::RoleServer;
 use rmcp::handler::server::skill_catalog::SkillCatalog;
 use rmcp::model::{
-    ClientRequest, ErrorData, GetSkillRequestParams, GetSkillResult, ListSkillsResult, PaginatedRequestParams,
-    ReadResourceDirectoryRequest, ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult, ReadResourceRequest,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ServerResult,
+    ClientRequest, ErrorCode, ErrorData, GetSkillRequestParams, GetSkillResult, ListSkillsResult,
+    PaginatedRequestParams, ReadResourceDirectoryRequest, ReadResourceDirectoryRequestParams,
+    ReadResourceDirectoryResult, ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ServerResult,
     Skill,
 };
 use rmcp::service::RequestContext;
+use switchyard_contract::{CallContext, InvocationState, Submission};
 use tracing::warn;
 
-use super::{McpFace, invalid, page, served, unexpected};
+use super::{McpFace, internal, invalid, page, principal, served, unexpected};
 use crate::catalog::SkillEntry;
-use crate::skills::{self, scoped, unscoped};
+use crate::skills::{self, SKILL_READ, SkillRead, scoped, unscoped};
 
 impl McpFace {
     /// The local skill directories this endpoint serves.
@@ -139,12 +142,44 @@ impl McpFace {
         ctx: &RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let original = unscoped(&k.upstream, uri).ok_or_else(|| invalid(format!("resource not found: {uri}")))?;
-        let request = ClientRequest::ReadResourceRequest(ReadResourceRequest::new(ReadResourceRequestParams::new(
-            original.clone(),
-        )));
-        let mut r: ReadResourceResult = match self.forward(&k.upstream, request, ctx).await? {
-            ServerResult::ReadResourceResult(r) => r,
-            _ => return Err(unexpected("resources/read")),
+        let read = SkillRead { uri: original.clone(), skill: k.path.clone(), manifest: k.digest.clone() };
+        let submission = Submission {
+            principal: principal(ctx)?,
+            upstream: k.upstream.clone(),
+            operation: SKILL_READ.into(),
+            request: serde_json::to_value(&read).map_err(|e| internal(e.to_string()))?,
+            ingress_key: None,
+            ingress: switchyard_contract::Ingress::Mcp,
+            context: Some(CallContext::new(self.relay(ctx))),
+            grant: None,
+            parent: None,
+            trace: None,
+        };
+        let ct = ctx.ct.clone();
+        let gone = Box::pin(async move { ct.cancelled().await });
+        let waited = self
+            .shared
+            .engine
+            .submit_and_wait(submission, self.shared.call_wait, gone)
+            .await
+            .map_err(|e| crate::error::rpc_error(&e, None))?;
+        let inv = waited.submitted.invocation;
+        let mut r: ReadResourceResult = match inv.state {
+            InvocationState::Succeeded { result, .. } => {
+                serde_json::from_value(result).map_err(|_| unexpected("resources/read"))?
+            }
+            InvocationState::Failed { error, .. } => {
+                let code = error.details.as_ref().and_then(|d| d["code"].as_i64()).and_then(|c| i32::try_from(c).ok());
+                let message = format!("{} (invocation {})", error.message, inv.id);
+                return Err(ErrorData::new(code.map_or(ErrorCode::INTERNAL_ERROR, ErrorCode), message, None));
+            }
+            other => {
+                return Err(internal(format!(
+                    "the read of {uri} is {} (invocation {}); read it again later",
+                    other.name().as_str(),
+                    inv.id
+                )));
+            }
         };
         let checked = skills::bytes_of(&r.contents)
             .map_err(skills::Refused::Integrity)
