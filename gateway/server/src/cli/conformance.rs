@@ -149,8 +149,7 @@ fn report(suite: &str, kit: String, target: &str, baseline: Option<&std::path::P
 }
 
 /// Keeps the run and fails the command when the run failed.
-async fn conclude(mut report: Report, out: Option<PathBuf>, cfg: &Config) -> anyhow::Result<()> {
-    let out = out.unwrap_or_else(|| cfg.server.data_dir.join("conformance").join(&report.id));
+async fn conclude(mut report: Report, out: PathBuf, cfg: &Config) -> anyhow::Result<()> {
     let stores = super::open_store(cfg).await?;
     conformance::finish(&mut report, &out, stores.conformance.as_ref()).await?;
     if !report.passed {
@@ -159,8 +158,18 @@ async fn conclude(mut report: Report, out: Option<PathBuf>, cfg: &Config) -> any
     Ok(())
 }
 
+/// Where a run's reports go: `--out`, else `<data_dir>/conformance/<run id>`.
 fn scratch(out: Option<&PathBuf>, cfg: &Config, id: &str) -> PathBuf {
     out.cloned().unwrap_or_else(|| cfg.server.data_dir.join("conformance").join(id))
+}
+
+/// `sections` with the `--upstream-toml` lines added to its last table (the upstream entry).
+fn with_lines(mut sections: String, lines: &[String]) -> String {
+    for line in lines {
+        sections.push_str(line);
+        sections.push('\n');
+    }
+    sections
 }
 
 async fn mcp_server(args: McpServer, cfg: &Config) -> anyhow::Result<()> {
@@ -169,13 +178,7 @@ async fn mcp_server(args: McpServer, cfg: &Config) -> anyhow::Result<()> {
     }
     let c = &args.common;
     let runner = Runner::ensure(&conformance::tools_dir(c.tools_dir.clone())?).await?;
-    let selection = if args.scenario.is_empty() {
-        let sets =
-            if args.requirements.is_empty() { REQUIREMENTS.map(String::from).to_vec() } else { args.requirements };
-        Selection::Requirements(sets)
-    } else {
-        Selection::Scenarios(args.scenario)
-    };
+    let selection = Selection::of(args.requirements, args.scenario);
     let mut report = report("mcp-server", Runner::kit(), &args.url, c.baseline.as_deref())?;
     let out = scratch(c.out.as_ref(), cfg, &report.id);
     let (direct, through) = c.legs();
@@ -186,15 +189,12 @@ async fn mcp_server(args: McpServer, cfg: &Config) -> anyhow::Result<()> {
         report.legs.push(Leg { label: "direct".into(), target: args.url.clone(), outcomes });
     }
     if through {
-        let mut sections = format!(
+        let sections = format!(
             "[mcp]\nanonymous = true\nrequest_state_key = {}\n\n[[mcp.upstreams]]\nname = \"target\"\nurl = {}\nprefix = \"\"\n",
             quoted(&format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple())),
             quoted(&args.url)
         );
-        for line in &c.upstream_toml {
-            sections.push_str(line);
-            sections.push('\n');
-        }
+        let sections = with_lines(sections, &c.upstream_toml);
         let gateway = Gateway::start(&sections, &out.join("gateway.log")).await?;
         let endpoint = format!("{}/mcp", gateway.base);
         println!("== through gateway: {endpoint} -> {}", args.url);
@@ -204,18 +204,12 @@ async fn mcp_server(args: McpServer, cfg: &Config) -> anyhow::Result<()> {
         }
         report.legs.push(Leg { label: "through gateway".into(), target: endpoint, outcomes: outcomes? });
     }
-    conclude(report, Some(out), cfg).await
+    conclude(report, out, cfg).await
 }
 
 async fn mcp_client(args: McpClient, cfg: &Config) -> anyhow::Result<()> {
     let runner = Runner::ensure(&conformance::tools_dir(args.tools_dir.clone())?).await?;
-    let selection = if args.scenario.is_empty() {
-        let sets =
-            if args.requirements.is_empty() { REQUIREMENTS.map(String::from).to_vec() } else { args.requirements };
-        Selection::Requirements(sets)
-    } else {
-        Selection::Scenarios(args.scenario)
-    };
+    let selection = Selection::of(args.requirements, args.scenario);
     // The runner runs the command through a shell, appending the URL.
     let command = args.command.iter().map(|a| shell_word(a)).collect::<Vec<_>>().join(" ");
     let mut report = report("mcp-client", Runner::kit(), &command, args.baseline.as_deref())?;
@@ -223,7 +217,7 @@ async fn mcp_client(args: McpClient, cfg: &Config) -> anyhow::Result<()> {
     println!("{} ({}) driving {command}", report.kit, report.id);
     let outcomes = runner.run(Side::Client, &command, &selection, "client", &out.join("client")).await?;
     report.legs.push(Leg { label: "client".into(), target: command.clone(), outcomes });
-    conclude(report, Some(out), cfg).await
+    conclude(report, out, cfg).await
 }
 
 fn shell_word(s: &str) -> String {
@@ -248,15 +242,12 @@ async fn a2a(args: A2a, cfg: &Config) -> anyhow::Result<()> {
     }
     if through {
         // The TCK's error table (A2A 1.0.0), webhooks to its receiver on loopback.
-        let mut sections = format!(
+        let sections = format!(
             "[a2a]\nerror_profile = \"tck\"\nanonymous = true\npush = {{ allow_loopback = true }}\n\n\
              [[a2a.agents]]\nname = \"target\"\nkind = \"upstream\"\ncard_url = {}\n",
             quoted(&args.card_url)
         );
-        for line in &c.upstream_toml {
-            sections.push_str(line);
-            sections.push('\n');
-        }
+        let sections = with_lines(sections, &c.upstream_toml);
         let gateway = Gateway::start(&sections, &out.join("gateway.log")).await?;
         // The first agent is also served at the root (its card, JSON-RPC, gRPC).
         let endpoint = gateway.base.clone();
@@ -267,7 +258,7 @@ async fn a2a(args: A2a, cfg: &Config) -> anyhow::Result<()> {
         }
         report.legs.push(Leg { label: "through gateway".into(), target: endpoint, outcomes: outcomes? });
     }
-    conclude(report, Some(out), cfg).await
+    conclude(report, out, cfg).await
 }
 
 async fn list(limit: u32, cfg: &Config) -> anyhow::Result<()> {

@@ -4,21 +4,7 @@
 use std::fmt::Write as _;
 
 use super::report::{Report, Status};
-
-fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+use crate::console::esc;
 
 fn class(status: Option<Status>) -> &'static str {
     match status {

@@ -44,6 +44,17 @@ pub enum Selection {
     Scenarios(Vec<String>),
 }
 
+impl Selection {
+    /// Named scenarios when there are any, else the requirement sets (default: both).
+    pub fn of(requirements: Vec<String>, scenarios: Vec<String>) -> Self {
+        match (scenarios.is_empty(), requirements.is_empty()) {
+            (false, _) => Selection::Scenarios(scenarios),
+            (true, true) => Selection::Requirements(REQUIREMENTS.map(String::from).to_vec()),
+            (true, false) => Selection::Requirements(requirements),
+        }
+    }
+}
+
 /// The installed runner.
 #[derive(Debug, Clone)]
 pub struct Runner {

@@ -522,7 +522,7 @@ label{display:block;margin:.4em 0}.login input{margin-left:.5em}.actions{display
 button{padding:.35em 1em;cursor:pointer}dl{display:grid;grid-template-columns:max-content 1fr;gap:.3em 1em}dt{font-weight:600}";
 
 /// `s` safe inside HTML text and double-quoted attributes.
-fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
