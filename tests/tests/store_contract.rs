@@ -558,12 +558,17 @@ async fn bindings_pin_on_first_use_and_withhold_a_change(b: Arc<dyn switchyard_c
     assert!(!changed.is_approved(), "a changed schema is withheld");
     assert_eq!(changed.approved_digest.as_deref(), Some("sha256:a"));
     ok(b.observe("other", "tool", "echo", "sha256:c").await);
-    let approved = b.approve("fx", Some("echo"), "operator").await.unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(approved, 1);
+    // A skill of the same name, changed too: approving one kind leaves the other withheld.
+    ok(b.observe("fx", "skill", "echo", "sha256:s1").await);
+    assert!(!ok(b.observe("fx", "skill", "echo", "sha256:s2").await).is_approved());
+    let approved = b.approve("fx", Some(("echo", &["tool", "tool-meta"])), "operator").await;
+    assert_eq!(approved.unwrap_or_else(|e| panic!("{e}")), 1);
     let listed = b.list(Some("fx")).await.unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(listed.len(), 1, "{listed:?}");
-    assert!(listed[0].is_approved());
-    assert_eq!(listed[0].approved_by.as_deref(), Some("operator"));
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    let of = |kind: &str| listed.iter().find(|l| l.kind == kind).cloned();
+    assert!(of("tool").is_some_and(|t| t.is_approved() && t.approved_by.as_deref() == Some("operator")));
+    assert!(of("skill").is_some_and(|s| !s.is_approved()), "the skill is approved apart: {listed:?}");
+    assert_eq!(b.approve("fx", Some(("echo", &["skill"])), "operator").await.unwrap_or_else(|e| panic!("{e}")), 1);
     assert_eq!(b.approve("fx", None, "operator").await.unwrap_or_else(|e| panic!("{e}")), 0, "nothing left to approve");
 }
 

@@ -23,6 +23,8 @@ pub const TOOL: &str = "tool";
 /// changed description can instruct a model as well as a changed schema (tool poisoning), so it
 /// withholds the tool until approved too.
 pub const TOOL_META: &str = "tool-meta";
+/// What approving a tool approves: its schema and its description pins.
+pub const TOOL_PINS: &[&str] = &[TOOL, TOOL_META];
 
 /// One upstream tool as exposed.
 #[derive(Debug, Clone)]

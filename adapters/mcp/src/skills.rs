@@ -21,6 +21,8 @@ use crate::config::SkillsConfig;
 
 /// The binding kind a skill's manifest is pinned under.
 pub const SKILL: &str = "skill";
+/// What approving a skill approves: its manifest's pin.
+pub const SKILL_PINS: &[&str] = &[SKILL];
 /// The operation a skill file read is journaled (and decided) as, on the skill's upstream:
 /// `read_only`. (`:` cannot appear in a tool name, so no tool is mistaken for it.)
 pub const SKILL_READ: &str = "skill:read";

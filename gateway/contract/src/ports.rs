@@ -452,9 +452,11 @@ pub trait BindingStore: Send + Sync {
     async fn observe(&self, upstream: &str, kind: &str, name: &str, digest: &str) -> Result<Binding, Error>;
     /// Every binding, or one upstream's, ordered by upstream, kind and name.
     async fn list(&self, upstream: Option<&str>) -> Result<Vec<Binding>, Error>;
-    /// Approves the observed digest of one binding (`name`) or of all the upstream's bindings;
-    /// returns how many changed.
-    async fn approve(&self, upstream: &str, name: Option<&str>, by: &str) -> Result<u64, Error>;
+    /// Approves the observed digest of every changed binding of `upstream`, or with `only =
+    /// (name, kinds)` of the bindings of that name and one of those kinds (a tool's schema and
+    /// description pins, or a skill's manifest: a tool and a skill of one name are approved
+    /// apart); returns how many changed.
+    async fn approve(&self, upstream: &str, only: Option<(&str, &[&str])>, by: &str) -> Result<u64, Error>;
 }
 
 /// Durable storage of sealed secrets by name (e.g. an upstream's OAuth tokens, encrypted by

@@ -102,23 +102,22 @@ async fn approve(
         Ok(k) => k,
         Err(e) => return ApiError::from(e).into_response(),
     };
-    let (name, kind) = match (&b.tool, &b.skill) {
+    let only = match (&b.tool, &b.skill) {
         (Some(_), Some(_)) => return ApiError::invalid("name a tool or a skill, not both").into_response(),
-        (Some(t), None) => (Some(t), "tool"),
-        (None, Some(k)) => (Some(k), switchyard_mcp::skills::SKILL),
-        (None, None) => (None, "tool"),
+        (Some(t), None) => Some((t.as_str(), switchyard_mcp::catalog::TOOL_PINS, "tool")),
+        (None, Some(k)) => Some((k.as_str(), switchyard_mcp::skills::SKILL_PINS, "skill")),
+        (None, None) => None,
     };
-    let missing = match name {
-        Some(n) if kind == switchyard_mcp::skills::SKILL => !known.iter().any(|k| &k.name == n && k.kind == kind),
-        Some(n) => !known.iter().any(|k| &k.name == n),
+    let missing = match only {
+        Some((n, kinds, _)) => !known.iter().any(|k| k.name == n && kinds.contains(&k.kind.as_str())),
         None => known.is_empty(),
     };
     if missing {
-        let what = name.map_or_else(|| "no pinned tools".to_string(), |n| format!("no pinned {kind} `{n}`"));
+        let what = only.map_or_else(|| "no pinned tools".to_string(), |(n, _, kind)| format!("no pinned {kind} `{n}`"));
         let e = switchyard_contract::Error::not_found(format!("upstream `{upstream}` has {what}"));
         return ApiError::from(e).into_response();
     }
-    match s.bindings.approve(&upstream, name.map(String::as_str), &who.principal.subject).await {
+    match s.bindings.approve(&upstream, only.map(|(n, kinds, _)| (n, kinds)), &who.principal.subject).await {
         Ok(n) => {
             s.catalog.approvals_changed().await;
             axum::Json(json!({ "upstream": upstream, "approved": n })).into_response()

@@ -62,16 +62,20 @@ impl<D: Dialect> BindingStore for SqlBindings<D> {
         sql::all::<D>(self.pools.read(), stmt).await?.iter().map(decode).collect()
     }
 
-    async fn approve(&self, upstream: &str, name: Option<&str>, by: &str) -> Result<u64, Error> {
+    async fn approve(&self, upstream: &str, only: Option<(&str, &[&str])>, by: &str) -> Result<u64, Error> {
+        let (name, kinds) =
+            only.map_or((None, Vec::new()), |(n, k)| (Some(n), k.iter().map(|k| k.to_string()).collect()));
         let stmt = Stmt::new(format!(
             "UPDATE upstream_bindings SET approved_digest = observed_digest, approved_by = $3, updated_at_ms = {} \
-             WHERE upstream = $1 AND ($2 IS NULL OR name = $2) \
+             WHERE upstream = $1 AND ($2 IS NULL OR (name = $2 AND {})) \
              AND (approved_digest IS NULL OR approved_digest <> observed_digest)",
-            D::NOW
+            D::NOW,
+            D::any("kind", 4)
         ))
         .text(upstream)
         .opt_text(name)
-        .text(by);
+        .text(by)
+        .texts(kinds);
         sql::affected::<D>(self.pools.write(), stmt).await
     }
 }

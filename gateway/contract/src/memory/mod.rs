@@ -526,9 +526,10 @@ impl BindingStore for MemoryBindings {
         Ok(self.rows().iter().filter(|b| upstream.is_none_or(|u| b.upstream == u)).cloned().collect())
     }
 
-    async fn approve(&self, upstream: &str, name: Option<&str>, by: &str) -> Result<u64, Error> {
+    async fn approve(&self, upstream: &str, only: Option<(&str, &[&str])>, by: &str) -> Result<u64, Error> {
         let mut n = 0;
-        for b in self.rows().iter_mut().filter(|b| b.upstream == upstream && name.is_none_or(|x| b.name == x)) {
+        let chosen = |b: &Binding| only.is_none_or(|(name, kinds)| b.name == name && kinds.contains(&b.kind.as_str()));
+        for b in self.rows().iter_mut().filter(|b| b.upstream == upstream && chosen(b)) {
             if !b.is_approved() {
                 b.approved_digest = Some(b.observed_digest.clone());
                 b.approved_by = Some(by.into());

@@ -54,15 +54,19 @@ pub async fn run(cmd: Command, cfg: &Config) -> anyhow::Result<()> {
         }
         Command::Approve { upstream, tool, skill, by } => {
             let known = bindings.list(Some(&upstream)).await?;
-            if let Some(t) = &tool {
-                anyhow::ensure!(known.iter().any(|b| &b.name == t), "upstream `{upstream}` has no pinned tool `{t}`");
-            } else if let Some(k) = &skill {
-                let pinned = known.iter().any(|b| &b.name == k && b.kind == switchyard_mcp::skills::SKILL);
-                anyhow::ensure!(pinned, "upstream `{upstream}` has no pinned skill `{k}`");
-            } else {
-                anyhow::ensure!(!known.is_empty(), "upstream `{upstream}` has no pinned tools");
+            let only = match (&tool, &skill) {
+                (Some(t), _) => Some((t.as_str(), switchyard_mcp::catalog::TOOL_PINS, "tool")),
+                (None, Some(k)) => Some((k.as_str(), switchyard_mcp::skills::SKILL_PINS, "skill")),
+                (None, None) => None,
+            };
+            match only {
+                Some((n, kinds, what)) => anyhow::ensure!(
+                    known.iter().any(|b| b.name == n && kinds.contains(&b.kind.as_str())),
+                    "upstream `{upstream}` has no pinned {what} `{n}`"
+                ),
+                None => anyhow::ensure!(!known.is_empty(), "upstream `{upstream}` has no pinned tools"),
             }
-            let n = bindings.approve(&upstream, tool.as_deref().or(skill.as_deref()), &by).await?;
+            let n = bindings.approve(&upstream, only.map(|(n, kinds, _)| (n, kinds)), &by).await?;
             println!("approved {n} changed pin(s) (tool schemas, descriptions, skill manifests) of `{upstream}`");
         }
     }

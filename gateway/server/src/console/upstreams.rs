@@ -118,11 +118,12 @@ pub(super) async fn approve(
         Ok(b) => b,
         Err(e) => return failure(&e),
     };
-    if !known.iter().any(|b| &b.name == tool) {
+    let pins_of_tool = switchyard_mcp::catalog::TOOL_PINS;
+    if !known.iter().any(|b| &b.name == tool && pins_of_tool.contains(&b.kind.as_str())) {
         return refusal(StatusCode::NOT_FOUND, &format!("upstream `{upstream}` has no pinned tool `{tool}`"));
     }
     let by = format!("{} (console)", s.who.principal.subject);
-    match pins.bindings.approve(&upstream, Some(tool), &by).await {
+    match pins.bindings.approve(&upstream, Some((tool.as_str(), pins_of_tool)), &by).await {
         Ok(n) => {
             pins.catalog.approvals_changed().await;
             tracing::info!(upstream = %upstream, tool = %tool, by = %by, "tool pin approved in the console");
