@@ -65,10 +65,6 @@ impl LocalSkills {
     pub fn served(&self, serves: impl Fn(&str) -> bool) -> impl Iterator<Item = &SkillCatalog> {
         self.catalogs.iter().filter(move |(n, _)| serves(n)).map(|(_, c)| c.as_ref())
     }
-
-    pub fn is_empty(&self) -> bool {
-        self.catalogs.is_empty()
-    }
 }
 
 /// `skill://a/b` as `<upstream>` exposes it: `skill://<upstream>/a/b`.
