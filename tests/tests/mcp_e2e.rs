@@ -206,6 +206,36 @@ async fn a_write_lost_to_a_crash_is_unknown_then_reconciled_and_ran_once() {
     assert_eq!(std::fs::read_to_string(&log).unwrap_or_default().lines().count(), 1, "the upstream counted one call");
 }
 
+/// An upstream session's tool list can fall behind the upstream's without a `list_changed`
+/// (here the upstream starts to want an `Mcp-Param-Value` header, SEP-2243). The upstream then
+/// refuses the call's headers before running the tool (-32020); the gateway lists the tools
+/// again on that session and sends the call once more, now with the header.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_whose_header_map_fell_behind_lists_again_and_sends_once_more() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let hide = dir.path().join("hide-headers");
+    std::fs::write(&hide, "").unwrap_or_else(|e| panic!("{e}"));
+    let web = Fixture::start(&[("FIXTURE_HIDE_HEADERS_WHILE", &hide.display().to_string())]);
+    let gw = start(dir.path(), &[UpstreamSpec::http("web", &web.url)], vec![]);
+    let client = connect(&format!("{}/mcp", gw.base), true).await;
+    let tool = "web__test_x_mcp_header";
+    assert!(tool_names(&client).await.iter().any(|n| n == tool), "listed (without its header annotation)");
+    std::fs::remove_file(&hide).unwrap_or_else(|e| panic!("{e}"));
+    let r = client.call_tool(call(tool, json!({"value": "Hello"}))).await;
+    let r = to_json(&r.unwrap_or_else(|e| panic!("{e}")));
+    assert_ne!(r["isError"], true, "{r}");
+    assert_eq!(text_of(&r), "Hello", "{r}");
+    let inv = r["_meta"]["dev.switchyard/invocation"].as_str().unwrap_or_else(|| panic!("no invocation: {r}"));
+    let (ok, events) = gw.cli(&["invocations", "events", inv]);
+    assert!(ok, "{events}");
+    assert_eq!(
+        events.matches("\"type\":\"dispatch_started\"").count(),
+        1,
+        "one attempt: the refused send ran nothing: {events}"
+    );
+    assert!(events.contains("\"type\":\"succeeded\""), "{events}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_changed_schema_withholds_the_tool_until_approved() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));

@@ -373,6 +373,14 @@ impl Lease {
         }
     }
 
+    /// The session lists the upstream's tools again before its next call (its tool list, from
+    /// which rmcp mirrors `x-mcp-header` parameters, disagreed with the upstream's).
+    pub fn relist(&self) {
+        if let Some(s) = &self.session {
+            s.handler.relist.store(true, Ordering::SeqCst);
+        }
+    }
+
     /// Drops the session instead of returning it (its transport failed mid-call).
     pub fn discard(mut self) {
         self.session = None;
@@ -446,7 +454,10 @@ impl Pool {
     }
 
     /// Lists the upstream's tools on `service` (so that rmcp knows their header parameters).
+    /// The session's response cache is cleared first: a listing it answered (within the
+    /// upstream's `ttlMs`) would never reach the transport, which learns the headers.
     async fn list_tools_on(&self, service: &RunningService<RoleClient, RelayHandler>) {
+        service.peer().clear_response_cache().await;
         if let Err(e) = service.peer().list_all_tools().await {
             warn!(upstream = %self.spec.name, error = %e, "tools/list on an upstream session failed");
         }

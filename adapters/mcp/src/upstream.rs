@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam, ClientRequest,
-    InputResponses, JsonObject, ReadResourceRequest, ReadResourceRequestParams, ServerResult,
+    ErrorCode, InputResponses, JsonObject, ReadResourceRequest, ReadResourceRequestParams, ServerResult,
 };
 use rmcp::service::PeerRequestOptions;
 use serde::{Deserialize, Serialize};
@@ -99,6 +99,45 @@ impl McpUpstream {
 
     async fn call(&self, call: &DispatchCall, cancel: CancellationToken) -> Result<Value, UpstreamError> {
         let request = Self::request(call)?;
+        let mut answer = self.send(call, request.clone(), cancel.clone()).await?;
+        // The upstream refused the `Mcp-Param-*` headers rmcp mirrored from the session's tool
+        // list, before running the tool (SEP-2243): that list no longer agrees with the
+        // upstream's. The session lists its tools again (the lease marked it) and the same
+        // request goes once more; nothing ran, so this is not a retry of an effect.
+        if matches!(&answer, Err(rmcp::ServiceError::McpError(e)) if e.code == ErrorCode::HEADER_MISMATCH)
+            && !cancel.is_cancelled()
+        {
+            tracing::warn!(error = ?answer.as_ref().err(), "the upstream refused the mirrored Mcp-Param headers; listing its tools again and sending once more");
+            answer = self.send(call, request, cancel).await?;
+        }
+        match answer.map(crate::client::from_upstream) {
+            Ok(ServerResult::CallToolResult(r)) => json_of(&r),
+            Ok(ServerResult::InputRequiredResult(r)) => json_of(&r),
+            Ok(ServerResult::ReadResourceResult(r)) if call.target.operation == SKILL_READ => json_of(&r),
+            Ok(other) => Err(UpstreamError::Rejected {
+                code: FailureCode::UnexpectedResult,
+                message: format!("the upstream answered tools/call with another kind of result: {}", kind(&other)),
+                details: None,
+            }),
+            Err(rmcp::ServiceError::McpError(e)) => Err(UpstreamError::Rejected {
+                code: FailureCode::RpcError,
+                message: e.message.to_string(),
+                details: Some(json!({ "code": e.code.0, "data": e.data })),
+            }),
+            Err(e) if never_sent(&e) => {
+                Err(UpstreamError::Unavailable { message: format!("cannot connect to the upstream: {e}") })
+            }
+            Err(e) => Err(UpstreamError::Lost { message: format!("the upstream's reply was lost: {e}") }),
+        }
+    }
+
+    /// Sends `request` on a session of the pool and waits for the upstream's answer.
+    async fn send(
+        &self,
+        call: &DispatchCall,
+        request: ClientRequest,
+        cancel: CancellationToken,
+    ) -> Result<Result<ServerResult, rmcp::ServiceError>, UpstreamError> {
         let relay = call.context.as_ref().map(|c| c.relay().clone());
         // Waiting for a free session (and its handshake) sends nothing: give up before the
         // attempt would time out, so that a write that never left is not `unknown`.
@@ -137,8 +176,10 @@ impl McpUpstream {
         let waiter = tokio::spawn(async move {
             tokio::select! {
                 r = handle.await_response() => {
-                    if r.as_ref().is_err_and(|e| !matches!(e, rmcp::ServiceError::McpError(_))) {
-                        lease.discard();
+                    match &r {
+                        Err(rmcp::ServiceError::McpError(e)) if e.code == ErrorCode::HEADER_MISMATCH => lease.relist(),
+                        Err(rmcp::ServiceError::McpError(_)) | Ok(_) => {}
+                        Err(_) => lease.discard(),
                     }
                     Some(r)
                 }
@@ -153,8 +194,10 @@ impl McpUpstream {
                 }
             }
         });
-        let _guard = CancelOnDrop(self.in_flight_token(call.attempt));
-        let answer = match waiter.await {
+        let mut guard = CancelOnDrop(self.in_flight_token(call.attempt));
+        let waited = waiter.await;
+        guard.0 = None; // finished: nothing to cancel
+        let answer = match waited {
             Ok(Some(answer)) => answer,
             // MCP gives no confirmation that a tool stopped: a write may have happened.
             Ok(None) => {
@@ -169,25 +212,7 @@ impl McpUpstream {
             }
             Err(e) => return Err(UpstreamError::Lost { message: format!("the wait for the upstream failed: {e}") }),
         };
-        match answer.map(crate::client::from_upstream) {
-            Ok(ServerResult::CallToolResult(r)) => json_of(&r),
-            Ok(ServerResult::InputRequiredResult(r)) => json_of(&r),
-            Ok(ServerResult::ReadResourceResult(r)) if call.target.operation == SKILL_READ => json_of(&r),
-            Ok(other) => Err(UpstreamError::Rejected {
-                code: FailureCode::UnexpectedResult,
-                message: format!("the upstream answered tools/call with another kind of result: {}", kind(&other)),
-                details: None,
-            }),
-            Err(rmcp::ServiceError::McpError(e)) => Err(UpstreamError::Rejected {
-                code: FailureCode::RpcError,
-                message: e.message.to_string(),
-                details: Some(json!({ "code": e.code.0, "data": e.data })),
-            }),
-            Err(e) if never_sent(&e) => {
-                Err(UpstreamError::Unavailable { message: format!("cannot connect to the upstream: {e}") })
-            }
-            Err(e) => Err(UpstreamError::Lost { message: format!("the upstream's reply was lost: {e}") }),
-        }
+        Ok(answer)
     }
 
     fn in_flight_token(&self, attempt: AttemptId) -> Option<CancellationToken> {

@@ -23,6 +23,25 @@ pub const TEMPLATE_URI: &str = "test://template/{id}/data";
 /// The tool carrying a string `x-mcp-header` property (SEP-2243 `Mcp-Param-Value`).
 pub const X_MCP_HEADER_TOOL: &str = "test_x_mcp_header";
 
+/// The tools as tools/list shows them: all of them, except that while the file named by
+/// `$FIXTURE_HIDE_HEADERS_WHILE` exists, [`X_MCP_HEADER_TOOL`]'s `x-mcp-header` annotation is
+/// left out of the listing (calls are still checked against the whole schema): a client's view
+/// of the tool falls behind without a `list_changed`, as when an upstream is redeployed.
+pub fn listed_tools() -> Vec<Tool> {
+    let mut tools = tools();
+    let hidden = std::env::var_os("FIXTURE_HIDE_HEADERS_WHILE").is_some_and(|f| std::path::Path::new(&f).exists());
+    if hidden && let Some(tool) = tools.iter_mut().find(|t| t.name == X_MCP_HEADER_TOOL) {
+        let mut schema = (*tool.input_schema).clone();
+        if let Some(value) =
+            schema.get_mut("properties").and_then(|p| p.get_mut("value")).and_then(|v| v.as_object_mut())
+        {
+            value.remove("x-mcp-header");
+        }
+        tool.input_schema = Arc::new(schema);
+    }
+    tools
+}
+
 /// MRTR (SEP-2322) tools; all take no arguments.
 pub const MRTR_TOOLS: &[(&str, &str)] = &[
     ("test_input_required_result_elicitation", "input_required: one elicitation (key user_name)"),

@@ -31,7 +31,9 @@
 //! `tools-call-simple-text` scenario fails; for the tests of `switchyard conformance`),
 //! `FIXTURE_SKILLS_DIR` (a directory of skills, SEP-2640: declared, listed, served; read again
 //! on every skills request), `FIXTURE_REQUEST_STATE_KEY` (≥ 32 bytes; HMAC key for MRTR `requestState`, so several fixture
-//! processes can share state; a built-in test key is used otherwise), `RUST_LOG` (stderr logs).
+//! processes can share state; a built-in test key is used otherwise), `FIXTURE_HIDE_HEADERS_WHILE`
+//! (a file: while it exists, tools/list leaves `test_x_mcp_header`'s `x-mcp-header` annotation out
+//! while calls are still checked against it), `RUST_LOG` (stderr logs).
 
 mod catalog;
 mod extra;
