@@ -709,3 +709,44 @@ mod conformance_runs_are_kept_newest_first {
         super::conformance_runs_are_kept_newest_first(s.unwrap_or_else(|e| panic!("{e}")).conformance).await;
     }
 }
+
+/// The schema's own guarantees on PostgreSQL, asked in SQL behind the store's back, after the
+/// migrations that made rows cheaper (issue 18): a terminal result cannot be rewritten (G10) while
+/// a terminal row's other columns can; events are append-only and gapless per invocation (G9).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_schema_refuses_what_the_guarantees_forbid_on_postgres() {
+    let url = switchyard_tests::pg::database().await;
+    let pg = switchyard_store::PgStore::connect(&url, &StoreOptions::default()).await.unwrap_or_else(|e| panic!("{e}"));
+    let store: Arc<dyn InvocationStore> = Arc::new(pg.clone());
+    let inv = created(&store, draft("a", None, json!({}), 30_000)).await;
+    let by = inv.principal.clone();
+    store
+        .transition(inv.id, Box::new(move |i, now| i.request_cancel(by.clone(), now)))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let before = store.events(inv.id, 0, 100).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(before.iter().map(|e| e.seq).collect::<Vec<_>>(), (1..=before.len() as u64).collect::<Vec<_>>());
+    let id = inv.id.to_string();
+    let run = |sql: &'static str| {
+        let (pool, id) = (pg.pool().clone(), id.clone());
+        async move { sqlx::query(sql).bind(id).execute(&pool).await.map(|r| r.rows_affected()).map_err(|e| e.to_string()) }
+    };
+    let refused = run("UPDATE invocations SET state = 'admitted' WHERE id = $1").await;
+    assert!(refused.as_ref().is_err_and(|e| e.contains("terminal and immutable")), "{refused:?}");
+    let refused = run("UPDATE invocations SET state_data = '{}'::jsonb WHERE id = $1").await;
+    assert!(refused.as_ref().is_err_and(|e| e.contains("terminal and immutable")), "{refused:?}");
+    assert_eq!(run("UPDATE invocations SET lease_owner = NULL WHERE id = $1").await, Ok(1), "other columns move");
+    let refused = run("UPDATE invocation_events SET kind = 'x' WHERE invocation_id = $1").await;
+    assert!(refused.as_ref().is_err_and(|e| e.contains("append-only")), "{refused:?}");
+    let refused = run("DELETE FROM invocation_events WHERE invocation_id = $1").await;
+    assert!(refused.as_ref().is_err_and(|e| e.contains("append-only")), "{refused:?}");
+    let refused = run("INSERT INTO invocation_events (invocation_id, seq, event_id, kind, data, at_ms) \
+         VALUES ($1, 1, 'evt_again', 'admitted', '{}'::jsonb, 0)")
+    .await;
+    assert!(
+        refused.as_ref().is_err_and(|e| e.contains("invocation_events_pkey")),
+        "a sequence is taken once: {refused:?}"
+    );
+    let after = store.events(inv.id, 0, 100).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(after, before, "the journal is as it was");
+}

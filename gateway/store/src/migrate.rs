@@ -44,6 +44,7 @@ pub(crate) const POSTGRES: Files = &[
         "conformance_runs",
         include_str!("../../../migrations/postgres/20261203000013_conformance_runs.sql"),
     ),
+    (20261203000014, "cheaper_rows", include_str!("../../../migrations/postgres/20261203000014_cheaper_rows.sql")),
 ];
 
 pub(crate) const SQLITE: Files = &[
