@@ -572,25 +572,34 @@ async fn bindings_pin_on_first_use_and_withhold_a_change(b: Arc<dyn switchyard_c
     assert_eq!(b.approve("fx", None, "operator").await.unwrap_or_else(|e| panic!("{e}")), 0, "nothing left to approve");
 }
 
-mod bindings_pin_on_first_use_and_withhold_a_change {
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn sqlite() {
-        let (_dir, url) = switchyard_tests::sqlite_url();
-        let s = switchyard_store::connect(&url, &super::StoreOptions::default()).await;
-        super::bindings_pin_on_first_use_and_withhold_a_change(s.unwrap_or_else(|e| panic!("{e}")).bindings).await;
-    }
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn postgres() {
-        let url = switchyard_tests::pg::database().await;
-        let s = switchyard_store::connect(&url, &super::StoreOptions::default()).await;
-        super::bindings_pin_on_first_use_and_withhold_a_change(s.unwrap_or_else(|e| panic!("{e}")).bindings).await;
-    }
-    #[tokio::test]
-    async fn memory() {
-        let port = std::sync::Arc::new(switchyard_contract::memory::MemoryBindings::default());
-        super::bindings_pin_on_first_use_and_withhold_a_change(port).await;
-    }
+/// Generates `mod name { sqlite, postgres[, memory] }` running `name` on the `field` store of
+/// each database, and on the contract's memory port `memory` when one is named.
+macro_rules! port_contract {
+    ($name:ident, $field:ident $(, memory: $memory:ty)?) => {
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                let (_dir, url) = switchyard_tests::sqlite_url();
+                let s = switchyard_store::connect(&url, &super::StoreOptions::default()).await;
+                super::$name(s.unwrap_or_else(|e| panic!("{e}")).$field).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                let url = switchyard_tests::pg::database().await;
+                let s = switchyard_store::connect(&url, &super::StoreOptions::default()).await;
+                super::$name(s.unwrap_or_else(|e| panic!("{e}")).$field).await;
+            }
+            $(
+                #[tokio::test]
+                async fn memory() {
+                    super::$name(std::sync::Arc::new(<$memory>::default())).await;
+                }
+            )?
+        }
+    };
 }
+
+port_contract!(bindings_pin_on_first_use_and_withhold_a_change, bindings, memory: switchyard_contract::memory::MemoryBindings);
 
 /// `unknown_counts` (for `GET /metrics`) counts the `unknown` invocations of every tenant, per
 /// upstream, and nothing else.
@@ -652,25 +661,7 @@ async fn grants_are_revoked_and_spent_once(g: Arc<dyn switchyard_contract::Grant
     assert_eq!(g.list(None).await.map(|l| l.len()).unwrap_or(0), 3);
 }
 
-mod grants_are_revoked_and_spent_once {
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn sqlite() {
-        let (_dir, url) = switchyard_tests::sqlite_url();
-        let s = switchyard_store::connect(&url, &super::StoreOptions::default()).await;
-        super::grants_are_revoked_and_spent_once(s.unwrap_or_else(|e| panic!("{e}")).grants).await;
-    }
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn postgres() {
-        let url = switchyard_tests::pg::database().await;
-        let s = switchyard_store::connect(&url, &super::StoreOptions::default()).await;
-        super::grants_are_revoked_and_spent_once(s.unwrap_or_else(|e| panic!("{e}")).grants).await;
-    }
-    #[tokio::test]
-    async fn memory() {
-        let port = std::sync::Arc::new(switchyard_contract::memory::MemoryGrants::default());
-        super::grants_are_revoked_and_spent_once(port).await;
-    }
-}
+port_contract!(grants_are_revoked_and_spent_once, grants, memory: switchyard_contract::memory::MemoryGrants);
 
 async fn conformance_runs_are_kept_newest_first(runs: Arc<dyn switchyard_contract::ConformanceRuns>) {
     let run = |id: &str, started_ms: i64, passed: bool| switchyard_contract::ConformanceRun {
@@ -695,20 +686,7 @@ async fn conformance_runs_are_kept_newest_first(runs: Arc<dyn switchyard_contrac
     assert_eq!(runs.get("run_nope").await.ok(), Some(None));
 }
 
-mod conformance_runs_are_kept_newest_first {
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn sqlite() {
-        let (_dir, url) = switchyard_tests::sqlite_url();
-        let s = switchyard_store::connect(&url, &super::StoreOptions::default()).await;
-        super::conformance_runs_are_kept_newest_first(s.unwrap_or_else(|e| panic!("{e}")).conformance).await;
-    }
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn postgres() {
-        let url = switchyard_tests::pg::database().await;
-        let s = switchyard_store::connect(&url, &super::StoreOptions::default()).await;
-        super::conformance_runs_are_kept_newest_first(s.unwrap_or_else(|e| panic!("{e}")).conformance).await;
-    }
-}
+port_contract!(conformance_runs_are_kept_newest_first, conformance);
 
 /// The schema's own guarantees on PostgreSQL, asked in SQL behind the store's back, after the
 /// migrations that made rows cheaper (issue 18): a terminal result cannot be rewritten (G10) while
