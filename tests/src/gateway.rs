@@ -180,6 +180,20 @@ impl Gateway {
         }
     }
 
+    /// Every invocation of `tenant` once none is running (admitted, dispatching, retrying), for
+    /// up to 5 s: an MCP read is answered before its outcome commits.
+    pub async fn all_settled(&self, tenant: &str) -> Vec<Value> {
+        let running = |i: &Value| matches!(i["state"]["state"].as_str(), Some("admitted" | "dispatching" | "retrying"));
+        for _ in 0..100 {
+            let all = self.all(tenant).await;
+            if !all.iter().any(running) {
+                return all;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        self.all(tenant).await
+    }
+
     /// Signs in to the console with `form` (the sign-in form's fields, URL-encoded) and returns
     /// the session's `Cookie` header.
     pub async fn console_sign_in(&self, form: &str) -> String {

@@ -27,6 +27,9 @@ pub struct SpanSeen {
     pub attributes: BTreeMap<String, String>,
     /// OTLP status code: 0 unset, 1 ok, 2 error.
     pub status: i32,
+    /// Start and end, nanoseconds since the Unix epoch.
+    pub start_ns: u64,
+    pub end_ns: u64,
 }
 
 /// The collector; stops when dropped.
@@ -112,6 +115,8 @@ fn spans_of(export: ExportTraceServiceRequest) -> Vec<SpanSeen> {
                     service: service.clone(),
                     attributes: attributes(s.attributes),
                     status: s.status.map_or(0, |st| st.code),
+                    start_ns: s.start_time_unix_nano,
+                    end_ns: s.end_time_unix_nano,
                 });
             }
         }

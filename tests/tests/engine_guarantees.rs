@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 use switchyard_contract::engine::RetryPolicy;
 use switchyard_contract::{
     Admission, Decision, Engine, EngineConfig, Error, ErrorKind, Event, EventKind, FaultHook, FaultPoint, IngressKey,
-    Invocation, InvocationId, InvocationStore, Invocations, ListQuery, NewInvocation, NoFaults, Page, Principal,
-    StateName, Submission, TenantId, Transition, WorkerId,
+    Invocation, InvocationId, InvocationState, InvocationStore, Invocations, ListQuery, NewInvocation, NoFaults, Page,
+    Principal, StateName, Submission, TenantId, Transition, WorkerId, client_stays,
 };
 use switchyard_store::StoreOptions;
 use switchyard_tests::upstream::{OneUpstream, Scripted, per_invocation};
@@ -74,6 +74,7 @@ on_both!(
     a_held_call_runs_once_approved_by_another_principal_on_any_worker,
     a_held_call_nobody_approves_in_time_expires_and_runs_nothing,
     a_call_names_its_parent_only_within_its_tenant,
+    a_read_answers_an_mcp_caller_from_its_reply_and_a_crash_before_the_commit_runs_it_again,
 );
 
 fn config(ttl_ms: u64) -> EngineConfig {
@@ -680,4 +681,49 @@ async fn a_held_call_nobody_approves_in_time_expires_and_runs_nothing(db: Db) {
     let bob = Principal::new(alice().tenant, "bob");
     assert_eq!(e.approve(&bob, inv.id).await.err().map(|err| err.kind), Some(ErrorKind::Conflict), "too late");
     assert!(up.calls().is_empty(), "an expired call runs nothing");
+}
+
+/// The MCP face takes a read's answer from the upstream's reply, before the outcome commits (one
+/// commit fewer on its path); the admin API, a write, and a reply to retry wait for the record.
+/// An engine that dies before the commit leaves the read `dispatching`: another takes it over
+/// and runs it again (G5, G7), and the journal holds the attempt that was answered and the rerun.
+async fn a_read_answers_an_mcp_caller_from_its_reply_and_a_crash_before_the_commit_runs_it_again(db: Db) {
+    let store = db.open().await;
+    let up = Scripted::new(false);
+    // Every driver of engine A stops after its upstream replied, before committing the outcome.
+    let gate = Gate::new(FaultPoint::AfterUpstreamReply);
+    let a = engine(store.clone(), &up, gate.clone(), config(300));
+    let mcp = |op: &str| Submission { ingress: switchyard_contract::Ingress::Mcp, ..call(op, json!({}), None) };
+    async fn wait(e: &Engine, s: Submission, ms: u64) -> Invocation {
+        let waited = e.submit_and_wait(s, Duration::from_millis(ms), client_stays()).await;
+        waited.unwrap_or_else(|err| panic!("{err}")).submitted.invocation
+    }
+
+    let read = wait(&a, mcp("ok"), 5_000).await;
+    let InvocationState::Succeeded { result, .. } = &read.state else { panic!("answered early: {read:?}") };
+    assert_eq!(result, &json!({"attempt": 1, "op": "ok"}));
+    let stored = store.get(None, read.id).await.ok().flatten().unwrap_or_else(|| panic!("admitted"));
+    assert_eq!(stored.state.name(), StateName::Dispatching, "answered before its outcome committed");
+    assert_eq!(read.last_seq, stored.last_seq + 1, "the answer numbers the event the commit will append");
+
+    // Answered from the record: a write, a read through the admin API, a reply to retry.
+    for (s, what) in
+        [(mcp("w_ok"), "a write"), (call("ok", json!({}), None), "the admin API"), (mcp("flaky:1"), "a retry")]
+    {
+        let waited = wait(&a, s, 300).await;
+        assert_eq!(waited.state.name(), StateName::Dispatching, "{what} waits for its commit");
+    }
+
+    // Engine A dies (its drivers never get past the gate). B takes the read over and runs it again.
+    let b = engine(store.clone(), &up, Arc::new(NoFaults), config(300));
+    let _recovery = b.start();
+    let rerun = until(&b, read.id, StateName::Succeeded).await;
+    assert_eq!(rerun.attempts, 2);
+    assert!(matches!(&rerun.state, InvocationState::Succeeded { result, .. } if result["attempt"] == 2));
+    assert_eq!(per_invocation(&up.calls()).get(&read.id.to_string()), Some(&2));
+    let kinds = kinds(&events(&b, read.id).await);
+    assert_eq!(kinds.first(), Some(&"admitted"));
+    assert_eq!(kinds.last(), Some(&"succeeded"));
+    assert_eq!(kinds.iter().filter(|k| **k == "dispatch_started").count(), 2, "{kinds:?}");
+    drop(a);
 }

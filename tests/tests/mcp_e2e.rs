@@ -55,8 +55,10 @@ async fn both_eras_list_and_call_through_stdio_and_http_upstreams() {
             assert_eq!(text_of(&r), format!("hi {modern}"), "{r}");
             assert_eq!(r["structuredContent"]["text"], format!("hi {modern}"));
             let inv = r["_meta"]["dev.switchyard/invocation"].as_str().unwrap_or_else(|| panic!("no invocation: {r}"));
-            let (status, shown) =
-                gw.get("default", &format!("/admin/v1/invocations/{inv}")).await.unwrap_or_else(|e| panic!("{e}"));
+            let (status, shown) = gw
+                .get("default", &format!("/admin/v1/invocations/{inv}?wait_ms=5000"))
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
             assert_eq!(status, 200, "{shown}");
             assert_eq!(shown["state"]["state"], "succeeded", "{shown}");
             assert_eq!(shown["target"]["effect"], "read_only");

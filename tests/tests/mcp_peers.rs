@@ -378,7 +378,7 @@ async fn a_held_question_is_answered_once_and_expires_when_nobody_answers() {
     let late = seen[1]["error"].as_str().unwrap_or_default();
     assert!(seen[1]["ok"] == false && (late.contains("expired") || late.contains("no longer holds")), "{seen:?}");
     // The upstream heard: the call went on and settled without the answer.
-    let runs = gw.all("default").await;
+    let runs = gw.all_settled("default").await;
     assert_eq!(runs.len(), 2, "{runs:?}");
     assert!(runs.iter().all(|r| r["state"]["state"] == "succeeded"), "{runs:?}");
     let unanswered = runs.iter().any(|r| {

@@ -70,6 +70,16 @@ impl Ingress {
         }
     }
 
+    /// Whether a caller waiting through this entry point takes a `read_only` call's answer from
+    /// the upstream's reply, before its outcome commits: the MCP face's callers, whose answer is
+    /// the tool's result and who cannot read the record back. (A crash before that commit
+    /// leaves the read `dispatching`; recovery runs it again, G5.) The admin API's and the A2A
+    /// face's callers are answered with the record as committed: they read it back (`GET`,
+    /// `GetTask`) and must find what they were told.
+    pub fn answers_reads_early(self) -> bool {
+        matches!(self, Self::Mcp)
+    }
+
     /// For logs and spans: `admin`, `mcp`, `a2a`.
     pub fn name(self) -> &'static str {
         match self {

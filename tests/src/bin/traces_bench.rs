@@ -5,14 +5,20 @@
 //!
 //! `switchyard-traces-bench [--seconds 5] [--concurrency 16] [--store-url postgres://…]`
 //!
+//! Then, from the spans of the single-client calls, where a call's time goes: for each span
+//! (the face's request, the invocation, its admission, attempt, upstream call and commits), the
+//! median of when it starts after the face's request span started and of how long it lasts.
+//!
 //! Build the gateway, the fixture and this binary in release for numbers that mean something.
-//! Prints a table and one JSON line.
+//! Prints two tables and one JSON line.
+
+use std::collections::BTreeMap;
 
 use serde_json::json;
 use switchyard_tests::bench::{Args, Run, mcp_calls};
 use switchyard_tests::gateway::{Gateway, Options};
 use switchyard_tests::mcp::{Fixture, UpstreamSpec, write_config};
-use switchyard_tests::otlp::Collector;
+use switchyard_tests::otlp::{Collector, SpanSeen};
 
 const ROUNDS: usize = 2;
 
@@ -35,6 +41,7 @@ async fn main() -> anyhow::Result<()> {
         "traces", "p50 ms", "p99 ms", "c=1 /s", "loaded /s", "spans/call"
     );
     let mut cells: Vec<(&str, Run, Run, f64)> = Vec::new();
+    let mut single_call_spans = Vec::new();
     for round in 0..ROUNDS {
         for (name, text) in &configs {
             let path = dir.path().join(format!("{name}.toml"));
@@ -50,11 +57,17 @@ async fn main() -> anyhow::Result<()> {
             let url = format!("{}/mcp", gw.base);
             let before = collector.spans().len();
             let single = mcp_calls(&url, true, "echo", 1, args.seconds).await?;
+            let after_single = collector.spans().len();
             let loaded = mcp_calls(&url, true, "echo", args.concurrency, args.seconds).await?;
             // Stopped with SIGTERM, the gateway exports its last spans before it exits.
             tokio::task::block_in_place(|| gw.terminate());
             let calls = (single.lat_us.len() + loaded.lat_us.len() + 1 + args.concurrency) as f64;
             let per_call = (collector.spans().len() - before) as f64 / calls;
+            if *name == "on" {
+                // The loaded run's spans went out after these: what was exported by then (the
+                // batch delay is 200 ms) is the single client's, less its last batch at most.
+                single_call_spans.extend(collector.spans().into_iter().skip(before).take(after_single - before));
+            }
             println!(
                 "{name:<6} {:>9.3} {:>9.3} {:>11.0} {:>14.0} {per_call:>14.2}",
                 single.pct(0.5),
@@ -74,10 +87,49 @@ async fn main() -> anyhow::Result<()> {
     let (added, ratio) = (mean("on", &p50) - mean("off", &p50), mean("on", &rate) / mean("off", &rate));
     println!("traces on add {added:.3} ms at p50; throughput ratio on/off at c={}: {ratio:.2}", args.concurrency);
     let spans = cells.iter().filter(|c| c.0 == "on").map(|c| c.3).sum::<f64>() / ROUNDS as f64;
+    breakdown(&single_call_spans);
     println!(
         "{}",
         json!({"concurrency": args.concurrency, "seconds": args.seconds, "added_p50_ms": added,
                "throughput_ratio": ratio, "spans_per_call": spans})
     );
     Ok(())
+}
+
+/// Prints, per span name, the median start after its trace's first span and the median
+/// duration, over every trace that has a root span (the face's request).
+fn breakdown(spans: &[SpanSeen]) {
+    let mut traces: BTreeMap<&str, Vec<&SpanSeen>> = BTreeMap::new();
+    for s in spans {
+        traces.entry(s.trace_id.as_str()).or_default().push(s);
+    }
+    let mut seen: BTreeMap<String, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
+    let mut whole = 0usize;
+    for members in traces.values() {
+        let Some(root) = members.iter().find(|s| s.parent.is_empty()) else { continue };
+        whole += 1;
+        for s in members {
+            let name = match s.attributes.get("what") {
+                Some(what) => format!("{} ({what})", s.name),
+                None => s.name.clone(),
+            };
+            let entry = seen.entry(name).or_default();
+            entry.0.push(s.start_ns.saturating_sub(root.start_ns) as f64 / 1e6);
+            entry.1.push(s.end_ns.saturating_sub(s.start_ns) as f64 / 1e6);
+        }
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+    };
+    let mut rows: Vec<(f64, f64, usize, String)> = seen
+        .into_iter()
+        .map(|(name, (mut starts, mut lasts))| (median(&mut starts), median(&mut lasts), starts.len(), name))
+        .collect();
+    rows.sort_by(|a, b| a.0.total_cmp(&b.0));
+    println!("where a single client's call goes ({whole} traces; medians, ms after the face's span started)");
+    println!("{:<34} {:>9} {:>9} {:>8}", "span", "starts", "lasts", "count");
+    for (start, last, count, name) in rows {
+        println!("{name:<34} {start:>9.3} {last:>9.3} {count:>8}");
+    }
 }

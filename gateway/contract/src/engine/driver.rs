@@ -18,8 +18,9 @@ use crate::Millis;
 use crate::error::{Error, ErrorKind, FailureCode};
 use crate::event::EventKind;
 use crate::ports::{CancelAck, DispatchCall, UpstreamError};
+use crate::principal::EffectClass;
 use crate::relay::CallContext;
-use crate::state::{Invocation, InvocationState, StateName};
+use crate::state::{Fence, Invocation, InvocationState, StateName};
 use crate::trace::TARGET;
 
 pub(super) async fn drive(
@@ -211,6 +212,9 @@ async fn attempt(
     let sent = std::time::Instant::now();
     let result = attempt_call(inner, &call, inv, cancel).await;
     let elapsed = sent.elapsed();
+    if call.target.effect == EffectClass::ReadOnly {
+        answer_early(inner, &call, inv, &result);
+    }
     inner.faults.reached(FaultPoint::AfterUpstreamReply, inv.id).await;
     *inv = commit(inner, &call, inv, result).await?;
     if let Some(m) = inner.meter.get() {
@@ -315,6 +319,50 @@ fn send_window(attempt_timeout: Duration) -> Duration {
 const CANCEL_RESEND: Duration = Duration::from_millis(200);
 const CANCEL_RESENDS: u32 = 25;
 
+/// How an attempt's result changes the invocation: classified by the retry policy, recorded
+/// under the driver's fence.
+fn outcome_of(
+    inner: &Inner,
+    call: &DispatchCall,
+    fence: Fence,
+) -> impl Fn(&mut Invocation, Result<serde_json::Value, UpstreamError>, Millis) -> Vec<EventKind>
++ Clone
++ Send
++ Sync
++ 'static {
+    let policy = inner.cfg.retry;
+    let backoff = policy.backoff(call.attempt_no);
+    let (effect, attempt_no, attempt) = (call.target.effect, call.attempt_no, call.attempt);
+    let (worker, ttl) = (inner.cfg.worker, inner.cfg.ttl_ms());
+    move |i, result, now| {
+        let outcome = policy.classify(result, effect, attempt_no, backoff, now);
+        i.record_outcome(worker, fence, attempt, outcome, now, ttl)
+    }
+}
+
+/// Gives the callers that take it (see [`Ingress::answers_reads_early`](crate::ports::Ingress::answers_reads_early))
+/// a read's outcome as its reply settles it, before the commit: the invocation as the commit
+/// will record it (by this process's clock), when that is terminal. A reply to retry, or one
+/// this worker's lease would not cover, answers nobody early.
+fn answer_early(
+    inner: &Inner,
+    call: &DispatchCall,
+    inv: &Invocation,
+    result: &Result<serde_json::Value, UpstreamError>,
+) {
+    inner.hub.answered(&inv.id, || {
+        let mut answer = inv.clone();
+        let now = crate::wall_clock_ms();
+        let events = outcome_of(inner, call, inv.lease.fence)(&mut answer, result.clone(), now);
+        if !answer.state.is_terminal() || events.iter().any(|e| matches!(e, EventKind::LateOutcome { .. })) {
+            return None;
+        }
+        answer.last_seq += events.len() as u64;
+        answer.updated_at_ms = now;
+        Some(answer)
+    });
+}
+
 /// Classifies and commits an attempt's result under the driver's fence.
 async fn commit(
     inner: &Inner,
@@ -322,16 +370,10 @@ async fn commit(
     current: &Invocation,
     result: Result<serde_json::Value, UpstreamError>,
 ) -> Result<Invocation, Error> {
-    let policy = inner.cfg.retry;
-    let backoff = policy.backoff(call.attempt_no);
-    let (effect, attempt_no, attempt, fence) = (call.target.effect, call.attempt_no, call.attempt, current.lease.fence);
-    let (worker, ttl) = (inner.cfg.worker, inner.cfg.ttl_ms());
+    let outcome = outcome_of(inner, call, current.lease.fence);
     let record = move || -> crate::ports::Transition {
-        let result = result.clone();
-        Box::new(move |i, now| {
-            let outcome = policy.classify(result.clone(), effect, attempt_no, backoff, now);
-            Ok(i.record_outcome(worker, fence, attempt, outcome, now, ttl))
-        })
+        let (result, outcome) = (result.clone(), outcome.clone());
+        Box::new(move |i, now| Ok(outcome(i, result.clone(), now)))
     };
     // The outcome is the one thing that must not be lost: while the store is away, try again
     // with backoff for as long as the lease may still hold. (A retry after a commit whose reply
@@ -354,7 +396,7 @@ async fn commit(
     };
     inner.notify_changed(&inv);
     if events.first().is_some_and(|e| matches!(e.kind, EventKind::LateOutcome { .. })) {
-        warn!(attempt = %attempt, "lease lost before the outcome was committed; recorded as a late outcome");
+        warn!(attempt = %call.attempt, "lease lost before the outcome was committed; recorded as a late outcome");
         return Err(Error::conflict("lease lost"));
     }
     Ok(inv)

@@ -18,6 +18,9 @@ pub(crate) struct Seen {
     pub moved: u64,
     /// Bumped when notices may have been lost (the change feed reconnected).
     pub resyncs: u64,
+    /// A read's outcome as its upstream reply settles it, before that commits: only for the
+    /// callers that take it (see [`Ingress::answers_reads_early`](crate::ports::Ingress::answers_reads_early)).
+    pub answer: Option<Arc<Invocation>>,
 }
 
 impl Seen {
@@ -39,6 +42,18 @@ impl Hub {
             }
             seen.snapshot = Some(Arc::new(inv.clone()));
             true
+        });
+    }
+
+    /// A read's reply settles it as `answer` computes it (not committed yet; computed only when
+    /// someone follows `id`): the followers that take an early answer get it.
+    pub(crate) fn answered(&self, id: &InvocationId, answer: impl FnOnce() -> Option<Invocation>) {
+        self.update(id, |seen| match answer() {
+            Some(inv) => {
+                seen.answer = Some(Arc::new(inv));
+                true
+            }
+            None => false,
         });
     }
 

@@ -373,12 +373,14 @@ impl Engine {
     }
 
     /// Applies this process's snapshots of `inv` (re-reading it on another replica's notice, and
-    /// at every poll) until it settles or `limit` passes.
+    /// at every poll) until it settles or `limit` passes. With `early`, a read's answer settles it
+    /// before its commit (see [`Ingress::answers_reads_early`](crate::ports::Ingress::answers_reads_early)).
     async fn follow(
         &self,
         mut following: hub::Following,
         mut inv: Invocation,
         limit: Duration,
+        early: bool,
     ) -> Result<Invocation, Error> {
         let mut resyncs = following.rx.borrow().resyncs;
         let (tenant, id) = (inv.principal.tenant.clone(), inv.id);
@@ -400,6 +402,9 @@ impl Engine {
                     // Snapshots only move forward: keep the newest by sequence number.
                     if let Some(snapshot) = seen.snapshot.filter(|s| s.last_seq >= inv.last_seq) {
                         inv = (*snapshot).clone();
+                    }
+                    if let Some(answer) = seen.answer.filter(|a| early && a.last_seq > inv.last_seq) {
+                        inv = (*answer).clone();
                     }
                     if seen.moved > inv.last_seq || seen.resyncs != resyncs {
                         resyncs = seen.resyncs;
@@ -640,6 +645,7 @@ impl Invocations for Engine {
     ) -> Result<Waited, Error> {
         // Follow the id the call will get before admitting it, so no change falls in between.
         let id = InvocationId::new();
+        let early = submission.ingress.answers_reads_early();
         let mut following = self.inner.hub.follow(id);
         let mut submitted = self.admit(submission, id).await?;
         let mut current = submitted.invocation.clone();
@@ -649,7 +655,7 @@ impl Invocations for Engine {
             current = self.inner.owned(&current.principal.tenant, current.id).await?;
         }
         tokio::select! {
-            followed = self.follow(following, current, limit) => {
+            followed = self.follow(following, current, limit, early) => {
                 submitted.invocation = followed?;
                 Ok(Waited { submitted, client_gone: false })
             }
@@ -660,7 +666,7 @@ impl Invocations for Engine {
     async fn wait(&self, tenant: &TenantId, id: InvocationId, limit: Duration) -> Result<Invocation, Error> {
         let following = self.inner.hub.follow(id);
         let current = self.inner.owned(tenant, id).await?;
-        self.follow(following, current, limit).await
+        self.follow(following, current, limit, false).await
     }
 
     async fn get(&self, tenant: &TenantId, id: InvocationId) -> Result<Invocation, Error> {

@@ -126,13 +126,24 @@ pub(super) async fn list(
     Ok(Json(page).into_response())
 }
 
+/// The invocation; with `wait_ms`, once it settles (terminal, `unknown`, or held) or that
+/// passes: a read answered through the MCP face before its outcome committed is seen recorded.
 pub(super) async fn show(
     State(state): State<AdminState>,
     Extension(who): Extension<Identity>,
     Path(raw): Path<String>,
+    Query(q): Query<WaitQuery>,
 ) -> Result<Response, ApiError> {
     let who = who.principal;
-    Ok(Json(state.engine.get(&who.tenant, id(&raw)?).await?).into_response())
+    let id = id(&raw)?;
+    let inv = match q.wait_ms.unwrap_or(0) {
+        0 => state.engine.get(&who.tenant, id).await?,
+        wait if wait > state.max_wait_ms => {
+            return Err(ApiError::invalid(format!("wait_ms must be at most {}", state.max_wait_ms)));
+        }
+        wait => state.engine.wait(&who.tenant, id, Duration::from_millis(wait)).await?,
+    };
+    Ok(Json(inv).into_response())
 }
 
 #[derive(Debug, Deserialize)]

@@ -115,6 +115,24 @@ async fn g2_same_key_is_one_invocation_and_a_different_body_is_409() {
 }
 
 #[tokio::test]
+async fn get_with_wait_ms_answers_once_the_invocation_settles_and_only_its_tenant() {
+    let h = harness(4096).await;
+    let (status, inv) = call(&h, "POST", "/admin/v1/invocations", "red", submit("echo", "w1", json!({}))).await;
+    assert_eq!(status, StatusCode::CREATED, "{inv}");
+    let path = format!("/admin/v1/invocations/{}", inv["id"].as_str().unwrap_or_default());
+    let (status, done) = call(&h, "GET", &format!("{path}?wait_ms=5000"), "red", None).await;
+    assert_eq!(status, StatusCode::OK, "{done}");
+    assert_eq!(done["state"]["state"], "succeeded", "{done}");
+    let (status, _) = call(&h, "GET", &format!("{path}?wait_ms=5000"), "blue", None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "another tenant's invocation is not waited on");
+    let (status, err) = call(&h, "GET", &format!("{path}?wait_ms=999999999"), "red", None).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{err}");
+    assert!(err["error"]["message"].as_str().unwrap_or_default().contains("wait_ms must be at most"), "{err}");
+    let (status, _) = call(&h, "GET", &format!("{path}?wait=1"), "red", None).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "unknown parameters are refused");
+}
+
+#[tokio::test]
 async fn other_tenants_get_404_and_reconcile_refuses_settled_invocations() {
     let h = harness(4096).await;
     let (_, inv) = call(&h, "POST", "/admin/v1/invocations?wait_ms=5000", "red", submit("echo", "k", json!({}))).await;
