@@ -177,25 +177,10 @@ pub async fn connect_http<H: ClientHandler>(
             rmcp::service::serve_client_with_lifecycle(handler, transport, lifecycle).await
         }
         None => {
-            let config = StreamableHttpClientTransportConfig::with_uri(url);
-            let transport = StreamableHttpClientTransport::with_client(kept_alive(), config);
+            let transport = StreamableHttpClientTransport::from_uri(url);
             rmcp::service::serve_client_with_lifecycle(handler, transport, lifecycle).await
         }
     }
-}
-
-/// The HTTP client of an upstream session: connections kept alive between calls (rmcp's own
-/// default opens a new connection for every request — it drains each response to its end now,
-/// which is what reuse needs; requests go out with `TCP_NODELAY`, reqwest's default, so a reused
-/// connection does not stall on delayed ACKs), and redirects followed as rmcp's default does:
-/// only 307/308 to the same origin, at most 10.
-fn kept_alive() -> reqwest::Client {
-    let policy = reqwest::redirect::Policy::custom(|attempt| {
-        let same_origin = attempt.previous().first().is_some_and(|first| first.origin() == attempt.url().origin());
-        let keeps_body = matches!(attempt.status().as_u16(), 307 | 308);
-        if same_origin && keeps_body && attempt.previous().len() <= 10 { attempt.follow() } else { attempt.stop() }
-    });
-    reqwest::Client::builder().redirect(policy).build().unwrap_or_default()
 }
 
 /// The upstream's `WWW-Authenticate` challenge to an unauthenticated connection, if it sends one
@@ -219,59 +204,3 @@ pub async fn challenge(url: &str) -> Option<String> {
 struct Probe;
 
 impl ClientHandler for Probe {}
-
-#[cfg(test)]
-mod tests {
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    use axum::serve::ListenerExt as _;
-    use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-    use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-
-    use super::*;
-
-    #[derive(Debug, Clone, Copy, Default)]
-    struct Empty;
-
-    impl rmcp::ServerHandler for Empty {}
-
-    /// An upstream session sends its requests on kept-alive connections: five requests, at most
-    /// one new connection (rmcp's default client opened one per request).
-    #[tokio::test]
-    async fn an_upstream_session_keeps_its_connection_between_requests() {
-        let accepted = Arc::new(AtomicUsize::new(0));
-        let counter = accepted.clone();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap_or_else(|e| panic!("{e}"));
-        let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
-        let service = StreamableHttpService::new(
-            || Ok(Empty),
-            LocalSessionManager::default().into(),
-            StreamableHttpServerConfig::default(),
-        );
-        let router = axum::Router::new().nest_service("/mcp", service);
-        let listener = listener.tap_io(move |_| {
-            counter.fetch_add(1, Ordering::SeqCst);
-        });
-        let server = tokio::spawn(async move { axum::serve(listener, router).await });
-        let lifecycle = ClientLifecycleMode::Auto {
-            preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
-            legacy_version: Some(rmcp::model::ProtocolVersion::V_2025_11_25),
-        };
-        let client =
-            connect_http(Probe, &format!("http://{addr}/mcp"), None, lifecycle).await.unwrap_or_else(|e| panic!("{e}"));
-        let before = accepted.load(Ordering::SeqCst);
-        for _ in 0..5 {
-            client.peer().clear_response_cache().await;
-            // An empty server answers "method not found": an answer all the same.
-            match client.peer().list_tools(None).await {
-                Ok(_) | Err(rmcp::ServiceError::McpError(_)) => {}
-                Err(e) => panic!("{e}"),
-            }
-        }
-        let opened = accepted.load(Ordering::SeqCst) - before;
-        assert!(opened <= 1, "{opened} connections for 5 requests");
-        let _ = client.cancel().await;
-        server.abort();
-    }
-}

@@ -221,9 +221,8 @@ impl McpUpstream {
 }
 
 /// Whether a send error proves the request never left: its cause is a refused or failed TCP
-/// connect (a dead upstream shows here: the kept-alive connection it closed is not reused, and a
-/// request that could not go out on a pooled connection is sent on a new one). Any other
-/// transport failure may have happened after bytes left, so it is a lost outcome.
+/// connect (HTTP upstreams open a connection per request, so a dead upstream shows here). Any
+/// other transport failure may have happened after bytes left, so it is a lost outcome.
 fn never_sent(e: &rmcp::ServiceError) -> bool {
     use rmcp::transport::streamable_http_client::StreamableHttpError;
     let rmcp::ServiceError::TransportSend(inner) = e else { return false };
