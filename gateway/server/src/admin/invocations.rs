@@ -38,6 +38,16 @@ pub(super) struct WaitQuery {
     wait_ms: Option<u64>,
 }
 
+impl WaitQuery {
+    /// The wait asked for (0 when none), refused above `max_ms`.
+    fn wait_ms(&self, max_ms: u64) -> Result<u64, ApiError> {
+        match self.wait_ms.unwrap_or(0) {
+            wait if wait > max_ms => Err(ApiError::invalid(format!("wait_ms must be at most {max_ms}"))),
+            wait => Ok(wait),
+        }
+    }
+}
+
 fn parse<T: DeserializeOwned>(body: &Bytes) -> Result<T, ApiError> {
     serde_json::from_slice(body).map_err(|e| ApiError::invalid(format!("request body is not valid: {e}")))
 }
@@ -64,10 +74,7 @@ pub(super) async fn submit(
         }
         (h, k) => h.or(k).map(IngressKey::new).transpose()?,
     };
-    let wait = q.wait_ms.unwrap_or(0);
-    if wait > state.max_wait_ms {
-        return Err(ApiError::invalid(format!("wait_ms must be at most {}", state.max_wait_ms)));
-    }
+    let wait = q.wait_ms(state.max_wait_ms)?;
     let submission = Submission {
         principal: who,
         upstream: b.upstream,
@@ -136,11 +143,8 @@ pub(super) async fn show(
 ) -> Result<Response, ApiError> {
     let who = who.principal;
     let id = id(&raw)?;
-    let inv = match q.wait_ms.unwrap_or(0) {
+    let inv = match q.wait_ms(state.max_wait_ms)? {
         0 => state.engine.get(&who.tenant, id).await?,
-        wait if wait > state.max_wait_ms => {
-            return Err(ApiError::invalid(format!("wait_ms must be at most {}", state.max_wait_ms)));
-        }
         wait => state.engine.wait(&who.tenant, id, Duration::from_millis(wait)).await?,
     };
     Ok(Json(inv).into_response())
