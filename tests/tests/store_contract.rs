@@ -64,6 +64,7 @@ contract!(
     a_failed_change_among_concurrent_ones_is_undone_alone,
     a_read_commits_its_first_attempt_with_its_admission,
     unknown_invocations_are_counted_per_upstream,
+    a_bad_row_among_concurrent_admissions_and_held_changes_fails_alone,
 );
 
 fn tenant(t: &str) -> TenantId {
@@ -257,6 +258,56 @@ async fn a_failed_change_among_concurrent_ones_is_undone_alone(store: Arc<dyn In
         assert_eq!(row.last_seq, expected, "the row agrees with its events");
     }
     assert_eq!(store.list(&tenant("a"), &ListQuery::default()).await.map(|p| p.items.len()).ok(), Some(16));
+}
+
+/// Admissions and held-lease changes of many calls at once (they share statements on
+/// PostgreSQL and commits on SQLite), one of them an admission the database refuses (its id is
+/// taken): that one fails alone, every other is written with its events, and what each caller
+/// was answered is what is stored.
+async fn a_bad_row_among_concurrent_admissions_and_held_changes_fails_alone(store: Arc<dyn InvocationStore>) {
+    let mut admitted = Vec::new();
+    for _ in 0..12 {
+        admitted.push(created(&store, draft("a", None, json!({}), 30_000)).await);
+    }
+    let mut duplicate = draft("a", None, json!({"again": true}), 30_000);
+    duplicate.id = admitted[0].id;
+    let mut held = Vec::new();
+    for inv in admitted.clone() {
+        let s = store.clone();
+        held.push(tokio::spawn(async move {
+            let (worker, fence) = (inv.lease.owner.unwrap_or_else(WorkerId::new), inv.lease.fence);
+            s.transition_held(&inv, Box::new(move |i, now| i.begin_attempt(worker, fence, now, 30_000))).await
+        }));
+    }
+    let mut fresh = Vec::new();
+    for n in 0..12 {
+        let s = store.clone();
+        fresh.push(tokio::spawn(
+            async move { s.admit(draft("a", Some(&format!("k-{n}")), json!({"n": n}), 30_000)).await },
+        ));
+    }
+    let s = store.clone();
+    let bad = tokio::spawn(async move { s.admit(duplicate).await });
+    assert!(bad.await.unwrap_or_else(|e| panic!("{e}")).is_err(), "a taken id is refused");
+    for t in held {
+        let (inv, events) = t.await.unwrap_or_else(|e| panic!("{e}")).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(inv.state.name(), StateName::Dispatching);
+        assert_eq!(events.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![2]);
+        assert_eq!(store.get(None, inv.id).await.ok().flatten().as_ref(), Some(&inv), "answered as stored");
+        let stored = store.events(inv.id, 0, 100).await.unwrap_or_default();
+        assert_eq!(stored.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![1, 2]);
+    }
+    for t in fresh {
+        let inv = match t.await.unwrap_or_else(|e| panic!("{e}")) {
+            Ok(Admission::Created(inv)) => inv,
+            other => panic!("expected a new invocation, got {other:?}"),
+        };
+        assert_eq!(store.get(None, inv.id).await.ok().flatten().as_ref(), Some(&inv), "answered as stored");
+        assert_eq!(store.events(inv.id, 0, 100).await.map(|e| e.len()).ok(), Some(1));
+    }
+    let first = store.get(None, admitted[0].id).await.ok().flatten().unwrap_or_else(|| panic!("row"));
+    assert_eq!(first.request, json!({}), "the refused admission changed nothing");
+    assert_eq!(store.list(&tenant("a"), &ListQuery::default()).await.map(|p| p.items.len()).ok(), Some(24));
 }
 
 /// A `read_only` call that asks for it is admitted with its first attempt recorded, in the same

@@ -26,9 +26,10 @@ pub enum Arg {
     OptText(Option<String>),
     Int(i64),
     OptInt(Option<i64>),
-    /// A list for [`Dialect::any`] or PostgreSQL's `unnest` (a text array there, a JSON array on SQLite).
-    Texts(Vec<String>),
-    Ints(Vec<i64>),
+    /// A list for [`Dialect::any`] or PostgreSQL's `unnest` (an array there, a JSON array on
+    /// SQLite); `None` is SQL `NULL`.
+    Texts(Vec<Option<String>>),
+    Ints(Vec<Option<i64>>),
 }
 
 /// One SQL statement and its bind values, in placeholder order.
@@ -70,10 +71,18 @@ impl Stmt {
     }
 
     pub fn texts(self, v: Vec<String>) -> Self {
-        self.arg(Arg::Texts(v))
+        self.opt_texts(v.into_iter().map(Some).collect())
     }
 
     pub fn ints(self, v: Vec<i64>) -> Self {
+        self.opt_ints(v.into_iter().map(Some).collect())
+    }
+
+    pub fn opt_texts(self, v: Vec<Option<String>>) -> Self {
+        self.arg(Arg::Texts(v))
+    }
+
+    pub fn opt_ints(self, v: Vec<Option<i64>>) -> Self {
         self.arg(Arg::Ints(v))
     }
 }
@@ -257,8 +266,8 @@ type Query<DB> = sqlx::query::Query<'static, DB, <DB as Database>::Arguments>;
 /// two drivers bind differently.
 fn bind<DB>(
     stmt: Stmt,
-    texts: impl Fn(Query<DB>, Vec<String>) -> Query<DB>,
-    ints: impl Fn(Query<DB>, Vec<i64>) -> Query<DB>,
+    texts: impl Fn(Query<DB>, Vec<Option<String>>) -> Query<DB>,
+    ints: impl Fn(Query<DB>, Vec<Option<i64>>) -> Query<DB>,
 ) -> Query<DB>
 where
     DB: Database,

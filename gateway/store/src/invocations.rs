@@ -17,6 +17,7 @@ use switchyard_contract::{
     TraceParent, Transition, WorkerId,
 };
 
+use crate::batch::Batcher;
 use crate::dialect::{self as sql, Cells, Dialect, On, Pg, Pools, Stmt};
 use crate::error::StoreError;
 use crate::group::GroupCommit;
@@ -39,6 +40,8 @@ pub struct SqlInvocations<D: Dialect> {
     pub(crate) clock_offset_ms: Arc<AtomicI64>,
     /// The single writer's group commit ([`Dialect::GROUP_COMMIT`]; `None`: one commit per change).
     pub(crate) group: Option<Arc<GroupCommit<D>>>,
+    /// The fast paths' batched writer ([`Dialect::FAST_PATHS`]).
+    pub(crate) batch: Option<Arc<Batcher<D>>>,
 }
 
 /// The production store: many gateway replicas on one PostgreSQL database.
@@ -49,7 +52,8 @@ pub type SqliteStore = SqlInvocations<crate::dialect::Sqlite>;
 impl<D: Dialect> SqlInvocations<D> {
     pub fn new(pools: Pools<D>) -> Self {
         let group = D::GROUP_COMMIT.then(|| Arc::new(GroupCommit::new(pools.clone())));
-        Self { group, pools, clock_offset_ms: Arc::new(AtomicI64::new(0)) }
+        let batch = D::FAST_PATHS.then(|| Arc::new(Batcher::new(pools.clone())));
+        Self { group, batch, pools, clock_offset_ms: Arc::new(AtomicI64::new(0)) }
     }
 
     /// The writer pool (PostgreSQL: the one pool).

@@ -1,16 +1,17 @@
-//! PostgreSQL's one-statement fast paths for the two writes every call makes, kept because each
-//! saves round trips on the hot path ([`Dialect::FAST_PATHS`]): admission (the invocation and its
-//! first event in one statement, 1 round trip instead of 5) and a transition under a held lease
-//! (a conditional update and its events in one statement, instead of lock, read, update, insert
-//! and commit). Both use data-modifying `WITH` clauses and `unnest`, which SQLite lacks; there the
-//! portable paths of [`crate::invocations`] run (one writer, no network hop).
+//! PostgreSQL's fast paths for the two writes every call makes ([`Dialect::FAST_PATHS`]):
+//! admission (the invocation and its first events in one write, instead of 5 round trips) and a
+//! transition under a held lease (a conditional update and its events, instead of lock, read,
+//! update, insert and commit). Each is one row of a statement shared by whatever calls wrote at
+//! the same moment ([`crate::batch`]: data-modifying `WITH` clauses and `unnest`, which SQLite
+//! lacks; there the portable paths of [`crate::invocations`] run through the group commit).
 
 use std::sync::atomic::Ordering;
 
 use switchyard_contract::{Admission, Error, Event, EventKind, Invocation, NewInvocation, Transition, wall_clock_ms};
 
-use crate::dialect::{self as sql, Cells, Dialect, Stmt};
-use crate::invocations::{SqlInvocations, append, bind_identity, bind_mutable, by_key, mutable};
+use crate::batch::{HeldRow, NewRow};
+use crate::dialect::Dialect;
+use crate::invocations::{SqlInvocations, append, by_key, mutable};
 use crate::row::i64_of;
 
 /// The fast path is taken only while the lease has at least this long left on the estimate.
@@ -32,48 +33,20 @@ impl<D: Dialect> SqlInvocations<D> {
         self.clock_offset_ms.fetch_add(ms, Ordering::Relaxed);
     }
 
-    /// One statement: insert the invocation and its first events (the admission, and a read's
-    /// first attempt) atomically, on the database clock, unless the tenant already used the
-    /// ingress key.
+    /// Inserts the invocation and its first events (the admission, and a read's first attempt)
+    /// atomically, on the database clock, unless the tenant already used the ingress key: one
+    /// row of a batched statement ([`crate::batch`]).
     pub(crate) async fn admit_in_one_statement(&self, draft: NewInvocation) -> Result<Admission, Error> {
+        let batch = self.batch.as_ref().ok_or_else(|| Error::internal("store: no batched writer on this database"))?;
         let ttl = draft.lease_ttl_ms;
         let (mut new, first) = Invocation::admit_started(draft, 0);
         let events = append(&mut new, first, 0)?;
         let m = mutable(&new)?;
-        let stmt = Stmt::new(format!(
-            "WITH clock AS (SELECT {} AS ms), \
-             ins AS (INSERT INTO invocations (id, tenant, subject, upstream, operation, effect, request, digest, \
-                 ingress_key, state, state_data, attempts, lease_owner, fence, lease_expires_ms, last_seq, created_ms, updated_ms, \
-                parent_id, trace_context) \
-               SELECT $1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11::jsonb, $20, $12, $13, clock.ms + $14, $15, \
-                 clock.ms, clock.ms, $21, $22 FROM clock \
-               ON CONFLICT (tenant, ingress_key) WHERE ingress_key IS NOT NULL DO NOTHING RETURNING id, created_ms), \
-             ev AS (INSERT INTO invocation_events (invocation_id, seq, event_id, kind, data, at_ms) \
-               SELECT ins.id, e.seq, e.event_id, e.kind, e.data::jsonb, ins.created_ms FROM ins, \
-                 unnest($16::bigint[], $17::text[], $18::text[], $19::text[]) AS e(seq, event_id, kind, data)) \
-             SELECT ins.created_ms FROM ins",
-            D::NOW
-        ));
-        let stmt = bind_identity(stmt, &new)?
-            .text(m.state)
-            .text(m.state_data)
-            .opt_text(m.lease_owner)
-            .int(m.fence)
-            // A held call takes no lease: NULL + clock is NULL.
-            .opt_int(m.lease_expires_ms.map(|_| ttl))
-            .int(m.last_seq)
-            .ints(events.iter().map(|(e, _)| i64_of(e.seq)).collect::<Result<_, _>>()?)
-            .texts(events.iter().map(|(e, _)| e.id.to_string()).collect())
-            .texts(events.iter().map(|(e, _)| e.kind.name().to_string()).collect())
-            .texts(events.iter().map(|(_, data)| data.clone()).collect())
-            .int(m.attempts)
-            .opt_text(new.parent.map(|p| p.to_string()))
-            .opt_text(new.trace.as_ref().map(switchyard_contract::TraceParent::to_stored));
-        if let Some(row) = sql::optional::<D>(self.pools.write(), stmt).await? {
-            let now = row.int(0)?;
+        let row = NewRow { inv: new.clone(), m, ttl: Some(ttl), events };
+        if let Some((expires, now)) = batch.insert(row).await? {
             new.created_at_ms = now;
             new.updated_at_ms = now;
-            new.lease.expires_at_ms = new.lease.expires_at_ms.map(|_| now + ttl);
+            new.lease.expires_at_ms = expires;
             return Ok(Admission::Created(new));
         }
         let existing = by_key::<D>(self.pools.read(), &new.principal.tenant, new.ingress_key.as_ref()).await?;
@@ -111,39 +84,23 @@ impl<D: Dialect> SqlInvocations<D> {
             return Ok(Some((current, Vec::new())));
         }
         let mut events = append(&mut current, kinds, estimate)?;
+        let Some(batch) = &self.batch else { return Ok(None) };
         let m = mutable(&current)?;
         // Times come from the database clock: the lease runs for the same span the transition
         // asked for, counted from the database's now.
-        let now = D::NOW;
-        let stmt = Stmt::new(format!(
-            "WITH u AS (UPDATE invocations SET state = $2, state_data = $3::jsonb, attempts = $4, \
-                cancel_data = $5::jsonb, lease_owner = $6, fence = $7, lease_expires_ms = {now} + $8, last_seq = $9, \
-                updated_ms = {now} \
-              WHERE id = $1 AND last_seq = $10 AND fence = $11 AND lease_owner = $12 AND lease_expires_ms = $13 \
-                AND lease_expires_ms > {now} \
-              RETURNING id, lease_expires_ms, updated_ms), \
-             ev AS (INSERT INTO invocation_events (invocation_id, seq, event_id, kind, data, at_ms) \
-              SELECT u.id, e.seq, e.event_id, e.kind, e.data::jsonb, u.updated_ms FROM u, \
-                unnest($14::bigint[], $15::text[], $16::text[], $17::text[]) AS e(seq, event_id, kind, data)) \
-             SELECT lease_expires_ms, updated_ms FROM u"
-        ));
-        let mut seqs = Vec::with_capacity(events.len());
-        for (e, _) in &events {
-            seqs.push(i64_of(e.seq)?);
-        }
-        let stmt = bind_mutable(stmt, current.id, &m, m.lease_expires_ms.map(|t| t - estimate))
-            .int(i64_of(expected.last_seq)?)
-            .int(i64_of(expected.lease.fence.0)?)
-            .text(owner.to_string())
-            .int(expires)
-            .ints(seqs)
-            .texts(events.iter().map(|(e, _)| e.id.to_string()).collect())
-            .texts(events.iter().map(|(e, _)| e.kind.name().to_string()).collect())
-            .texts(events.iter().map(|(_, data)| data.clone()).collect());
-        let Some(row) = sql::optional::<D>(self.pools.write(), stmt).await? else { return Ok(None) };
-        let at = row.int(1)?;
+        let row = HeldRow {
+            id: current.id,
+            ttl: m.lease_expires_ms.map(|t| t - estimate),
+            m,
+            was_seq: i64_of(expected.last_seq)?,
+            was_fence: i64_of(expected.lease.fence.0)?,
+            was_owner: owner.to_string(),
+            was_expires: expires,
+            events: events.clone(),
+        };
+        let Some((expires_at, at)) = batch.update_held(row).await? else { return Ok(None) };
         self.observe_clock(at);
-        current.lease.expires_at_ms = row.opt_int(0)?;
+        current.lease.expires_at_ms = expires_at;
         current.updated_at_ms = at;
         for (e, _) in &mut events {
             e.at_ms = at;

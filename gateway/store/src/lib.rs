@@ -10,6 +10,7 @@
 
 pub mod artifacts;
 pub mod audit;
+mod batch;
 pub mod bindings;
 pub mod dialect;
 mod error;

@@ -45,6 +45,7 @@ pub(crate) const POSTGRES: Files = &[
         include_str!("../../../migrations/postgres/20261203000013_conformance_runs.sql"),
     ),
     (20261203000014, "cheaper_rows", include_str!("../../../migrations/postgres/20261203000014_cheaper_rows.sql")),
+    (20261204000015, "batched_writes", include_str!("../../../migrations/postgres/20261204000015_batched_writes.sql")),
 ];
 
 pub(crate) const SQLITE: Files = &[
