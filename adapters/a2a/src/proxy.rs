@@ -25,7 +25,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use a2a::{Artifact, Message, PartContent, SendMessageRequest, StreamResponse, Task, TaskState, TaskStatus};
-use futures::StreamExt;
+use futures::stream::BoxStream;
+use futures::{FutureExt, StreamExt};
 use serde_json::{Value, json};
 use switchyard_contract::{Decision, FailureCode, InvocationId, RunCursor, TaskId, TaskScope, UpstreamError};
 use tokio::sync::Mutex as AsyncMutex;
@@ -82,6 +83,30 @@ enum Flow {
     Done,
     /// The agent answered with a message instead of a task.
     Message(Message),
+}
+
+/// The change a status or artifact update makes to the run's gateway task, added to `changes`;
+/// whether the run goes on. (Snapshots and messages: [`Proxy::snapshot`], [`Proxy::mirror`].)
+fn update(to: &Mirror<'_>, ev: StreamResponse, changes: &mut Vec<Change>) -> Flow {
+    let (id, ctx) = (&to.req.task_id, to.req.context_id.as_str());
+    match ev {
+        StreamResponse::StatusUpdate(s) => {
+            let mut status = s.status;
+            status.message = status.message.map(|m| local(m, id, ctx));
+            let done = status.state.is_terminal() || is_interrupted(&status.state);
+            changes.push(Change::Status(status));
+            if done { Flow::Done } else { Flow::More }
+        }
+        StreamResponse::ArtifactUpdate(a) => {
+            changes.push(Change::Artifact {
+                artifact: foreign(a.artifact),
+                append: a.append.unwrap_or(false),
+                last_chunk: a.last_chunk.unwrap_or(false),
+            });
+            Flow::More
+        }
+        StreamResponse::Task(_) | StreamResponse::Message(_) => Flow::More,
+    }
 }
 
 fn lost(e: ClientError, sent: bool) -> UpstreamError {
@@ -180,50 +205,21 @@ impl Proxy {
 
     /// Mirrors one upstream event into the run's gateway task.
     async fn mirror(&self, hub: &Hub, to: &Mirror<'_>, ev: StreamResponse) -> Result<Flow, A2aError> {
-        let (scope, id, ctx) = (&to.req.scope, &to.req.task_id, to.req.context_id.as_str());
+        let (id, ctx) = (&to.req.task_id, to.req.context_id.as_str());
         match ev {
             StreamResponse::Task(t) => {
                 // The agent's snapshot: record its ids, then whatever differs from ours, in one
                 // commit.
-                let mine = match hub.get(scope, id).await? {
-                    Some(rec) => task_of(&rec)?,
-                    None if !to.created() => crate::run::submitted(to.req),
-                    None => return Err(A2aError::task_not_found(id)),
-                };
                 let mut changes = Vec::new();
-                if upstream_ids(&mine).is_none() {
-                    let value = json!({"taskId": t.id, "contextId": t.context_id});
-                    changes.push(Change::Annotate { key: UPSTREAM_KEY.into(), value });
-                }
-                for a in t.artifacts.unwrap_or_default().into_iter().map(foreign) {
-                    if !mine.artifacts.as_ref().is_some_and(|list| list.iter().any(|m| holds(m, &a))) {
-                        changes.push(Change::Artifact { artifact: a, append: false, last_chunk: true });
-                    }
-                }
-                let ends = t.status.state.is_terminal() || is_interrupted(&t.status.state);
-                if t.status.state != mine.status.state && t.status.state != TaskState::Submitted {
-                    let mut status = t.status;
-                    status.message = status.message.map(|m| local(m, id, ctx));
-                    changes.push(Change::Status(status));
-                }
+                let flow = self.snapshot(hub, to, t, &mut changes).await?;
                 self.commit(hub, to, changes).await?;
-                Ok(if ends { Flow::Done } else { Flow::More })
+                Ok(flow)
             }
-            StreamResponse::StatusUpdate(s) => {
-                let mut status = s.status;
-                status.message = status.message.map(|m| local(m, id, ctx));
-                let done = status.state.is_terminal() || is_interrupted(&status.state);
-                self.commit(hub, to, vec![Change::Status(status)]).await?;
-                Ok(if done { Flow::Done } else { Flow::More })
-            }
-            StreamResponse::ArtifactUpdate(a) => {
-                let change = Change::Artifact {
-                    artifact: foreign(a.artifact),
-                    append: a.append.unwrap_or(false),
-                    last_chunk: a.last_chunk.unwrap_or(false),
-                };
-                self.commit(hub, to, vec![change]).await?;
-                Ok(Flow::More)
+            StreamResponse::StatusUpdate(_) | StreamResponse::ArtifactUpdate(_) => {
+                let mut changes = Vec::new();
+                let flow = update(to, ev, &mut changes);
+                self.commit(hub, to, changes).await?;
+                Ok(flow)
             }
             StreamResponse::Message(mut m) if !to.created() => {
                 // A message instead of a task: it belongs to no task of the gateway's.
@@ -233,6 +229,111 @@ impl Proxy {
             }
             StreamResponse::Message(m) => Ok(Flow::Message(local(m, id, ctx))),
         }
+    }
+
+    /// The changes the agent's task snapshot `t` makes to the run's gateway task as stored
+    /// (its upstream ids, then whatever differs from ours), added to `changes`; whether the
+    /// run goes on.
+    async fn snapshot(&self, hub: &Hub, to: &Mirror<'_>, t: Task, changes: &mut Vec<Change>) -> Result<Flow, A2aError> {
+        let (scope, id, ctx) = (&to.req.scope, &to.req.task_id, to.req.context_id.as_str());
+        let mine = match hub.get(scope, id).await? {
+            Some(rec) => task_of(&rec)?,
+            None if !to.created() => crate::run::submitted(to.req),
+            None => return Err(A2aError::task_not_found(id)),
+        };
+        if upstream_ids(&mine).is_none() {
+            let value = json!({"taskId": t.id, "contextId": t.context_id});
+            changes.push(Change::Annotate { key: UPSTREAM_KEY.into(), value });
+        }
+        for a in t.artifacts.unwrap_or_default().into_iter().map(foreign) {
+            if !mine.artifacts.as_ref().is_some_and(|list| list.iter().any(|m| holds(m, &a))) {
+                changes.push(Change::Artifact { artifact: a, append: false, last_chunk: true });
+            }
+        }
+        let ends = t.status.state.is_terminal() || is_interrupted(&t.status.state);
+        if t.status.state != mine.status.state && t.status.state != TaskState::Submitted {
+            let mut status = t.status;
+            status.message = status.message.map(|m| local(m, id, ctx));
+            changes.push(Change::Status(status));
+        }
+        Ok(if ends { Flow::Done } else { Flow::More })
+    }
+
+    /// Mirrors the agent's stream of events into the run's gateway task until the run is over
+    /// (or the stream ends); `opening`: a follow-up's stream, whose first event may be the task
+    /// as it was.
+    async fn follow(
+        &self,
+        hub: &Hub,
+        to: &Mirror<'_>,
+        mut events: BoxStream<'static, Result<StreamResponse, ClientError>>,
+        mut opening: bool,
+        cancel: &CancellationToken,
+    ) -> Result<Flow, UpstreamError> {
+        let mut flow = Flow::More;
+        // A follow-up's stream may open with the task as it was (still waiting for input,
+        // as the JS SDK sends every turn): that is not the agent's answer, unless nothing
+        // follows it.
+        let mut held: Option<StreamResponse> = None;
+        // What the agent had already sent when a snapshot or an update was read shares one
+        // commit with it: the gathered changes commit before the next wait, before a
+        // snapshot or a message, and before an error is answered.
+        let mut gathered: Vec<Change> = Vec::new();
+        loop {
+            let next = match events.next().now_or_never() {
+                Some(next) => next,
+                None => {
+                    self.commit_gathered(hub, to, &mut gathered).await.map_err(after_send)?;
+                    tokio::select! {
+                        ev = events.next() => ev,
+                        () = cancel.cancelled() => return Err(UpstreamError::Canceled),
+                    }
+                }
+            };
+            let Some(ev) = next else { break };
+            let ev = match ev {
+                Ok(ev) => ev,
+                Err(e) => {
+                    self.commit_gathered(hub, to, &mut gathered).await.map_err(after_send)?;
+                    return Err(lost(e, true));
+                }
+            };
+            if std::mem::take(&mut opening) && matches!(&ev, StreamResponse::Task(t) if is_interrupted(&t.status.state))
+            {
+                held = Some(ev);
+                continue;
+            }
+            held = None;
+            flow = match ev {
+                StreamResponse::StatusUpdate(_) | StreamResponse::ArtifactUpdate(_) => update(to, ev, &mut gathered),
+                // A snapshot is compared with the task as stored: what was gathered before
+                // it commits first.
+                StreamResponse::Task(t) => {
+                    self.commit_gathered(hub, to, &mut gathered).await.map_err(after_send)?;
+                    self.snapshot(hub, to, t, &mut gathered).await.map_err(after_send)?
+                }
+                message @ StreamResponse::Message(_) => {
+                    self.commit_gathered(hub, to, &mut gathered).await.map_err(after_send)?;
+                    self.mirror(hub, to, message).await.map_err(after_send)?
+                }
+            };
+            if !matches!(flow, Flow::More) {
+                break;
+            }
+        }
+        self.commit_gathered(hub, to, &mut gathered).await.map_err(after_send)?;
+        Ok(match held {
+            Some(ev) => self.mirror(hub, to, ev).await.map_err(after_send)?,
+            None => flow,
+        })
+    }
+
+    /// Commits the updates gathered so far, if any.
+    async fn commit_gathered(&self, hub: &Hub, to: &Mirror<'_>, gathered: &mut Vec<Change>) -> Result<(), A2aError> {
+        if gathered.is_empty() {
+            return Ok(());
+        }
+        self.commit(hub, to, std::mem::take(gathered)).await
     }
 
     /// Writes `changes` to the run's gateway task, creating it (with the request's push config)
@@ -328,34 +429,8 @@ impl Proxy {
         let send =
             SendMessageRequest { message: upstream_msg, configuration, metadata: req.metadata.clone(), tenant: None };
         let outcome = if client.streaming {
-            let mut events = client.stream(&send).await.map_err(|e| lost(e, false))?;
-            let mut flow = Flow::More;
-            // A follow-up's stream may open with the task as it was (still waiting for input,
-            // as the JS SDK sends every turn): that is not the agent's answer, unless nothing
-            // follows it.
-            let mut opening = !req.new_task;
-            let mut held: Option<StreamResponse> = None;
-            while let Some(ev) = tokio::select! {
-                ev = events.next() => ev,
-                () = cancel.cancelled() => return Err(UpstreamError::Canceled),
-            } {
-                let ev = ev.map_err(|e| lost(e, true))?;
-                if std::mem::take(&mut opening)
-                    && matches!(&ev, StreamResponse::Task(t) if is_interrupted(&t.status.state))
-                {
-                    held = Some(ev);
-                    continue;
-                }
-                held = None;
-                flow = self.mirror(hub, &to, ev).await.map_err(after_send)?;
-                if !matches!(flow, Flow::More) {
-                    break;
-                }
-            }
-            match held {
-                Some(ev) => self.mirror(hub, &to, ev).await.map_err(after_send)?,
-                None => flow,
-            }
+            let events = client.stream(&send).await.map_err(|e| lost(e, false))?;
+            self.follow(hub, &to, events, !req.new_task, cancel).await?
         } else {
             let answer = match client.send(&send).await.map_err(|e| lost(e, true))? {
                 a2a::SendMessageResponse::Task(t) => StreamResponse::Task(t),
@@ -526,5 +601,150 @@ impl Proxy {
             return Some(Decision::Applied { result: json!({ "task": rec.body }) });
         }
         self.resume(hub, &Mirror::new(req, run, true), Some(&rec)).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use a2a::{Part, TaskStatusUpdateEvent};
+    use switchyard_contract::memory::MemoryTasks;
+    use switchyard_contract::{ContextId, Error, NewDelivery, Principal, TaskQuery, TaskRecord, TaskStore, TenantId};
+
+    use super::*;
+
+    /// The memory store, counting commits (creates and updates).
+    #[derive(Default)]
+    struct Commits {
+        inner: MemoryTasks,
+        n: AtomicUsize,
+    }
+
+    impl Commits {
+        fn count(&self) -> usize {
+            self.n.load(Ordering::SeqCst)
+        }
+    }
+
+    #[async_trait::async_trait]
+    impl TaskStore for Commits {
+        async fn create(&self, task: &TaskRecord, events: &[Value]) -> Result<bool, Error> {
+            self.n.fetch_add(1, Ordering::SeqCst);
+            self.inner.create(task, events).await
+        }
+        async fn get(&self, scope: &TaskScope, id: &TaskId) -> Result<Option<TaskRecord>, Error> {
+            self.inner.get(scope, id).await
+        }
+        async fn update(&self, t: &TaskRecord, v: i64, e: &[Value], d: &[NewDelivery]) -> Result<bool, Error> {
+            self.n.fetch_add(1, Ordering::SeqCst);
+            self.inner.update(t, v, e, d).await
+        }
+        async fn versions(&self, ids: &[TaskId]) -> Result<Vec<(TaskId, i64)>, Error> {
+            self.inner.versions(ids).await
+        }
+        async fn events_after(&self, id: &TaskId, after: i64, limit: u32) -> Result<Vec<(i64, Value)>, Error> {
+            self.inner.events_after(id, after, limit).await
+        }
+        async fn list(&self, query: &TaskQuery) -> Result<(Vec<TaskRecord>, i64), Error> {
+            self.inner.list(query).await
+        }
+        async fn put_push_config(&self, task_id: &TaskId, id: &str, config: &Value) -> Result<(), Error> {
+            self.inner.put_push_config(task_id, id, config).await
+        }
+        async fn push_configs(&self, task_id: &TaskId) -> Result<Vec<(String, Value)>, Error> {
+            self.inner.push_configs(task_id).await
+        }
+        async fn delete_push_config(&self, task_id: &TaskId, id: &str) -> Result<bool, Error> {
+            self.inner.delete_push_config(task_id, id).await
+        }
+    }
+
+    fn request(task: &str) -> RunRequest {
+        let tenant = TenantId::new("acme").unwrap_or_else(|e| panic!("{e}"));
+        RunRequest {
+            scope: TaskScope::of(&Principal::new(tenant, "alice"), "internal"),
+            agent: "internal".into(),
+            task_id: TaskId::from(task.to_string()),
+            context_id: ContextId::from("ctx".to_string()),
+            new_task: true,
+            message: crate::run::agent_message(vec![Part::text("hi")], "ctx", None),
+            push: None,
+            metadata: None,
+            accepted_output_modes: None,
+        }
+    }
+
+    /// What an agent streams for a task it completes at once: its snapshot, then two updates.
+    fn answered(upstream: &str) -> Vec<StreamResponse> {
+        let status = |state| TaskStatus { state, message: None, timestamp: None };
+        let update = |state| {
+            StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+                task_id: upstream.into(),
+                context_id: "up-ctx".into(),
+                status: status(state),
+                metadata: None,
+            })
+        };
+        vec![
+            StreamResponse::Task(Task {
+                id: upstream.into(),
+                context_id: "up-ctx".into(),
+                status: status(TaskState::Submitted),
+                artifacts: None,
+                history: None,
+                metadata: None,
+            }),
+            update(TaskState::Working),
+            update(TaskState::Completed),
+        ]
+    }
+
+    /// Events the agent had already sent when the first was read are mirrored in one commit;
+    /// events that arrive apart commit apart (each before the gateway waits for the next, so a
+    /// subscriber sees it at once). Either way the gateway task ends as the agent's did.
+    #[tokio::test]
+    async fn what_the_agent_already_sent_is_mirrored_in_one_commit() {
+        use futures::StreamExt as _;
+        let store = Arc::new(Commits::default());
+        let sealer = crate::sealing::CredentialSealer::from_hex(&"ab".repeat(32)).unwrap_or_else(|e| panic!("{e}"));
+        let hub = Hub::new(store.clone(), None, 1 << 20, sealer);
+        let proxy = Proxy::new("http://127.0.0.1:9/card".into(), Duration::from_secs(1));
+        let cancel = CancellationToken::new();
+        let completed = |req: &RunRequest| {
+            let rec = futures::executor::block_on(hub.get(&req.scope, &req.task_id)).ok().flatten();
+            let task = rec.as_ref().map(task_of).and_then(Result::ok).unwrap_or_else(|| panic!("no task"));
+            assert_eq!(task.status.state, TaskState::Completed);
+            assert!(upstream_ids(&task).is_some(), "the upstream ids are recorded");
+        };
+
+        let together = request("t-1");
+        let events = futures::stream::iter(answered("up-1").into_iter().map(Ok)).boxed();
+        let to = Mirror::new(&together, InvocationId::new(), false);
+        let flow = proxy.follow(&hub, &to, events, false, &cancel).await.unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(flow, Flow::Done));
+        assert_eq!(store.count(), 1, "three events that arrived together: one commit");
+        completed(&together);
+
+        let apart = request("t-2");
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Result<StreamResponse, ClientError>>();
+        let events = futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|ev| (ev, rx)) }).boxed();
+        let to = Mirror::new(&apart, InvocationId::new(), false);
+        let send_apart = async {
+            for (n, ev) in answered("up-2").into_iter().enumerate() {
+                let _ = tx.send(Ok(ev));
+                // The next event goes only once this one is committed.
+                for _ in 0..500 {
+                    if store.count() > 1 + n {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            }
+        };
+        let (flow, ()) = tokio::join!(proxy.follow(&hub, &to, events, false, &cancel), send_apart);
+        assert!(matches!(flow, Ok(Flow::Done)));
+        assert_eq!(store.count(), 4, "three events that arrived apart: three commits");
+        completed(&apart);
     }
 }
