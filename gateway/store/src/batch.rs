@@ -23,6 +23,7 @@ use tokio::sync::{Semaphore, mpsc, oneshot};
 
 use crate::dialect::{Cells, Dialect, Output, Pools, Stmt, Want};
 use crate::error::db;
+use crate::group::{PAUSE_AFTER_CHANGES, PAUSE_AT_CHANGES};
 use crate::invocations::Mutable;
 use crate::row::i64_of;
 
@@ -90,6 +91,9 @@ impl Item {
 pub(crate) struct Batcher<D: Dialect> {
     pools: Pools<D>,
     queue: OnceLock<mpsc::Sender<Item>>,
+    /// Crash tests: stop sending statements before the first of at least
+    /// [`PAUSE_AT_CHANGES`] rows once [`PAUSE_AFTER_CHANGES`] have been written.
+    pause: bool,
 }
 
 impl<D: Dialect> std::fmt::Debug for Batcher<D> {
@@ -104,13 +108,18 @@ fn writer_gone() -> Error {
 
 impl<D: Dialect> Batcher<D> {
     pub(crate) fn new(pools: Pools<D>) -> Self {
-        Self { pools, queue: OnceLock::new() }
+        Self { pools, queue: OnceLock::new(), pause: false }
+    }
+
+    /// A writer that stops forever before a statement of many rows (crash tests).
+    pub(crate) fn pausing(pools: Pools<D>) -> Self {
+        Self { pools, queue: OnceLock::new(), pause: true }
     }
 
     async fn submit(&self, item: impl FnOnce(Reply) -> Item) -> Result<Written, Error> {
         let queue = self.queue.get_or_init(|| {
             let (tx, rx) = mpsc::channel(QUEUE);
-            tokio::spawn(write_batches(self.pools.clone(), rx));
+            tokio::spawn(write_batches(self.pools.clone(), rx, self.pause));
             tx
         });
         let (reply, answer) = oneshot::channel();
@@ -127,8 +136,9 @@ impl<D: Dialect> Batcher<D> {
     }
 }
 
-async fn write_batches<D: Dialect>(pools: Pools<D>, mut queue: mpsc::Receiver<Item>) {
+async fn write_batches<D: Dialect>(pools: Pools<D>, mut queue: mpsc::Receiver<Item>, pause: bool) {
     let permits = Arc::new(Semaphore::new(IN_FLIGHT));
+    let mut written = 0;
     // Rows held back because their invocation already had one in the batch.
     let mut waiting: Vec<Item> = Vec::new();
     loop {
@@ -145,6 +155,11 @@ async fn write_batches<D: Dialect>(pools: Pools<D>, mut queue: mpsc::Receiver<It
         let mut seen = HashSet::new();
         let (batch, later): (Vec<Item>, Vec<Item>) = waiting.drain(..).partition(|item| seen.insert(item.id()));
         waiting = later;
+        if pause && written >= PAUSE_AFTER_CHANGES && batch.len() >= PAUSE_AT_CHANGES {
+            tracing::warn!(rows = batch.len(), "fault injection: pausing before a shared commit, forever");
+            std::future::pending::<()>().await;
+        }
+        written += batch.len();
         let pools = pools.clone();
         tokio::spawn(async move {
             write_batch(&pools, batch).await;

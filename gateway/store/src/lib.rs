@@ -61,9 +61,10 @@ pub struct StoreOptions {
     pub change_feed: bool,
     /// SQLite: invocation admissions and transitions share commits ([`group`]'s write pipeline).
     pub group_commit: bool,
-    /// Crash tests only: the writer stops forever before committing the first batch of at least
-    /// [`group::PAUSE_AT_CHANGES`] changes after [`group::PAUSE_AFTER_CHANGES`], so the process
-    /// can be killed with a shared commit in flight.
+    /// Crash tests only: the writer (SQLite's group commit, PostgreSQL's batched statements)
+    /// stops forever before committing the first batch of at least [`group::PAUSE_AT_CHANGES`]
+    /// changes after [`group::PAUSE_AFTER_CHANGES`], so the process can be killed with a shared
+    /// commit in flight.
     pub pause_before_shared_commit: bool,
 }
 
@@ -132,6 +133,11 @@ fn stores<D: Dialect>(pools: Pools<D>, opts: &StoreOptions) -> Stores {
         && let Some(group) = &mut invocations.group
     {
         *group = Arc::new(group::GroupCommit::pausing(pools.clone()));
+    }
+    if opts.pause_before_shared_commit
+        && let Some(batch) = &mut invocations.batch
+    {
+        *batch = Arc::new(batch::Batcher::pausing(pools.clone()));
     }
     let audit = SqlAudit::sharing(pools.clone(), invocations.group.clone());
     Stores {
