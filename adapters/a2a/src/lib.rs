@@ -22,6 +22,8 @@ pub mod proxy;
 pub mod push;
 pub mod run;
 pub mod sealing;
+#[cfg(test)]
+mod testing;
 pub mod tools;
 
 use std::collections::HashMap;

@@ -606,59 +606,11 @@ impl Proxy {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
     use a2a::{Part, TaskStatusUpdateEvent};
-    use switchyard_contract::memory::MemoryTasks;
-    use switchyard_contract::{ContextId, Error, NewDelivery, Principal, TaskQuery, TaskRecord, TaskStore, TenantId};
+    use switchyard_contract::{ContextId, Principal, TenantId};
 
     use super::*;
-
-    /// The memory store, counting commits (creates and updates).
-    #[derive(Default)]
-    struct Commits {
-        inner: MemoryTasks,
-        n: AtomicUsize,
-    }
-
-    impl Commits {
-        fn count(&self) -> usize {
-            self.n.load(Ordering::SeqCst)
-        }
-    }
-
-    #[async_trait::async_trait]
-    impl TaskStore for Commits {
-        async fn create(&self, task: &TaskRecord, events: &[Value]) -> Result<bool, Error> {
-            self.n.fetch_add(1, Ordering::SeqCst);
-            self.inner.create(task, events).await
-        }
-        async fn get(&self, scope: &TaskScope, id: &TaskId) -> Result<Option<TaskRecord>, Error> {
-            self.inner.get(scope, id).await
-        }
-        async fn update(&self, t: &TaskRecord, v: i64, e: &[Value], d: &[NewDelivery]) -> Result<bool, Error> {
-            self.n.fetch_add(1, Ordering::SeqCst);
-            self.inner.update(t, v, e, d).await
-        }
-        async fn versions(&self, ids: &[TaskId]) -> Result<Vec<(TaskId, i64)>, Error> {
-            self.inner.versions(ids).await
-        }
-        async fn events_after(&self, id: &TaskId, after: i64, limit: u32) -> Result<Vec<(i64, Value)>, Error> {
-            self.inner.events_after(id, after, limit).await
-        }
-        async fn list(&self, query: &TaskQuery) -> Result<(Vec<TaskRecord>, i64), Error> {
-            self.inner.list(query).await
-        }
-        async fn put_push_config(&self, task_id: &TaskId, id: &str, config: &Value) -> Result<(), Error> {
-            self.inner.put_push_config(task_id, id, config).await
-        }
-        async fn push_configs(&self, task_id: &TaskId) -> Result<Vec<(String, Value)>, Error> {
-            self.inner.push_configs(task_id).await
-        }
-        async fn delete_push_config(&self, task_id: &TaskId, id: &str) -> Result<bool, Error> {
-            self.inner.delete_push_config(task_id, id).await
-        }
-    }
+    use crate::testing::Counting;
 
     fn request(task: &str) -> RunRequest {
         let tenant = TenantId::new("acme").unwrap_or_else(|e| panic!("{e}"));
@@ -706,7 +658,7 @@ mod tests {
     #[tokio::test]
     async fn what_the_agent_already_sent_is_mirrored_in_one_commit() {
         use futures::StreamExt as _;
-        let store = Arc::new(Commits::default());
+        let store = Arc::new(Counting::default());
         let sealer = crate::sealing::CredentialSealer::from_hex(&"ab".repeat(32)).unwrap_or_else(|e| panic!("{e}"));
         let hub = Hub::new(store.clone(), None, 1 << 20, sealer);
         let proxy = Proxy::new("http://127.0.0.1:9/card".into(), Duration::from_secs(1));
@@ -723,7 +675,7 @@ mod tests {
         let to = Mirror::new(&together, InvocationId::new(), false);
         let flow = proxy.follow(&hub, &to, events, false, &cancel).await.unwrap_or_else(|e| panic!("{e}"));
         assert!(matches!(flow, Flow::Done));
-        assert_eq!(store.count(), 1, "three events that arrived together: one commit");
+        assert_eq!(store.commits(), 1, "three events that arrived together: one commit");
         completed(&together);
 
         let apart = request("t-2");
@@ -735,7 +687,7 @@ mod tests {
                 let _ = tx.send(Ok(ev));
                 // The next event goes only once this one is committed.
                 for _ in 0..500 {
-                    if store.count() > 1 + n {
+                    if store.commits() > 1 + n {
                         break;
                     }
                     tokio::time::sleep(Duration::from_millis(10)).await;
@@ -744,7 +696,7 @@ mod tests {
         };
         let (flow, ()) = tokio::join!(proxy.follow(&hub, &to, events, false, &cancel), send_apart);
         assert!(matches!(flow, Ok(Flow::Done)));
-        assert_eq!(store.count(), 4, "three events that arrived apart: three commits");
+        assert_eq!(store.commits(), 4, "three events that arrived apart: three commits");
         completed(&apart);
     }
 }

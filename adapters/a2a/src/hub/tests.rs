@@ -1,55 +1,6 @@
 use super::*;
-use std::collections::HashMap;
-use std::sync::Mutex;
-use switchyard_contract::memory::MemoryTasks;
-use switchyard_contract::{Error, NewDelivery, Principal, TaskQuery};
-
-/// The memory store, counting each task's event reads.
-#[derive(Default)]
-struct Counting {
-    inner: MemoryTasks,
-    reads: Mutex<HashMap<String, usize>>,
-}
-
-impl Counting {
-    fn reads(&self, id: &str) -> usize {
-        self.reads.lock().map(|r| r.get(id).copied().unwrap_or(0)).unwrap_or(0)
-    }
-}
-
-#[async_trait::async_trait]
-impl TaskStore for Counting {
-    async fn create(&self, task: &TaskRecord, events: &[Value]) -> Result<bool, Error> {
-        self.inner.create(task, events).await
-    }
-    async fn get(&self, scope: &TaskScope, id: &TaskId) -> Result<Option<TaskRecord>, Error> {
-        self.inner.get(scope, id).await
-    }
-    async fn update(&self, t: &TaskRecord, v: i64, e: &[Value], d: &[NewDelivery]) -> Result<bool, Error> {
-        self.inner.update(t, v, e, d).await
-    }
-    async fn versions(&self, ids: &[TaskId]) -> Result<Vec<(TaskId, i64)>, Error> {
-        self.inner.versions(ids).await
-    }
-    async fn events_after(&self, id: &TaskId, after: i64, limit: u32) -> Result<Vec<(i64, Value)>, Error> {
-        if let Ok(mut reads) = self.reads.lock() {
-            *reads.entry(id.to_string()).or_default() += 1;
-        }
-        self.inner.events_after(id, after, limit).await
-    }
-    async fn list(&self, query: &TaskQuery) -> Result<(Vec<TaskRecord>, i64), Error> {
-        self.inner.list(query).await
-    }
-    async fn put_push_config(&self, task_id: &TaskId, id: &str, config: &Value) -> Result<(), Error> {
-        self.inner.put_push_config(task_id, id, config).await
-    }
-    async fn push_configs(&self, task_id: &TaskId) -> Result<Vec<(String, Value)>, Error> {
-        self.inner.push_configs(task_id).await
-    }
-    async fn delete_push_config(&self, task_id: &TaskId, id: &str) -> Result<bool, Error> {
-        self.inner.delete_push_config(task_id, id).await
-    }
-}
+use crate::testing::Counting;
+use switchyard_contract::Principal;
 
 fn task(id: &str) -> Task {
     Task {
