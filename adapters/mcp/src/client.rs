@@ -375,9 +375,13 @@ impl Lease {
 
     /// The session lists the upstream's tools again before its next call (its tool list, from
     /// which rmcp mirrors `x-mcp-header` parameters, disagreed with the upstream's).
+    /// The idle sessions' lists are as old as this one's: they list again too.
     pub fn relist(&self) {
         if let Some(s) = &self.session {
             s.handler.relist.store(true, Ordering::SeqCst);
+        }
+        if let Ok(idle) = self.pool.idle.lock() {
+            idle.iter().for_each(|s| s.handler.relist.store(true, Ordering::SeqCst));
         }
     }
 

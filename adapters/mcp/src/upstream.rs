@@ -44,6 +44,10 @@ pub struct McpUpstream {
     in_flight: Mutex<HashMap<AttemptId, CancellationToken>>,
 }
 
+/// How many times a call the upstream refused for its `Mcp-Param-*` headers (before running it)
+/// is sent again after its session lists the tools again.
+const HEADER_RESENDS: usize = 2;
+
 impl std::fmt::Debug for McpUpstream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("McpUpstream").field("pool", &self.pool).finish_non_exhaustive()
@@ -103,12 +107,16 @@ impl McpUpstream {
         // The upstream refused the `Mcp-Param-*` headers rmcp mirrored from the session's tool
         // list, before running the tool (SEP-2243): that list no longer agrees with the
         // upstream's. The session lists its tools again (the lease marked it) and the same
-        // request goes once more; nothing ran, so this is not a retry of an effect.
-        if matches!(&answer, Err(rmcp::ServiceError::McpError(e)) if e.code == ErrorCode::HEADER_MISMATCH)
-            && !cancel.is_cancelled()
-        {
+        // request goes once more; nothing ran, so this is not a retry of an effect. At most
+        // [`HEADER_RESENDS`] times: the resend may reach another session whose list is as old.
+        for _ in 0..HEADER_RESENDS {
+            if !matches!(&answer, Err(rmcp::ServiceError::McpError(e)) if e.code == ErrorCode::HEADER_MISMATCH)
+                || cancel.is_cancelled()
+            {
+                break;
+            }
             tracing::warn!(error = ?answer.as_ref().err(), "the upstream refused the mirrored Mcp-Param headers; listing its tools again and sending once more");
-            answer = self.send(call, request, cancel).await?;
+            answer = self.send(call, request.clone(), cancel.clone()).await?;
         }
         match answer.map(crate::client::from_upstream) {
             Ok(ServerResult::CallToolResult(r)) => json_of(&r),
