@@ -23,7 +23,7 @@ use tokio::sync::{Semaphore, mpsc, oneshot};
 
 use crate::dialect::{Cells, Dialect, Output, Pools, Stmt, Want};
 use crate::error::db;
-use crate::group::{PAUSE_AFTER_CHANGES, PAUSE_AT_CHANGES};
+use crate::group::{PAUSE_AFTER_CHANGES, PAUSE_AT_CHANGES, writer_gone};
 use crate::invocations::Mutable;
 use crate::row::i64_of;
 
@@ -38,7 +38,7 @@ const QUEUE: usize = 4 * MAX_BATCH;
 pub(crate) type Encoded = Vec<(Event, String)>;
 
 /// A new invocation to insert: its row, how long its lease runs from the database's now
-/// (`None`: it takes no lease), and its first events.
+/// (`None`: it takes no lease, as a held call), and its first events.
 pub(crate) struct NewRow {
     pub inv: Invocation,
     pub m: Mutable,
@@ -100,10 +100,6 @@ impl<D: Dialect> std::fmt::Debug for Batcher<D> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Batcher").field("started", &self.queue.get().is_some()).finish()
     }
-}
-
-fn writer_gone() -> Error {
-    Error::unavailable("the gateway's store writer has stopped; nothing was changed, retry later")
 }
 
 impl<D: Dialect> Batcher<D> {
@@ -257,7 +253,7 @@ fn statement(items: &[Item]) -> Result<Stmt, Error> {
                     int(m.attempts),
                     Cell::T(m.lease_owner.clone()),
                     int(m.fence),
-                    Cell::I(m.lease_expires_ms.and(r.ttl)),
+                    Cell::I(r.ttl),
                     int(m.last_seq),
                     Cell::T(inv.parent.map(|p| p.to_string())),
                     Cell::T(inv.trace.as_ref().map(switchyard_contract::TraceParent::to_stored)),

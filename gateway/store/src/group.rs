@@ -31,6 +31,7 @@ use switchyard_contract::{
 };
 use tokio::sync::{mpsc, oneshot};
 
+use crate::batch::Encoded;
 use crate::dialect::{self as sql, Cells, Dialect, On, Pools, Stmt};
 use crate::error::db;
 use crate::invocations::{
@@ -44,8 +45,6 @@ pub const MAX_BATCH: usize = 256;
 const QUEUE: usize = 4 * MAX_BATCH;
 
 type Reply<T> = oneshot::Sender<Result<T, Error>>;
-/// Events with their data encoded for the insert.
-type Encoded = Vec<(Event, String)>;
 
 enum Change {
     Admit(Box<NewInvocation>, Reply<Admission>),
@@ -76,7 +75,7 @@ impl<D: Dialect> std::fmt::Debug for GroupCommit<D> {
     }
 }
 
-fn writer_gone() -> Error {
+pub(crate) fn writer_gone() -> Error {
     Error::unavailable("the gateway's store writer has stopped; nothing was changed, retry later")
 }
 

@@ -220,7 +220,7 @@ impl<D: Dialect> InvocationStore for SqlInvocations<D> {
             return Err(Error::internal("this store cannot record an audit entry with an admission"));
         }
         if D::FAST_PATHS {
-            return self.admit_in_one_statement(draft).await;
+            return self.admit_fast(draft).await;
         }
         let mut tx = self.pools.begin().await?;
         let admitted = Self::admit_in(&mut tx, draft).await?;

@@ -36,13 +36,13 @@ impl<D: Dialect> SqlInvocations<D> {
     /// Inserts the invocation and its first events (the admission, and a read's first attempt)
     /// atomically, on the database clock, unless the tenant already used the ingress key: one
     /// row of a batched statement ([`crate::batch`]).
-    pub(crate) async fn admit_in_one_statement(&self, draft: NewInvocation) -> Result<Admission, Error> {
+    pub(crate) async fn admit_fast(&self, draft: NewInvocation) -> Result<Admission, Error> {
         let batch = self.batch.as_ref().ok_or_else(|| Error::internal("store: no batched writer on this database"))?;
         let ttl = draft.lease_ttl_ms;
         let (mut new, first) = Invocation::admit_started(draft, 0);
         let events = append(&mut new, first, 0)?;
         let m = mutable(&new)?;
-        let row = NewRow { inv: new.clone(), m, ttl: Some(ttl), events };
+        let row = NewRow { inv: new.clone(), ttl: m.lease_expires_ms.map(|_| ttl), m, events };
         if let Some((expires, now)) = batch.insert(row).await? {
             new.created_at_ms = now;
             new.updated_at_ms = now;
