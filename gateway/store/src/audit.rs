@@ -64,33 +64,59 @@ pub(crate) async fn extend_in<D: Dialect>(
     at_ms: Millis,
     known: &HashMap<String, (u64, String)>,
 ) -> Result<HashMap<String, (u64, String)>, Error> {
-    let mut moved = HashMap::new();
+    let mut heads = known.clone();
+    for partition in partitions(entries) {
+        if !heads.contains_key(partition) {
+            if let Some(row) = sql::optional::<D>(On::Tx(&mut *tx), head_stmt(partition)).await? {
+                let h = head(&row)?;
+                heads.insert(h.partition, (h.seq, h.hash));
+            }
+        }
+    }
+    let (stmts, moved) = chained(entries, at_ms, &heads)?;
+    for stmt in stmts {
+        sql::affected_or::<D>(On::Tx(&mut *tx), stmt, insert_error).await?;
+    }
+    Ok(moved)
+}
+
+/// The partitions `entries` name, each once, in order of first appearance.
+pub(crate) fn partitions<'a>(entries: &[(&'a str, &AuditEntry)]) -> Vec<&'a str> {
     let mut partitions: Vec<&str> = Vec::new();
     for (p, _) in entries {
         if !partitions.contains(p) {
             partitions.push(p);
         }
     }
-    for partition in partitions {
-        let stmt = Stmt::new("SELECT part, seq, hash FROM audit_log WHERE part = $1 ORDER BY seq DESC LIMIT 1")
-            .text(partition);
-        let last = match known.get(partition) {
-            Some(h) => Some(h.clone()),
-            None => sql::optional::<D>(On::Tx(&mut *tx), stmt)
-                .await?
-                .as_ref()
-                .map(head)
-                .transpose()?
-                .map(|h| (h.seq, h.hash)),
-        };
+    partitions
+}
+
+/// Reads `partition`'s head: one row `(part, seq, hash)` ([`head_of`]), none while it is empty.
+pub(crate) fn head_stmt(partition: &str) -> Stmt {
+    Stmt::new("SELECT part, seq, hash FROM audit_log WHERE part = $1 ORDER BY seq DESC LIMIT 1").text(partition)
+}
+
+/// The `(partition, (seq, hash))` of a row of [`head_stmt`].
+pub(crate) fn head_of(row: &impl Cells) -> Result<(String, (u64, String)), Error> {
+    head(row).map(|h| (h.partition, (h.seq, h.hash)))
+}
+
+/// `entries` chained after `heads` (a partition absent there has no entry yet), at `at_ms`:
+/// their inserts (run with [`insert_error`]) and the partitions' new heads.
+pub(crate) fn chained(
+    entries: &[(&str, &AuditEntry)],
+    at_ms: Millis,
+    heads: &HashMap<String, (u64, String)>,
+) -> Result<(Vec<Stmt>, HashMap<String, (u64, String)>), Error> {
+    let mut stmts = Vec::new();
+    let mut moved = HashMap::new();
+    for partition in partitions(entries) {
         let mine: Vec<&AuditEntry> = entries.iter().filter(|(p, _)| *p == partition).map(|(_, e)| *e).collect();
-        let rows = chain(partition, last, &mine, at_ms)?;
-        for stmt in inserts(&rows)? {
-            sql::affected_or::<D>(On::Tx(&mut *tx), stmt, insert_error).await?;
-        }
+        let rows = chain(partition, heads.get(partition).cloned(), &mine, at_ms)?;
+        stmts.extend(inserts(&rows)?);
         moved.extend(rows.last().map(|r| (partition.to_string(), (r.seq, r.hash.clone()))));
     }
-    Ok(moved)
+    Ok((stmts, moved))
 }
 
 /// The inserts of `rows`, one statement per chunk. Run with [`insert_error`]: a taken
@@ -153,9 +179,7 @@ pub(crate) fn insert_error(e: sqlx::Error) -> Error {
 #[async_trait]
 impl<D: Dialect> AuditStore for SqlAudit<D> {
     async fn head(&self, partition: &str) -> Result<Option<ChainHead>, Error> {
-        let stmt = Stmt::new("SELECT part, seq, hash FROM audit_log WHERE part = $1 ORDER BY seq DESC LIMIT 1")
-            .text(partition);
-        sql::optional::<D>(self.pools.read(), stmt).await?.as_ref().map(head).transpose()
+        sql::optional::<D>(self.pools.read(), head_stmt(partition)).await?.as_ref().map(head).transpose()
     }
 
     async fn append(&self, rows: &[AuditRow]) -> Result<(), Error> {

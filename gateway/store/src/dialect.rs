@@ -85,7 +85,49 @@ impl Stmt {
     pub fn opt_ints(self, v: Vec<Option<i64>>) -> Self {
         self.arg(Arg::Ints(v))
     }
+
+    /// This statement, then `next`, as one SQL text ([`Dialect::JOINS_STATEMENTS`]): `next`'s
+    /// placeholders are renumbered to follow this one's values.
+    fn then(mut self, next: Stmt) -> Stmt {
+        let offset = self.args.len();
+        self.sql.push_str(";\n");
+        let mut rest = next.sql.as_str();
+        while let Some(at) = rest.find('$') {
+            self.sql.push_str(&rest[..=at]);
+            rest = &rest[at + 1..];
+            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+            if let Ok(n) = rest[..digits].parse::<usize>() {
+                self.sql.push_str(&(n + offset).to_string());
+            }
+            rest = &rest[digits..];
+        }
+        self.sql.push_str(rest);
+        self.args.extend(next.args);
+        self
+    }
 }
+
+/// `stmts` as the fewest round trips the database allows, in order: one text on SQLite (the
+/// driver steps through its statements in one call to its worker thread), each alone on
+/// PostgreSQL (a prepared statement is one statement).
+/// A text holds at most [`JOINED_VALUES`] bind values (SQLite numbers a parameter up to 32,766).
+pub(crate) fn joined<D: Dialect>(stmts: Vec<Stmt>) -> Vec<Stmt> {
+    if !D::JOINS_STATEMENTS {
+        return stmts;
+    }
+    let mut texts: Vec<Stmt> = Vec::new();
+    for stmt in stmts {
+        match texts.pop() {
+            Some(last) if last.args.len() + stmt.args.len() <= JOINED_VALUES => texts.push(last.then(stmt)),
+            Some(last) => texts.extend([last, stmt]),
+            None => texts.push(stmt),
+        }
+    }
+    texts
+}
+
+/// The most bind values one [`joined`] text carries.
+const JOINED_VALUES: usize = 30_000;
 
 /// Where a statement runs: on a pool, or inside an open transaction.
 pub enum On<'e, DB: Database> {
@@ -134,6 +176,8 @@ pub trait Cells {
     fn opt_text(&self, i: usize) -> Result<Option<String>, Error>;
     fn int(&self, i: usize) -> Result<i64, Error>;
     fn opt_int(&self, i: usize) -> Result<Option<i64>, Error>;
+    /// How many cells the row has (tells apart the rows of [`joined`] reads).
+    fn width(&self) -> usize;
 }
 
 fn cell<'r, R, T>(row: &'r R, i: usize) -> Result<T, Error>
@@ -164,6 +208,9 @@ where
     fn opt_int(&self, i: usize) -> Result<Option<i64>, Error> {
         cell(self, i)
     }
+    fn width(&self) -> usize {
+        self.len()
+    }
 }
 
 mod sealed {
@@ -193,6 +240,8 @@ pub trait Dialect: sealed::Sealed + Clone + Copy + std::fmt::Debug + Send + Sync
     /// One writer: invocation admissions and transitions go through the group commit
     /// ([`crate::group`]), many changes per transaction and `fsync`.
     const GROUP_COMMIT: bool;
+    /// Several statements run as one text, in one call to the driver ([`joined`]).
+    const JOINS_STATEMENTS: bool;
 
     /// Parameter `n` as a value for a JSON column.
     fn json(n: usize) -> String;
@@ -219,6 +268,7 @@ impl Dialect for Pg {
     const SKIP_LOCKED: &'static str = " FOR UPDATE SKIP LOCKED";
     const FAST_PATHS: bool = true;
     const GROUP_COMMIT: bool = false;
+    const JOINS_STATEMENTS: bool = false;
 
     fn json(n: usize) -> String {
         format!("${n}::jsonb")
@@ -243,6 +293,7 @@ impl Dialect for Sqlite {
     const SKIP_LOCKED: &'static str = "";
     const FAST_PATHS: bool = false;
     const GROUP_COMMIT: bool = true;
+    const JOINS_STATEMENTS: bool = true;
 
     fn json(n: usize) -> String {
         format!("${n}")
@@ -431,13 +482,48 @@ impl Pools<Sqlite> {
             .synchronous(SqliteSynchronous::Full)
             .busy_timeout(Duration::from_secs(5))
             .foreign_keys(true);
-        let writer = SqlitePoolOptions::new().max_connections(1).connect_with(base.clone()).await?;
+        // Connections to a file of this machine: a ping before each use would find nothing
+        // and cost a hand-off to SQLite's thread (per batch, on the group commit's writer).
+        let writer =
+            SqlitePoolOptions::new().max_connections(1).test_before_acquire(false).connect_with(base.clone()).await?;
         if opts.migrate {
             sqlx::migrate::Migrator::new(Embedded(SQLITE)).await?.run(&writer).await?;
         }
         let readers = SqlitePoolOptions::new()
             .max_connections(opts.max_connections.clamp(1, 8))
+            .test_before_acquire(false)
             .connect_lazy_with(base.read_only(true).create_if_missing(false));
         Ok(Self { writer, readers, dialect: PhantomData })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn joined_statements_number_their_values_in_one_sequence() {
+        let stmts = vec![
+            Stmt::new("SELECT 1"),
+            Stmt::new("UPDATE t SET a = $2 WHERE b = $1 AND c = json_extract(d, '$.e')").text("b").int(2),
+            Stmt::new("INSERT INTO t VALUES ($1, $2), ($3, $4)").int(1).int(2).int(3).int(4),
+        ];
+        let one = joined::<Sqlite>(stmts.clone());
+        assert_eq!(one.len(), 1);
+        assert_eq!(
+            one[0].sql,
+            "SELECT 1;\nUPDATE t SET a = $2 WHERE b = $1 AND c = json_extract(d, '$.e');\n\
+             INSERT INTO t VALUES ($3, $4), ($5, $6)"
+        );
+        assert_eq!(one[0].args.len(), 6);
+        assert_eq!(joined::<Pg>(stmts).len(), 3, "PostgreSQL prepares one statement at a time");
+    }
+
+    #[test]
+    fn a_joined_text_stays_under_the_parameter_limit() {
+        let big = || Stmt::with_args("SELECT $1", vec![Arg::Int(0); JOINED_VALUES / 2 + 1]);
+        let texts = joined::<Sqlite>(vec![big(), big(), Stmt::new("SELECT 2")]);
+        assert_eq!(texts.len(), 2);
+        assert!(texts.iter().all(|t| t.args.len() <= JOINED_VALUES));
     }
 }

@@ -27,16 +27,14 @@ use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
 
 use switchyard_contract::{
-    Admission, AuditEntry, Error, Event, Invocation, InvocationId, Millis, NewInvocation, Transition,
+    Admission, AuditEntry, Error, Event, IngressKey, Invocation, InvocationId, Millis, NewInvocation, Transition,
 };
 use tokio::sync::{mpsc, oneshot};
 
 use crate::batch::Encoded;
 use crate::dialect::{self as sql, Cells, Dialect, On, Pools, Stmt};
 use crate::error::db;
-use crate::invocations::{
-    COLUMN_COUNT, COLUMNS, SqlInvocations, append, bind_identity, by_key, decode_invocation, mutable,
-};
+use crate::invocations::{COLUMN_COUNT, COLUMNS, SqlInvocations, append, bind_identity, decode_invocation, mutable};
 use crate::row::i64_of;
 
 /// The most changes one commit carries.
@@ -187,10 +185,12 @@ enum Outcome {
     Appended(Result<(), Error>),
 }
 
-/// The whole batch in five statements: read the rows the transitions change (with the database
-/// clock), insert the admissions, apply every change in memory in arrival order, update the
-/// changed rows, insert all events. `Err`: the database refused a statement; the transaction
-/// must be rolled back.
+/// The whole batch in two round trips where the database allows ([`sql::joined`]): one read
+/// of what the batch depends on (the clock, the rows its transitions change, any row already
+/// holding one of its admissions' ingress keys, the heads of audit partitions not remembered),
+/// then, with every change applied in memory in arrival order, one write of it all (the
+/// admissions, the changed rows, all events, the audit entries). `Err`: the database refused a
+/// statement; the transaction must be rolled back.
 async fn write_together<D: Dialect>(
     tx: &mut sqlx::Transaction<'static, D::Db>,
     changes: &[Change],
@@ -205,75 +205,92 @@ async fn write_together<D: Dialect>(
         .collect::<HashSet<_>>()
         .into_iter()
         .collect();
-    let mut rows: HashMap<InvocationId, Invocation> = HashMap::new();
-    let mut now = None;
+    let keys: HashSet<(String, String)> = changes
+        .iter()
+        .filter_map(|c| match c {
+            Change::Admit(draft, _) => draft.ingress_key.as_ref().map(|k| key_of(draft.principal.tenant.as_str(), k)),
+            Change::Transition(..) | Change::Audit(..) => None,
+        })
+        .collect();
+    let mut partitions: Vec<&str> = Vec::new();
+    for change in changes {
+        let named = match change {
+            Change::Audit(partition, ..) => Some(partition.as_str()),
+            Change::Admit(draft, _) => draft.audit.as_ref().map(|(p, _)| p.as_str()),
+            Change::Transition(..) => None,
+        };
+        if let Some(p) = named.filter(|p| !heads.contains_key(*p) && !partitions.contains(p)) {
+            partitions.push(p);
+        }
+    }
+    let mut reads = vec![Stmt::new(format!("SELECT {}", D::NOW))];
     if !wanted.is_empty() {
-        let read =
-            Stmt::new(format!("SELECT {COLUMNS}, {} FROM invocations WHERE {}", D::NOW, D::any("id", 1))).texts(wanted);
-        for row in sql::all::<D>(On::Tx(tx), read).await? {
-            now = Some(row.int(COLUMN_COUNT)?);
-            let inv = decode_invocation(&row)?;
-            rows.insert(inv.id, inv);
+        reads.push(Stmt::new(format!("SELECT {COLUMNS} FROM invocations WHERE {}", D::any("id", 1))).texts(wanted));
+    }
+    for (tenant, key) in &keys {
+        // One cell more than a row read by id: the rows of the joined read are told apart by width.
+        let by_key = format!("SELECT {COLUMNS}, 1 FROM invocations WHERE tenant = $1 AND ingress_key = $2");
+        reads.push(Stmt::new(by_key).text(tenant.as_str()).text(key.as_str()));
+    }
+    reads.extend(partitions.iter().map(|p| crate::audit::head_stmt(p)));
+    let mut now = None;
+    let mut rows: HashMap<InvocationId, Invocation> = HashMap::new();
+    let mut keyed: HashMap<(String, String), Invocation> = HashMap::new();
+    let mut heads = heads.clone();
+    for stmt in sql::joined::<D>(reads) {
+        for row in sql::all::<D>(On::Tx(tx), stmt).await? {
+            match row.width() {
+                1 => now = Some(row.int(0)?),
+                3 => {
+                    let (partition, head) = crate::audit::head_of(&row)?;
+                    heads.insert(partition, head);
+                }
+                COLUMN_COUNT => {
+                    let inv = decode_invocation(&row)?;
+                    rows.insert(inv.id, inv);
+                }
+                w if w == COLUMN_COUNT + 1 => {
+                    let inv = decode_invocation(&row)?;
+                    if let Some(key) = &inv.ingress_key {
+                        keyed.insert(key_of(inv.principal.tenant.as_str(), key), inv);
+                    }
+                }
+                _ => return Err(Error::internal("store: a batch's read answered a row of an unknown shape")),
+            }
         }
     }
-    let now = match now {
-        Some(now) => now,
-        None => sql::now::<D>(On::Tx(tx)).await?,
-    };
+    let now = now.ok_or_else(|| Error::internal("store: a batch's read did not answer the database clock"))?;
     let mut events: Encoded = Vec::new();
-    let mut outcomes: Vec<Option<Outcome>> = Vec::with_capacity(changes.len());
-    // (position in the batch, the new row, its first event)
-    let mut admitted: Vec<(usize, Invocation, Encoded)> = Vec::new();
-    for (i, change) in changes.iter().enumerate() {
-        match change {
-            Change::Admit(draft, _) => {
-                let (mut new, first) = Invocation::admit_started(NewInvocation::clone(draft), now);
-                match append(&mut new, first, now) {
-                    Ok(first) => {
-                        admitted.push((i, new, first));
-                        outcomes.push(None); // decided by the insert below
-                    }
-                    Err(e) => outcomes.push(Some(Outcome::Admitted(Err(e)))),
-                }
-            }
-            Change::Transition(..) => outcomes.push(None), // applied after the admissions
-            Change::Audit(..) => outcomes.push(Some(Outcome::Appended(Ok(())))), // chained last
-        }
-    }
-    let inserted = insert_admissions::<D>(tx, admitted.iter().map(|(_, new, _)| new), now).await?;
-    for (i, new, first) in admitted {
-        let outcome = if inserted.contains(&new.id) {
-            events.extend(first);
-            rows.insert(new.id, new.clone());
-            Ok(Admission::Created(new))
-        } else {
-            // The tenant already used the key (perhaps earlier in this very batch).
-            by_key::<D>(On::Tx(tx), &new.principal.tenant, new.ingress_key.as_ref()).await.map(Admission::Existing)
-        };
-        outcomes[i] = Some(Outcome::Admitted(outcome));
-    }
+    let mut outcomes: Vec<Outcome> = Vec::with_capacity(changes.len());
+    let mut admitted: Vec<InvocationId> = Vec::new();
     let mut dirty: Vec<InvocationId> = Vec::new();
-    for (i, change) in changes.iter().enumerate() {
-        let Change::Transition(id, f, _) = change else { continue };
-        let outcome = match rows.get(id).map(|current| apply_in_memory(current, f, now)) {
-            None => Err(Error::not_found(format!("invocation {id} not found"))),
-            Some(Err(e)) => Err(e),
-            Some(Ok((next, new_events, changed))) => {
-                if changed {
-                    if !dirty.contains(id) {
-                        dirty.push(*id);
-                    }
-                    rows.insert(*id, next.clone());
+    for change in changes {
+        outcomes.push(match change {
+            Change::Admit(draft, _) => Outcome::Admitted(admit(draft, now, &mut keyed).map(|(admission, first)| {
+                if let Admission::Created(new) = &admission {
+                    events.extend(first);
+                    admitted.push(new.id);
+                    rows.insert(new.id, new.clone());
                 }
-                let answer = new_events.iter().map(|(e, _)| e.clone()).collect();
-                events.extend(new_events);
-                Ok((next, answer))
-            }
-        };
-        outcomes[i] = Some(Outcome::Transitioned(outcome));
+                admission
+            })),
+            Change::Transition(id, f, _) => Outcome::Transitioned(match rows.get(id) {
+                None => Err(Error::not_found(format!("invocation {id} not found"))),
+                Some(current) => apply_in_memory(current, f, now).map(|(next, new_events, changed)| {
+                    if changed {
+                        if !dirty.contains(id) && !admitted.contains(id) {
+                            dirty.push(*id);
+                        }
+                        rows.insert(*id, next.clone());
+                    }
+                    let answer = new_events.iter().map(|(e, _)| e.clone()).collect();
+                    events.extend(new_events);
+                    (next, answer)
+                }),
+            }),
+            Change::Audit(..) => Outcome::Appended(Ok(())),
+        });
     }
-    update_rows::<D>(tx, dirty.iter().filter_map(|id| rows.get(id))).await?;
-    insert_all_events::<D>(tx, &events).await?;
     // The audit entries of the batch, in arrival order: appended entries, and the decisions of
     // the admissions that went through (committed with them, all or nothing).
     let mut audited: Vec<(&str, &AuditEntry)> = Vec::new();
@@ -282,18 +299,45 @@ async fn write_together<D: Dialect>(
             (Change::Audit(partition, entries, _), _) => {
                 audited.extend(entries.iter().map(|e| (partition.as_str(), e)))
             }
-            (Change::Admit(draft, _), Some(Outcome::Admitted(Ok(_)))) => {
+            (Change::Admit(draft, _), Outcome::Admitted(Ok(_))) => {
                 audited.extend(draft.audit.as_ref().map(|(p, e)| (p.as_str(), e)));
             }
             _ => {}
         }
     }
-    let moved = crate::audit::extend_in::<D>(tx, &audited, now, heads).await?;
-    let outcomes = outcomes
-        .into_iter()
-        .map(|o| o.ok_or_else(|| Error::internal("a change of the batch was not applied")))
-        .collect::<Result<_, _>>()?;
+    let (chained, moved) = crate::audit::chained(&audited, now, &heads)?;
+    let mut writes = insert_admissions::<D>(admitted.iter().filter_map(|id| rows.get(id)), now)?;
+    writes.extend(update_rows(dirty.iter().filter_map(|id| rows.get(id)))?);
+    writes.extend(insert_all_events::<D>(&events)?);
+    writes.extend(chained);
+    for stmt in sql::joined::<D>(writes) {
+        sql::affected::<D>(On::Tx(tx), stmt).await?;
+    }
     Ok((outcomes, moved))
+}
+
+/// A tenant's ingress key, as the batch looks it up.
+fn key_of(tenant: &str, key: &IngressKey) -> (String, String) {
+    (tenant.to_string(), key.as_str().to_string())
+}
+
+/// An admission applied in memory: the invocation that already holds its tenant's ingress key
+/// (in the database, or admitted earlier in this batch), else the new row and its first events.
+fn admit(
+    draft: &NewInvocation,
+    now: Millis,
+    keyed: &mut HashMap<(String, String), Invocation>,
+) -> Result<(Admission, Encoded), Error> {
+    let key = draft.ingress_key.as_ref().map(|k| key_of(draft.principal.tenant.as_str(), k));
+    if let Some(existing) = key.as_ref().and_then(|k| keyed.get(k)) {
+        return Ok((Admission::Existing(existing.clone()), Vec::new()));
+    }
+    let (mut new, first) = Invocation::admit_started(draft.clone(), now);
+    let first = append(&mut new, first, now)?;
+    if let Some(key) = key {
+        keyed.insert(key, new.clone());
+    }
+    Ok((Admission::Created(new), first))
 }
 
 /// A transition applied to a copy of the row: the row after it, its new events, and whether it
@@ -311,17 +355,16 @@ fn apply_in_memory(current: &Invocation, f: &Transition, now: Millis) -> Result<
 /// Most rows one multi-row statement carries (SQLite allows 32,766 bound values per statement).
 const ROWS_PER_STATEMENT: usize = 500;
 
-/// Inserts the admitted invocations, skipping any whose tenant already used its ingress key;
-/// answers the ids actually inserted.
-async fn insert_admissions<'a, D: Dialect>(
-    tx: &mut sqlx::Transaction<'static, D::Db>,
+/// The inserts of the admitted invocations, one statement per chunk. (A taken ingress key was
+/// looked up first; should one collide anyway, the database refuses and the batch is split.)
+fn insert_admissions<'a, D: Dialect>(
     admitted: impl Iterator<Item = &'a Invocation>,
     now: Millis,
-) -> Result<HashSet<InvocationId>, Error> {
+) -> Result<Vec<Stmt>, Error> {
     let admitted: Vec<&Invocation> = admitted.collect();
-    let mut inserted = HashSet::new();
+    let mut stmts = Vec::new();
     for chunk in admitted.chunks(ROWS_PER_STATEMENT) {
-        // `$1` is the database clock; each row binds 18 values after it, in column order.
+        // `$1` is the batch's clock; each row binds 18 values after it, in column order.
         let values: Vec<String> = (0..chunk.len())
             .map(|r| {
                 let cell =
@@ -333,8 +376,7 @@ async fn insert_admissions<'a, D: Dialect>(
         let mut stmt = Stmt::new(format!(
             "INSERT INTO invocations (id, tenant, subject, upstream, operation, effect, request, digest, ingress_key, \
              state, state_data, attempts, lease_owner, fence, lease_expires_ms, last_seq, created_ms, updated_ms, \
-             parent_id, trace_context) VALUES {} \
-             ON CONFLICT (tenant, ingress_key) WHERE ingress_key IS NOT NULL DO NOTHING RETURNING id",
+             parent_id, trace_context) VALUES {}",
             values.join(", ")
         ))
         .int(now);
@@ -351,19 +393,15 @@ async fn insert_admissions<'a, D: Dialect>(
                 .opt_text(new.parent.map(|p| p.to_string()))
                 .opt_text(new.trace.as_ref().map(switchyard_contract::TraceParent::to_stored));
         }
-        for row in sql::all::<D>(On::Tx(tx), stmt).await? {
-            inserted.insert(row.text(0)?.parse().map_err(crate::row::corrupt)?);
-        }
+        stmts.push(stmt);
     }
-    Ok(inserted)
+    Ok(stmts)
 }
 
-/// Writes the mutable columns of every changed row, one statement per chunk.
-async fn update_rows<'a, D: Dialect>(
-    tx: &mut sqlx::Transaction<'static, D::Db>,
-    rows: impl Iterator<Item = &'a Invocation>,
-) -> Result<(), Error> {
+/// The writes of the mutable columns of every changed row, one statement per chunk.
+fn update_rows<'a>(rows: impl Iterator<Item = &'a Invocation>) -> Result<Vec<Stmt>, Error> {
     let rows: Vec<&Invocation> = rows.collect();
+    let mut stmts = Vec::new();
     for chunk in rows.chunks(ROWS_PER_STATEMENT) {
         let values: Vec<String> = (0..chunk.len())
             .map(|r| {
@@ -384,16 +422,14 @@ async fn update_rows<'a, D: Dialect>(
             let m = mutable(inv)?;
             stmt = crate::invocations::bind_mutable(stmt, inv.id, &m, m.lease_expires_ms).int(m.updated_ms);
         }
-        sql::affected::<D>(On::Tx(tx), stmt).await?;
+        stmts.push(stmt);
     }
-    Ok(())
+    Ok(stmts)
 }
 
-/// Appends every event of the batch, one statement per chunk.
-async fn insert_all_events<D: Dialect>(
-    tx: &mut sqlx::Transaction<'static, D::Db>,
-    events: &[(Event, String)],
-) -> Result<(), Error> {
+/// The inserts of every event of the batch, one statement per chunk.
+fn insert_all_events<D: Dialect>(events: &[(Event, String)]) -> Result<Vec<Stmt>, Error> {
+    let mut stmts = Vec::new();
     for chunk in events.chunks(ROWS_PER_STATEMENT) {
         let values: Vec<String> = (0..chunk.len())
             .map(|r| {
@@ -414,9 +450,9 @@ async fn insert_all_events<D: Dialect>(
                 .text(data.clone())
                 .int(e.at_ms);
         }
-        sql::affected::<D>(On::Tx(tx), stmt).await?;
+        stmts.push(stmt);
     }
-    Ok(())
+    Ok(stmts)
 }
 
 /// The split: every change under its own savepoint in one transaction, so a change the
