@@ -66,11 +66,11 @@ pub(crate) async fn extend_in<D: Dialect>(
 ) -> Result<HashMap<String, (u64, String)>, Error> {
     let mut heads = known.clone();
     for partition in partitions(entries) {
-        if !heads.contains_key(partition) {
-            if let Some(row) = sql::optional::<D>(On::Tx(&mut *tx), head_stmt(partition)).await? {
-                let h = head(&row)?;
-                heads.insert(h.partition, (h.seq, h.hash));
-            }
+        if !heads.contains_key(partition)
+            && let Some(row) = sql::optional::<D>(On::Tx(&mut *tx), head_stmt(partition)).await?
+        {
+            let (partition, h) = head_of(&row)?;
+            heads.insert(partition, h);
         }
     }
     let (stmts, moved) = chained(entries, at_ms, &heads)?;
