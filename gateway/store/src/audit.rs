@@ -55,6 +55,9 @@ impl<D: Dialect> AuditLog for GroupAudit<D> {
     }
 }
 
+/// Audit chains' heads: `(seq, hash)` by partition.
+pub(crate) type Heads = HashMap<String, (u64, String)>;
+
 /// Chains `entries` (in order, each onto its partition) after each partition's head — as
 /// `known` says, else as read inside `tx` — written at `at_ms`, and inserts them there; answers
 /// the partitions' new heads (theirs once `tx` commits).
@@ -62,8 +65,8 @@ pub(crate) async fn extend_in<D: Dialect>(
     tx: &mut sqlx::Transaction<'static, D::Db>,
     entries: &[(&str, &AuditEntry)],
     at_ms: Millis,
-    known: &HashMap<String, (u64, String)>,
-) -> Result<HashMap<String, (u64, String)>, Error> {
+    known: &Heads,
+) -> Result<Heads, Error> {
     let mut heads = known.clone();
     for partition in partitions(entries) {
         if !heads.contains_key(partition)
@@ -106,8 +109,8 @@ pub(crate) fn head_of(row: &impl Cells) -> Result<(String, (u64, String)), Error
 pub(crate) fn chained(
     entries: &[(&str, &AuditEntry)],
     at_ms: Millis,
-    heads: &HashMap<String, (u64, String)>,
-) -> Result<(Vec<Stmt>, HashMap<String, (u64, String)>), Error> {
+    heads: &Heads,
+) -> Result<(Vec<Stmt>, Heads), Error> {
     let mut stmts = Vec::new();
     let mut moved = HashMap::new();
     for partition in partitions(entries) {

@@ -31,6 +31,7 @@ use switchyard_contract::{
 };
 use tokio::sync::{mpsc, oneshot};
 
+use crate::audit::Heads;
 use crate::batch::Encoded;
 use crate::dialect::{self as sql, Cells, Dialect, On, Pools, Stmt};
 use crate::error::db;
@@ -118,6 +119,9 @@ impl<D: Dialect> GroupCommit<D> {
 async fn write_batches<D: Dialect>(pools: Pools<D>, mut queue: mpsc::Receiver<Change>, pause: bool) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     let mut written = 0;
+    // The audit chains' heads as this writer last committed them, so a batch need not read
+    // them. Forgotten whenever a commit fails; one that another process moved meanwhile makes
+    // the batch's insert collide (the split path then reads it afresh).
     let mut heads = Heads::new();
     while queue.recv_many(&mut batch, MAX_BATCH).await > 0 {
         let n = batch.len();
@@ -125,11 +129,6 @@ async fn write_batches<D: Dialect>(pools: Pools<D>, mut queue: mpsc::Receiver<Ch
         written += n;
     }
 }
-
-/// The audit chains' heads as this writer last committed them (`(seq, hash)` by partition),
-/// so a batch need not read them. Forgotten whenever a commit fails; one that another process
-/// moved meanwhile makes the batch's insert collide (the split path then reads it afresh).
-type Heads = HashMap<String, (u64, String)>;
 
 /// Commits `changes` together and answers every caller: written with multi-row statements, or,
 /// if the database refused one of them, split into one savepoint per change.
