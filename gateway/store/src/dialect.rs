@@ -9,11 +9,15 @@
 
 use std::marker::PhantomData;
 use std::str::FromStr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
+use sqlx::pool::PoolConnection;
 use sqlx::{ColumnIndex, Database, Decode, Executor, Pool, Row, Transaction, Type};
 use switchyard_contract::Error;
+use tokio::sync::Notify;
 
 use crate::StoreOptions;
 use crate::error::{StoreError, db};
@@ -129,17 +133,59 @@ pub(crate) fn joined<D: Dialect>(stmts: Vec<Stmt>) -> Vec<Stmt> {
 /// The most bind values one [`joined`] text carries.
 const JOINED_VALUES: usize = 30_000;
 
-/// Where a statement runs: on a pool, or inside an open transaction.
+/// Where a statement runs: on a pool, on the writer pool (telling the group commit, which may
+/// hold its connection, that another writer waits: [`Wanted`]), inside an open transaction, or
+/// on a connection held out of its pool.
 pub enum On<'e, DB: Database> {
     Pool(&'e Pool<DB>),
+    Writer(&'e Pool<DB>, &'e Wanted),
     Tx(&'e mut Transaction<'static, DB>),
+    Conn(&'e mut PoolConnection<DB>),
+}
+
+/// How many writers wait for the writer pool besides the group commit, which holds the single
+/// SQLite writer between its batches while nobody else asks for it (each return to the pool
+/// costs sqlx a ping on SQLite's thread before the next batch can take it again).
+#[derive(Debug, Default)]
+pub struct Wanted {
+    count: AtomicUsize,
+    asked: Notify,
+}
+
+/// One writer waiting (or writing) through the pool, while alive.
+struct Wanting<'a>(&'a Wanted);
+
+impl Wanted {
+    fn want(&self) -> Wanting<'_> {
+        self.count.fetch_add(1, Ordering::SeqCst);
+        self.asked.notify_one();
+        Wanting(self)
+    }
+
+    /// Whether another writer waits now.
+    pub(crate) fn any(&self) -> bool {
+        self.count.load(Ordering::SeqCst) > 0
+    }
+
+    /// Resolves when another writer may have asked since the last call (check [`Self::any`]).
+    pub(crate) async fn asked(&self) {
+        self.asked.notified().await;
+    }
+}
+
+impl Drop for Wanting<'_> {
+    fn drop(&mut self) {
+        self.0.count.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl<DB: Database> std::fmt::Debug for On<'_, DB> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             On::Pool(_) => "On::Pool",
+            On::Writer(..) => "On::Writer",
             On::Tx(_) => "On::Tx",
+            On::Conn(_) => "On::Conn",
         })
     }
 }
@@ -355,10 +401,19 @@ where
             Want::Optional => query.fetch_optional(pool).await.map(Output::Optional),
             Want::Affected => query.execute(pool).await.map(|r| Output::Affected(affected(&r))),
         },
+        On::Writer(pool, wanted) => {
+            let _waiting = wanted.want();
+            Box::pin(execute(On::Pool(pool), query, want, affected)).await
+        }
         On::Tx(tx) => match want {
             Want::All => query.fetch_all(&mut **tx).await.map(Output::All),
             Want::Optional => query.fetch_optional(&mut **tx).await.map(Output::Optional),
             Want::Affected => query.execute(&mut **tx).await.map(|r| Output::Affected(affected(&r))),
+        },
+        On::Conn(conn) => match want {
+            Want::All => query.fetch_all(&mut **conn).await.map(Output::All),
+            Want::Optional => query.fetch_optional(&mut **conn).await.map(Output::Optional),
+            Want::Affected => query.execute(&mut **conn).await.map(|r| Output::Affected(affected(&r))),
         },
     }
 }
@@ -415,12 +470,18 @@ pub(crate) async fn now<D: Dialect>(on: On<'_, D::Db>) -> Result<i64, Error> {
 pub struct Pools<D: Dialect> {
     writer: Pool<D::Db>,
     readers: Pool<D::Db>,
+    wanted: Arc<Wanted>,
     dialect: PhantomData<D>,
 }
 
 impl<D: Dialect> Clone for Pools<D> {
     fn clone(&self) -> Self {
-        Self { writer: self.writer.clone(), readers: self.readers.clone(), dialect: PhantomData }
+        Self {
+            writer: self.writer.clone(),
+            readers: self.readers.clone(),
+            wanted: self.wanted.clone(),
+            dialect: PhantomData,
+        }
     }
 }
 
@@ -436,12 +497,24 @@ impl<D: Dialect> Pools<D> {
     }
 
     pub(crate) fn write(&self) -> On<'_, D::Db> {
-        On::Pool(&self.writer)
+        On::Writer(&self.writer, &self.wanted)
     }
 
     /// A write transaction ([`Dialect::BEGIN_WRITE`]).
     pub(crate) async fn begin(&self) -> Result<Transaction<'static, D::Db>, Error> {
+        let _waiting = self.wanted.want();
         self.writer.begin_with(D::BEGIN_WRITE).await.map_err(db)
+    }
+
+    /// A writer connection to hold across transactions (the group commit), without counting as
+    /// one that waits.
+    pub(crate) async fn hold_writer(&self) -> Result<PoolConnection<D::Db>, Error> {
+        self.writer.acquire().await.map_err(db)
+    }
+
+    /// The writers waiting for the writer pool.
+    pub(crate) fn wanted(&self) -> &Wanted {
+        &self.wanted
     }
 
     /// The writer pool (PostgreSQL: the one pool).
@@ -463,7 +536,7 @@ impl Pools<Pg> {
         if opts.migrate {
             sqlx::migrate::Migrator::new(Embedded(POSTGRES)).await?.run(&pool).await?;
         }
-        Ok(Self { writer: pool.clone(), readers: pool, dialect: PhantomData })
+        Ok(Self { writer: pool.clone(), readers: pool, wanted: Arc::default(), dialect: PhantomData })
     }
 }
 
@@ -493,7 +566,7 @@ impl Pools<Sqlite> {
             .max_connections(opts.max_connections.clamp(1, 8))
             .test_before_acquire(false)
             .connect_lazy_with(base.read_only(true).create_if_missing(false));
-        Ok(Self { writer, readers, dialect: PhantomData })
+        Ok(Self { writer, readers, wanted: Arc::default(), dialect: PhantomData })
     }
 }
 

@@ -26,6 +26,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
 
+use sqlx::pool::PoolConnection;
 use switchyard_contract::{
     Admission, AuditEntry, Error, Event, IngressKey, Invocation, InvocationId, Millis, NewInvocation, Transition,
 };
@@ -123,10 +124,53 @@ async fn write_batches<D: Dialect>(pools: Pools<D>, mut queue: mpsc::Receiver<Ch
     // them. Forgotten whenever a commit fails; one that another process moved meanwhile makes
     // the batch's insert collide (the split path then reads it afresh).
     let mut heads = Heads::new();
-    while queue.recv_many(&mut batch, MAX_BATCH).await > 0 {
-        let n = batch.len();
-        commit_batch(&pools, batch.drain(..), pause && written >= PAUSE_AFTER_CHANGES, &mut heads).await;
+    // The writer connection, kept between batches until another writer asks for it.
+    let mut held: Option<Held<D::Db>> = None;
+    loop {
+        let n = if held.is_some() {
+            tokio::select! {
+                n = queue.recv_many(&mut batch, MAX_BATCH) => n,
+                () = pools.wanted().asked() => {
+                    if pools.wanted().any() {
+                        held = None;
+                    }
+                    continue;
+                }
+            }
+        } else {
+            queue.recv_many(&mut batch, MAX_BATCH).await
+        };
+        if n == 0 {
+            return;
+        }
+        if pools.wanted().any() {
+            held = None;
+        }
+        let pause = pause && written >= PAUSE_AFTER_CHANGES;
+        commit_batch(&pools, &mut held, batch.drain(..).collect(), pause, &mut heads).await;
         written += n;
+    }
+}
+
+/// The writer connection the group commit holds between batches. Dropped inside a transaction
+/// (a batch cancelled half-way, or one whose rollback failed), it is closed, never returned to
+/// the pool with the transaction open.
+struct Held<DB: sqlx::Database> {
+    conn: PoolConnection<DB>,
+    open: bool,
+}
+
+impl<DB: sqlx::Database> Drop for Held<DB> {
+    fn drop(&mut self) {
+        if self.open {
+            self.conn.close_on_drop();
+        }
+    }
+}
+
+impl<DB: sqlx::Database> Held<DB> {
+    fn on(&mut self) -> On<'_, DB> {
+        On::Conn(&mut self.conn)
     }
 }
 
@@ -134,46 +178,45 @@ async fn write_batches<D: Dialect>(pools: Pools<D>, mut queue: mpsc::Receiver<Ch
 /// if the database refused one of them, split into one savepoint per change.
 async fn commit_batch<D: Dialect>(
     pools: &Pools<D>,
-    changes: std::vec::Drain<'_, Change>,
+    held: &mut Option<Held<D::Db>>,
+    changes: Vec<Change>,
     pause: bool,
     heads: &mut Heads,
 ) {
-    let changes: Vec<Change> = changes.collect();
-    let mut tx = match pools.begin().await {
-        Ok(tx) => tx,
-        Err(e) => return changes.into_iter().for_each(|c| c.refuse(e.clone())),
+    let conn = match held {
+        Some(conn) => conn,
+        None => match pools.hold_writer().await {
+            Ok(conn) => held.insert(Held { conn, open: false }),
+            Err(e) => return changes.into_iter().for_each(|c| c.refuse(e.clone())),
+        },
     };
-    match write_together::<D>(&mut tx, &changes, heads).await {
+    let refused = match write_together::<D>(conn, &changes, heads, pause).await {
         Ok((outcomes, moved)) => {
-            if pause && changes.len() >= PAUSE_AT_CHANGES {
-                tracing::warn!(changes = changes.len(), "fault injection: pausing before a shared commit, forever");
-                std::future::pending::<()>().await;
-            }
-            let commit = tx.commit().await.map_err(db);
-            if commit.is_ok() {
-                heads.extend(moved);
-            } else {
-                heads.clear();
-            }
+            heads.extend(moved);
             for (change, outcome) in changes.into_iter().zip(outcomes) {
-                change.answer(outcome, &commit);
+                change.answer(outcome, &Ok(()));
             }
+            return;
         }
-        Err(refused) => {
-            drop(tx); // rolled back: nothing of the batch was written
-            // A remembered audit head may be stale (another process appended): the split path
-            // reads every head afresh, so even a lone change is tried once more there.
-            let stale = !heads.is_empty();
-            heads.clear();
-            tracing::warn!(changes = changes.len(), error = %refused, "the database refused a statement of a shared commit; splitting it");
-            if changes.len() == 1 && !stale {
-                return changes.into_iter().for_each(|c| c.refuse(refused.clone()));
-            }
-            match pools.begin().await {
-                Ok(tx) => one_by_one::<D>(tx, changes).await,
-                Err(e) => changes.into_iter().for_each(|c| c.refuse(e.clone())),
-            }
-        }
+        Err(refused) => refused,
+    };
+    // Nothing of the batch was written: rolled back (or, if even that failed, the connection is
+    // closed with it). The split path takes the writer through the pool.
+    if conn.open && sql::affected::<D>(conn.on(), Stmt::new("ROLLBACK")).await.is_ok() {
+        conn.open = false;
+    }
+    *held = None;
+    // A remembered audit head may be stale (another process appended): the split path
+    // reads every head afresh, so even a lone change is tried once more there.
+    let stale = !heads.is_empty();
+    heads.clear();
+    tracing::warn!(changes = changes.len(), error = %refused, "the database refused a statement of a shared commit; splitting it");
+    if changes.len() == 1 && !stale {
+        return changes.into_iter().for_each(|c| c.refuse(refused.clone()));
+    }
+    match pools.begin().await {
+        Ok(tx) => one_by_one::<D>(tx, changes).await,
+        Err(e) => changes.into_iter().for_each(|c| c.refuse(e.clone())),
     }
 }
 
@@ -184,16 +227,18 @@ enum Outcome {
     Appended(Result<(), Error>),
 }
 
-/// The whole batch in two round trips where the database allows ([`sql::joined`]): one read
-/// of what the batch depends on (the clock, the rows its transitions change, any row already
-/// holding one of its admissions' ingress keys, the heads of audit partitions not remembered),
-/// then, with every change applied in memory in arrival order, one write of it all (the
-/// admissions, the changed rows, all events, the audit entries). `Err`: the database refused a
-/// statement; the transaction must be rolled back.
+/// The whole batch as one transaction in two round trips where the database allows
+/// ([`sql::joined`]): the write transaction's start and one read of what the batch depends on
+/// (the clock, the rows its transitions change, any row already holding one of its admissions'
+/// ingress keys, the heads of audit partitions not remembered); then, with every change applied
+/// in memory in arrival order, one write of it all (the admissions, the changed rows, all
+/// events, the audit entries) and the commit. `Err`: nothing was committed; the transaction
+/// may still be open (`conn.open`).
 async fn write_together<D: Dialect>(
-    tx: &mut sqlx::Transaction<'static, D::Db>,
+    conn: &mut Held<D::Db>,
     changes: &[Change],
     heads: &Heads,
+    pause: bool,
 ) -> Result<(Vec<Outcome>, Heads), Error> {
     let wanted: Vec<String> = changes
         .iter()
@@ -222,7 +267,7 @@ async fn write_together<D: Dialect>(
             partitions.push(p);
         }
     }
-    let mut reads = vec![Stmt::new(format!("SELECT {}", D::NOW))];
+    let mut reads = vec![Stmt::new(D::BEGIN_WRITE), Stmt::new(format!("SELECT {}", D::NOW))];
     if !wanted.is_empty() {
         reads.push(Stmt::new(format!("SELECT {COLUMNS} FROM invocations WHERE {}", D::any("id", 1))).texts(wanted));
     }
@@ -236,8 +281,9 @@ async fn write_together<D: Dialect>(
     let mut rows: HashMap<InvocationId, Invocation> = HashMap::new();
     let mut keyed: HashMap<(String, String), Invocation> = HashMap::new();
     let mut heads = heads.clone();
+    conn.open = true;
     for stmt in sql::joined::<D>(reads) {
-        for row in sql::all::<D>(On::Tx(tx), stmt).await? {
+        for row in sql::all::<D>(conn.on(), stmt).await? {
             match row.width() {
                 1 => now = Some(row.int(0)?),
                 3 => {
@@ -309,9 +355,15 @@ async fn write_together<D: Dialect>(
     writes.extend(update_rows(dirty.iter().filter_map(|id| rows.get(id)))?);
     writes.extend(insert_all_events::<D>(&events)?);
     writes.extend(chained);
-    for stmt in sql::joined::<D>(writes) {
-        sql::affected::<D>(On::Tx(tx), stmt).await?;
+    writes.push(Stmt::new("COMMIT"));
+    if pause && changes.len() >= PAUSE_AT_CHANGES {
+        tracing::warn!(changes = changes.len(), "fault injection: pausing before a shared commit, forever");
+        std::future::pending::<()>().await;
     }
+    for stmt in sql::joined::<D>(writes) {
+        sql::affected::<D>(conn.on(), stmt).await?;
+    }
+    conn.open = false;
     Ok((outcomes, moved))
 }
 
