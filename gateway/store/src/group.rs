@@ -147,7 +147,7 @@ async fn write_batches<D: Dialect>(pools: Pools<D>, mut queue: mpsc::Receiver<Ch
             held = None;
         }
         let pause = pause && written >= PAUSE_AFTER_CHANGES;
-        commit_batch(&pools, &mut held, batch.drain(..).collect(), pause, &mut heads).await;
+        commit_batch(&pools, &mut held, std::mem::take(&mut batch), pause, &mut heads).await;
         written += n;
     }
 }
