@@ -779,3 +779,56 @@ async fn the_schema_refuses_what_the_guarantees_forbid_on_postgres() {
     let after = store.events(inv.id, 0, 100).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(after, before, "the journal is as it was");
 }
+
+/// SQLite's group commit keeps the one writer connection between its batches while calls keep
+/// coming; another store's write (the vault's, here) must still get it at once, not when the
+/// calls stop.
+async fn another_store_writes_while_calls_keep_coming(url: String) {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let stores = switchyard_store::connect(&url, &StoreOptions::default()).await.unwrap_or_else(|e| panic!("{e}"));
+    let stop = Arc::new(AtomicBool::new(false));
+    let admitted = Arc::new(AtomicUsize::new(0));
+    let mut load = Vec::new();
+    for w in 0..8 {
+        let (store, stop, admitted) = (stores.invocations.clone(), stop.clone(), admitted.clone());
+        load.push(tokio::spawn(async move {
+            let mut n = 0;
+            while !stop.load(Ordering::SeqCst) {
+                n += 1;
+                created(&store, draft("t", None, json!({"w": w, "n": n}), 30_000)).await;
+                admitted.fetch_add(1, Ordering::SeqCst);
+            }
+        }));
+    }
+    while admitted.load(Ordering::SeqCst) < 50 {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    for i in 0..20 {
+        let name = format!("secret-{i}");
+        let put = stores.vault.put(&name, "sealed");
+        match tokio::time::timeout(std::time::Duration::from_secs(5), put).await {
+            Ok(r) => r.unwrap_or_else(|e| panic!("{e}")),
+            Err(_) => panic!("write {i} of another store waited 5 s for the group commit's connection"),
+        }
+    }
+    let during = admitted.load(Ordering::SeqCst);
+    stop.store(true, Ordering::SeqCst);
+    for task in load {
+        task.await.unwrap_or_else(|e| panic!("{e}"));
+    }
+    assert!(admitted.load(Ordering::SeqCst) > during, "the calls kept coming while the other store wrote");
+    let stored = stores.vault.get("secret-19").await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(stored.as_deref(), Some("sealed"));
+}
+
+mod another_store_writes_while_calls_keep_coming {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqlite() {
+        let (_dir, url) = switchyard_tests::sqlite_url();
+        super::another_store_writes_while_calls_keep_coming(url).await;
+    }
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn postgres() {
+        super::another_store_writes_while_calls_keep_coming(switchyard_tests::pg::database().await).await;
+    }
+}
