@@ -8,11 +8,12 @@
 //! commit (nothing waits for company when the writer is idle, so a lone call pays no added
 //! latency) and a batch holds at most [`MAX_BATCH`] changes.
 //!
-//! A batch is written with multi-row statements ([`write_together`]): one read of every row the
-//! batch's transitions change (and the database clock), one insert of its admissions, one update
-//! of its changed rows, one insert of all their events: five statements for the whole batch
-//! instead of three per change (on this machine each statement costs a hand-off to SQLite's
-//! worker thread, which is what bounded the writer).
+//! A batch is written with multi-row statements ([`write_together`]) in two calls to SQLite's
+//! worker thread (each call is a hand-off between threads, which is what bounded the writer):
+//! `BEGIN IMMEDIATE` and one read of all the batch depends on, then one write of it all and the
+//! `COMMIT`. The writer keeps its connection between batches until another writer asks for the
+//! pool's one connection ([`crate::dialect::Wanted`]): sqlx pings a connection returned to the
+//! pool, one more hand-off before the next batch could take it again.
 //!
 //! The guarantees stay per change. A transition the contract refuses (or of an invocation that
 //! does not exist) fails alone, before anything is written. If the database refuses a statement
