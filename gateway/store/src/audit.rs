@@ -58,29 +58,25 @@ impl<D: Dialect> AuditLog for GroupAudit<D> {
 /// Audit chains' heads: `(seq, hash)` by partition.
 pub(crate) type Heads = HashMap<String, (u64, String)>;
 
-/// Chains `entries` (in order, each onto its partition) after each partition's head — as
-/// `known` says, else as read inside `tx` — written at `at_ms`, and inserts them there; answers
-/// the partitions' new heads (theirs once `tx` commits).
+/// Chains `entries` (in order, each onto its partition) after each partition's head as read
+/// inside `tx`, written at `at_ms`, and inserts them there (the split path of the group commit,
+/// whose remembered heads may be stale).
 pub(crate) async fn extend_in<D: Dialect>(
     tx: &mut sqlx::Transaction<'static, D::Db>,
     entries: &[(&str, &AuditEntry)],
     at_ms: Millis,
-    known: &Heads,
-) -> Result<Heads, Error> {
-    let mut heads = known.clone();
+) -> Result<(), Error> {
+    let mut heads = Heads::new();
     for partition in partitions(entries) {
-        if !heads.contains_key(partition)
-            && let Some(row) = sql::optional::<D>(On::Tx(&mut *tx), head_stmt(partition)).await?
-        {
+        if let Some(row) = sql::optional::<D>(On::Tx(&mut *tx), head_stmt(partition)).await? {
             let (partition, h) = head_of(&row)?;
             heads.insert(partition, h);
         }
     }
-    let (stmts, moved) = chained(entries, at_ms, &heads)?;
-    for stmt in stmts {
+    for stmt in chained(entries, at_ms, &heads)?.0 {
         sql::affected_or::<D>(On::Tx(&mut *tx), stmt, insert_error).await?;
     }
-    Ok(moved)
+    Ok(())
 }
 
 /// The partitions `entries` name, each once, in order of first appearance.

@@ -496,13 +496,15 @@ impl<D: Dialect> Pools<D> {
         On::Pool(&self.readers)
     }
 
+    /// The writer pool; with a group commit ([`Dialect::GROUP_COMMIT`]), which may hold its one
+    /// connection, a statement there says that it waits.
     pub(crate) fn write(&self) -> On<'_, D::Db> {
-        On::Writer(&self.writer, &self.wanted)
+        if D::GROUP_COMMIT { On::Writer(&self.writer, &self.wanted) } else { On::Pool(&self.writer) }
     }
 
     /// A write transaction ([`Dialect::BEGIN_WRITE`]).
     pub(crate) async fn begin(&self) -> Result<Transaction<'static, D::Db>, Error> {
-        let _waiting = self.wanted.want();
+        let _waiting = D::GROUP_COMMIT.then(|| self.wanted.want());
         self.writer.begin_with(D::BEGIN_WRITE).await.map_err(db)
     }
 

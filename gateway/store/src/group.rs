@@ -565,7 +565,7 @@ impl Change {
                     let admitted = SqlInvocations::<D>::admit_in(tx, NewInvocation::clone(draft)).await?;
                     if let Some((partition, entry)) = &draft.audit {
                         let now = sql::now::<D>(On::Tx(&mut *tx)).await?;
-                        crate::audit::extend_in::<D>(tx, &[(partition.as_str(), entry)], now, &Heads::new()).await?;
+                        crate::audit::extend_in::<D>(tx, &[(partition.as_str(), entry)], now).await?;
                     }
                     Ok(admitted)
                 }
@@ -578,7 +578,7 @@ impl Change {
                 async {
                     let now = sql::now::<D>(On::Tx(&mut *tx)).await?;
                     let audited: Vec<(&str, &AuditEntry)> = entries.iter().map(|e| (partition.as_str(), e)).collect();
-                    crate::audit::extend_in::<D>(tx, &audited, now, &Heads::new()).await.map(drop)
+                    crate::audit::extend_in::<D>(tx, &audited, now).await
                 }
                 .await,
             ),
