@@ -38,6 +38,11 @@ use crate::error::{A2aError, Kind};
 use crate::hub::{Change, Hub, KEPT_SCHEME, is_interrupted, task_of};
 use crate::run::{RunRequest, status_saying};
 
+/// How long an agent's event waits for the next one before it is mirrored: events this close
+/// together share one commit (an agent's last progress and its answer usually are), and a
+/// subscriber sees an event at most this much later than it arrived.
+const LINGER: Duration = Duration::from_millis(2);
+
 /// Where the upstream's ids live in the gateway task's metadata.
 pub const UPSTREAM_KEY: &str = "dev.switchyard/upstream";
 
@@ -49,6 +54,8 @@ pub struct Proxy {
     client: AsyncMutex<Option<A2aClient>>,
     /// Runs whose cancellation the agent confirmed: only those may end `canceled`.
     confirmed: Mutex<HashSet<InvocationId>>,
+    /// [`LINGER`] (tests: longer).
+    linger: Duration,
 }
 
 /// Where one run's upstream events go: the gateway task of `req` (created by the first event
@@ -174,7 +181,8 @@ fn local(mut m: Message, task: &str, ctx: &str) -> Message {
 
 impl Proxy {
     pub fn new(card_url: String, timeout: Duration) -> Arc<Self> {
-        Arc::new(Self { card_url, timeout, client: AsyncMutex::new(None), confirmed: Mutex::new(HashSet::new()) })
+        let confirmed = Mutex::new(HashSet::new());
+        Arc::new(Self { card_url, timeout, client: AsyncMutex::new(None), confirmed, linger: LINGER })
     }
 
     /// Reads the agent's card if it was not read yet, waiting at most `wait` (the read goes on
@@ -275,18 +283,36 @@ impl Proxy {
         // as the JS SDK sends every turn): that is not the agent's answer, unless nothing
         // follows it.
         let mut held: Option<StreamResponse> = None;
-        // What the agent had already sent when a snapshot or an update was read shares one
-        // commit with it: the gathered changes commit before the next wait, before a
-        // snapshot or a message, and before an error is answered.
+        // What the agent sent within [`LINGER`] of a snapshot or an update shares one commit
+        // with it: the gathered changes commit before a longer wait, before a snapshot or a
+        // message, and before an error is answered.
         let mut gathered: Vec<Change> = Vec::new();
+        // When the gathered changes began to wait for company.
+        let mut since: Option<tokio::time::Instant> = None;
         loop {
             let next = match events.next().now_or_never() {
                 Some(next) => next,
                 None => {
-                    self.commit_gathered(hub, to, &mut gathered).await.map_err(after_send)?;
-                    tokio::select! {
-                        ev = events.next() => ev,
-                        () = cancel.cancelled() => return Err(UpstreamError::Canceled),
+                    let mut arrived = None;
+                    if gathered.is_empty() {
+                        since = None;
+                    } else {
+                        let until = *since.get_or_insert_with(tokio::time::Instant::now) + self.linger;
+                        tokio::select! {
+                            ev = events.next() => arrived = Some(ev),
+                            () = tokio::time::sleep_until(until) => {}
+                            () = cancel.cancelled() => {}
+                        }
+                    }
+                    match arrived {
+                        Some(ev) => ev,
+                        None => {
+                            self.commit_gathered(hub, to, &mut gathered).await.map_err(after_send)?;
+                            tokio::select! {
+                                ev = events.next() => ev,
+                                () = cancel.cancelled() => return Err(UpstreamError::Canceled),
+                            }
+                        }
                     }
                 }
             };
@@ -652,9 +678,10 @@ mod tests {
         ]
     }
 
-    /// Events the agent had already sent when the first was read are mirrored in one commit;
-    /// events that arrive apart commit apart (each before the gateway waits for the next, so a
-    /// subscriber sees it at once). Either way the gateway task ends as the agent's did.
+    /// Events the agent had already sent when the first was read, or sent within [`LINGER`] of
+    /// it, are mirrored in one commit; events that arrive apart commit apart (each before the
+    /// gateway waits longer for the next, so a subscriber sees it then). Either way the gateway
+    /// task ends as the agent's did.
     #[tokio::test]
     async fn what_the_agent_already_sent_is_mirrored_in_one_commit() {
         use futures::StreamExt as _;
@@ -698,5 +725,28 @@ mod tests {
         assert!(matches!(flow, Ok(Flow::Done)));
         assert_eq!(store.commits(), 4, "three events that arrived apart: three commits");
         completed(&apart);
+
+        // Within the linger (a long one here, so that the test does not race the clock).
+        let lingering = Proxy {
+            card_url: String::new(),
+            timeout: Duration::ZERO,
+            client: AsyncMutex::new(None),
+            confirmed: Mutex::new(HashSet::new()),
+            linger: Duration::from_secs(30),
+        };
+        let close = request("t-3");
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Result<StreamResponse, ClientError>>();
+        let events = futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|ev| (ev, rx)) }).boxed();
+        let to = Mirror::new(&close, InvocationId::new(), false);
+        let send_close = async {
+            for ev in answered("up-3") {
+                let _ = tx.send(Ok(ev));
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        };
+        let (flow, ()) = tokio::join!(lingering.follow(&hub, &to, events, false, &cancel), send_close);
+        assert!(matches!(flow, Ok(Flow::Done)));
+        assert_eq!(store.commits(), 5, "three events, each within the linger of the one before: one commit");
+        completed(&close);
     }
 }
