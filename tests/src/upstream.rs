@@ -3,7 +3,9 @@
 //!
 //! Operations: `ok` (answers at once), `flaky:N` (unavailable for the first N attempts), `sleep:MS` (answers after MS ms),
 //! `lost` (outcome lost), `gate` (waits until [`Scripted::open_gate`] for attempt 1; later
-//! attempts answer at once), `hang` (never answers; cancelable when `cancelable`).
+//! attempts answer at once), `hang` (never answers; cancelable when `cancelable`), `recorded`
+//! (answers at once, and says its answer is recorded where its callers read it back, as an A2A
+//! agent's mirrored task is: [`Upstream::answer_recorded`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -120,6 +122,15 @@ impl Upstream for Scripted {
             }
             _ => Ok(answer),
         }
+    }
+
+    /// A request `{"evidence": true}`: as an upstream that records evidence before it sends.
+    fn proves_unsent(&self, request: &Value) -> bool {
+        request.get("evidence") == Some(&Value::Bool(true))
+    }
+
+    fn answer_recorded(&self, call: &DispatchCall, _result: &Value) -> bool {
+        call.target.operation == "recorded"
     }
 
     async fn cancel(&self, call: &DispatchCall) -> CancelAck {

@@ -4,7 +4,8 @@
 //!   have been sent, so the send is reconciled `not applied`, and a resend of the same message
 //!   runs (the agent receives it once);
 //! - killed after the agent's answer was mirrored into the task but before the invocation's
-//!   outcome was committed: the task shows the answer, so the send is reconciled `applied`.
+//!   outcome was committed: the caller already has that task as its answer (the mirrored task is
+//!   recorded, so it need not wait for the outcome), and the send is reconciled `applied` from it.
 
 use std::time::Duration;
 
@@ -83,12 +84,24 @@ async fn a_send_lost_after_its_task_completed_is_applied_from_the_task() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let agent = InternalAgent::start(dir.path());
     let mut gw = Gateway::start(options(dir.path(), &agent, Some("after_upstream_reply")));
-    send_and_abandon(&gw, "lost-after-reply", 3000).await;
+    // The mirrored task is the answer, recorded before the outcome: the caller has it although
+    // the gateway stops before committing that outcome.
+    let url = format!("{}/a2a/internal", gw.base);
+    let send = rpc(&gw.http, &url, None, "SendMessage", message("lost-after-reply"));
+    let (_, told) = tokio::time::timeout(Duration::from_secs(10), send).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(told["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{told}");
+    let all = gw.all("default").await;
+    let run = all.iter().find(|i| i["request"]["message"]["messageId"] == "lost-after-reply");
+    assert_eq!(run.map(|i| &i["state"]["state"]), Some(&json!("dispatching")), "answered before the outcome: {all:#?}");
     gw.kill9();
     let gw = Gateway::start(options(dir.path(), &agent, None));
     let done = settled_send(&gw, "lost-after-reply", "unknown").await;
     assert_eq!(done["state"]["state"], "succeeded", "{done}");
     assert_eq!(done["state"]["resolution"]["principal"]["subject"], "a2a-supervisor", "{done}");
     assert_eq!(done["state"]["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{done}");
+    assert_eq!(done["state"]["result"]["task"]["id"], told["result"]["task"]["id"], "what the caller was told: {done}");
+    let url = format!("{}/a2a/internal", gw.base);
+    let (_, read) = rpc(&gw.http, &url, None, "GetTask", json!({"id": told["result"]["task"]["id"]})).await;
+    assert_eq!(read["result"]["status"]["state"], "TASK_STATE_COMPLETED", "{read}");
     assert_eq!(agent.received(), ["lost-after-reply"], "sent once, never again");
 }

@@ -240,6 +240,7 @@ async fn a_decision_commits_with_its_admission_on_sqlite() {
             parent: None,
             trace: None,
             first_attempt: false,
+            proves_unsent: false,
             audit: Some(("replica".into(), AuditEntry { invocation: Some(id), ..entry(i) })),
         }
     };

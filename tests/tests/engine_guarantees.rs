@@ -59,6 +59,7 @@ macro_rules! on_both {
 
 on_both!(
     g1_g3_admission_commits_and_the_attempt_is_recorded_before_dispatch,
+    g3_a_write_proven_unsent_records_its_attempt_with_its_admission,
     g2_one_key_one_invocation_and_a_different_request_conflicts,
     g4_a_lost_write_is_unknown_until_reconciled,
     g4_a_write_that_times_out_is_unknown,
@@ -75,6 +76,7 @@ on_both!(
     a_held_call_nobody_approves_in_time_expires_and_runs_nothing,
     a_call_names_its_parent_only_within_its_tenant,
     a_read_answers_an_mcp_caller_from_its_reply_and_a_crash_before_the_commit_runs_it_again,
+    a_reply_its_upstream_recorded_answers_every_caller_before_the_commit,
 );
 
 fn config(ttl_ms: u64) -> EngineConfig {
@@ -228,6 +230,28 @@ async fn g1_g3_admission_commits_and_the_attempt_is_recorded_before_dispatch(db:
     // Nothing is admitted for an unknown upstream.
     let refused = e.submit(Submission { upstream: "nope".into(), ..call("w_ok", json!({}), None) }).await;
     assert_eq!(refused.err().map(|e| e.kind), Some(ErrorKind::NotFound));
+}
+
+/// G3 for a write whose upstream proves an unsent attempt (it records evidence before it sends,
+/// as the A2A proxy's sent marker): its first attempt commits with its admission, still before
+/// the upstream is called. A write without that proof is admitted alone.
+async fn g3_a_write_proven_unsent_records_its_attempt_with_its_admission(db: Db) {
+    let store = db.open().await;
+    let up = Scripted::new(false);
+    up.observe(store.clone());
+    let e = engine(store.clone(), &up, Arc::new(NoFaults), config(2000));
+    let proven = e.submit(call("w_ok", json!({"evidence": true}), None)).await;
+    let proven = proven.unwrap_or_else(|err| panic!("{err}")).invocation;
+    assert!(matches!(proven.state, InvocationState::Dispatching { attempt_no: 1, .. }), "{:?}", proven.state);
+    let plain = submit(&e, "w_ok").await;
+    assert_eq!(plain.state.name(), StateName::Admitted);
+    for inv in [&proven, &plain] {
+        until(&e, inv.id, StateName::Succeeded).await;
+        assert_eq!(kinds(&events(&e, inv.id).await), ["admitted", "dispatch_started", "succeeded"]);
+    }
+    let seen = up.calls();
+    assert_eq!(seen.len(), 2);
+    assert!(seen.iter().all(|s| s.attempt_was_committed), "G3: an attempt commits before its call");
 }
 
 async fn g2_one_key_one_invocation_and_a_different_request_conflicts(db: Db) {
@@ -726,4 +750,32 @@ async fn a_read_answers_an_mcp_caller_from_its_reply_and_a_crash_before_the_comm
     assert_eq!(kinds.last(), Some(&"succeeded"));
     assert_eq!(kinds.iter().filter(|k| **k == "dispatch_started").count(), 2, "{kinds:?}");
     drop(a);
+}
+
+/// A reply the upstream recorded where its callers read it back (as an A2A agent's mirrored task)
+/// answers the callers of every entry point before the outcome commits, a write's too; a write
+/// whose upstream did not record its reply waits for the commit, through the same entry point.
+async fn a_reply_its_upstream_recorded_answers_every_caller_before_the_commit(db: Db) {
+    let store = db.open().await;
+    let up = Scripted::new(false);
+    let gate = Gate::new(FaultPoint::AfterUpstreamReply);
+    let a = engine(store.clone(), &up, gate.clone(), config(300));
+    let via = |ingress, op: &str| Submission { ingress, ..call(op, json!({}), None) };
+    let wait = |s: Submission, ms: u64| {
+        let a = &a;
+        async move {
+            let waited = a.submit_and_wait(s, Duration::from_millis(ms), client_stays()).await;
+            waited.unwrap_or_else(|err| panic!("{err}")).submitted.invocation
+        }
+    };
+    use switchyard_contract::Ingress::{A2a, Admin};
+    for (s, what) in [(via(A2a, "w_recorded"), "a write, A2A"), (via(Admin, "recorded"), "a read, admin API")] {
+        let answered = wait(s, 5_000).await;
+        let InvocationState::Succeeded { result, .. } = &answered.state else { panic!("{what}: {answered:?}") };
+        assert_eq!(result["op"], "recorded", "{what}");
+        let stored = store.get(None, answered.id).await.ok().flatten().unwrap_or_else(|| panic!("admitted"));
+        assert_eq!(stored.state.name(), StateName::Dispatching, "{what}: answered before its outcome committed");
+    }
+    let waited = wait(via(A2a, "w_ok"), 300).await;
+    assert_eq!(waited.state.name(), StateName::Dispatching, "a write not recorded upstream waits for its commit");
 }

@@ -86,6 +86,7 @@ fn draft(t: &str, key: Option<&str>, request: serde_json::Value, ttl_ms: i64) ->
         parent: None,
         trace: None,
         first_attempt: false,
+        proves_unsent: false,
         audit: None,
     }
 }

@@ -16,7 +16,7 @@ use switchyard_contract::{
 };
 use tokio_util::sync::CancellationToken;
 
-use crate::hub::{Change, Hub};
+use crate::hub::{Change, Hub, is_interrupted};
 use crate::run::{RunRequest, agent_message, status, submitted};
 
 /// One step of a run.
@@ -348,6 +348,24 @@ impl Upstream for AgentUpstream {
         };
         self.untrack(run);
         out
+    }
+
+    /// A proxied first message leaves its sent marker before it is sent, and a lost send without
+    /// one is decided `not_applied` ([`crate::proxy`]): its attempt may commit with its admission.
+    /// (A follow-up leaves none: its attempt commits on its own.)
+    fn proves_unsent(&self, request: &Value) -> bool {
+        self.proxy.is_some() && request.get("newTask") == Some(&Value::Bool(true))
+    }
+
+    /// A run answered with its task committed that task before it answered (a proxied run
+    /// mirrored the agent's; a built-in run wrote its own). Once the task ended (or a new task
+    /// waits for input), that task is what the caller reads back with `GetTask` and what recovery
+    /// finds: a lost proxied send is decided `applied` with it ([`crate::proxy`]), a built-in run
+    /// (`read_only`) driven again ends with it. So the caller need not wait for the outcome's commit.
+    fn answer_recorded(&self, call: &DispatchCall, result: &Value) -> bool {
+        let Some(state) = result.get("task").and_then(|t| t.pointer("/status/state")) else { return false };
+        let Ok(state) = serde_json::from_value::<TaskState>(state.clone()) else { return false };
+        state.is_terminal() || (is_interrupted(&state) && call.request.get("newTask") == Some(&Value::Bool(true)))
     }
 
     /// A built-in run stops at once. A proxied run is confirmed only when the agent confirmed

@@ -645,6 +645,7 @@ mod tests {
             lease_ttl_ms: 1000,
             hold: None,
             first_attempt: false,
+            proves_unsent: false,
             audit: None,
         };
         let (mut inv, _) = Invocation::admit(draft, 0);

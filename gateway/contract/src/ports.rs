@@ -75,7 +75,8 @@ impl Ingress {
     /// the tool's result and who cannot read the record back. (A crash before that commit
     /// leaves the read `dispatching`; recovery runs it again, G5.) The admin API's and the A2A
     /// face's callers are answered with the record as committed: they read it back (`GET`,
-    /// `GetTask`) and must find what they were told.
+    /// `GetTask`) and must find what they were told — unless the upstream recorded the answer
+    /// itself ([`Upstream::answer_recorded`]).
     pub fn answers_reads_early(self) -> bool {
         matches!(self, Self::Mcp)
     }
@@ -389,6 +390,24 @@ pub trait Upstream: Send + Sync {
     /// timeouts and approval expiry).
     fn attempt_timeout(&self, default: Duration) -> Duration {
         default
+    }
+    /// Whether a write with `request` may record its first attempt in its admission's commit
+    /// ([`NewInvocation::proves_unsent`](crate::state::NewInvocation::proves_unsent)): this
+    /// upstream writes its own evidence before it sends, and its [`resolve`](Self::resolve)
+    /// decides an attempt without that evidence `not_applied`. The default: no.
+    fn proves_unsent(&self, request: &Value) -> bool {
+        let _ = request;
+        false
+    }
+    /// Whether `result`, this upstream's reply to `call`, is already recorded where its caller
+    /// reads it back and where recovery finds it: a caller of any entry point may then be
+    /// answered before the outcome commits (one commit fewer on its path), since what it was told
+    /// stands even if the process dies first. For a write this needs a
+    /// [`resolver`](Self::resolver) that decides `applied` with this result from that record;
+    /// for a read, a run driven again must end with it. The default: no.
+    fn answer_recorded(&self, call: &DispatchCall, result: &Value) -> bool {
+        let _ = (call, result);
+        false
     }
     /// Whether this upstream can tell, from its own evidence, what became of an attempt whose
     /// outcome is `unknown`: the subject its resolutions are audited under, or `None` (the

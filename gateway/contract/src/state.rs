@@ -259,8 +259,14 @@ pub struct NewInvocation {
     /// without a lease, and not dispatched.
     pub hold: Option<Hold>,
     /// Record the first attempt in the admission's own commit ([`Invocation::admit_started`]):
-    /// honoured for a `read_only` call that is not held, ignored otherwise.
+    /// honoured for a `read_only` call that is not held, and for a write with
+    /// [`proves_unsent`](Self::proves_unsent); ignored otherwise.
     pub first_attempt: bool,
+    /// The upstream proves an attempt of this call that sent nothing: it records its own
+    /// evidence before it sends (the A2A proxy's sent marker), and its resolver decides a lost
+    /// attempt without that evidence `not_applied`
+    /// ([`Upstream::proves_unsent`](crate::ports::Upstream::proves_unsent)).
+    pub proves_unsent: bool,
     /// The decision that admitted the call, to append to this partition's audit chain in the
     /// admission's own commit. Only set when the audit log says the store can
     /// ([`AuditLog::admission_partition`](crate::AuditLog::admission_partition)); a store that
@@ -282,10 +288,14 @@ impl Invocation {
     /// `read_only` call that asked for it ([`NewInvocation::first_attempt`]) the start of its
     /// first attempt, so admission and attempt take one commit. A crash after that commit and
     /// before the dispatch leaves a `dispatching` read that recovery retries, which a read allows
-    /// (G5); a write's attempt always commits on its own, after its admission, so a write that
-    /// was never sent is never taken for one that may have been.
+    /// (G5). A write's attempt commits on its own, after its admission, so a write that was
+    /// never sent is never taken for one that may have been — unless its upstream proves an
+    /// unsent attempt ([`NewInvocation::proves_unsent`]): then the lost attempt becomes
+    /// `unknown` (G4) and the upstream's resolver decides it `not_applied` from the missing
+    /// evidence, so the caller's resend runs.
     pub fn admit_started(d: NewInvocation, now: Millis) -> (Self, Vec<EventKind>) {
-        let start = d.first_attempt && d.target.effect == EffectClass::ReadOnly && d.hold.is_none();
+        let effect_allows = d.target.effect == EffectClass::ReadOnly || d.proves_unsent;
+        let start = d.first_attempt && effect_allows && d.hold.is_none();
         let (worker, ttl) = (d.worker, d.lease_ttl_ms);
         let (mut inv, admitted) = Self::admit(d, now);
         let mut events = vec![admitted];

@@ -565,6 +565,7 @@ fn held(request: Value) -> switchyard_contract::Invocation {
         lease_ttl_ms: 1_000,
         hold: Some(Hold { reason: "sensitive".into(), basis: "test".into() }),
         first_attempt: false,
+        proves_unsent: false,
         audit: None,
     };
     switchyard_contract::Invocation::admit(d, 0).0

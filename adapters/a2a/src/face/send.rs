@@ -254,6 +254,14 @@ impl A2aFace {
                 .map_err(|e| A2aError::new(Kind::InvalidAgentResponse, e.to_string()))?;
             return Ok(Reply::Send(SendMessageResponse::Message(m)));
         }
+        // A run that ended its task answers with it as committed (an ended task takes no more
+        // changes): no need to read it again.
+        if let InvocationState::Succeeded { result, .. } = &inv.state
+            && let Some(Ok(task)) = result.get("task").map(|t| serde_json::from_value::<Task>(t.clone()))
+            && task.status.state.is_terminal()
+        {
+            return Ok(Reply::Send(SendMessageResponse::Task(slice_history(task, send.history_length))));
+        }
         if let InvocationState::Failed { error, .. } = &inv.state {
             return Err(run_failed(inv.id, error));
         }

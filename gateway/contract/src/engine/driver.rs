@@ -212,8 +212,11 @@ async fn attempt(
     let sent = std::time::Instant::now();
     let result = attempt_call(inner, &call, inv, cancel).await;
     let elapsed = sent.elapsed();
-    if call.target.effect == EffectClass::ReadOnly {
-        answer_early(inner, &call, inv, &result);
+    let recorded = result
+        .as_ref()
+        .is_ok_and(|v| inner.upstreams.upstream(&call.target.upstream).is_some_and(|u| u.answer_recorded(&call, v)));
+    if call.target.effect == EffectClass::ReadOnly || recorded {
+        answer_early(inner, &call, inv, &result, recorded);
     }
     inner.faults.reached(FaultPoint::AfterUpstreamReply, inv.id).await;
     *inv = commit(inner, &call, inv, result).await?;
@@ -341,16 +344,18 @@ fn outcome_of(
 }
 
 /// Gives the callers that take it (see [`Ingress::answers_reads_early`](crate::ports::Ingress::answers_reads_early))
-/// a read's outcome as its reply settles it, before the commit: the invocation as the commit
-/// will record it (by this process's clock), when that is terminal. A reply to retry, or one
-/// this worker's lease would not cover, answers nobody early.
+/// a read's outcome as its reply settles it, before the commit — every caller, when the upstream
+/// `recorded` the reply itself ([`Upstream::answer_recorded`](crate::ports::Upstream::answer_recorded)):
+/// the invocation as the commit will record it (by this process's clock), when that is
+/// terminal. A reply to retry, or one this worker's lease would not cover, answers nobody early.
 fn answer_early(
     inner: &Inner,
     call: &DispatchCall,
     inv: &Invocation,
     result: &Result<serde_json::Value, UpstreamError>,
+    recorded: bool,
 ) {
-    inner.hub.answered(&inv.id, || {
+    inner.hub.answered(&inv.id, recorded, || {
         let mut answer = inv.clone();
         let now = crate::wall_clock_ms();
         let events = outcome_of(inner, call, inv.lease.fence)(&mut answer, result.clone(), now);

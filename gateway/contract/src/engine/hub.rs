@@ -19,8 +19,12 @@ pub(crate) struct Seen {
     /// Bumped when notices may have been lost (the change feed reconnected).
     pub resyncs: u64,
     /// A read's outcome as its upstream reply settles it, before that commits: only for the
-    /// callers that take it (see [`Ingress::answers_reads_early`](crate::ports::Ingress::answers_reads_early)).
+    /// callers that take it (see [`Ingress::answers_reads_early`](crate::ports::Ingress::answers_reads_early)),
+    /// or for every caller when the upstream recorded it ([`Seen::recorded`]).
     pub answer: Option<Arc<Invocation>>,
+    /// The upstream recorded [`Seen::answer`] where its callers read it back
+    /// ([`Upstream::answer_recorded`](crate::ports::Upstream::answer_recorded)).
+    pub recorded: bool,
 }
 
 impl Seen {
@@ -45,12 +49,14 @@ impl Hub {
         });
     }
 
-    /// A read's reply settles it as `answer` computes it (not committed yet; computed only when
-    /// someone follows `id`): the followers that take an early answer get it.
-    pub(crate) fn answered(&self, id: &InvocationId, answer: impl FnOnce() -> Option<Invocation>) {
+    /// A reply settles `id` as `answer` computes it (not committed yet; computed only when
+    /// someone follows `id`): the followers that take an early answer get it (all of them when
+    /// the upstream `recorded` it).
+    pub(crate) fn answered(&self, id: &InvocationId, recorded: bool, answer: impl FnOnce() -> Option<Invocation>) {
         self.update(id, |seen| match answer() {
             Some(inv) => {
                 seen.answer = Some(Arc::new(inv));
+                seen.recorded = recorded;
                 true
             }
             None => false,
@@ -97,6 +103,7 @@ mod tests {
             lease_ttl_ms: 1_000,
             hold: None,
             first_attempt: false,
+            proves_unsent: false,
             audit: None,
         };
         Invocation::admit(draft, 0).0

@@ -345,6 +345,7 @@ impl Engine {
         }
         let digest = RequestDigest::compute(&target.upstream, &target.operation, &s.request)?;
         let (hold, audit) = self.rule(&s, &target, &digest, id).await?;
+        let proves_unsent = inner.upstreams.upstream(&target.upstream).is_some_and(|u| u.proves_unsent(&s.request));
         let draft = NewInvocation {
             id,
             principal: s.principal,
@@ -357,8 +358,10 @@ impl Engine {
             worker: inner.cfg.worker,
             lease_ttl_ms: inner.cfg.ttl_ms(),
             hold,
-            // A read's first attempt commits with its admission (the driver then dispatches).
+            // A read's first attempt commits with its admission (the driver then dispatches), and
+            // so does a write's whose upstream proves an unsent attempt.
             first_attempt: true,
+            proves_unsent,
             audit,
         };
         let started = std::time::Instant::now();
@@ -374,7 +377,8 @@ impl Engine {
 
     /// Applies this process's snapshots of `inv` (re-reading it on another replica's notice, and
     /// at every poll) until it settles or `limit` passes. With `early`, a read's answer settles it
-    /// before its commit (see [`Ingress::answers_reads_early`](crate::ports::Ingress::answers_reads_early)).
+    /// before its commit (see [`Ingress::answers_reads_early`](crate::ports::Ingress::answers_reads_early));
+    /// an answer the upstream recorded itself does, whatever `early`.
     async fn follow(
         &self,
         mut following: hub::Following,
@@ -403,7 +407,8 @@ impl Engine {
                     if let Some(snapshot) = seen.snapshot.filter(|s| s.last_seq >= inv.last_seq) {
                         inv = (*snapshot).clone();
                     }
-                    if let Some(answer) = seen.answer.filter(|a| early && a.last_seq > inv.last_seq) {
+                    let takes = early || seen.recorded;
+                    if let Some(answer) = seen.answer.filter(|a| takes && a.last_seq > inv.last_seq) {
                         inv = (*answer).clone();
                     }
                     if seen.moved > inv.last_seq || seen.resyncs != resyncs {

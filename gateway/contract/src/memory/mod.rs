@@ -222,6 +222,7 @@ impl MemoryInvocations {
             lease_ttl_ms: 30_000,
             hold: None,
             first_attempt: false,
+            proves_unsent: false,
             audit: None,
         };
         let (mut inv, admitted) = Invocation::admit(draft, now);

@@ -68,6 +68,7 @@ proptest! {
             lease_ttl_ms: TTL,
             hold: None,
             first_attempt: false,
+            proves_unsent: false,
             audit: None,
             parent: None,
             trace: None,

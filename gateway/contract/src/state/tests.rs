@@ -24,6 +24,7 @@ fn admitted(effect: EffectClass, worker: WorkerId) -> Invocation {
         lease_ttl_ms: TTL,
         hold: None,
         first_attempt: false,
+        proves_unsent: false,
         audit: None,
         parent: None,
         trace: None,
