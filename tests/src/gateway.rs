@@ -181,7 +181,8 @@ impl Gateway {
     }
 
     /// Every invocation of `tenant` once none is running (admitted, dispatching, retrying), for
-    /// up to 5 s: an MCP read is answered before its outcome commits.
+    /// up to 5 s: an MCP read, and a run whose upstream recorded its answer (an A2A agent's ended
+    /// task), is answered before its outcome commits.
     pub async fn all_settled(&self, tenant: &str) -> Vec<Value> {
         let running = |i: &Value| matches!(i["state"]["state"].as_str(), Some("admitted" | "dispatching" | "retrying"));
         for _ in 0..100 {

@@ -27,8 +27,9 @@ async fn the_python_sdk_works_over_jsonrpc_http_json_and_grpc() {
         assert_eq!(checks.iter().filter(|c| c["ok"] == true).count(), 15, "{binding}: {checks:#?}");
     }
     // Every message was an invocation of the engine, recorded before the agent ran; the resent
-    // messages did not make new ones.
-    let runs = gw.all("default").await;
+    // messages did not make new ones. (A send is answered once its task ended, while its outcome
+    // commits.)
+    let runs = gw.all_settled("default").await;
     let sends: Vec<_> = runs.iter().filter(|i| i["target"]["upstream"] == "a2a-agent-tck").collect();
     assert_eq!(sends.len(), 3 * 6, "six distinct messages per binding (the resend deduplicated)");
     assert!(sends.iter().all(|i| i["state"]["state"] == "succeeded"), "{sends:#?}");
@@ -66,7 +67,7 @@ async fn a_subscriber_resumes_after_a_restart_and_sees_every_event_once() {
     // last recorded step: one user message in the history, one WORKING, one COMPLETED.
     let (_, got) = rpc(&gw.http, &format!("{}/a2a/tck", gw.base), None, "GetTask", json!({"id": task})).await;
     assert_eq!(got["result"]["history"].as_array().map(Vec::len), Some(1), "{got}");
-    let runs = gw.all("default").await;
+    let runs = gw.all_settled("default").await;
     let run = runs.iter().find(|i| i["request"]["taskId"] == task.as_str()).unwrap_or_else(|| panic!("{runs:#?}"));
     assert_eq!(run["attempts"], 2, "the lost attempt was re-driven once: {run}");
     assert_eq!(run["state"]["state"], "succeeded");

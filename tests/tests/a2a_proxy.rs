@@ -159,8 +159,9 @@ async fn large_artifact_bytes_live_in_the_artifact_store_not_the_task_row() {
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(resp.status().as_u16(), 200);
     assert_eq!(resp.bytes().await.unwrap_or_default().as_ref(), expected.as_slice());
-    // The durable records hold a reference, not the bytes.
-    let runs = gw.all("default").await;
+    // The durable records hold a reference, not the bytes (the send was answered once its task
+    // ended, while its outcome commits).
+    let runs = gw.all_settled("default").await;
     let run =
         runs.iter().find(|i| i["request"]["message"]["messageId"] == "big-1").unwrap_or_else(|| panic!("{runs:#?}"));
     let stored = run["state"]["result"].to_string();

@@ -188,7 +188,7 @@ async fn a_gateway_killed_mid_bridge_sends_the_write_once() {
     assert_eq!(received(), 1, "the MCP server received the write exactly once");
 
     // The chain is consistent: one run, one tool call keyed by it, unknown until reconciled.
-    let all = gw.all("default").await;
+    let all = gw.all_settled("default").await;
     let runs: Vec<&Value> = all.iter().filter(|i| i["target"]["upstream"] == "a2a-agent-tools").collect();
     let tool_calls: Vec<&Value> = all.iter().filter(|i| i["target"]["upstream"] == "fx").collect();
     assert_eq!((runs.len(), tool_calls.len()), (1, 1), "{all:#?}");
@@ -304,7 +304,7 @@ async fn a_held_tool_call_completes_its_task_once_approved() {
     }
     assert_eq!(done["artifacts"][0]["parts"][0]["text"], json!(format!("wrote {key}")), "{done}");
     assert_eq!(std::fs::read_to_string(&calls).unwrap_or_default().lines().filter(|l| *l == key).count(), 1);
-    let all = gw.all("default").await;
+    let all = gw.all_settled("default").await;
     let run = all.iter().find(|i| i["id"] == call["parent"]).unwrap_or_else(|| panic!("{all:#?}"));
     assert_eq!((run["attempts"].clone(), run["state"]["state"].clone()), (json!(1), json!("succeeded")), "{run}");
 }
@@ -464,7 +464,7 @@ async fn a_gateway_killed_mid_bridge_to_an_a2a_agent_sends_the_message_once() {
     assert_eq!(answer["isError"], false, "{answer}");
     assert!(answer["text"].as_str().is_some_and(|t| t.contains("part-2") && t.contains("done")), "{answer}");
     assert_eq!(sent(), 1, "the agent received the message exactly once");
-    let all = gw.all("default").await;
+    let all = gw.all_settled("default").await;
     let sends: Vec<&Value> = all.iter().filter(|i| i["target"]["upstream"] == "a2a-agent-mcp-helper").collect();
     assert_eq!(sends.len(), 1, "{sends:#?}");
     assert_eq!(sends[0]["ingress_key"], json!(key), "{}", sends[0]);
