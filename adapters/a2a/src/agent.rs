@@ -354,7 +354,7 @@ impl Upstream for AgentUpstream {
     /// one is decided `not_applied` ([`crate::proxy`]): its attempt may commit with its admission.
     /// (A follow-up leaves none: its attempt commits on its own.)
     fn proves_unsent(&self, request: &Value) -> bool {
-        self.proxy.is_some() && request.get("newTask") == Some(&Value::Bool(true))
+        self.proxy.is_some() && RunRequest::starts_task(request)
     }
 
     /// A run answered with its task committed that task before it answered (a proxied run
@@ -365,7 +365,7 @@ impl Upstream for AgentUpstream {
     fn answer_recorded(&self, call: &DispatchCall, result: &Value) -> bool {
         let Some(state) = result.get("task").and_then(|t| t.pointer("/status/state")) else { return false };
         let Ok(state) = serde_json::from_value::<TaskState>(state.clone()) else { return false };
-        state.is_terminal() || (is_interrupted(&state) && call.request.get("newTask") == Some(&Value::Bool(true)))
+        state.is_terminal() || (is_interrupted(&state) && RunRequest::starts_task(&call.request))
     }
 
     /// A built-in run stops at once. A proxied run is confirmed only when the agent confirmed

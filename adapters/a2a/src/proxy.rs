@@ -292,29 +292,16 @@ impl Proxy {
         loop {
             let next = match events.next().now_or_never() {
                 Some(next) => next,
-                None => {
-                    let mut arrived = None;
-                    if gathered.is_empty() {
-                        since = None;
-                    } else {
-                        let until = *since.get_or_insert_with(tokio::time::Instant::now) + self.linger;
+                None => match self.linger(&mut events, &gathered, &mut since, cancel).await {
+                    Some(next) => next,
+                    None => {
+                        self.commit_gathered(hub, to, &mut gathered).await.map_err(after_send)?;
                         tokio::select! {
-                            ev = events.next() => arrived = Some(ev),
-                            () = tokio::time::sleep_until(until) => {}
-                            () = cancel.cancelled() => {}
+                            ev = events.next() => ev,
+                            () = cancel.cancelled() => return Err(UpstreamError::Canceled),
                         }
                     }
-                    match arrived {
-                        Some(ev) => ev,
-                        None => {
-                            self.commit_gathered(hub, to, &mut gathered).await.map_err(after_send)?;
-                            tokio::select! {
-                                ev = events.next() => ev,
-                                () = cancel.cancelled() => return Err(UpstreamError::Canceled),
-                            }
-                        }
-                    }
-                }
+                },
             };
             let Some(ev) = next else { break };
             let ev = match ev {
@@ -352,6 +339,28 @@ impl Proxy {
             Some(ev) => self.mirror(hub, to, ev).await.map_err(after_send)?,
             None => flow,
         })
+    }
+
+    /// The agent's next event, if it arrives within the linger of the `gathered` changes
+    /// (`since`: when they began to wait); `None` when nothing is gathered, once the linger
+    /// passed, or when the run is canceled (the gathered changes then commit first).
+    async fn linger(
+        &self,
+        events: &mut BoxStream<'static, Result<StreamResponse, ClientError>>,
+        gathered: &[Change],
+        since: &mut Option<tokio::time::Instant>,
+        cancel: &CancellationToken,
+    ) -> Option<Option<Result<StreamResponse, ClientError>>> {
+        if gathered.is_empty() {
+            *since = None;
+            return None;
+        }
+        let until = *since.get_or_insert_with(tokio::time::Instant::now) + self.linger;
+        tokio::select! {
+            ev = events.next() => Some(ev),
+            () = tokio::time::sleep_until(until) => None,
+            () = cancel.cancelled() => None,
+        }
     }
 
     /// Commits the updates gathered so far, if any.

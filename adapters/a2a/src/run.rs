@@ -32,6 +32,14 @@ pub struct RunRequest {
     pub accepted_output_modes: Option<Vec<String>>,
 }
 
+impl RunRequest {
+    /// Whether `request`, a stored run request, is a first message (it starts its task): read
+    /// from the one field, without decoding the message.
+    pub(crate) fn starts_task(request: &serde_json::Value) -> bool {
+        request.get("newTask") == Some(&serde_json::Value::Bool(true))
+    }
+}
+
 pub(crate) fn status(state: TaskState, text: Option<&str>, ctx: &str, task: &str) -> Change {
     Change::Status(TaskStatus {
         state,

@@ -17,7 +17,7 @@ use super::{FaultPoint, Inner};
 use crate::Millis;
 use crate::error::{Error, ErrorKind, FailureCode};
 use crate::event::EventKind;
-use crate::ports::{CancelAck, DispatchCall, UpstreamError};
+use crate::ports::{CancelAck, DispatchCall, Upstream, UpstreamError};
 use crate::principal::EffectClass;
 use crate::relay::CallContext;
 use crate::state::{Fence, Invocation, InvocationState, StateName};
@@ -210,11 +210,10 @@ async fn attempt(
         send_by: tokio::time::Instant::now() + send_window(inner.cfg.attempt_timeout),
     };
     let sent = std::time::Instant::now();
-    let result = attempt_call(inner, &call, inv, cancel).await;
+    let upstream = inner.upstreams.upstream(&call.target.upstream);
+    let result = attempt_call(inner, upstream.as_deref(), &call, inv, cancel).await;
     let elapsed = sent.elapsed();
-    let recorded = result
-        .as_ref()
-        .is_ok_and(|v| inner.upstreams.upstream(&call.target.upstream).is_some_and(|u| u.answer_recorded(&call, v)));
+    let recorded = upstream.is_some_and(|u| result.as_ref().is_ok_and(|v| u.answer_recorded(&call, v)));
     if call.target.effect == EffectClass::ReadOnly || recorded {
         answer_early(inner, &call, inv, &result, recorded);
     }
@@ -246,11 +245,12 @@ where
 /// cancellation until the upstream confirms it or the attempt ends.
 async fn attempt_call(
     inner: &Inner,
+    upstream: Option<&dyn Upstream>,
     call: &DispatchCall,
     inv: &mut Invocation,
     cancel: &Notify,
 ) -> Result<serde_json::Value, UpstreamError> {
-    let Some(upstream) = inner.upstreams.upstream(&call.target.upstream) else {
+    let Some(upstream) = upstream else {
         return Err(UpstreamError::Rejected {
             code: FailureCode::UpstreamNotConfigured,
             message: format!("upstream `{}` is not configured on this gateway", call.target.upstream),
