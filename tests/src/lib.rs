@@ -14,6 +14,7 @@ pub mod node;
 pub mod otlp;
 pub mod pg;
 pub mod s3;
+pub mod stores;
 pub mod tenants;
 pub mod upstream;
 

@@ -124,6 +124,11 @@ impl Upstream for Scripted {
         }
     }
 
+    /// Reads nothing of the record but what [`observe`](Self::observe) reports, as a server.
+    fn sends_before_the_record(&self) -> bool {
+        true
+    }
+
     /// A request `{"evidence": true}`: as an upstream that records evidence before it sends.
     fn proves_unsent(&self, request: &Value) -> bool {
         request.get("evidence") == Some(&Value::Bool(true))

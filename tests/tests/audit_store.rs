@@ -239,7 +239,7 @@ async fn a_decision_commits_with_its_admission_on_sqlite() {
             hold: None,
             parent: None,
             trace: None,
-            first_attempt: false,
+            first_attempt: None,
             proves_unsent: false,
             audit: Some(("replica".into(), AuditEntry { invocation: Some(id), ..entry(i) })),
         }

@@ -2,7 +2,6 @@
 //! real stores and a scriptable upstream. G6 runs two engines on one database.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -10,11 +9,12 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 use switchyard_contract::engine::RetryPolicy;
 use switchyard_contract::{
-    Admission, Decision, Engine, EngineConfig, Error, ErrorKind, Event, EventKind, FaultHook, FaultPoint, IngressKey,
-    Invocation, InvocationId, InvocationState, InvocationStore, Invocations, ListQuery, NewInvocation, NoFaults, Page,
-    Principal, StateName, Submission, TenantId, Transition, WorkerId, client_stays,
+    Decision, Engine, EngineConfig, ErrorKind, Event, EventKind, FaultHook, FaultPoint, IngressKey, Invocation,
+    InvocationId, InvocationState, InvocationStore, Invocations, ListQuery, NoFaults, Principal, StateName, Submission,
+    TenantId, WorkerId, client_stays,
 };
 use switchyard_store::StoreOptions;
+use switchyard_tests::stores::Partition;
 use switchyard_tests::upstream::{OneUpstream, Scripted, per_invocation};
 use tokio::sync::watch;
 
@@ -60,6 +60,7 @@ macro_rules! on_both {
 on_both!(
     g1_g3_admission_commits_and_the_attempt_is_recorded_before_dispatch,
     g3_a_write_proven_unsent_records_its_attempt_with_its_admission,
+    g3_a_read_is_sent_while_its_admission_commits_and_answered_after_it,
     g2_one_key_one_invocation_and_a_different_request_conflicts,
     g4_a_lost_write_is_unknown_until_reconciled,
     g4_a_write_that_times_out_is_unknown,
@@ -162,53 +163,9 @@ impl FaultHook for Gate {
             let _ = self.open.subscribe().wait_for(|o| *o).await;
         }
     }
-}
 
-/// A store one engine loses contact with while `cut` is set (a network partition).
-struct Partition {
-    inner: Arc<dyn InvocationStore>,
-    cut: AtomicBool,
-}
-
-impl Partition {
-    fn check(&self) -> Result<(), Error> {
-        if self.cut.load(Ordering::SeqCst) { Err(Error::unavailable("partitioned from the database")) } else { Ok(()) }
-    }
-}
-
-#[async_trait]
-impl InvocationStore for Partition {
-    async fn admit(&self, d: NewInvocation) -> Result<Admission, Error> {
-        self.check()?;
-        self.inner.admit(d).await
-    }
-    async fn transition(&self, id: InvocationId, f: Transition) -> Result<(Invocation, Vec<Event>), Error> {
-        self.check()?;
-        self.inner.transition(id, f).await
-    }
-    async fn get(&self, t: Option<&TenantId>, id: InvocationId) -> Result<Option<Invocation>, Error> {
-        self.check()?;
-        self.inner.get(t, id).await
-    }
-    async fn list(&self, t: &TenantId, q: &ListQuery) -> Result<Page, Error> {
-        self.check()?;
-        self.inner.list(t, q).await
-    }
-    async fn events(&self, id: InvocationId, after: u64, limit: u32) -> Result<Vec<Event>, Error> {
-        self.check()?;
-        self.inner.events(id, after, limit).await
-    }
-    async fn acquire_expired(&self, w: WorkerId, ttl: i64, limit: u32) -> Result<Vec<Invocation>, Error> {
-        self.check()?;
-        self.inner.acquire_expired(w, ttl, limit).await
-    }
-    async fn release_leases(&self, w: WorkerId) -> Result<u64, Error> {
-        self.check()?;
-        self.inner.release_leases(w).await
-    }
-    async fn now(&self) -> Result<i64, Error> {
-        self.check()?;
-        self.inner.now().await
+    fn may_pause(&self, point: FaultPoint) -> bool {
+        point == self.point
     }
 }
 
@@ -252,6 +209,66 @@ async fn g3_a_write_proven_unsent_records_its_attempt_with_its_admission(db: Db)
     let seen = up.calls();
     assert_eq!(seen.len(), 2);
     assert!(seen.iter().all(|s| s.attempt_was_committed), "G3: an attempt commits before its call");
+}
+
+/// G3 for a read: its first attempt, recorded in the admission's own commit, is sent while that
+/// commit runs (a read has no effect to lose), and its caller is answered only once it committed
+/// (G1). When that commit fails, nobody is answered and nothing is recorded. A write is never sent
+/// before its attempt commits.
+async fn g3_a_read_is_sent_while_its_admission_commits_and_answered_after_it(db: Db) {
+    let store = Partition::new(db.open().await);
+    let up = Scripted::new(false);
+    up.observe(store.clone());
+    let e = engine(store.clone(), &up, Arc::new(NoFaults), config(2000));
+    let submit_held = |op: &'static str, n: u32| {
+        store.hold_admissions(true);
+        let e = e.clone();
+        tokio::spawn(async move { e.submit(call(op, json!({ "n": n }), None)).await })
+    };
+
+    let submitting = submit_held("ok", 1);
+    up.wait_for_calls(1).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(!submitting.is_finished(), "G1: the caller is answered only after the admission commits");
+    store.hold_admissions(false);
+    let inv = submitting.await.ok().and_then(Result::ok).unwrap_or_else(|| panic!("not admitted")).invocation;
+    let InvocationState::Dispatching { attempt, attempt_no: 1, .. } = inv.state else { panic!("{:?}", inv.state) };
+    assert_eq!(up.calls()[0].call.attempt, attempt, "the attempt sent is the one the admission recorded");
+    until(&e, inv.id, StateName::Succeeded).await;
+    assert_eq!(kinds(&events(&e, inv.id).await), ["admitted", "dispatch_started", "succeeded"]);
+    assert_eq!(up.calls().len(), 1, "the early reply settles it: sent once");
+
+    // The admission's commit fails: the read went out, but nobody is answered and nothing is kept.
+    let submitting = submit_held("ok", 2);
+    up.wait_for_calls(2).await;
+    store.set_cut(true);
+    store.hold_admissions(false);
+    let refused = submitting.await.ok().map(|r| r.err().map(|e| e.kind));
+    assert_eq!(refused, Some(Some(ErrorKind::Unavailable)));
+    store.set_cut(false);
+    let kept = store.list(&alice().tenant, &ListQuery::default()).await.map(|p| p.items.len()).ok();
+    assert_eq!(kept, Some(1), "the failed admission left no record");
+
+    // A write waits for its attempt's commit.
+    let submitting = submit_held("w_ok", 3);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(up.calls().len(), 2, "G3: a write is not sent before its attempt commits");
+    store.hold_admissions(false);
+    let inv = submitting.await.ok().and_then(Result::ok).unwrap_or_else(|| panic!("not admitted")).invocation;
+    until(&e, inv.id, StateName::Succeeded).await;
+    assert!(up.calls()[2].attempt_was_committed, "G3: the write's attempt committed before its call");
+
+    // Configured off, a read waits for its admission's commit too.
+    let cfg = EngineConfig { send_reads_with_admission: false, ..config(2000) };
+    let strict = engine(store.clone(), &up, Arc::new(NoFaults), cfg);
+    store.hold_admissions(true);
+    let submitting = tokio::spawn(async move { strict.submit(call("ok", json!({ "n": 4 }), None)).await });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(up.calls().len(), 3, "configured off, a read is not sent before its admission commits");
+    store.hold_admissions(false);
+    assert!(submitting.await.is_ok_and(|r| r.is_ok()));
+    up.wait_for_calls(4).await;
+    assert!(up.calls()[3].attempt_was_committed);
 }
 
 async fn g2_one_key_one_invocation_and_a_different_request_conflicts(db: Db) {
@@ -347,17 +364,17 @@ async fn g5_read_only_is_retried_with_bounded_attempts(db: Db) {
 async fn g6_a_worker_whose_lease_expired_cannot_commit(db: Db) {
     for (op, final_state) in [("gate", StateName::Succeeded), ("w_gate", StateName::Unknown)] {
         let up = Scripted::new(false);
-        let a_store = Arc::new(Partition { inner: db.open().await, cut: AtomicBool::new(false) });
+        let a_store = Partition::new(db.open().await);
         let a = engine(a_store.clone(), &up, Arc::new(NoFaults), config(500));
         let b = engine(db.open().await, &up, Arc::new(NoFaults), config(500));
         let inv = submit(&a, op).await;
         up.wait_for_calls(1).await;
-        a_store.cut.store(true, Ordering::SeqCst);
+        a_store.set_cut(true);
         tokio::time::sleep(Duration::from_millis(700)).await;
         assert_eq!(b.recover_once().await.ok(), Some(1), "B takes the expired lease");
         let after = until(&b, inv.id, final_state).await;
         assert_eq!(after.lease.fence.0, 2);
-        a_store.cut.store(false, Ordering::SeqCst);
+        a_store.set_cut(false);
         up.open_gate();
         // A's reply arrives now; it must be refused.
         for _ in 0..300 {
@@ -591,15 +608,15 @@ async fn shutdown_releases_leases_for_immediate_recovery(db: Db) {
 /// committed once it is back (the lease still holds), not turned into `unknown`.
 async fn a_store_outage_at_the_outcome_commit_does_not_lose_the_outcome(db: Db) {
     let up = Scripted::new(false);
-    let store = Arc::new(Partition { inner: db.open().await, cut: AtomicBool::new(false) });
+    let store = Partition::new(db.open().await);
     let e = engine(store.clone(), &up, Arc::new(NoFaults), config(3000));
     let _recovery = e.start();
     let inv = submit(&e, "w_gate").await;
     up.wait_for_calls(1).await;
-    store.cut.store(true, Ordering::SeqCst);
+    store.set_cut(true);
     up.open_gate();
     tokio::time::sleep(Duration::from_millis(800)).await;
-    store.cut.store(false, Ordering::SeqCst);
+    store.set_cut(false);
     let done = until(&e, inv.id, StateName::Succeeded).await;
     assert_eq!(done.attempts, 1);
     assert_eq!(kinds(&events(&e, inv.id).await), ["admitted", "dispatch_started", "succeeded"]);

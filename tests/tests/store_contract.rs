@@ -7,8 +7,8 @@ use std::sync::Arc;
 use serde_json::json;
 use switchyard_contract::state::NewInvocation;
 use switchyard_contract::{
-    Admission, EffectClass, Error, EventKind, IngressKey, InvocationId, InvocationState, InvocationStore, ListQuery,
-    Principal, RequestDigest, StateName, Target, TenantId, TraceParent, WorkerId,
+    Admission, AttemptId, EffectClass, Error, EventKind, IngressKey, InvocationId, InvocationState, InvocationStore,
+    ListQuery, Principal, RequestDigest, StateName, Target, TenantId, TraceParent, WorkerId,
 };
 use switchyard_store::StoreOptions;
 
@@ -85,7 +85,7 @@ fn draft(t: &str, key: Option<&str>, request: serde_json::Value, ttl_ms: i64) ->
         hold: None,
         parent: None,
         trace: None,
-        first_attempt: false,
+        first_attempt: None,
         proves_unsent: false,
         audit: None,
     }
@@ -312,14 +312,20 @@ async fn a_bad_row_among_concurrent_admissions_and_held_changes_fails_alone(stor
 }
 
 /// A `read_only` call that asks for it is admitted with its first attempt recorded, in the same
-/// commit; a write never is (its attempt commits on its own, after the admission).
+/// commit, under the attempt id it chose; a write never is (its attempt commits on its own,
+/// after the admission).
 async fn a_read_commits_its_first_attempt_with_its_admission(store: Arc<dyn InvocationStore>) {
     let mut read = draft("a", Some("r-1"), json!({"q": 1}), 30_000);
     read.target.effect = EffectClass::ReadOnly;
-    read.first_attempt = true;
+    let attempt = AttemptId::new();
+    read.first_attempt = Some(attempt);
     read.trace = TraceParent::parse("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", Some("k=v"));
     let inv = created(&store, read.clone()).await;
-    assert!(matches!(inv.state, InvocationState::Dispatching { attempt_no: 1, .. }), "{:?}", inv.state);
+    assert!(
+        matches!(inv.state, InvocationState::Dispatching { attempt: a, attempt_no: 1, .. } if a == attempt),
+        "{:?}",
+        inv.state
+    );
     assert_eq!((inv.attempts, inv.last_seq), (1, 2));
     let stored = store.get(None, inv.id).await.ok().flatten();
     assert_eq!(stored.as_ref(), Some(&inv), "what the store answered is what it committed");
@@ -331,7 +337,7 @@ async fn a_read_commits_its_first_attempt_with_its_admission(store: Arc<dyn Invo
     assert!(matches!(again, Admission::Existing(ref i) if i.id == inv.id && i.attempts == 1));
 
     let mut write = draft("a", None, json!({"w": 1}), 30_000);
-    write.first_attempt = true;
+    write.first_attempt = Some(AttemptId::new());
     let inv = created(&store, write).await;
     assert_eq!((inv.state.name(), inv.attempts, inv.last_seq), (StateName::Admitted, 0, 1));
 }

@@ -644,7 +644,7 @@ mod tests {
             worker: switchyard_contract::WorkerId::new(),
             lease_ttl_ms: 1000,
             hold: None,
-            first_attempt: false,
+            first_attempt: None,
             proves_unsent: false,
             audit: None,
         };

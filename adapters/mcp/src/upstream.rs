@@ -283,6 +283,11 @@ impl Upstream for McpUpstream {
         result
     }
 
+    /// An MCP server knows nothing of the gateway's record: a read may go out while it commits.
+    fn sends_before_the_record(&self) -> bool {
+        true
+    }
+
     /// Stops waiting for the upstream and tells it so. Confirmed only for a `read_only` tool:
     /// MCP does not say whether a tool stopped before taking effect, so a `write` keeps its
     /// dispatch, which then ends as a lost outcome (`unknown`).

@@ -399,6 +399,13 @@ pub trait Upstream: Send + Sync {
         let _ = request;
         false
     }
+    /// Whether a `read_only` call may be sent while its admission commits (G3): the upstream's
+    /// dispatch reads nothing of the invocation's record (an external server's does not; an
+    /// in-process agent that keeps its task under the invocation, or makes calls naming it as
+    /// their parent, does). The default: no.
+    fn sends_before_the_record(&self) -> bool {
+        false
+    }
     /// Whether `result`, this upstream's reply to `call`, is already recorded where its caller
     /// reads it back and where recovery finds it: a caller of any entry point may then be
     /// answered before the outcome commits (one commit fewer on its path), since what it was told

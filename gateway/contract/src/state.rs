@@ -258,10 +258,11 @@ pub struct NewInvocation {
     /// Held for approval by the policy enforcement point: admitted as `awaiting_approval`,
     /// without a lease, and not dispatched.
     pub hold: Option<Hold>,
-    /// Record the first attempt in the admission's own commit ([`Invocation::admit_started`]):
-    /// honoured for a `read_only` call that is not held, and for a write with
-    /// [`proves_unsent`](Self::proves_unsent); ignored otherwise.
-    pub first_attempt: bool,
+    /// Record the first attempt, with this id, in the admission's own commit
+    /// ([`Invocation::admit_started`]): honoured for a `read_only` call that is not held, and for
+    /// a write with [`proves_unsent`](Self::proves_unsent); ignored otherwise. (The id is chosen
+    /// before the commit, so that a read can be sent while its admission commits.)
+    pub first_attempt: Option<AttemptId>,
     /// The upstream proves an attempt of this call that sent nothing: it records its own
     /// evidence before it sends (the A2A proxy's sent marker), and its resolver decides a lost
     /// attempt without that evidence `not_applied`
@@ -295,11 +296,13 @@ impl Invocation {
     /// evidence, so the caller's resend runs.
     pub fn admit_started(d: NewInvocation, now: Millis) -> (Self, Vec<EventKind>) {
         let effect_allows = d.target.effect == EffectClass::ReadOnly || d.proves_unsent;
-        let start = d.first_attempt && effect_allows && d.hold.is_none();
+        let start = d.first_attempt.filter(|_| effect_allows && d.hold.is_none());
         let (worker, ttl) = (d.worker, d.lease_ttl_ms);
         let (mut inv, admitted) = Self::admit(d, now);
         let mut events = vec![admitted];
-        if start && let Ok(started) = inv.begin_attempt(worker, Fence(1), now, ttl) {
+        if let Some(attempt) = start
+            && let Ok(started) = inv.begin_attempt_as(attempt, worker, Fence(1), now, ttl)
+        {
             events.extend(started);
         }
         (inv, events)
@@ -381,6 +384,18 @@ impl Invocation {
         now: Millis,
         ttl: Millis,
     ) -> Result<Vec<EventKind>, Error> {
+        self.begin_attempt_as(AttemptId::new(), worker, fence, now, ttl)
+    }
+
+    /// [`begin_attempt`](Self::begin_attempt) with an attempt id chosen beforehand.
+    fn begin_attempt_as(
+        &mut self,
+        attempt: AttemptId,
+        worker: WorkerId,
+        fence: Fence,
+        now: Millis,
+        ttl: Millis,
+    ) -> Result<Vec<EventKind>, Error> {
         self.require_lease(worker, fence, now)?;
         match self.state {
             InvocationState::Admitted | InvocationState::Retrying { .. } => {}
@@ -389,7 +404,6 @@ impl Invocation {
         if self.target.effect == EffectClass::Write && self.attempts > 0 {
             return Err(Error::internal(format!("{} is a write and was already dispatched once", self.id)));
         }
-        let attempt = AttemptId::new();
         self.attempts += 1;
         self.state = InvocationState::Dispatching { attempt, attempt_no: self.attempts, fence };
         self.lease.expires_at_ms = Some(now + ttl);

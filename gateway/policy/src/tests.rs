@@ -564,7 +564,7 @@ fn held(request: Value) -> switchyard_contract::Invocation {
         worker: WorkerId::new(),
         lease_ttl_ms: 1_000,
         hold: Some(Hold { reason: "sensitive".into(), basis: "test".into() }),
-        first_attempt: false,
+        first_attempt: None,
         proves_unsent: false,
         audit: None,
     };

@@ -148,6 +148,8 @@ pub struct EngineSection {
     pub max_attempts: u32,
     pub backoff_base_ms: u64,
     pub backoff_max_ms: u64,
+    /// Send a `read_only` call's first attempt while its admission commits (README, G3).
+    pub send_reads_with_admission: bool,
 }
 
 impl Default for EngineSection {
@@ -160,6 +162,7 @@ impl Default for EngineSection {
             max_attempts: 3,
             backoff_base_ms: 100,
             backoff_max_ms: 5_000,
+            send_reads_with_admission: true,
         }
     }
 }
@@ -478,6 +481,7 @@ impl Config {
                 backoff_base: ms(e.backoff_base_ms),
                 backoff_max: ms(e.backoff_max_ms),
             },
+            send_reads_with_admission: e.send_reads_with_admission,
             approval_ttl: self
                 .policy
                 .as_ref()

@@ -44,4 +44,8 @@ impl FaultHook for PauseAt {
             std::future::pending::<()>().await;
         }
     }
+
+    fn may_pause(&self, point: FaultPoint) -> bool {
+        point == self.0
+    }
 }

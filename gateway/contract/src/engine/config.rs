@@ -23,6 +23,14 @@ pub enum FaultPoint {
 #[async_trait]
 pub trait FaultHook: Send + Sync {
     async fn reached(&self, point: FaultPoint, invocation: InvocationId);
+
+    /// Whether [`reached`](Self::reached) may stop a driver at `point`. The engine sends a
+    /// read's first attempt while its admission commits only when nothing may stop it before
+    /// the dispatch ([`FaultPoint::BeforeDispatch`], [`FaultPoint::AttemptRecorded`]), so that a
+    /// test pausing there sees nothing sent.
+    fn may_pause(&self, _point: FaultPoint) -> bool {
+        true
+    }
 }
 
 /// The hook that does nothing.
@@ -32,6 +40,10 @@ pub struct NoFaults;
 #[async_trait]
 impl FaultHook for NoFaults {
     async fn reached(&self, _: FaultPoint, _: InvocationId) {}
+
+    fn may_pause(&self, _: FaultPoint) -> bool {
+        false
+    }
 }
 
 /// Engine settings. `validate` names the bad field.
@@ -56,6 +68,10 @@ pub struct EngineConfig {
     pub resolve_interval: Duration,
     /// How long a call held for approval waits; then recovery fails it `approval_expired`.
     pub approval_ttl: Duration,
+    /// Send a `read_only` call's first attempt while its admission commits (its caller is still
+    /// answered only after that commit). Off: it is sent once the admission committed, as a
+    /// write's attempt is.
+    pub send_reads_with_admission: bool,
 }
 
 impl Default for EngineConfig {
@@ -70,6 +86,7 @@ impl Default for EngineConfig {
             watch_poll: Duration::from_millis(250),
             resolve_interval: Duration::from_secs(1),
             approval_ttl: Duration::from_secs(24 * 3600),
+            send_reads_with_admission: true,
         }
     }
 }

@@ -13,6 +13,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tracing::{Instrument, debug, debug_span, info, info_span, warn};
 
+use super::early::Early;
 use super::{FaultPoint, Inner};
 use crate::Millis;
 use crate::error::{Error, ErrorKind, FailureCode};
@@ -28,7 +29,7 @@ pub(super) async fn drive(
     inv: Invocation,
     cancel: Arc<Notify>,
     context: Option<CallContext>,
-    (via, started): (&'static str, bool),
+    (via, started, early): (&'static str, bool, Option<Early>),
     span: tracing::Span,
 ) {
     span.record("via", via);
@@ -41,7 +42,7 @@ pub(super) async fn drive(
         recheck(&inner, inv).instrument(span.clone()).await
     };
     let ran = match checked {
-        Ok(inv) => run(&inner, inv, &cancel, context, started).instrument(span.clone()).await,
+        Ok(inv) => run(&inner, inv, &cancel, context, (started, early)).instrument(span.clone()).await,
         Err(e) => Err(e),
     };
     match ran {
@@ -137,12 +138,13 @@ async fn run(
     mut inv: Invocation,
     cancel: &Notify,
     context: Option<CallContext>,
-    mut started: bool,
+    (mut started, mut early): (bool, Option<Early>),
 ) -> Result<InvocationState, Error> {
     let fence = inv.lease.fence;
     let worker = inner.cfg.worker;
     loop {
-        // A read admitted with its first attempt recorded goes straight to the dispatch (once).
+        // A read admitted with its first attempt recorded goes straight to the dispatch (once),
+        // or takes up the reply of that attempt, sent while the admission committed.
         let begun = std::mem::take(&mut started);
         if !begun {
             match &inv.state {
@@ -170,7 +172,8 @@ async fn run(
             otel.status_code = tracing::field::Empty,
             otel.status_message = tracing::field::Empty,
         );
-        if !attempt(inner, &mut inv, cancel, context.as_ref(), begun).instrument(span.clone()).await? {
+        let early = early.take().filter(|_| begun);
+        if !attempt(inner, &mut inv, cancel, context.as_ref(), (begun, early)).instrument(span.clone()).await? {
             return Ok(inv.state);
         }
         span.record("state", inv.state.name().as_str());
@@ -180,14 +183,15 @@ async fn run(
     }
 }
 
-/// One attempt: records it (unless the admission did: `begun`), sends it, commits its outcome
-/// into `inv`. `false` when there was nothing to send.
+/// One attempt: records it (unless the admission did: `begun`), sends it (unless it was sent
+/// while the admission committed: `early`), commits its outcome into `inv`. `false` when there
+/// was nothing to send.
 async fn attempt(
     inner: &Arc<Inner>,
     inv: &mut Invocation,
     cancel: &Notify,
     context: Option<&CallContext>,
-    begun: bool,
+    (begun, early): (bool, Option<Early>),
 ) -> Result<bool, Error> {
     let (worker, ttl, fence) = (inner.cfg.worker, inner.cfg.ttl_ms(), inv.lease.fence);
     inner.faults.reached(FaultPoint::BeforeDispatch, inv.id).await;
@@ -209,9 +213,10 @@ async fn attempt(
         context: context.cloned(),
         send_by: tokio::time::Instant::now() + send_window(inner.cfg.attempt_timeout),
     };
-    let sent = std::time::Instant::now();
+    let early = early.filter(|e| e.attempt() == attempt);
+    let sent = early.as_ref().map_or_else(std::time::Instant::now, Early::sent);
     let upstream = inner.upstreams.upstream(&call.target.upstream);
-    let result = attempt_call(inner, upstream.as_deref(), &call, inv, cancel).await;
+    let result = attempt_call(inner, upstream.as_deref(), &call, inv, cancel, early).await;
     let elapsed = sent.elapsed();
     let recorded = upstream.is_some_and(|u| result.as_ref().is_ok_and(|v| u.answer_recorded(&call, v)));
     if call.target.effect == EffectClass::ReadOnly || recorded {
@@ -241,14 +246,16 @@ where
     Ok(inv)
 }
 
-/// Sends the attempt; meanwhile renews the lease (keeping `inv` current) and forwards a
-/// cancellation until the upstream confirms it or the attempt ends.
+/// Sends the attempt (or waits for the reply of the one sent early); meanwhile renews the lease
+/// (keeping `inv` current) and forwards a cancellation until the upstream confirms it or the
+/// attempt ends.
 async fn attempt_call(
     inner: &Inner,
     upstream: Option<&dyn Upstream>,
     call: &DispatchCall,
     inv: &mut Invocation,
     cancel: &Notify,
+    early: Option<Early>,
 ) -> Result<serde_json::Value, UpstreamError> {
     let Some(upstream) = upstream else {
         return Err(UpstreamError::Rejected {
@@ -258,17 +265,12 @@ async fn attempt_call(
         });
     };
     let (worker, fence, ttl) = (inner.cfg.worker, inv.lease.fence, inner.cfg.ttl_ms());
-    // The upstream's request runs under its own span: its context is what an adapter sends
-    // upstream (`trace::outgoing`), so the upstream's work joins the trace under it.
-    let span = debug_span!(
-        target: TARGET,
-        "upstream.call",
-        otel.kind = "client",
-        upstream = %call.target.upstream,
-        operation = %call.target.operation,
-        attempt.no = call.attempt_no,
-    );
-    let mut dispatch = pin!(upstream.dispatch(call).instrument(span));
+    let mut dispatch = pin!(async move {
+        match early {
+            Some(early) => early.reply().await,
+            None => upstream.dispatch(call).instrument(upstream_span(call)).await,
+        }
+    });
     let limit = upstream.attempt_timeout(inner.cfg.attempt_timeout);
     let mut deadline = pin!(tokio::time::sleep(limit));
     // First renewal one period from now. (Not `interval` + an initial `tick().await`: that
@@ -313,9 +315,22 @@ async fn attempt_call(
     }
 }
 
+/// The span an upstream's request runs under: its context is what an adapter sends upstream
+/// (`trace::outgoing`), so the upstream's work joins the trace under it.
+pub(super) fn upstream_span(call: &DispatchCall) -> tracing::Span {
+    debug_span!(
+        target: TARGET,
+        "upstream.call",
+        otel.kind = "client",
+        upstream = %call.target.upstream,
+        operation = %call.target.operation,
+        attempt.no = call.attempt_no,
+    )
+}
+
 /// The part of an attempt's time an upstream may spend before sending (e.g. waiting for a free
 /// session): the attempt timeout less a tenth of it, at most one second less.
-fn send_window(attempt_timeout: Duration) -> Duration {
+pub(super) fn send_window(attempt_timeout: Duration) -> Duration {
     attempt_timeout.saturating_sub((attempt_timeout / 10).min(Duration::from_secs(1)))
 }
 

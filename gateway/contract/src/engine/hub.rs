@@ -102,7 +102,7 @@ mod tests {
             worker: WorkerId::new(),
             lease_ttl_ms: 1_000,
             hold: None,
-            first_attempt: false,
+            first_attempt: None,
             proves_unsent: false,
             audit: None,
         };

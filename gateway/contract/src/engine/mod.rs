@@ -8,6 +8,7 @@
 mod audit;
 mod config;
 mod driver;
+mod early;
 mod hub;
 mod policy;
 mod resolve;
@@ -285,7 +286,7 @@ impl Engine {
         }
         let (ingress, context) = (s.ingress, s.context.take());
         let admission = tracing::debug_span!(target: crate::trace::TARGET, parent: span, "admission");
-        let (digest, admitted) = self.admission(s, id).instrument(admission).await?;
+        let (digest, admitted, early) = self.admission(s, id, context.as_ref()).instrument(admission).await?;
         if !matches!(&admitted, Ok(Admission::Created(inv)) if inv.state.name().is_active()) {
             inner.policy.release(id); // it does not run here: a slot it took is free again
         }
@@ -297,9 +298,14 @@ impl Engine {
                 }
                 span.record("effect", tracing::field::debug(inv.target.effect));
                 if inv.state.name().is_active() {
-                    // A read may arrive with its first attempt already recorded by the admission.
+                    // A read may arrive with its first attempt already recorded by the admission
+                    // (and sent while it committed).
                     let started = matches!(inv.state, crate::state::InvocationState::Dispatching { .. });
-                    inner.spawn_driver(inv.clone(), context, (ingress.name(), started), Some(span.clone()));
+                    let early = early.filter(|_| started);
+                    if let Some(early) = &early {
+                        early.admitted();
+                    }
+                    inner.spawn_driver(inv.clone(), context, (ingress.name(), started, early), Some(span.clone()));
                 } else {
                     span.record("state", inv.state.name().as_str());
                 }
@@ -320,12 +326,14 @@ impl Engine {
     }
 
     /// The admission of a submission: its target, the policy's ruling and the admitting commit
-    /// (the store's answer is returned as it came, for the caller to release what it must).
+    /// (the store's answer is returned as it came, for the caller to release what it must), and
+    /// the first attempt of a read, sent while that commit runs.
     async fn admission(
         &self,
         s: Submission,
         id: InvocationId,
-    ) -> Result<(RequestDigest, Result<Admission, Error>), Error> {
+        context: Option<&crate::relay::CallContext>,
+    ) -> Result<(RequestDigest, Result<Admission, Error>, Option<early::Early>), Error> {
         let inner = &self.inner;
         let target = inner.upstreams.target(&s.upstream, &s.operation)?;
         if let Some(owner) = inner.upstreams.owner(&s.upstream)
@@ -358,16 +366,18 @@ impl Engine {
             worker: inner.cfg.worker,
             lease_ttl_ms: inner.cfg.ttl_ms(),
             hold,
-            // A read's first attempt commits with its admission (the driver then dispatches), and
-            // so does a write's whose upstream proves an unsent attempt.
-            first_attempt: true,
+            // A read's first attempt commits with its admission, and so does a write's whose
+            // upstream proves an unsent attempt.
+            first_attempt: Some(crate::id::AttemptId::new()),
             proves_unsent,
             audit,
         };
+        // A read is sent now, while its admission commits; its caller is answered only after.
+        let early = early::Early::send(inner, &draft, context);
         let started = std::time::Instant::now();
         let admitted = inner.store.admit(draft).await;
         inner.committed("admission", started);
-        Ok((digest, admitted))
+        Ok((digest, admitted, early))
     }
 
     /// Runs one recovery pass now; returns how many invocations it took over.
@@ -486,7 +496,7 @@ impl Inner {
         }
         for inv in taken {
             info!(invocation.id = %inv.id, state = inv.state.name().as_str(), fence = inv.lease.fence.0, "recovering invocation");
-            self.spawn_driver(inv, None, ("recovery", false), None);
+            self.spawn_driver(inv, None, ("recovery", false, None), None);
         }
         self.expire_holds().await?;
         Ok(n)
@@ -530,14 +540,14 @@ impl Inner {
         self: &Arc<Self>,
         inv: Invocation,
         context: Option<crate::relay::CallContext>,
-        (via, started): (&'static str, bool),
+        how: (&'static str, bool, Option<early::Early>),
         span: Option<tracing::Span>,
     ) {
         let cancel = Arc::new(Notify::new());
         let (id, fence) = (inv.id, inv.lease.fence);
         let Ok(mut running) = self.running.lock() else { return };
         let span = span.unwrap_or_else(|| driver::span_of(&inv));
-        let task = tokio::spawn(driver::drive(self.clone(), inv, cancel.clone(), context, (via, started), span));
+        let task = tokio::spawn(driver::drive(self.clone(), inv, cancel.clone(), context, how, span));
         running.insert(id, Running { fence, cancel, task: task.abort_handle() });
     }
 
@@ -717,7 +727,7 @@ impl Invocations for Engine {
         self.inner.audit_step(AuditEntry::about(AuditKind::Approved, &by.subject, &inv, detail)).await;
         // This worker holds the lease it took with the approval; if it stops first, recovery
         // drives the call once the lease runs out.
-        self.inner.spawn_driver(inv.clone(), None, ("approval", false), None);
+        self.inner.spawn_driver(inv.clone(), None, ("approval", false, None), None);
         Ok(inv)
     }
 

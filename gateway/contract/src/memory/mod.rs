@@ -221,7 +221,7 @@ impl MemoryInvocations {
             worker: self.worker,
             lease_ttl_ms: 30_000,
             hold: None,
-            first_attempt: false,
+            first_attempt: None,
             proves_unsent: false,
             audit: None,
         };

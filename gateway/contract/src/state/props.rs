@@ -67,7 +67,7 @@ proptest! {
             worker,
             lease_ttl_ms: TTL,
             hold: None,
-            first_attempt: false,
+            first_attempt: None,
             proves_unsent: false,
             audit: None,
             parent: None,

@@ -23,7 +23,7 @@ fn admitted(effect: EffectClass, worker: WorkerId) -> Invocation {
         worker,
         lease_ttl_ms: TTL,
         hold: None,
-        first_attempt: false,
+        first_attempt: None,
         proves_unsent: false,
         audit: None,
         parent: None,
