@@ -290,8 +290,9 @@ fn statement(items: &[Item]) -> Result<Stmt, Error> {
             ])?;
         }
     }
-    // The statement lives in a function (migration `..._batched_writes.sql`), so that its plan
-    // is cached per connection without ever scanning the invocations table whole.
+    // The statement lives in a function (migrations `..._batched_writes.sql` and
+    // `..._write_batch_generic_plan.sql`), so that each connection plans it once (a generic
+    // plan, not one per call's values) and never scans the invocations table whole.
     let args: Vec<String> = (1..=36).map(|n| format!("${n}")).collect();
     let sql =
         format!("SELECT written_id, written_expires, written_at FROM switchyard_write_batch({})", args.join(", "));

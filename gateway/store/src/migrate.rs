@@ -46,6 +46,11 @@ pub(crate) const POSTGRES: Files = &[
     ),
     (20261203000014, "cheaper_rows", include_str!("../../../migrations/postgres/20261203000014_cheaper_rows.sql")),
     (20261204000015, "batched_writes", include_str!("../../../migrations/postgres/20261204000015_batched_writes.sql")),
+    (
+        20261205000016,
+        "write_batch_generic_plan",
+        include_str!("../../../migrations/postgres/20261205000016_write_batch_generic_plan.sql"),
+    ),
 ];
 
 pub(crate) const SQLITE: Files = &[

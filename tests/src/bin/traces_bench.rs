@@ -7,10 +7,12 @@
 //!
 //! Then, from the spans of the single-client calls, where a call's time goes: for each span
 //! (the face's request, the invocation, its admission, attempt, upstream call and commits), the
-//! median of when it starts after the face's request span started and of how long it lasts.
+//! median of when it starts after the face's request span started and of how long it lasts —
+//! for the read above, and then for a `write` tool (`count_write`) called for as long by a
+//! single client of one more gateway exporting its spans.
 //!
 //! Build the gateway, the fixture and this binary in release for numbers that mean something.
-//! Prints two tables and one JSON line.
+//! Prints three tables and one JSON line.
 
 use std::collections::BTreeMap;
 
@@ -31,10 +33,8 @@ async fn main() -> anyhow::Result<()> {
     let mut upstream = UpstreamSpec::http("fx", &fixture.url);
     upstream.prefix = Some(String::new());
     let mcp = std::fs::read_to_string(write_config(dir.path(), &[upstream], ""))?;
-    let configs = [
-        ("off", mcp.clone()),
-        ("on", format!("{mcp}\n[telemetry]\notlp_endpoint = \"{}\"\nbatch_delay_ms = 200\n", collector.url)),
-    ];
+    let traced = format!("{mcp}\n[telemetry]\notlp_endpoint = \"{}\"\nbatch_delay_ms = 200\n", collector.url);
+    let configs = [("off", mcp.clone()), ("on", traced.clone())];
     println!("tools/call echo (read_only), {} s per cell, {ROUNDS} rounds, traces off vs on", args.seconds);
     println!(
         "{:<6} {:>9} {:>9} {:>11} {:>14} {:>14}",
@@ -87,7 +87,20 @@ async fn main() -> anyhow::Result<()> {
     let (added, ratio) = (mean("on", &p50) - mean("off", &p50), mean("on", &rate) / mean("off", &rate));
     println!("traces on add {added:.3} ms at p50; throughput ratio on/off at c={}: {ratio:.2}", args.concurrency);
     let spans = cells.iter().filter(|c| c.0 == "on").map(|c| c.3).sum::<f64>() / ROUNDS as f64;
-    breakdown(&single_call_spans);
+    breakdown("read_only echo", &single_call_spans);
+    let path = dir.path().join("write.toml");
+    std::fs::write(&path, &traced)?;
+    let mut gw = Gateway::start(Options {
+        data_dir: dir.path().join("write"),
+        config: Some(path),
+        store_url: args.store_url.clone(),
+        env: vec![("RUST_LOG".into(), "warn".into())],
+        listen: None,
+    });
+    let before = collector.spans().len();
+    mcp_calls(&format!("{}/mcp", gw.base), true, "count_write", 1, args.seconds).await?;
+    tokio::task::block_in_place(|| gw.terminate());
+    breakdown("write count_write", &collector.spans()[before..]);
     println!(
         "{}",
         json!({"concurrency": args.concurrency, "seconds": args.seconds, "added_p50_ms": added,
@@ -98,7 +111,7 @@ async fn main() -> anyhow::Result<()> {
 
 /// Prints, per span name, the median start after its trace's first span and the median
 /// duration, over every trace that has a root span (the face's request).
-fn breakdown(spans: &[SpanSeen]) {
+fn breakdown(tool: &str, spans: &[SpanSeen]) {
     let mut traces: BTreeMap<&str, Vec<&SpanSeen>> = BTreeMap::new();
     for s in spans {
         traces.entry(s.trace_id.as_str()).or_default().push(s);
@@ -127,7 +140,7 @@ fn breakdown(spans: &[SpanSeen]) {
         .map(|(name, (mut starts, mut lasts))| (median(&mut starts), median(&mut lasts), starts.len(), name))
         .collect();
     rows.sort_by(|a, b| a.0.total_cmp(&b.0));
-    println!("where a single client's call goes ({whole} traces; medians, ms after the face's span started)");
+    println!("where a single client's {tool} call goes ({whole} traces; medians, ms after the face's span started)");
     println!("{:<34} {:>9} {:>9} {:>8}", "span", "starts", "lasts", "count");
     for (start, last, count, name) in rows {
         println!("{name:<34} {start:>9.3} {last:>9.3} {count:>8}");
