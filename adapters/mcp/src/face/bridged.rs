@@ -36,6 +36,8 @@ const CANCEL_TASK: &str = "cancel_task";
 pub const A2A_META: &str = "dev.switchyard/a2a";
 /// The key of the one input request a bridged round asks.
 const ANSWER: &str = "answer";
+/// How long an answer waits for the round that asked to commit its outcome.
+const ASKED_SETTLES_WITHIN: std::time::Duration = std::time::Duration::from_secs(5);
 
 fn task_tool_schema() -> Map<String, Value> {
     let schema = json!({
@@ -160,6 +162,7 @@ impl McpFace {
                 }
                 Some(prev) => {
                     let previous = self.bridged_invocation(&bridge, &who, prev).await?;
+                    let previous = self.settled(&who, previous).await;
                     match answer_of(round.responses.take())? {
                         Ok(answer) => foreign.prepare_answer(&who, &previous, answer).await,
                         Err(action) => return Ok(CallToolResponse::Complete(declined(&previous, &action, &bridge))),
@@ -221,6 +224,17 @@ impl McpFace {
             Some(b) if b.name == bridge.name => Ok(inv),
             _ => Err(unknown()),
         }
+    }
+
+    /// The round that asked, once its outcome committed: its caller heard it from the agent's
+    /// mirrored task, which may come before that commit (G5), so a quick answer can arrive
+    /// first. Waits at most [`ASKED_SETTLES_WITHIN`]; as it is then, if it did not settle.
+    async fn settled(&self, who: &Principal, previous: Invocation) -> Invocation {
+        if previous.state.is_settled() {
+            return previous;
+        }
+        let waited = self.shared.engine.wait(&who.tenant, previous.id, ASKED_SETTLES_WITHIN).await;
+        waited.unwrap_or(previous)
     }
 
     /// `<prefix>get_task` and `<prefix>cancel_task`.
