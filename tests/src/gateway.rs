@@ -120,6 +120,18 @@ impl Gateway {
         self.child.id()
     }
 
+    /// The CPU time the gateway process has used so far (user + system, from `/proc`, whose
+    /// ticks are USER_HZ = 100 per second on Linux).
+    pub fn cpu_time(&self) -> Duration {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid())).unwrap_or_default();
+        // Fields after the command name (which may hold spaces) start at its closing parenthesis.
+        let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+        let fields: Vec<u64> = after.split_whitespace().map(|f| f.parse().unwrap_or(0)).collect();
+        // utime and stime are fields 14 and 15 of the line: 12 and 13 after the name.
+        let ticks = fields.get(11).copied().unwrap_or(0) + fields.get(12).copied().unwrap_or(0);
+        Duration::from_millis(ticks * 10)
+    }
+
     fn req(&self, method: reqwest::Method, path: &str, tenant: &str) -> reqwest::RequestBuilder {
         self.http
             .request(method, format!("{}{path}", self.base))

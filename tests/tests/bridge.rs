@@ -280,8 +280,13 @@ async fn a_held_tool_call_completes_its_task_once_approved() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let call = call.unwrap_or_else(|| panic!("the tool call is held"));
-    // Longer than the attempt timeout: the task still works, nothing reached the server.
+    // Longer than the attempt timeout: the task still works, nothing reached the server, and
+    // the run waits for the approval without asking for its call again and again (that spun a
+    // core: about 2 s of CPU in these 2.5 s).
+    let cpu = gw.cpu_time();
     tokio::time::sleep(Duration::from_millis(2500)).await;
+    let spent = gw.cpu_time().saturating_sub(cpu);
+    assert!(spent < Duration::from_millis(500), "the gateway used {spent:?} of CPU while the call was held");
     let (_, got) = rpc(&gw.http, &url, None, "GetTask", json!({"id": task})).await;
     assert_eq!(got["result"]["status"]["state"], "TASK_STATE_WORKING", "{got}");
     assert_eq!(std::fs::read_to_string(&calls).unwrap_or_default().lines().count(), 0);

@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use a2a::{Artifact, Message, Part, PartContent, TaskState};
+use futures::StreamExt;
 use serde_json::{Map, Value, json};
 use switchyard_contract::{
     CallContext, CallRelay, Catalog, Content, DispatchCall, FailureCode, IngressKey, Interim, Invocation, InvocationId,
@@ -305,6 +306,14 @@ impl ToolsAgent {
         }
         let waited = async {
             while !child.state.is_settled() || matches!(child.state, InvocationState::AwaitingApproval) {
+                if matches!(child.state, InvocationState::AwaitingApproval) {
+                    // `wait` answers a held call at once: wait for its next event (approved,
+                    // denied, canceled) instead of asking again and again while it is held.
+                    let mut next = engine.watch(call.principal.tenant.clone(), child.id, child.last_seq);
+                    if let Some(Err(e)) = next.next().await {
+                        return Err(UpstreamError::Unavailable { message: e.message.to_string() });
+                    }
+                }
                 child = engine
                     .wait(&call.principal.tenant, child.id, WAIT_SLICE)
                     .await
