@@ -34,7 +34,7 @@ async fn main() -> anyhow::Result<()> {
     upstream.prefix = Some(String::new());
     let mcp = std::fs::read_to_string(write_config(dir.path(), &[upstream], ""))?;
     let traced = format!("{mcp}\n[telemetry]\notlp_endpoint = \"{}\"\nbatch_delay_ms = 200\n", collector.url);
-    let configs = [("off", mcp.clone()), ("on", traced.clone())];
+    let configs = [("off", mcp), ("on", traced.clone())];
     println!("tools/call echo (read_only), {} s per cell, {ROUNDS} rounds, traces off vs on", args.seconds);
     println!(
         "{:<6} {:>9} {:>9} {:>11} {:>14} {:>14}",
@@ -44,16 +44,7 @@ async fn main() -> anyhow::Result<()> {
     let mut single_call_spans = Vec::new();
     for round in 0..ROUNDS {
         for (name, text) in &configs {
-            let path = dir.path().join(format!("{name}.toml"));
-            std::fs::write(&path, text)?;
-            let data = dir.path().join(format!("{name}-{round}"));
-            let mut gw = Gateway::start(Options {
-                data_dir: data,
-                config: Some(path),
-                store_url: args.store_url.clone(),
-                env: vec![("RUST_LOG".into(), "warn".into())],
-                listen: None,
-            });
+            let mut gw = start(dir.path(), &format!("{name}-{round}"), text, &args)?;
             let url = format!("{}/mcp", gw.base);
             let before = collector.spans().len();
             let single = mcp_calls(&url, true, "echo", 1, args.seconds).await?;
@@ -88,15 +79,7 @@ async fn main() -> anyhow::Result<()> {
     println!("traces on add {added:.3} ms at p50; throughput ratio on/off at c={}: {ratio:.2}", args.concurrency);
     let spans = cells.iter().filter(|c| c.0 == "on").map(|c| c.3).sum::<f64>() / ROUNDS as f64;
     breakdown("read_only echo", &single_call_spans);
-    let path = dir.path().join("write.toml");
-    std::fs::write(&path, &traced)?;
-    let mut gw = Gateway::start(Options {
-        data_dir: dir.path().join("write"),
-        config: Some(path),
-        store_url: args.store_url.clone(),
-        env: vec![("RUST_LOG".into(), "warn".into())],
-        listen: None,
-    });
+    let mut gw = start(dir.path(), "write", &traced, &args)?;
     let before = collector.spans().len();
     mcp_calls(&format!("{}/mcp", gw.base), true, "count_write", 1, args.seconds).await?;
     tokio::task::block_in_place(|| gw.terminate());
@@ -107,6 +90,19 @@ async fn main() -> anyhow::Result<()> {
                "throughput_ratio": ratio, "spans_per_call": spans})
     );
     Ok(())
+}
+
+/// A gateway on `config` (written to `<dir>/<name>.toml`), its data in `<dir>/<name>`.
+fn start(dir: &std::path::Path, name: &str, config: &str, args: &Args) -> anyhow::Result<Gateway> {
+    let path = dir.join(format!("{name}.toml"));
+    std::fs::write(&path, config)?;
+    Ok(Gateway::start(Options {
+        data_dir: dir.join(name),
+        config: Some(path),
+        store_url: args.store_url.clone(),
+        env: vec![("RUST_LOG".into(), "warn".into())],
+        listen: None,
+    }))
 }
 
 /// Prints, per span name, the median start after its trace's first span and the median
