@@ -51,6 +51,14 @@ impl Fixture {
         let url = rx.recv_timeout(Duration::from_secs(20)).unwrap_or_else(|_| panic!("fixture did not start"));
         Fixture { child, url }
     }
+
+    /// How many TCP connections the fixture has accepted so far.
+    pub async fn connections(&self) -> u64 {
+        let url = self.url.replace("/mcp", "/connections");
+        let text = async { reqwest::get(&url).await?.error_for_status()?.text().await };
+        let text = text.await.unwrap_or_else(|e| panic!("GET {url}: {e}"));
+        text.trim().parse().unwrap_or_else(|e| panic!("GET {url}: {text:?}: {e}"))
+    }
 }
 
 impl Drop for Fixture {

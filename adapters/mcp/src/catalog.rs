@@ -145,6 +145,7 @@ impl Catalog {
     pub async fn discover(&self, pool: &Arc<Pool>) -> Result<(), DiscoveryError> {
         let lease = pool.acquire().await.map_err(|e| e.0)?;
         let Some(peer) = lease.peer().cloned() else { return Err("no session".into()) };
+        lease.reuse_connection(true);
         let tools = peer.list_all_tools().await.map_err(|e| format!("tools/list: {e}"))?;
         // Prompts and resources are optional capabilities: a refusal means "none".
         let listing = Listing {

@@ -26,6 +26,7 @@ use tracing::{debug, info, warn};
 use switchyard_contract::{CallRelay, Interim, Progress, Question, RelayError, SecretVault};
 
 use crate::config::{McpUpstreamConfig, OAuthFlow};
+use crate::http::UpstreamHttp;
 use crate::oauth::OAuthHttp;
 use crate::vault::{Sealer, VaultStore};
 
@@ -113,6 +114,8 @@ pub(crate) struct RelayHandler {
     /// This session announced a change: it lists the tools again before its next call (an HTTP
     /// session learns its tools' `x-mcp-header` parameters from a tools/list).
     relist: Arc<std::sync::atomic::AtomicBool>,
+    /// The current call may go on a kept-alive HTTP connection (a read: [`crate::http`]).
+    reuse: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl std::fmt::Debug for RelayHandler {
@@ -325,6 +328,9 @@ pub struct Pool {
     /// Start-up failures of the current episode.
     failures: Mutex<Backoff>,
     connect_timeout: Duration,
+    /// The HTTP clients of an HTTP upstream's sessions, built on first use: its sessions share
+    /// the kept-alive connections.
+    http: std::sync::OnceLock<UpstreamHttp>,
     /// The OAuth-authorized HTTP client, once obtained.
     auth: Mutex<Option<OAuthHttp>>,
     /// Where `authorization_code` tokens are kept (sealed).
@@ -361,6 +367,14 @@ impl Lease {
     pub fn attach(&self, relay: Option<Arc<dyn CallRelay>>) {
         if let Some(s) = &self.session {
             s.handler.set(relay);
+        }
+    }
+
+    /// Whether the call this session carries may go on a kept-alive HTTP connection: only a
+    /// read's (see [`crate::http`]).
+    pub fn reuse_connection(&self, read_only: bool) {
+        if let Some(s) = &self.session {
+            s.handler.reuse.store(read_only, Ordering::SeqCst);
         }
     }
 
@@ -417,6 +431,7 @@ impl Pool {
             permits,
             failures: Mutex::new(Backoff::default()),
             connect_timeout,
+            http: std::sync::OnceLock::new(),
             auth: Mutex::new(None),
             credentials,
             list_changed: Arc::new(Notify::new()),
@@ -482,6 +497,7 @@ impl Pool {
             generation: self.generation.clone(),
             seen: Arc::new(AtomicU64::new(self.generation.load(Ordering::SeqCst))),
             relist: Arc::default(),
+            reuse: Arc::default(),
         };
         let started = tokio::time::timeout(self.connect_timeout, self.connect(handler.clone())).await;
         let result = match started {
@@ -525,7 +541,15 @@ impl Pool {
                 Some(_) => Some(self.oauth_client(url).await.map_err(|e| fail(e.0))?),
                 None => None,
             };
-            let served = crate::oauth::connect_http(handler, url, auth, lifecycle).await;
+            let http = match self.http.get() {
+                Some(http) => http,
+                None => {
+                    let built = UpstreamHttp::new().map_err(fail)?;
+                    self.http.get_or_init(|| built)
+                }
+            }
+            .for_session(handler.reuse.clone());
+            let served = crate::oauth::connect_http(handler, url, http, auth, lifecycle).await;
             if served.is_err()
                 && let Ok(mut cached) = self.auth.lock()
             {
@@ -635,6 +659,7 @@ mod tests {
             generation: Arc::new(AtomicU64::new(0)),
             seen: Arc::new(AtomicU64::new(0)),
             relist: Arc::default(),
+            reuse: Arc::default(),
         };
         let token = |n: i64| ProgressToken(rmcp::model::NumberOrString::Number(n));
         assert!(handler.expects(&token(1)), "before the call's token is known");

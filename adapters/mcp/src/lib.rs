@@ -23,6 +23,7 @@ pub mod client;
 pub mod config;
 pub mod error;
 pub mod face;
+pub mod http;
 pub mod oauth;
 pub mod sessions;
 pub mod skills;

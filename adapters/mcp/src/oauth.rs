@@ -13,6 +13,7 @@
 use std::future::Future;
 
 use crate::error::OAuthFlowError;
+use crate::http::UpstreamHttp;
 
 use rmcp::service::{ClientLifecycleMode, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -27,7 +28,7 @@ use crate::config::UpstreamOAuth;
 use crate::vault::VaultStore;
 
 /// An HTTP client that adds (and refreshes) the upstream's token.
-pub type OAuthHttp = AuthClient<reqwest::Client>;
+pub type OAuthHttp = AuthClient<UpstreamHttp>;
 
 /// Client credentials (SEP-1046): discovery from the upstream, then the grant for its
 /// resource (default: the upstream URL).
@@ -42,7 +43,7 @@ pub async fn client_credentials(url: &str, cfg: &UpstreamOAuth) -> Result<OAuthH
     };
     state.authenticate_client_credentials(grant).await.map_err(|e| format!("OAuth client credentials: {e}"))?;
     let manager = state.into_authorization_manager().ok_or("OAuth: no authorization after the grant")?;
-    Ok(AuthClient::new(reqwest::Client::default(), manager))
+    Ok(AuthClient::new(UpstreamHttp::new()?, manager))
 }
 
 /// How the gateway presents itself to an authorization server in the authorization code flow.
@@ -105,7 +106,7 @@ where
         .await
         .map_err(|e| format!("OAuth token exchange: {e}"))?;
     let manager = state.into_authorization_manager().ok_or("OAuth: not authorized after the exchange")?;
-    Ok(AuthClient::new(reqwest::Client::default(), manager))
+    Ok(AuthClient::new(UpstreamHttp::new()?, manager))
 }
 
 /// The authorization kept in `store` by an earlier [`authorization_code`] (with its refresh
@@ -116,7 +117,7 @@ pub async fn stored_authorization(url: &str, store: VaultStore) -> Result<Option
     if !manager.initialize_from_store().await.map_err(|e| format!("OAuth credentials: {e}"))? {
         return Ok(None);
     }
-    Ok(Some(AuthClient::new(reqwest::Client::default(), manager)))
+    Ok(Some(AuthClient::new(UpstreamHttp::new()?, manager)))
 }
 
 /// Step-up after `403 insufficient_scope`: authorizes the same client again for the union of
@@ -163,21 +164,25 @@ pub async fn headless_user_agent(url: String) -> Result<String, OAuthFlowError> 
     )
 }
 
-/// Connects to an HTTP MCP endpoint, with `auth` adding tokens when given.
+/// Connects to an HTTP MCP endpoint through `http`, with `auth`'s tokens when given.
 pub async fn connect_http<H: ClientHandler>(
     handler: H,
     url: &str,
+    http: UpstreamHttp,
     auth: Option<OAuthHttp>,
     lifecycle: ClientLifecycleMode,
 ) -> Result<RunningService<RoleClient, H>, rmcp::service::ClientInitializeError> {
+    let config = StreamableHttpClientTransportConfig::with_uri(url);
     match auth {
-        Some(client) => {
-            let config = StreamableHttpClientTransportConfig::with_uri(url);
+        Some(auth) => {
+            // The authorization (shared by the upstream's sessions) on this session's clients.
+            let mut client = auth;
+            client.http_client = http;
             let transport = StreamableHttpClientTransport::with_client(client, config);
             rmcp::service::serve_client_with_lifecycle(handler, transport, lifecycle).await
         }
         None => {
-            let transport = StreamableHttpClientTransport::from_uri(url);
+            let transport = StreamableHttpClientTransport::with_client(http, config);
             rmcp::service::serve_client_with_lifecycle(handler, transport, lifecycle).await
         }
     }
@@ -190,7 +195,8 @@ pub async fn challenge(url: &str) -> Option<String> {
         preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
         legacy_version: Some(rmcp::model::ProtocolVersion::V_2025_11_25),
     };
-    match connect_http(Probe, url, None, lifecycle).await {
+    let http = UpstreamHttp::new().ok()?;
+    match connect_http(Probe, url, http, None, lifecycle).await {
         Ok(client) => {
             let _ = client.cancel().await;
             None

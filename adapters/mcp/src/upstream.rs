@@ -161,6 +161,7 @@ impl McpUpstream {
             return Err(UpstreamError::Unavailable { message: "no upstream session".into() });
         };
         lease.attach(relay.clone());
+        lease.reuse_connection(call.target.effect == EffectClass::ReadOnly);
         let mut meta = relay.as_deref().map(request_meta).unwrap_or_default();
         // This attempt's span is the upstream's parent (SEP-414 `_meta` keys), when traced.
         if let Some(t) = switchyard_contract::trace::outgoing() {
@@ -229,7 +230,8 @@ impl McpUpstream {
 }
 
 /// Whether a send error proves the request never left: its cause is a refused or failed TCP
-/// connect (HTTP upstreams open a connection per request, so a dead upstream shows here). Any
+/// connect (a dead upstream shows here: a write goes on a connection of its own, see
+/// [`crate::http`]). Any
 /// other transport failure may have happened after bytes left, so it is a lost outcome.
 fn never_sent(e: &rmcp::ServiceError) -> bool {
     use rmcp::transport::streamable_http_client::StreamableHttpError;

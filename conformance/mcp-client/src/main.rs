@@ -32,6 +32,7 @@ use rmcp::service::{ClientLifecycleMode, RequestContext, RunningService};
 use rmcp::{ClientHandler, ErrorData, RoleClient};
 use serde_json::{Value, json};
 use switchyard_mcp::UpstreamOAuth;
+use switchyard_mcp::http::UpstreamHttp;
 use switchyard_mcp::oauth::{self, OAuthHttp, Registration};
 
 /// What the scenario passes in `MCP_CONFORMANCE_CONTEXT`.
@@ -182,7 +183,8 @@ impl Run {
     /// Connects, authorizing first when the server answers with a challenge.
     async fn connect(&mut self) -> anyhow::Result<Client> {
         loop {
-            match oauth::connect_http(Cooperative, &self.url, self.auth.clone(), lifecycle()).await {
+            let http = UpstreamHttp::new().map_err(anyhow::Error::msg)?;
+            match oauth::connect_http(Cooperative, &self.url, http, self.auth.clone(), lifecycle()).await {
                 Ok(c) => return Ok(c),
                 Err(e) => match e.auth_challenge().map(str::to_string) {
                     Some(challenge) => self.authorize(Some(&challenge)).await?,

@@ -25,6 +25,7 @@
 //! - `switchyard-mcp-fixture --listen 127.0.0.1:0`: Streamable HTTP at `/mcp`, both eras on one
 //!   URL (2026-07-28 stateless requests, 2025-11-25 `initialize` + `Mcp-Session-Id` sessions).
 //!   When ready it prints exactly one line `listening http://IP:PORT/mcp` on stdout.
+//!   `GET /connections` answers how many TCP connections it has accepted.
 //!
 //! Environment: `FIXTURE_CALL_LOG`, `FIXTURE_SCHEMA_VARIANT` (above), `FIXTURE_BROKEN` (set: a
 //! deliberately broken variant whose `test_simple_text` answers an image instead of text, so the scored
@@ -42,8 +43,11 @@ mod mrtr;
 
 use std::io::Write as _;
 use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{Context as _, bail};
+use axum::serve::ListenerExt as _;
 use rmcp::ServiceExt as _;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
@@ -106,7 +110,16 @@ async fn run_http(fixture: Fixture, addr: SocketAddr) -> anyhow::Result<()> {
         LocalSessionManager::default().into(),
         StreamableHttpServerConfig::default(),
     );
-    let router = axum::Router::new().nest_service("/mcp", service);
+    // `GET /connections`: how many TCP connections the fixture has accepted (a client that keeps
+    // its connections alive opens few).
+    let accepted = Arc::new(AtomicU64::new(0));
+    let count = accepted.clone();
+    let router = axum::Router::new()
+        .nest_service("/mcp", service)
+        .route("/connections", axum::routing::get(move || async move { count.load(Ordering::Relaxed).to_string() }));
+    let listener = listener.tap_io(move |_| {
+        accepted.fetch_add(1, Ordering::Relaxed);
+    });
 
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "listening http://{local}/mcp")?;

@@ -258,6 +258,7 @@ impl McpFace {
         let relay = self.relay(ctx);
         let meta = request_meta(relay.as_ref());
         lease.attach(Some(relay));
+        lease.reuse_connection(true); // lists, reads, completions: nothing of effect
         let handle = peer
             .send_request_with_option(request, PeerRequestOptions::default().with_meta(meta))
             .await
