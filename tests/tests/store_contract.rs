@@ -699,6 +699,28 @@ async fn the_batched_write_is_planned_once_per_connection_on_postgres() {
     }
 }
 
+/// A pooled connection is not pinged before each statement (a round trip each), but one idle for
+/// a while is: after the server ended every connection of the store (a restart, a failover), the
+/// next write after a pause is served on a new connection, not failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_the_server_ended_is_replaced_after_a_pause_on_postgres() {
+    let url = switchyard_tests::pg::database().await;
+    let pg = switchyard_store::PgStore::connect(&url, &StoreOptions::default()).await.unwrap_or_else(|e| panic!("{e}"));
+    let store: Arc<dyn InvocationStore> = Arc::new(pg);
+    let before = futures::future::join_all((0..4).map(|n| created(&store, draft("a", None, json!({"n": n}), 30_000))));
+    before.await;
+    let ended = switchyard_tests::pg::psql(
+        &url,
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+         WHERE datname = current_database() AND pid <> pg_backend_pid()",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(ended.trim().parse::<u32>().is_ok_and(|n| n >= 1), "ended {ended:?} connections");
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let after = created(&store, draft("a", None, json!({"n": "after"}), 30_000)).await;
+    assert_eq!(store.get(None, after.id).await.ok().flatten().as_ref(), Some(&after));
+}
+
 /// SQLite's group commit keeps the one writer connection between its batches while calls keep
 /// coming; another store's write (the vault's, here) must still get it at once, not when the
 /// calls stop.

@@ -525,6 +525,9 @@ impl<D: Dialect> Pools<D> {
     }
 }
 
+/// A pooled PostgreSQL connection idle for longer than this is pinged before it is used.
+const PING_IDLE_AFTER: Duration = Duration::from_secs(1);
+
 impl Pools<Pg> {
     /// Connects to PostgreSQL, migrating first when `opts.migrate` (an advisory lock makes
     /// concurrent starts safe).
@@ -533,6 +536,18 @@ impl Pools<Pg> {
         let pool = sqlx::postgres::PgPoolOptions::new()
             .max_connections(opts.max_connections)
             .acquire_timeout(opts.acquire_timeout)
+            // sqlx pings every connection it hands out: a round trip before each statement of
+            // a call. Only a connection idle for a while is checked (one in steady use would
+            // have failed its last statement if the server had gone).
+            .test_before_acquire(false)
+            .before_acquire(|conn, meta| {
+                Box::pin(async move {
+                    if meta.idle_for > PING_IDLE_AFTER {
+                        sqlx::Connection::ping(conn).await?;
+                    }
+                    Ok(true)
+                })
+            })
             .connect_with(connect)
             .await?;
         if opts.migrate {
