@@ -85,25 +85,7 @@ impl StreamableHttpClient for UpstreamHttp {
         self.pick().post_message(uri, message, session_id, auth_header, custom_headers)
     }
 
-    fn post_message_with_max_sse_event_size(
-        &self,
-        uri: Arc<str>,
-        message: ClientJsonRpcMessage,
-        session_id: Option<Arc<str>>,
-        auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-        max_sse_event_size: usize,
-    ) -> impl Future<Output = Posted> + Send + '_ {
-        self.pick().post_message_with_max_sse_event_size(
-            uri,
-            message,
-            session_id,
-            auth_header,
-            custom_headers,
-            max_sse_event_size,
-        )
-    }
-
+    // rmcp's worker posts through this one (the trait's other variants default to `post_message`).
     fn post_message_with_response_limits(
         &self,
         uri: Arc<str>,
