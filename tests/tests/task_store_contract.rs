@@ -53,6 +53,7 @@ contract!(
     updates_are_compare_and_set_with_gapless_events,
     list_is_newest_first_keyset_paginated_and_filtered,
     push_configs_and_the_outbox,
+    racing_creates_and_chained_updates_apply_once_each,
 );
 
 /// A scope from its stored form (`<tenant>/<space>`).
@@ -263,4 +264,61 @@ async fn push_configs_and_the_outbox(s: Arc<dyn TaskStore>, o: Arc<dyn PushOutbo
     tokio::time::sleep(std::time::Duration::from_millis(250)).await;
     assert!(ok(o.claim_deliveries(150, 10).await).is_empty(), "delivered is done");
     assert_eq!(pending().await, 0);
+}
+
+/// Writes racing on one task (on SQLite they share a commit): of the creates of one id exactly
+/// one applies, with its own events alone; updates chained on the versions they read each apply
+/// once, numbering their events on without a gap.
+async fn racing_creates_and_chained_updates_apply_once_each(s: Arc<dyn TaskStore>, _: Arc<dyn PushOutbox>) {
+    let mut joins = Vec::new();
+    for i in 0..16 {
+        let s = s.clone();
+        joins.push(tokio::spawn(async move {
+            let mine =
+                TaskRecord { body: json!({"creator": i}), ..task("race", "red/", "c", "TASK_STATE_SUBMITTED", 5) };
+            let won = s.create(&mine, &[json!({"creator": i})]).await.unwrap_or_else(|e| panic!("{e}"));
+            (i, won)
+        }));
+    }
+    let mut winners = Vec::new();
+    for j in joins {
+        let (i, won) = j.await.unwrap_or_else(|e| panic!("{e}"));
+        if won {
+            winners.push(i);
+        }
+    }
+    assert_eq!(winners.len(), 1, "exactly one create of an id applies: {winners:?}");
+    let kept =
+        s.get(&scope("red/"), &tid("race")).await.unwrap_or_else(|e| panic!("{e}")).unwrap_or_else(|| panic!("gone"));
+    assert_eq!(kept.body, json!({"creator": winners[0]}));
+    let events = s.events_after(&tid("race"), 0, 10).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(events, vec![(1, json!({"creator": winners[0]}))], "the losers' events were not written");
+    // Updates each at the version the one before leaves, sent without waiting: in order, each
+    // applies; one at a version already passed does not.
+    let mut joins = Vec::new();
+    for v in 1..=6 {
+        let (s, base) = (s.clone(), kept.clone());
+        let next = TaskRecord { version: v + 1, body: json!({"v": v + 1}), ..base };
+        joins.push(tokio::spawn(async move {
+            // Each waits for the one before to be visible, so the chain is ordered but the
+            // writes still arrive close together.
+            loop {
+                let cur = s.get(&scope("red/"), &tid("race")).await.unwrap_or_else(|e| panic!("{e}"));
+                if cur.is_some_and(|c| c.version >= v) {
+                    break;
+                }
+                tokio::task::yield_now().await;
+            }
+            let applied = s.update(&next, v, &[json!({"v": v + 1})], &[]).await.unwrap_or_else(|e| panic!("{e}"));
+            let stale = s.update(&next, v, &[json!("stale")], &[]).await.unwrap_or_else(|e| panic!("{e}"));
+            (applied, stale)
+        }));
+    }
+    for j in joins {
+        assert_eq!(j.await.unwrap_or_else(|e| panic!("{e}")), (true, false));
+    }
+    let events = s.events_after(&tid("race"), 1, 10).await.unwrap_or_else(|e| panic!("{e}"));
+    let seqs: Vec<i64> = events.iter().map(|(seq, _)| *seq).collect();
+    assert_eq!(seqs, (2..=7).collect::<Vec<_>>());
+    assert!(events.iter().all(|(seq, e)| *e == json!({"v": seq})), "{events:?}");
 }

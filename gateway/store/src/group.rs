@@ -1,6 +1,6 @@
 //! Group commit: one writer task gathers the admissions and transitions of many invocations (and
-//! the audit rows recording their decisions) and commits them in one write transaction,
-//! answering each caller only after that shared commit.
+//! the audit rows recording their decisions, and the A2A tasks' writes) and commits them in one
+//! write transaction, answering each caller only after that shared commit.
 //!
 //! SQLite has one writer and pays one `fsync` per commit, so three commits per call capped the
 //! embedded store at about 650 calls/s whatever the concurrency. Here a commit carries every
@@ -39,6 +39,7 @@ use crate::dialect::{self as sql, Cells, Dialect, On, Pools, Stmt};
 use crate::error::db;
 use crate::invocations::{COLUMN_COUNT, COLUMNS, SqlInvocations, append, bind_identity, decode_invocation, mutable};
 use crate::row::i64_of;
+use crate::tasks::TaskWrite;
 
 /// The most changes one commit carries.
 pub const MAX_BATCH: usize = 256;
@@ -53,6 +54,9 @@ enum Change {
     /// Audit entries for a partition's chain, chained and inserted with the batch's other
     /// changes (an admission may carry its decision's entry too: [`NewInvocation::audit`]).
     Audit(String, Vec<AuditEntry>, Reply<()>),
+    /// An A2A task's creation or versioned update, with its events and push deliveries
+    /// (answered `false`, writing nothing, when the id is taken or the version moved).
+    Task(Box<TaskWrite>, Reply<bool>),
 }
 
 /// The writer of one database's invocations: a queue, and a task that drains it in batches
@@ -110,6 +114,11 @@ impl<D: Dialect> GroupCommit<D> {
 
     pub(crate) async fn transition(&self, id: InvocationId, f: Transition) -> Result<(Invocation, Vec<Event>), Error> {
         self.submit(|reply| Change::Transition(id, f, reply)).await
+    }
+
+    /// Commits a task's write in the next shared commit: `false` if it does not apply.
+    pub(crate) async fn write_task(&self, write: TaskWrite) -> Result<bool, Error> {
+        self.submit(|reply| Change::Task(Box::new(write), reply)).await
     }
 
     /// Chains `entries` onto `partition` in the next shared commit.
@@ -226,15 +235,16 @@ enum Outcome {
     Admitted(Result<Admission, Error>),
     Transitioned(Result<(Invocation, Vec<Event>), Error>),
     Appended(Result<(), Error>),
+    Wrote(Result<bool, Error>),
 }
 
 /// The whole batch as one transaction in two round trips where the database allows
 /// ([`sql::joined`]): the write transaction's start and one read of what the batch depends on
 /// (the clock, the rows its transitions change, any row already holding one of its admissions'
-/// ingress keys, the heads of audit partitions not remembered); then, with every change applied
-/// in memory in arrival order, one write of it all (the admissions, the changed rows, all
-/// events, the audit entries) and the commit. `Err`: nothing was committed; the transaction
-/// may still be open (`conn.open`).
+/// ingress keys, the heads of audit partitions not remembered, the versions of the tasks it
+/// writes); then, with every change applied in memory in arrival order, one write of it all (the
+/// admissions, the changed rows, all events, the audit entries, the task writes that apply) and
+/// the commit. `Err`: nothing was committed; the transaction may still be open (`conn.open`).
 async fn write_together<D: Dialect>(
     conn: &mut Held<D::Db>,
     changes: &[Change],
@@ -245,7 +255,7 @@ async fn write_together<D: Dialect>(
         .iter()
         .filter_map(|c| match c {
             Change::Transition(id, ..) => Some(id.to_string()),
-            Change::Admit(..) | Change::Audit(..) => None,
+            Change::Admit(..) | Change::Audit(..) | Change::Task(..) => None,
         })
         .collect::<HashSet<_>>()
         .into_iter()
@@ -254,15 +264,24 @@ async fn write_together<D: Dialect>(
         .iter()
         .filter_map(|c| match c {
             Change::Admit(draft, _) => draft.ingress_key.as_ref().map(|k| key_of(draft.principal.tenant.as_str(), k)),
-            Change::Transition(..) | Change::Audit(..) => None,
+            Change::Transition(..) | Change::Audit(..) | Change::Task(..) => None,
         })
+        .collect();
+    let tasks: Vec<String> = changes
+        .iter()
+        .filter_map(|c| match c {
+            Change::Task(write, _) => Some(write.id().to_string()),
+            _ => None,
+        })
+        .collect::<HashSet<_>>()
+        .into_iter()
         .collect();
     let mut partitions: Vec<&str> = Vec::new();
     for change in changes {
         let named = match change {
             Change::Audit(partition, ..) => Some(partition.as_str()),
             Change::Admit(draft, _) => draft.audit.as_ref().map(|(p, _)| p.as_str()),
-            Change::Transition(..) => None,
+            Change::Transition(..) | Change::Task(..) => None,
         };
         if let Some(p) = named.filter(|p| !heads.contains_key(*p) && !partitions.contains(p)) {
             partitions.push(p);
@@ -278,15 +297,20 @@ async fn write_together<D: Dialect>(
         reads.push(Stmt::new(by_key).text(tenant.as_str()).text(key.as_str()));
     }
     reads.extend(partitions.iter().map(|p| crate::audit::head_stmt(p)));
+    if !tasks.is_empty() {
+        reads.push(Stmt::new(format!("SELECT id, version FROM a2a_tasks WHERE {}", D::any("id", 1))).texts(tasks));
+    }
     let mut now = None;
     let mut rows: HashMap<InvocationId, Invocation> = HashMap::new();
     let mut keyed: HashMap<(String, String), Invocation> = HashMap::new();
+    let mut versions: HashMap<String, i64> = HashMap::new();
     let mut heads = heads.clone();
     conn.open = true;
     for stmt in sql::joined::<D>(reads) {
         for row in sql::all::<D>(conn.on(), stmt).await? {
             match row.width() {
                 1 => now = Some(row.int(0)?),
+                2 => drop(versions.insert(row.text(0)?, row.int(1)?)),
                 3 => {
                     let (partition, head) = crate::audit::head_of(&row)?;
                     heads.insert(partition, head);
@@ -310,6 +334,7 @@ async fn write_together<D: Dialect>(
     let mut outcomes: Vec<Outcome> = Vec::with_capacity(changes.len());
     let mut admitted: Vec<InvocationId> = Vec::new();
     let mut dirty: Vec<InvocationId> = Vec::new();
+    let mut task_writes: Vec<Stmt> = Vec::new();
     for change in changes {
         outcomes.push(match change {
             Change::Admit(draft, _) => Outcome::Admitted(admit(draft, now, &mut keyed).map(|(admission, first)| {
@@ -335,6 +360,17 @@ async fn write_together<D: Dialect>(
                 }),
             }),
             Change::Audit(..) => Outcome::Appended(Ok(())),
+            Change::Task(write, _) => {
+                let id = write.id().to_string();
+                let applied = write.applies(versions.get(&id).copied());
+                if let Some(version) = applied {
+                    let (row, rest) = write.statements::<D>();
+                    task_writes.push(row);
+                    task_writes.extend(rest);
+                    versions.insert(id, version);
+                }
+                Outcome::Wrote(Ok(applied.is_some()))
+            }
         });
     }
     // The audit entries of the batch, in arrival order: appended entries, and the decisions of
@@ -356,6 +392,7 @@ async fn write_together<D: Dialect>(
     writes.extend(update_rows(dirty.iter().filter_map(|id| rows.get(id)))?);
     writes.extend(insert_all_events::<D>(&events)?);
     writes.extend(chained);
+    writes.extend(task_writes);
     writes.push(Stmt::new("COMMIT"));
     if pause && changes.len() >= PAUSE_AT_CHANGES {
         tracing::warn!(changes = changes.len(), "fault injection: pausing before a shared commit, forever");
@@ -552,6 +589,7 @@ impl Outcome {
             Outcome::Admitted(r) => r.is_err(),
             Outcome::Transitioned(r) => r.is_err(),
             Outcome::Appended(r) => r.is_err(),
+            Outcome::Wrote(r) => r.is_err(),
         }
     }
 }
@@ -582,6 +620,7 @@ impl Change {
                 }
                 .await,
             ),
+            Change::Task(write, _) => Outcome::Wrote(crate::tasks::write_in::<D>(tx, write).await),
         }
     }
 
@@ -599,6 +638,7 @@ impl Change {
             (Change::Admit(_, reply), Outcome::Admitted(r)) => drop(reply.send(settle(r, commit))),
             (Change::Transition(_, _, reply), Outcome::Transitioned(r)) => drop(reply.send(settle(r, commit))),
             (Change::Audit(_, _, reply), Outcome::Appended(r)) => drop(reply.send(settle(r, commit))),
+            (Change::Task(_, reply), Outcome::Wrote(r)) => drop(reply.send(settle(r, commit))),
             (change, _) => change.refuse(Error::internal("a batch answered a change with another's outcome")),
         }
     }
@@ -609,6 +649,7 @@ impl Change {
             Change::Admit(_, reply) => drop(reply.send(Err(e))),
             Change::Transition(_, _, reply) => drop(reply.send(Err(e))),
             Change::Audit(_, _, reply) => drop(reply.send(Err(e))),
+            Change::Task(_, reply) => drop(reply.send(Err(e))),
         }
     }
 }

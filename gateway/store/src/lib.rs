@@ -59,7 +59,8 @@ pub struct StoreOptions {
     pub acquire_timeout: std::time::Duration,
     /// PostgreSQL: announce and hear changes across replicas (`LISTEN/NOTIFY`, [`PgFeed`]).
     pub change_feed: bool,
-    /// SQLite: invocation admissions and transitions share commits ([`group`]'s write pipeline).
+    /// SQLite: invocation admissions and transitions, audit entries and A2A task writes share
+    /// commits ([`group`]'s write pipeline).
     pub group_commit: bool,
     /// Crash tests only: the writer (SQLite's group commit, PostgreSQL's batched statements)
     /// stops forever before committing the first batch of at least [`group::PAUSE_AT_CHANGES`]
@@ -140,12 +141,13 @@ fn stores<D: Dialect>(pools: Pools<D>, opts: &StoreOptions) -> Stores {
         *batch = Arc::new(batch::Batcher::pausing(pools.clone()));
     }
     let audit = SqlAudit::sharing(pools.clone(), invocations.group.clone());
+    let tasks = SqlTasks::sharing(pools.clone(), invocations.group.clone());
     Stores {
         invocations: Arc::new(invocations),
         artifacts: Arc::new(SqlArtifacts::new(pools.clone())),
         bindings: Arc::new(SqlBindings::new(pools.clone())),
         vault: Arc::new(SqlSecrets::new(pools.clone())),
-        tasks: Arc::new(SqlTasks::new(pools.clone())),
+        tasks: Arc::new(tasks),
         outbox: Arc::new(SqlOutbox::new(pools.clone())),
         grants: Arc::new(SqlGrants::new(pools.clone())),
         conformance: Arc::new(SqlConformanceRuns::new(pools)),

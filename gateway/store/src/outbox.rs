@@ -5,7 +5,7 @@
 use async_trait::async_trait;
 use switchyard_contract::{Delivery, Error, NewDelivery, PushOutbox, TaskId};
 
-use crate::dialect::{self as sql, Cells, Dialect, On, Pools, Stmt};
+use crate::dialect::{self as sql, Cells, Dialect, Pools, Stmt};
 use crate::row::parse_json;
 
 /// The push outbox on one database.
@@ -20,22 +20,16 @@ impl<D: Dialect> SqlOutbox<D> {
     }
 }
 
-/// Queues one delivery inside the task update's transaction, due now.
-pub(crate) async fn queue<D: Dialect>(
-    tx: &mut sqlx::Transaction<'static, D::Db>,
-    task: &TaskId,
-    d: &NewDelivery,
-) -> Result<(), Error> {
-    let stmt = Stmt::new(format!(
+/// The insert queueing one delivery, due now (it runs in the task update's transaction).
+pub(crate) fn queue<D: Dialect>(task: &TaskId, d: &NewDelivery) -> Stmt {
+    Stmt::new(format!(
         "INSERT INTO a2a_push_outbox (task_id, config_id, config, payload, due_ms) VALUES ($1, $2, $3, $4, {})",
         D::NOW
     ))
     .text(task.as_str())
     .text(d.config_id.as_str())
     .text(d.config.to_string())
-    .text(d.payload.to_string());
-    sql::affected::<D>(On::Tx(tx), stmt).await?;
-    Ok(())
+    .text(d.payload.to_string())
 }
 
 fn decode_delivery(row: &impl Cells) -> Result<Delivery, Error> {

@@ -3,6 +3,8 @@
 //! the push deliveries they queue ([`crate::outbox`]) commit with it. JSON documents are stored as
 //! text in both databases; every time is the database's.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use serde_json::Value;
 use switchyard_contract::{
@@ -10,6 +12,7 @@ use switchyard_contract::{
 };
 
 use crate::dialect::{self as sql, Arg, Cells, Dialect, On, Pools, Stmt};
+use crate::group::GroupCommit;
 use crate::row::parse_json;
 
 const COLUMNS: &str = "id, scope, agent, context_id, state, status_ms, version, run_cursor, body";
@@ -18,11 +21,19 @@ const COLUMNS: &str = "id, scope, agent, context_id, state, status_ms, version, 
 #[derive(Debug, Clone)]
 pub struct SqlTasks<D: Dialect> {
     pools: Pools<D>,
+    /// SQLite's group commit, shared with the invocations (`None`: a transaction per write).
+    group: Option<Arc<GroupCommit<D>>>,
 }
 
 impl<D: Dialect> SqlTasks<D> {
+    /// A task store writing each change in a transaction of its own.
     pub fn new(pools: Pools<D>) -> Self {
-        Self { pools }
+        Self { pools, group: None }
+    }
+
+    /// A task store whose writes share the invocations' group commit.
+    pub(crate) fn sharing(pools: Pools<D>, group: Option<Arc<GroupCommit<D>>>) -> Self {
+        Self { pools, group }
     }
 }
 
@@ -53,44 +64,115 @@ fn bind_status(stmt: Stmt, task: &TaskRecord) -> Stmt {
         .text(task.body.to_string())
 }
 
-/// Appends `events` to a task's log, numbered from `after + 1`, inside the task's transaction.
-async fn insert_events<D: Dialect>(
+/// One write of a task: its creation (nothing if the id is taken) or an update at the version
+/// its writer read (nothing if it moved). Applied inside a transaction ([`write_in`]) or, on
+/// SQLite, in the group commit's shared one ([`crate::group`]).
+#[derive(Debug, Clone)]
+pub(crate) enum TaskWrite {
+    Create { task: TaskRecord, events: Vec<Value> },
+    Update { task: TaskRecord, expected: i64, events: Vec<Value>, deliveries: Vec<NewDelivery> },
+}
+
+impl TaskWrite {
+    pub(crate) fn id(&self) -> &TaskId {
+        match self {
+            TaskWrite::Create { task, .. } | TaskWrite::Update { task, .. } => &task.id,
+        }
+    }
+
+    /// Whether the write applies to a task at `current` (its version, `None`: no such task),
+    /// and the version it leaves.
+    pub(crate) fn applies(&self, current: Option<i64>) -> Option<i64> {
+        match (self, current) {
+            (TaskWrite::Create { task, .. }, None) => Some(task.version),
+            (TaskWrite::Update { task, expected, .. }, Some(v)) if v == *expected => Some(task.version),
+            _ => None,
+        }
+    }
+
+    /// The row's write (whose count of changed rows says whether it applied), then the
+    /// statements that follow it when it did: the new events, numbered on from the version it
+    /// replaced, and the push deliveries they queue.
+    pub(crate) fn statements<D: Dialect>(&self) -> (Stmt, Vec<Stmt>) {
+        let (row, after, events, deliveries) = match self {
+            TaskWrite::Create { task, events } => {
+                let insert = Stmt::new(format!(
+                    "INSERT INTO a2a_tasks (id, scope, agent, context_id, state, status_ms, version, run_cursor, \
+                     body, created_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, {}) ON CONFLICT (id) DO NOTHING",
+                    D::NOW
+                ))
+                .text(task.id.as_str())
+                .text(task.scope.key())
+                .text(task.agent.as_str());
+                (bind_status(insert, task), 0, events, &[][..])
+            }
+            TaskWrite::Update { task, expected, events, deliveries } => {
+                let update = Stmt::new(
+                    "UPDATE a2a_tasks SET context_id = $3, state = $4, status_ms = $5, version = $6, \
+                     run_cursor = $7, body = $8 WHERE id = $1 AND version = $2",
+                )
+                .text(task.id.as_str())
+                .int(*expected);
+                (bind_status(update, task), *expected, events, &deliveries[..])
+            }
+        };
+        let id = self.id();
+        let numbered: Vec<(i64, &Value)> = (after + 1..).zip(events).collect();
+        let mut rest = Vec::new();
+        for chunk in numbered.chunks(500) {
+            let values: Vec<String> = (0..chunk.len())
+                .map(|r| format!("(${}, ${}, ${}, {})", 3 * r + 1, 3 * r + 2, 3 * r + 3, D::NOW))
+                .collect();
+            let mut stmt = Stmt::new(format!(
+                "INSERT INTO a2a_task_events (task_id, seq, event, created_ms) VALUES {}",
+                values.join(", ")
+            ));
+            for (seq, e) in chunk {
+                stmt = stmt.text(id.as_str()).int(*seq).text(e.to_string());
+            }
+            rest.push(stmt);
+        }
+        rest.extend(deliveries.iter().map(|d| crate::outbox::queue::<D>(id, d)));
+        (row, rest)
+    }
+}
+
+/// Applies `write` inside an open transaction: `false` (and nothing written) if it does not
+/// apply.
+pub(crate) async fn write_in<D: Dialect>(
     tx: &mut sqlx::Transaction<'static, D::Db>,
-    task: &TaskId,
-    after: i64,
-    events: &[Value],
-) -> Result<(), Error> {
-    for (seq, e) in (after + 1..).zip(events) {
-        let stmt = Stmt::new(format!(
-            "INSERT INTO a2a_task_events (task_id, seq, event, created_ms) VALUES ($1, $2, $3, {})",
-            D::NOW
-        ))
-        .text(task.as_str())
-        .int(seq)
-        .text(e.to_string());
+    write: &TaskWrite,
+) -> Result<bool, Error> {
+    let (row, rest) = write.statements::<D>();
+    if sql::affected::<D>(On::Tx(tx), row).await? == 0 {
+        return Ok(false);
+    }
+    for stmt in rest {
         sql::affected::<D>(On::Tx(tx), stmt).await?;
     }
-    Ok(())
+    Ok(true)
+}
+
+impl<D: Dialect> SqlTasks<D> {
+    /// Commits `write`: in the group commit's next shared commit where there is one, else in a
+    /// transaction of its own.
+    async fn write(&self, write: TaskWrite) -> Result<bool, Error> {
+        if let Some(group) = &self.group {
+            return group.write_task(write).await;
+        }
+        let mut tx = self.pools.begin().await?;
+        if !write_in::<D>(&mut tx, &write).await? {
+            return Ok(false);
+        }
+        tx.commit().await.map_err(crate::error::db)?;
+        Ok(true)
+    }
 }
 
 #[async_trait]
 impl<D: Dialect> TaskStore for SqlTasks<D> {
     async fn create(&self, task: &TaskRecord, events: &[Value]) -> Result<bool, Error> {
-        let mut tx = self.pools.begin().await?;
-        let insert = Stmt::new(format!(
-            "INSERT INTO a2a_tasks (id, scope, agent, context_id, state, status_ms, version, run_cursor, body, \
-             created_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, {}) ON CONFLICT (id) DO NOTHING",
-            D::NOW
-        ))
-        .text(task.id.as_str())
-        .text(task.scope.key())
-        .text(task.agent.as_str());
-        if sql::affected::<D>(On::Tx(&mut tx), bind_status(insert, task)).await? == 0 {
-            return Ok(false);
-        }
-        insert_events::<D>(&mut tx, &task.id, 0, events).await?;
-        tx.commit().await.map_err(crate::error::db)?;
-        Ok(true)
+        self.write(TaskWrite::Create { task: task.clone(), events: events.to_vec() }).await
     }
 
     async fn get(&self, scope: &TaskScope, id: &TaskId) -> Result<Option<TaskRecord>, Error> {
@@ -107,22 +189,8 @@ impl<D: Dialect> TaskStore for SqlTasks<D> {
         events: &[Value],
         deliveries: &[NewDelivery],
     ) -> Result<bool, Error> {
-        let mut tx = self.pools.begin().await?;
-        let update = Stmt::new(
-            "UPDATE a2a_tasks SET context_id = $3, state = $4, status_ms = $5, version = $6, run_cursor = $7, \
-             body = $8 WHERE id = $1 AND version = $2",
-        )
-        .text(task.id.as_str())
-        .int(expected_version);
-        if sql::affected::<D>(On::Tx(&mut tx), bind_status(update, task)).await? == 0 {
-            return Ok(false);
-        }
-        insert_events::<D>(&mut tx, &task.id, expected_version, events).await?;
-        for d in deliveries {
-            crate::outbox::queue::<D>(&mut tx, &task.id, d).await?;
-        }
-        tx.commit().await.map_err(crate::error::db)?;
-        Ok(true)
+        let (task, events, deliveries) = (task.clone(), events.to_vec(), deliveries.to_vec());
+        self.write(TaskWrite::Update { task, expected: expected_version, events, deliveries }).await
     }
 
     async fn versions(&self, ids: &[TaskId]) -> Result<Vec<(TaskId, i64)>, Error> {
