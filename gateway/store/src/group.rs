@@ -271,7 +271,7 @@ async fn write_together<D: Dialect>(
         .iter()
         .filter_map(|c| match c {
             Change::Task(write, _) => Some(write.id().to_string()),
-            _ => None,
+            Change::Admit(..) | Change::Transition(..) | Change::Audit(..) => None,
         })
         .collect::<HashSet<_>>()
         .into_iter()

@@ -26,12 +26,8 @@ pub struct SqlTasks<D: Dialect> {
 }
 
 impl<D: Dialect> SqlTasks<D> {
-    /// A task store writing each change in a transaction of its own.
-    pub fn new(pools: Pools<D>) -> Self {
-        Self { pools, group: None }
-    }
-
-    /// A task store whose writes share the invocations' group commit.
+    /// A task store whose writes share the invocations' group commit (`None`: each in a
+    /// transaction of its own).
     pub(crate) fn sharing(pools: Pools<D>, group: Option<Arc<GroupCommit<D>>>) -> Self {
         Self { pools, group }
     }
