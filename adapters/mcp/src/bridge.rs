@@ -93,9 +93,8 @@ impl Catalog for McpCatalog {
         _key: Option<&IngressKey>,
     ) -> Result<Submission, Error> {
         let entry = self
-            .tools(upstream)
-            .into_iter()
-            .find(|t| t.tool.name == operation)
+            .catalog
+            .upstream_tool(upstream, operation)
             .ok_or_else(|| Error::not_found(format!("upstream `{upstream}` offers no tool `{operation}`")))?;
         if !entry.approved {
             return Err(Error::invalid_input(format!(

@@ -276,12 +276,29 @@ impl Catalog {
         self.order.iter().filter(|u| include(u)).filter_map(|u| offers.get(u).cloned()).collect()
     }
 
+    /// What `pick` finds first in the included offers, in configured order. It reads the offers in
+    /// place: a call's lookup must not copy every upstream's catalog.
+    fn find<T>(&self, include: impl Fn(&str) -> bool, pick: impl Fn(&Offer) -> Option<T>) -> Option<T> {
+        let offers = self.offers.read().ok()?;
+        self.order.iter().filter(|u| include(u)).filter_map(|u| offers.get(u)).find_map(pick)
+    }
+
     pub fn tool(&self, exposed: &str, include: impl Fn(&str) -> bool) -> Option<ToolEntry> {
-        self.offers(include).into_iter().flat_map(|o| o.tools).find(|t| t.exposed == exposed)
+        self.find(include, |o| o.tools.iter().find(|t| t.exposed == exposed).cloned())
+    }
+
+    /// `upstream`'s tool by its own name.
+    pub fn upstream_tool(&self, upstream: &str, name: &str) -> Option<ToolEntry> {
+        self.find(|u| u == upstream, |o| o.tools.iter().find(|t| t.tool.name == name).cloned())
     }
 
     pub fn prompt(&self, exposed: &str, include: impl Fn(&str) -> bool) -> Option<PromptEntry> {
-        self.offers(include).into_iter().flat_map(|o| o.prompts).find(|p| p.exposed == exposed)
+        self.find(include, |o| o.prompts.iter().find(|p| p.exposed == exposed).cloned())
+    }
+
+    /// Whether an included upstream offers skills.
+    pub fn has_skills(&self, include: impl Fn(&str) -> bool) -> bool {
+        self.find(include, |o| (!o.skills.is_empty()).then_some(())).is_some()
     }
 
     /// The upstream serving `uri`: one listing it, else one with a matching template, else the
@@ -391,6 +408,35 @@ mod tests {
             assert_ne!(digest(&a), digest(changed), "{changed:?}");
         }
         assert_eq!(digest(&a), digest(&reshaped), "the schema has its own pin");
+    }
+
+    #[tokio::test]
+    async fn lookups_follow_the_configured_order_and_the_endpoint_s_upstreams() {
+        let bindings = Arc::new(switchyard_contract::memory::MemoryBindings::default());
+        let catalog = Catalog::new(vec!["a".into(), "b".into()], bindings);
+        let tool = |name: &str, description: &str| {
+            Tool::new(name.to_string(), description.to_string(), Arc::new(serde_json::Map::new()))
+        };
+        let listing = |tools: Vec<Tool>| Listing { tools, ..Listing::default() };
+        // Both upstreams expose `t` (no prefix); only `b` has `only_b`.
+        catalog
+            .learn("b", "", listing(vec![tool("t", "from b"), tool("only_b", "b")]))
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        catalog.learn("a", "", listing(vec![tool("t", "from a")])).await.unwrap_or_else(|e| panic!("{e}"));
+        let described = |e: Option<ToolEntry>| e.and_then(|e| e.tool.description).map(|d| d.to_string());
+
+        assert_eq!(
+            described(catalog.tool("t", |_| true)),
+            Some("from a".into()),
+            "the first upstream in configured order"
+        );
+        assert_eq!(described(catalog.tool("t", |u| u == "b")), Some("from b".into()), "an endpoint without `a`");
+        assert_eq!(described(catalog.tool("only_b", |u| u == "a")), None, "not offered on this endpoint");
+        assert_eq!(described(catalog.upstream_tool("b", "t")), Some("from b".into()));
+        assert_eq!(described(catalog.upstream_tool("a", "only_b")), None);
+        assert!(catalog.prompt("t", |_| true).is_none());
+        assert!(!catalog.has_skills(|_| true));
     }
 
     #[test]

@@ -30,8 +30,7 @@ impl McpFace {
     /// Whether this endpoint declares the skills extension: it serves a local skill directory or
     /// an upstream with skills.
     pub(super) fn offers_skills(&self) -> bool {
-        self.local_skills().next().is_some()
-            || self.shared.catalog.offers(self.includes()).iter().any(|o| !o.skills.is_empty())
+        self.local_skills().next().is_some() || self.shared.catalog.has_skills(self.includes())
     }
 
     /// Every skill served here: local ones, then each included upstream's approved ones.
