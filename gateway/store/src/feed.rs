@@ -1,24 +1,38 @@
 //! The [`ChangeFeed`] on PostgreSQL: `LISTEN/NOTIFY` on one channel. Each replica announces its
-//! committed changes after the commit, coalesced (whatever is queued when the previous notice
-//! went out travels in one `pg_notify`, never inside a write transaction, so notifying does not
-//! serialize the writers' commits), and listens on one connection of its own, skipping its own
-//! notices; every follower in the process (the engine, the task hub) shares that connection.
-//! When that connection is (re-)established, or a follower fell behind, the followers hear
-//! [`Changed::Resync`] and re-read what they follow; a slow poll covers the rest.
+//! committed changes after the commit, coalesced: whatever is queued when the previous notice
+//! went out travels in one `pg_notify`, and notices are at least [`SPACING`] apart. A notice is
+//! never sent inside a write transaction, so notifying does not serialize the writers' commits.
+//!
+//! A notice is a transaction of its own, and PostgreSQL gives it a transaction id and a commit
+//! record. One notice per shared commit doubled the commits per durable call (measured 1.38
+//! against 0.63 per admin-API write, and a fifth fewer writes/s). So notices are spaced, and
+//! they go out on a connection of their own with `synchronous_commit = off`: a notice is a hint,
+//! sent after the commit it announces, and it need not wait for a WAL flush (a notice lost with
+//! a crash of the database is covered by the re-read on reconnect and by the slow poll).
+//!
+//! Each replica listens on one connection of its own, skipping its own notices; every follower
+//! in the process (the engine, the task hub) shares that connection. When that connection is
+//! (re-)established, or a follower fell behind, the followers hear [`Changed::Resync`] and
+//! re-read what they follow; a slow poll covers the rest.
 
 use std::sync::OnceLock;
 use std::time::Duration;
 
 use futures::stream::{self, BoxStream, StreamExt};
-use sqlx::postgres::{PgListener, PgPool};
+use sqlx::postgres::{PgListener, PgPool, PgPoolOptions};
 use switchyard_contract::{ChangeFeed, Changed, WorkerId};
 use tokio::sync::{broadcast, mpsc};
+use tokio::time::Instant;
 use tracing::warn;
 
 /// The channel every replica of one database announces on.
 pub const CHANNEL: &str = "switchyard_invocations";
 /// At most this many changes in one notice (PostgreSQL caps a payload below 8000 bytes).
 const PER_NOTICE: usize = 150;
+/// The least time between two notices of one replica: under load, the changes of several
+/// shared commits travel in one notice (at most 500 notice transactions a second); a change
+/// after a quiet spell goes out at once.
+pub const SPACING: Duration = Duration::from_millis(2);
 
 /// One replica's end of the feed.
 #[derive(Debug)]
@@ -38,7 +52,9 @@ impl PgFeed {
     pub fn new(pool: PgPool) -> Self {
         let origin = WorkerId::new().to_string();
         let (queue, rx) = mpsc::unbounded_channel();
-        tokio::spawn(announce(pool.clone(), origin.clone(), rx));
+        let options = pool.connect_options().as_ref().clone().options([("synchronous_commit", "off")]);
+        let announcer = PgPoolOptions::new().max_connections(1).connect_lazy_with(options);
+        tokio::spawn(announce(announcer, origin.clone(), rx));
         Self { pool, origin, queue, heard: OnceLock::new() }
     }
 }
@@ -54,9 +70,14 @@ fn encode(change: &Changed) -> String {
     }
 }
 
-/// Sends what is queued, one notice per batch, until the feed is dropped.
+/// Sends what is queued, one notice per batch and batches [`SPACING`] apart, on `pool` (its own
+/// connection, committing without waiting for a WAL flush), until the feed is dropped.
 async fn announce(pool: PgPool, origin: String, mut rx: mpsc::UnboundedReceiver<Changed>) {
+    let mut next = Instant::now();
     while let Some(first) = rx.recv().await {
+        // What arrives meanwhile joins this notice.
+        tokio::time::sleep_until(next).await;
+        next = Instant::now() + SPACING;
         let mut batch = vec![first];
         while batch.len() < PER_NOTICE {
             match rx.try_recv() {
