@@ -52,8 +52,13 @@ impl PgFeed {
     pub fn new(pool: PgPool) -> Self {
         let origin = WorkerId::new().to_string();
         let (queue, rx) = mpsc::unbounded_channel();
-        let options = pool.connect_options().as_ref().clone().options([("synchronous_commit", "off")]);
-        let announcer = PgPoolOptions::new().max_connections(1).connect_lazy_with(options);
+        // A `SET` after connecting rather than a startup option, which some proxies refuse.
+        let announcer = PgPoolOptions::new()
+            .max_connections(1)
+            .after_connect(|conn, _| {
+                Box::pin(async move { sqlx::query("SET synchronous_commit = off").execute(conn).await.map(drop) })
+            })
+            .connect_lazy_with(pool.connect_options().as_ref().clone());
         tokio::spawn(announce(announcer, origin.clone(), rx));
         Self { pool, origin, queue, heard: OnceLock::new() }
     }
