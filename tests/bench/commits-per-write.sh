@@ -17,45 +17,23 @@ port=${BENCH_PG_PORT:-54393}
 (cd "$root" && cargo build --release -q -p switchyard -p switchyard-tests --bin switchyard --bin switchyard-loadgen)
 bin=$CARGO_TARGET_DIR/release
 
-work=$(mktemp -d /tmp/switchyard-commits.XXXXXX)
-chown postgres: "$work" 2>/dev/null || true
-as_pg() { (cd "$work" && if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi); }
-gw_pid=
-cleanup() {
-  [ -n "$gw_pid" ] && kill "$gw_pid" 2>/dev/null && wait "$gw_pid" 2>/dev/null
-  as_pg "$pgbin/pg_ctl" -D "$work/data" -m immediate stop >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-as_pg "$pgbin/initdb" -D "$work/data" -U postgres -A trust -E UTF8 --locale=C --no-instructions >/dev/null
-as_pg "$pgbin/pg_ctl" -D "$work/data" -l "$work/pg.log" -w start \
-  -o "-k $work -c listen_addresses=127.0.0.1 -p $port -c max_connections=300" >/dev/null
-admin="postgres://postgres@127.0.0.1:$port/postgres"
-commits() { psql -qAt -d "$admin" -c "SELECT sum(xact_commit) FROM pg_stat_database"; }
+# shellcheck source=tests/bench/pg-cluster.sh
+. "$root/tests/bench/pg-cluster.sh"
+commits() { psql -qAt -d "$admin_url" -c "SELECT sum(xact_commit) FROM pg_stat_database"; }
 
 printf '%-6s %-5s %10s %10s %14s\n' round feed writes 'writes/s' 'commits/write'
 for round in $(seq "$rounds"); do
   for feed in true false; do
     db="bench_${round}_$feed"
-    psql -q -d "$admin" -c "CREATE DATABASE $db"
-    rm -rf "$work/gw" && mkdir -p "$work/gw"
-    SWITCHYARD__STORE__CHANGE_FEED=$feed SWITCHYARD__ADMIN__TOKEN=bench-token-0123456789 \
-      SWITCHYARD__STORE__MAX_CONNECTIONS=$((conc * 2)) RUST_LOG=warn \
-      "$bin/switchyard" serve --listen 127.0.0.1:0 --data-dir "$work/gw" --store "postgres://postgres@127.0.0.1:$port/$db" \
-      > "$work/gw.out" 2> "$work/gw.err" &
-    gw_pid=$!
-    for _ in $(seq 100); do grep -q "listening on" "$work/gw.out" 2>/dev/null && break; sleep 0.1; done
-    base=$(sed -n 's/^switchyard ready: listening on //p' "$work/gw.out")
-    [ -n "$base" ] || { cat "$work/gw.err"; echo "gateway did not start" >&2; exit 1; }
-    load() { "$bin/switchyard-loadgen" --base "$base" --token bench-token-0123456789 --concurrency "$conc" --seconds "$1" --operation count; }
+    psql -q -d "$admin_url" -c "CREATE DATABASE $db"
+    start_gateway "postgres://postgres@127.0.0.1:$port/$db" "$feed"
+    load() { "$bin/switchyard-loadgen" --base "$base" --token "$token" --concurrency "$conc" --seconds "$1" --operation count; }
     load 2 >/dev/null
     before=$(commits)
     result=$(load "$secs")
     sleep 1 # the statistics of the last transactions reach pg_stat_database
     after=$(commits)
-    kill "$gw_pid" && wait "$gw_pid" 2>/dev/null || true
-    gw_pid=
+    stop_gateway
     echo "$result" | python3 -c '
 import json, sys
 r = json.load(sys.stdin)
