@@ -24,9 +24,7 @@ commits() { psql -qAt -d "$admin_url" -c "SELECT sum(xact_commit) FROM pg_stat_d
 printf '%-6s %-5s %10s %10s %14s\n' round feed writes 'writes/s' 'commits/write'
 for round in $(seq "$rounds"); do
   for feed in true false; do
-    db="bench_${round}_$feed"
-    psql -q -d "$admin_url" -c "CREATE DATABASE $db"
-    start_gateway "postgres://postgres@127.0.0.1:$port/$db" "$feed"
+    start_gateway "$(pg_url "bench_${round}_$feed")" "$feed"
     load() { "$bin/switchyard-loadgen" --base "$base" --token "$token" --concurrency "$conc" --seconds "$1" --operation count; }
     load 2 >/dev/null
     before=$(commits)

@@ -19,21 +19,20 @@ bin=$CARGO_TARGET_DIR/release
 
 # shellcheck source=tests/bench/pg-cluster.sh
 . "$root/tests/bench/pg-cluster.sh"
-url=$admin_url
 
 # Baseline: pgbench, one transaction = BEGIN; INSERT; INSERT; COMMIT.
-psql -q -d "$url" -c "CREATE TABLE bench_a (id bigserial PRIMARY KEY, v text); CREATE TABLE bench_b (id bigserial PRIMARY KEY, v text);"
+psql -q -d "$admin_url" -c "CREATE TABLE bench_a (id bigserial PRIMARY KEY, v text); CREATE TABLE bench_b (id bigserial PRIMARY KEY, v text);"
 cat > "$work/two-inserts.sql" <<'SQL'
 BEGIN;
 INSERT INTO bench_a (v) VALUES ('x');
 INSERT INTO bench_b (v) VALUES ('y');
 COMMIT;
 SQL
-pg_tps=$(pgbench -n -M prepared -c "$conc" -j 2 -T "$secs" -f "$work/two-inserts.sql" "$url" 2>/dev/null \
+pg_tps=$(pgbench -n -M prepared -c "$conc" -j 2 -T "$secs" -f "$work/two-inserts.sql" "$admin_url" 2>/dev/null \
   | awk '/^tps = / {print $3; exit}')
 
 # Switchyard on the same cluster, driven by the load generator.
-start_gateway "$url" "${BENCH_CHANGE_FEED:-true}"
+start_gateway "$admin_url" "${BENCH_CHANGE_FEED:-true}"
 "$bin/switchyard-loadgen" --base "$base" --token "$token" --concurrency "$conc" --seconds 2 --operation count >/dev/null
 result=$("$bin/switchyard-loadgen" --base "$base" --token "$token" --concurrency "$conc" --seconds "$secs" --operation count)
 sy_rate=$(echo "$result" | python3 -c 'import json,sys; print(round(json.load(sys.stdin)["per_second"], 1))')

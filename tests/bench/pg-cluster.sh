@@ -1,4 +1,4 @@
-# Sourced by the PostgreSQL benchmarks (needs pgbin, port, conc and bin set): a throw-away
+# Sourced by the PostgreSQL benchmarks (needs pgbin and port set; start_gateway also conc and bin): a throw-away
 # cluster with PostgreSQL's default durability (fsync=on, synchronous_commit=on) in $work,
 # listening on 127.0.0.1:$port, stopped and removed on exit with any gateway started here.
 # BENCH_PG_OPTS adds server options for diagnosis, e.g. "-c synchronous_commit=off".
@@ -19,6 +19,8 @@ as_pg "$pgbin/pg_ctl" -D "$work/data" -l "$work/pg.log" -w start \
   -o "-k $work -c listen_addresses=127.0.0.1 -p $port -c max_connections=300 ${BENCH_PG_OPTS:-}" >/dev/null \
   || { cat "$work/pg.log" >&2; exit 1; }
 admin_url="postgres://postgres@127.0.0.1:$port/postgres"
+# Creates the database $1 and prints its URL.
+pg_url() { psql -q -d "$admin_url" -c "CREATE DATABASE $1" >/dev/null; echo "postgres://postgres@127.0.0.1:$port/$1"; }
 token=bench-token-0123456789
 
 # Starts a gateway on the store URL $1 with the change feed $2 (true|false); sets base, gw_pid.

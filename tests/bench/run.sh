@@ -22,23 +22,10 @@ cargo build --release -q -p switchyard -p switchyard-mcp-fixture -p switchyard-t
 bin=$CARGO_TARGET_DIR/release
 export SWITCHYARD_BIN=$bin/switchyard
 
-work=$(mktemp -d /tmp/switchyard-benchall.XXXXXX)
-chown postgres: "$work" 2>/dev/null || true
-# (from the work dir: the postgres user may not be allowed into the checkout)
-as_pg() { (cd "$work" && if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi); }
-cleanup() {
-  as_pg "$pgbin/pg_ctl" -D "$work/data" -m immediate stop >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-log() { echo "== $*" >&2; }
-
 # A throw-away cluster with PostgreSQL's default durability, for the rows that need one.
-as_pg "$pgbin/initdb" -D "$work/data" -U postgres -A trust -E UTF8 --locale=C --no-instructions >/dev/null
-as_pg "$pgbin/pg_ctl" -D "$work/data" -l "$work/pg.log" -w start \
-  -o "-k $work -c listen_addresses=127.0.0.1 -p $port -c max_connections=300" >/dev/null \
-  || { cat "$work/pg.log" >&2; exit 1; }
-pg_url() { psql -q -d "postgres://postgres@127.0.0.1:$port/postgres" -c "CREATE DATABASE $1" >/dev/null; echo "postgres://postgres@127.0.0.1:$port/$1"; }
+# shellcheck source=tests/bench/pg-cluster.sh
+. "$root/tests/bench/pg-cluster.sh"
+log() { echo "== $*" >&2; }
 
 rows=()
 row() { rows+=("$(printf '%-58s %16s %16s %9s' "$1" "$2" "$3" "$4")"); }
