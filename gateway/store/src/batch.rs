@@ -30,9 +30,9 @@ use crate::row::i64_of;
 const MAX_BATCH: usize = 256;
 /// Batches written at once. One: the statement's cost is mostly per statement (the executor's
 /// set-up of three table writes, the commit), so fewer, larger batches leave PostgreSQL more of
-/// the machine. Measured (durable writes through the admin API, c=1 to 64, alternating, one run):
-/// one in flight against two, +16–21 % writes/s at c=4, +27–36 % at c=16, +15 % at c=32, +36 % at
-/// c=64 with a lower p50 at each, the same at c=1; three, four and eight did worse than two.
+/// the machine. Measured (durable writes through the admin API, alternating in one run): one in
+/// flight against two, +15–58 % writes/s at 16 to 64 clients with a lower p50, no worse at 1 to 4
+/// clients; three, four and eight did worse than two.
 const IN_FLIGHT: usize = 1;
 /// Rows waiting beyond this make their callers wait to enqueue (back-pressure).
 const QUEUE: usize = 4 * MAX_BATCH;
