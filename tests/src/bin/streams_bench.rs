@@ -2,8 +2,10 @@
 //! when idle and with `--streams` open admin event streams (SSE on invocations that stay in
 //! flight), and — with `--store-url postgres://…` — the transactions per second the database
 //! commits while those streams sit idle, next to the same measure with no stream open, in the
-//! same run. It also times an unrelated durable call (p50 at concurrency 1) with and without the
-//! streams open, so per-stream work that slows everything else shows.
+//! same run. It also times an unrelated durable call (p50 at concurrency 1) before the streams
+//! open, while they are open, and again after they are closed, so per-stream work that slows
+//! everything else shows, and a drift over the run (the tables growing, a checkpoint) is told
+//! apart from it: a rise the streams cause goes away when they close.
 //!
 //! With `--kind a2a` the streams are A2A `SubscribeToTask` streams (HTTP+JSON SSE) on tasks of the
 //! built-in `tck` agent that wait for input (non-terminal, with no run in flight).
@@ -185,14 +187,24 @@ async fn main() -> anyhow::Result<()> {
         None => None,
     };
     let loaded_calls = unrelated_calls(&gw, args.seconds).await?;
+    drop(streams);
+    // Let the gateway see every stream gone before timing again.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let after_calls = unrelated_calls(&gw, args.seconds).await?;
     let per_stream = (open_kb.saturating_sub(before_kb)) as f64 / args.streams as f64;
     let kind = if args.a2a { "A2A SubscribeToTask" } else { "admin event" };
     let over = if args.a2a { "tasks waiting for input" } else { "in-flight invocations" };
     println!("idle {kind} streams, store {store}, {} streams over {INVOCATIONS} {over}", args.streams);
-    println!("{:<34} {:>14} {:>14}", "measure", "no streams", "streams open");
+    println!("{:<34} {:>14} {:>14} {:>14}", "measure", "no streams", "streams open", "streams closed");
     println!("{:<34} {:>14.1} {:>14.1}", "gateway RSS MB", idle_kb as f64 / 1024.0, open_kb as f64 / 1024.0);
     println!("{:<34} {:>14} {:>14.1}", "RSS per stream kB", "-", per_stream);
-    println!("{:<34} {:>14.3} {:>14.3}", "unrelated durable call p50 ms", base_calls.pct(0.5), loaded_calls.pct(0.5));
+    println!(
+        "{:<34} {:>14.3} {:>14.3} {:>14.3}",
+        "unrelated durable call p50 ms",
+        base_calls.pct(0.5),
+        loaded_calls.pct(0.5),
+        after_calls.pct(0.5)
+    );
     if let (Some(b), Some(l)) = (base_tx, loaded_tx) {
         println!("{:<34} {:>14.1} {:>14.1}", "database transactions/s", b, l);
     }
@@ -204,10 +216,10 @@ async fn main() -> anyhow::Result<()> {
         "rss_streams_kb": open_kb,
         "rss_per_stream_kb": per_stream,
         "unrelated_p50_ms": [base_calls.pct(0.5), loaded_calls.pct(0.5)],
+        "unrelated_p50_closed_ms": after_calls.pct(0.5),
         "db_tx_per_s": [base_tx, loaded_tx],
     });
     println!("{report}");
-    drop(streams);
     Ok(())
 }
 
