@@ -80,14 +80,18 @@ log "idle event streams: memory on SQLite (10,000 streams), database load on Pos
 json=$("$bin/switchyard-streams-bench" --streams 10000 --seconds "$secs" | tee /dev/stderr | tail -n 1)
 read -r idle open per < <(python3 -c 'import json,sys; r=json.loads(sys.argv[1]); print(r["rss_idle_kb"]/1024, r["rss_streams_kb"]/1024, r["rss_per_stream_kb"])' "$json")
 row "gateway RSS MB: idle / with 10,000 open SSE streams" "$(printf %.1f "$idle")" "$(printf %.1f "$open")" "$(printf '%.1f kB/stream' "$per")"
-json=$("$bin/switchyard-streams-bench" --streams 2000 --seconds "$secs" --store-url "$(pg_url streams_bench)" | tee /dev/stderr | tail -n 1)
-read -r tx0 tx1 p0 p1 p2 < <(python3 -c 'import json,sys; r=json.loads(sys.argv[1]); print(*r["db_tx_per_s"], *r["unrelated_p50_ms"], r["unrelated_p50_closed_ms"])' "$json")
-row "PostgreSQL transactions/s: no streams / 2,000 idle streams" "$(printf %.1f "$tx0")" "$(printf %.1f "$tx1")" ""
-row "unrelated durable call p50 ms: no streams / 2,000 streams" "$(printf %.3f "$p0")" "$(printf %.3f "$p1")" "$(printf 'closed: %.3f' "$p2")"
-json=$("$bin/switchyard-streams-bench" --kind a2a --streams 2000 --seconds "$secs" --store-url "$(pg_url streams_bench_a2a)" | tee /dev/stderr | tail -n 1)
-read -r tx0 tx1 p0 p1 p2 < <(python3 -c 'import json,sys; r=json.loads(sys.argv[1]); print(*r["db_tx_per_s"], *r["unrelated_p50_ms"], r["unrelated_p50_closed_ms"])' "$json")
-row "PostgreSQL transactions/s: no streams / 2,000 idle A2A subscriptions" "$(printf %.1f "$tx0")" "$(printf %.1f "$tx1")" ""
-row "unrelated durable call p50 ms: no streams / 2,000 A2A subscriptions" "$(printf %.3f "$p0")" "$(printf %.3f "$p1")" "$(printf 'closed: %.3f' "$p2")"
+# Rows of the database load and the unrelated call's p50 with 2,000 idle streams on PostgreSQL:
+# $1 database name, $2 what the streams are (in the rows' labels), then extra bench flags.
+stream_load_rows() {
+  local db=$1 what=$2 json tx0 tx1 p0 p1 p2
+  shift 2
+  json=$("$bin/switchyard-streams-bench" "$@" --streams 2000 --seconds "$secs" --store-url "$(pg_url "$db")" | tee /dev/stderr | tail -n 1)
+  read -r tx0 tx1 p0 p1 p2 < <(python3 -c 'import json,sys; r=json.loads(sys.argv[1]); print(*r["db_tx_per_s"], *r["unrelated_p50_ms"])' "$json")
+  row "PostgreSQL transactions/s: no streams / 2,000 idle $what" "$(printf %.1f "$tx0")" "$(printf %.1f "$tx1")" ""
+  row "unrelated durable call p50 ms: no streams / 2,000 $what" "$(printf %.3f "$p0")" "$(printf %.3f "$p1")" "$(printf 'closed: %.3f' "$p2")"
+}
+stream_load_rows streams_bench streams
+stream_load_rows streams_bench_a2a "A2A subscriptions" --kind a2a
 
 echo
 printf '%-58s %16s %16s %9s\n' "measure" "baseline" "switchyard" "ratio/+"
