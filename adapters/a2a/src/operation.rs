@@ -26,6 +26,25 @@ pub enum Operation {
 }
 
 impl Operation {
+    /// What the policy enforcement point decides this operation by, when it is not a message
+    /// (which is a run of its own) or the card (public): the task it names (and the push
+    /// configuration's id), never a webhook's credentials. `None` for those others.
+    pub fn decided_by(&self) -> Option<Value> {
+        let task = |id: &str| serde_json::json!({ "taskId": id });
+        let config = |task_id: &str, id: &str| serde_json::json!({ "taskId": task_id, "id": id });
+        Some(match self {
+            Self::SendMessage(_) | Self::SendStreamingMessage(_) | Self::GetExtendedAgentCard(_) => return None,
+            Self::GetTask(r) => task(&r.id),
+            Self::CancelTask(r) => task(&r.id),
+            Self::SubscribeToTask(r) => task(&r.id),
+            Self::ListTasks(r) => serde_json::json!({ "contextId": r.context_id }),
+            Self::CreatePushConfig(r) => task(&r.task_id),
+            Self::GetPushConfig(r) => config(&r.task_id, &r.id),
+            Self::ListPushConfigs(r) => task(&r.task_id),
+            Self::DeletePushConfig(r) => config(&r.task_id, &r.id),
+        })
+    }
+
     /// The operation's A2A method name.
     pub fn name(&self) -> &'static str {
         match self {

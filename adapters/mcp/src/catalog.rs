@@ -301,8 +301,8 @@ impl Catalog {
         self.find(include, |o| (!o.skills.is_empty()).then_some(())).is_some()
     }
 
-    /// The upstream serving `uri`: one listing it, else one with a matching template, else the
-    /// first included upstream with resources (its answer, even "not found", is passed on).
+    /// The upstream serving `uri`: one listing it, else one with a matching template; `None`
+    /// for any other URI (it is never sent on a guess, where no decision could name it).
     pub fn resource_upstream(&self, uri: &str, include: impl Fn(&str) -> bool) -> Option<String> {
         let Ok(offers) = self.offers.read() else { return None };
         let included: Vec<(&String, &Offer)> =
@@ -313,7 +313,6 @@ impl Catalog {
             .or_else(|| {
                 included.iter().find(|(_, o)| o.templates.iter().any(|t| template_matches(&t.uri_template, uri)))
             })
-            .or_else(|| included.iter().find(|(_, o)| !o.resources.is_empty() || !o.templates.is_empty()))
             .map(|(u, _)| (*u).clone())
     }
 

@@ -42,8 +42,8 @@ pub use meter::Meter;
 pub use policy::{AllowAll, ApprovalGrant, CallFacts, GrantRecord, GrantStore, PolicyPoint, Ruling, Verdict};
 pub use ports::{
     Admission, Binding, BindingStore, CancelAck, ChangeFeed, Changed, ClientGone, DispatchCall, FIRST_USE, Ingress,
-    InvocationStore, Invocations, ListQuery, Page, RESOLVE_CLAIM, SecretVault, Submission, Submitted, Transition,
-    Upstream, UpstreamError, UpstreamRegistry, Waited, client_stays,
+    InvocationStore, Invocations, ListQuery, Page, Passage, RESOLVE_CLAIM, SecretVault, Submission, Submitted,
+    Transition, Upstream, UpstreamError, UpstreamRegistry, Waited, client_stays,
 };
 pub use principal::{EffectClass, Grant, IngressKey, Principal, Target, TenantId};
 pub use relay::{CallContext, CallRelay, Interim, Progress, Question, RelayError};

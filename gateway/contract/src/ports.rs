@@ -45,6 +45,24 @@ pub struct Submission {
     pub trace: Option<crate::trace::TraceParent>,
 }
 
+/// A request that reaches an upstream without an invocation of its own: an MCP resource read or
+/// subscription, a prompt, a completion; an A2A task read, cancel or subscription. The policy
+/// enforcement point decides it as a `read_only` call of `operation` on `upstream` (a read
+/// defaults to the routine tier) and the decision is audited; it is never journaled or retried.
+#[derive(Debug, Clone)]
+pub struct Passage {
+    pub principal: Principal,
+    pub ingress: Ingress,
+    pub upstream: String,
+    /// What the policy's `operation` patterns match: `resource:<uri>`, `prompt:<name>`,
+    /// `completion:<prompt name or uri template>`, `task:<method>` (see the faces).
+    pub operation: String,
+    /// What the decision binds to (its digest is audited) and argument conditions read.
+    pub request: Value,
+    /// A grant the caller presented, unverified.
+    pub grant: Option<String>,
+}
+
 /// The entry point a call came through. An upstream that a protocol face serves (its
 /// [`UpstreamRegistry::owner`]) is reachable only through that face, which applies its own checks
 /// before it submits (exposure patterns, pinned schemas, endpoint scopes, sealed input rounds,
@@ -195,6 +213,10 @@ pub trait Invocations: Send + Sync + std::fmt::Debug {
     /// Every event strictly after `after`, in order, without gaps or duplicates (G9); the
     /// stream ends after the terminal event.
     fn watch(&self, tenant: TenantId, id: InvocationId, after: u64) -> BoxStream<'static, Result<Event, Error>>;
+    /// Decides a [`Passage`]: `Ok` lets it through; a denial, a deferral, or a hold (a passage
+    /// cannot wait for approval) is the caller's error. The decision is audited first, so one
+    /// that cannot be recorded lets nothing through (it fails closed).
+    async fn decide_passage(&self, passage: &Passage) -> Result<(), Error>;
     /// Why the policy enforcement point held `inv`, as its admission event says (`None` for a
     /// call that was not held, or when the event cannot be read).
     async fn hold_reason(&self, inv: &Invocation) -> Option<String> {

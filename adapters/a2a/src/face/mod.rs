@@ -242,6 +242,9 @@ impl A2aFace {
         if op.is_streaming() && !cfg.streaming {
             return Err(A2aError::new(Kind::UnsupportedOperation, "this agent does not support streaming"));
         }
+        if let Some(request) = op.decided_by() {
+            self.decide(agent, who, op.name(), request).await?;
+        }
         match op {
             Operation::SendMessage(req) => self.send(agent, who, req, false).await,
             Operation::SendStreamingMessage(req) => self.send(agent, who, req, true).await,
@@ -277,6 +280,22 @@ impl A2aFace {
                 Ok(Reply::Card(self.card(cfg, who.host.as_deref(), true).await?))
             }
         }
+    }
+
+    /// The policy enforcement point's decision on `method` (an operation other than a message or
+    /// the card) of `agent` for `who`: `task:<method>` on the agent's upstream, a read (routine
+    /// unless a rule says otherwise); a denial, a deferral or a hold (it cannot wait) refuses
+    /// it before anything is read or changed. The decision is audited.
+    async fn decide(&self, agent: &AgentEntry, who: &Caller, method: &str, request: Value) -> Result<(), A2aError> {
+        let passage = switchyard_contract::Passage {
+            principal: who.principal.clone(),
+            ingress: switchyard_contract::Ingress::A2a,
+            upstream: agent.config.upstream(),
+            operation: format!("task:{method}"),
+            request,
+            grant: None,
+        };
+        Ok(self.engine.decide_passage(&passage).await?)
     }
 
     /// The card of `agent` as served (with the security declaration, signed when configured).

@@ -33,7 +33,7 @@ use rmcp::service::{PeerRequestOptions, RequestContext};
 use rmcp::{RoleServer, ServerHandler};
 use serde_json::{Value, json};
 use switchyard_contract::{
-    CallContext, FailureCode, IngressKey, InvocationId, InvocationState, Invocations, Principal, Submission,
+    CallContext, FailureCode, IngressKey, InvocationId, InvocationState, Invocations, Passage, Principal, Submission,
 };
 use tracing::warn;
 
@@ -241,8 +241,36 @@ impl McpFace {
         |u: &str| self.server.includes(u)
     }
 
+    /// The included upstream that listed `uri`, else one whose template matches it.
+    fn resource_upstream(&self, uri: &str) -> Result<String, ErrorData> {
+        self.shared.catalog.resource_upstream(uri, self.includes()).ok_or_else(|| resource_not_found(uri))
+    }
+
     fn pool(&self, upstream: &str) -> Result<&Arc<Pool>, ErrorData> {
         self.shared.pools.get(upstream).ok_or_else(|| internal(format!("upstream `{upstream}` is not running")))
+    }
+
+    /// The policy enforcement point's decision on a request that goes to `upstream` without an
+    /// invocation of its own (a resource read or subscription, a prompt, a completion): `Ok`
+    /// lets it through; a denial (or a hold: such a request cannot wait) is the caller's error,
+    /// and nothing is sent. The decision is audited.
+    pub(super) async fn decide(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        upstream: &str,
+        operation: String,
+        request: Value,
+    ) -> Result<(), ErrorData> {
+        let grant = ctx.meta.get(call::GRANT_META).and_then(Value::as_str).map(str::to_string);
+        let passage = Passage {
+            principal: principal(ctx)?,
+            ingress: switchyard_contract::Ingress::Mcp,
+            upstream: upstream.to_string(),
+            operation,
+            request,
+            grant,
+        };
+        self.shared.engine.decide_passage(&passage).await.map_err(|e| crate::error::rpc_error(&e, None))
     }
 
     /// Sends one non-journaled request to an upstream on a pooled session, relaying to `ctx`.
@@ -296,6 +324,11 @@ pub(super) fn unknown_result(id: InvocationId, reason: &str) -> CallToolResult {
     );
     r.structured_content = Some(json!({ "invocation": id.to_string(), "state": "unknown" }));
     r
+}
+
+/// `resources/read` of a URI nothing here serves (SEP-2164: invalid params, with the URI).
+fn resource_not_found(uri: &str) -> ErrorData {
+    ErrorData::invalid_params(format!("resource not found: {uri}"), Some(json!({ "uri": uri })))
 }
 
 fn unexpected(what: &str) -> ErrorData {
@@ -428,6 +461,8 @@ impl ServerHandler for McpFace {
             .ok_or_else(|| invalid(format!("unknown prompt `{}`", request.name)))?;
         let upstream_name = entry.prompt.name.clone();
         let args = request.arguments.clone();
+        let decided = json!({ "name": upstream_name, "arguments": args });
+        self.decide(&context, &entry.upstream, format!("prompt:{upstream_name}"), decided).await?;
         let make = |responses: Option<InputResponses>, state: Option<String>| {
             let mut p = GetPromptRequestParams::new(upstream_name.clone());
             p.arguments = args.clone();
@@ -486,14 +521,16 @@ impl ServerHandler for McpFace {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let uri = request.uri.clone();
-        if uri.starts_with("skill://")
-            && let Some(read) = self.read_skill_file(&uri, &context).await
-        {
-            return read;
+        if uri.starts_with("skill://") {
+            // Only an approved skill's file, checked against its manifest: never the upstream's
+            // own (unscoped, unverified) URI.
+            return match self.read_skill_file(&uri, &context).await {
+                Some(read) => read,
+                None => Err(resource_not_found(&uri)),
+            };
         }
-        let Some(upstream) = self.shared.catalog.resource_upstream(&uri, self.includes()) else {
-            return Err(ErrorData::invalid_params(format!("resource not found: {uri}"), Some(json!({ "uri": uri }))));
-        };
+        let upstream = self.resource_upstream(&uri)?;
+        self.decide(&context, &upstream, format!("resource:{uri}"), json!({ "uri": uri })).await?;
         let make = |responses: Option<InputResponses>, state: Option<String>| {
             let mut p = ReadResourceRequestParams::new(uri.clone());
             p.input_responses = responses;
@@ -565,6 +602,14 @@ impl ServerHandler for McpFace {
                 .ok_or_else(|| invalid(format!("unknown resource template `{}`", r.uri)))?,
             _ => return Err(invalid("unknown completion reference kind")),
         };
+        let named = match &request.r#ref {
+            Reference::Prompt(p) => p.name.clone(),
+            Reference::Resource(r) => r.uri.clone(),
+            _ => String::new(),
+        };
+        let decided =
+            json!({ "ref": named, "argument": { "name": request.argument.name, "value": request.argument.value } });
+        self.decide(&context, &upstream, format!("completion:{named}"), decided).await?;
         request.meta = None;
         match self.forward(&upstream, ClientRequest::CompleteRequest(CompleteRequest::new(request)), &context).await? {
             ServerResult::CompleteResult(mut r) => {
@@ -592,9 +637,11 @@ impl ServerHandler for McpFace {
         ctx: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let uri = request.uri;
-        let upstream = self.shared.catalog.resource_upstream(&uri, self.includes()).ok_or_else(|| {
-            ErrorData::invalid_params(format!("resource not found: {uri}"), Some(json!({ "uri": uri })))
-        })?;
+        if uri.starts_with("skill://") {
+            return Err(resource_not_found(&uri)); // skill files are read, checked, one at a time
+        }
+        let upstream = self.resource_upstream(&uri)?;
+        self.decide(&ctx, &upstream, format!("resource:{uri}"), json!({ "uri": uri })).await?;
         let pool = self.pool(&upstream)?.clone();
         let relay = self.relay(&ctx);
         let (task_uri, log_uri) = (uri.clone(), uri.clone());

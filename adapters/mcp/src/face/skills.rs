@@ -103,6 +103,8 @@ impl McpFace {
         let not_a_directory = || invalid(format!("not a directory: {uri}"));
         let Some(k) = self.upstream_skill(&uri).await? else { return Err(not_a_directory()) };
         let original = unscoped(&k.upstream, &uri).ok_or_else(not_a_directory)?;
+        let decided = serde_json::json!({ "uri": original, "skill": k.path, "manifest": k.digest });
+        self.decide(ctx, &k.upstream, SKILL_READ.into(), decided).await?;
         let mut params = ReadResourceDirectoryRequestParams::new(original);
         params.cursor = request.cursor;
         let request = ClientRequest::ReadResourceDirectoryRequest(ReadResourceDirectoryRequest::new(params));

@@ -31,10 +31,10 @@ use crate::event::{Event, EventKind};
 use crate::id::{InvocationId, WorkerId};
 use crate::policy::{AllowAll, CallFacts, PolicyPoint, Verdict};
 use crate::ports::{
-    Admission, Changed, ClientGone, InvocationStore, Invocations, ListQuery, Page, Submission, Submitted, Transition,
-    UpstreamRegistry, Waited,
+    Admission, Changed, ClientGone, InvocationStore, Invocations, ListQuery, Page, Passage, Submission, Submitted,
+    Transition, UpstreamRegistry, Waited,
 };
-use crate::principal::{Principal, Target, TenantId};
+use crate::principal::{EffectClass, Principal, Target, TenantId};
 use crate::state::{Decision, Hold, Invocation, NewInvocation};
 
 pub use config::{EngineConfig, FaultHook, FaultPoint, NoFaults};
@@ -148,10 +148,7 @@ impl Engine {
             grant: s.grant.as_deref(),
             invocation: id,
         };
-        let ruling = self.inner.policy.decide(&facts).await;
-        if let Some(m) = self.inner.meter.get() {
-            m.decided(s.ingress, ruling.verdict.name());
-        }
+        let ruling = self.inner.decide(&facts).await;
         let mut with_admission = None;
         if let Some(log) = self.inner.audit.get() {
             let entry = audit::decision(&facts, id, s.ingress_key.as_ref(), &ruling);
@@ -186,6 +183,57 @@ impl Engine {
                     retry_after_ms,
                 ))
             }
+        }
+    }
+
+    /// The ruling on a [`Passage`] (see [`Invocations::decide_passage`]).
+    async fn pass(&self, p: &Passage) -> Result<(), Error> {
+        let target =
+            Target { upstream: p.upstream.clone(), operation: p.operation.clone(), effect: EffectClass::ReadOnly };
+        let digest = RequestDigest::compute(&target.upstream, &target.operation, &p.request)?;
+        let id = InvocationId::new();
+        let facts = CallFacts {
+            principal: &p.principal,
+            ingress: p.ingress,
+            target: &target,
+            digest: &digest,
+            request: &p.request,
+            grant: p.grant.as_deref(),
+            invocation: id,
+        };
+        let ruling = self.inner.decide(&facts).await;
+        self.inner.policy.release(id); // a passage holds no concurrency slot
+        if let Some(log) = self.inner.audit.get() {
+            let mut entry = audit::decision(&facts, id, None, &ruling);
+            entry.invocation = None;
+            if let Some(map) = entry.detail.as_object_mut() {
+                map.insert("passage".into(), true.into());
+            }
+            log.append(entry).await.map_err(|e| {
+                Error::unavailable(format!(
+                    "the request's policy decision cannot be recorded in the audit log ({}); nothing was sent",
+                    e.message
+                ))
+            })?;
+        }
+        let (upstream, operation) = (&target.upstream, &target.operation);
+        match ruling.verdict {
+            Verdict::Allow => Ok(()),
+            Verdict::Deny { reason } => {
+                info!(%upstream, %operation, basis = %ruling.basis, "request denied by policy");
+                Err(Error::denied(reason))
+            }
+            Verdict::Hold { reason } => {
+                info!(%upstream, %operation, basis = %ruling.basis, "request refused: it would wait for approval");
+                Err(Error::denied(format!(
+                    "{reason}; only a tools/call (or an A2A message) can wait for approval, so `{operation}` on \
+                     `{upstream}` is refused"
+                )))
+            }
+            Verdict::Defer { retry_after_ms, reason } => Err(Error::deferred(
+                format!("{reason}; nothing was sent, retry after {retry_after_ms} ms"),
+                retry_after_ms,
+            )),
         }
     }
 
@@ -485,6 +533,15 @@ impl Engine {
 }
 
 impl Inner {
+    /// The policy enforcement point's ruling on `facts`, counted.
+    async fn decide(&self, facts: &CallFacts<'_>) -> crate::policy::Ruling {
+        let ruling = self.policy.decide(facts).await;
+        if let Some(m) = self.meter.get() {
+            m.decided(facts.ingress, ruling.verdict.name());
+        }
+        ruling
+    }
+
     async fn recover_once(self: &Arc<Self>) -> Result<usize, Error> {
         if *self.stopping.borrow() {
             return Ok(0);
@@ -704,6 +761,10 @@ impl Invocations for Engine {
             r.cancel.notify_one();
         }
         Ok(inv)
+    }
+
+    async fn decide_passage(&self, passage: &Passage) -> Result<(), Error> {
+        self.pass(passage).await
     }
 
     async fn reconcile(&self, by: &Principal, id: InvocationId, decision: Decision) -> Result<Invocation, Error> {

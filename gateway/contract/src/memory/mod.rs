@@ -21,7 +21,9 @@ use crate::error::Error;
 use crate::event::{Event, EventKind};
 use crate::id::{AttemptId, EventId, InvocationId, WorkerId};
 use crate::policy::{GrantRecord, GrantStore};
-use crate::ports::{Binding, BindingStore, ClientGone, Invocations, ListQuery, Page, Submission, Submitted, Waited};
+use crate::ports::{
+    Binding, BindingStore, ClientGone, Invocations, ListQuery, Page, Passage, Submission, Submitted, Waited,
+};
 use crate::principal::{EffectClass, IngressKey, Principal, Target, TenantId};
 use crate::state::{Decision, Fence, Invocation, InvocationState, NewInvocation, Resolution};
 use crate::{FailureRecord, Millis};
@@ -65,6 +67,7 @@ struct Records {
     events: HashMap<InvocationId, Vec<Event>>,
     keys: HashMap<(TenantId, IngressKey), InvocationId>,
     submissions: Vec<Submission>,
+    passages: Vec<Passage>,
     clock: Millis,
 }
 
@@ -149,6 +152,11 @@ impl MemoryInvocations {
     /// Every submission handed in so far, in order, refused ones included.
     pub fn submissions(&self) -> Vec<Submission> {
         self.records().submissions.clone()
+    }
+
+    /// Every passage decided so far, in order (each was let through).
+    pub fn passages(&self) -> Vec<Passage> {
+        self.records().passages.clone()
     }
 
     /// The ids of every invocation admitted so far, oldest first.
@@ -274,6 +282,12 @@ impl Invocations for MemoryInvocations {
         let submitted = self.admit(&submission, reply)?;
         let _ = self.changed.send(submitted.invocation.id);
         Ok(submitted)
+    }
+
+    /// Lets every passage through, recording it.
+    async fn decide_passage(&self, passage: &Passage) -> Result<(), Error> {
+        self.records().passages.push(passage.clone());
+        Ok(())
     }
 
     async fn submit_and_wait(
