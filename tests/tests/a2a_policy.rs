@@ -35,9 +35,11 @@ reason = "the vault agent is closed to callers"
 upstream = "a2a-agent-open"
 tier = "routine"
 
-# A built-in agent is read-only (routine by default); this one waits for a human.
+# A built-in agent is read-only (routine by default); this one's messages wait for a human
+# (its task reads, `task:GetTask` and the like, stay routine).
 [[policy.rules]]
 upstream = "a2a-agent-desk"
+operation = "SendMessage"
 tier = "sensitive"
 "#;
 
@@ -103,7 +105,9 @@ async fn sends_are_allowed_rejected_or_wait_for_approval() {
     assert_eq!(rejected["status"]["state"], "TASK_STATE_REJECTED", "{rejected}");
     assert!(status_text(&rejected).contains("the vault agent is closed to callers"), "{rejected}");
     let id = rejected["id"].as_str().unwrap_or_default();
-    assert_eq!(get_task(&gw, "vault", id).await["status"]["state"], "TASK_STATE_REJECTED");
+    // The envelope closes the agent to every method, its task reads included.
+    let (_, read) = rpc(&gw.http, &format!("{}/a2a/vault", gw.base), None, "GetTask", json!({"id": id})).await;
+    assert!(read["error"]["message"].as_str().is_some_and(|m| m.contains("closed to callers")), "{read}");
     assert_eq!(sends_to(&gw.all("default").await, "vault"), 0, "nothing admitted");
     // Over HTTP+JSON as well.
     let rest = gw
@@ -291,4 +295,82 @@ async fn the_python_sdk_sees_allowed_rejected_and_held_sends_on_every_binding() 
     for task in held {
         until(&gw, "desk", &task, "TASK_STATE_COMPLETED").await;
     }
+}
+
+/// A follow-up the policy refuses or holds never changes the task it names: before, mallory's
+/// denied follow-up to alice's waiting task answered with alice's task (history included) as
+/// `TASK_STATE_REJECTED` and left it rejected, and a held one moved it back to SUBMITTED.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_or_held_follow_up_leaves_the_task_it_names_unchanged() {
+    const RULES: &str = r#"
+[[a2a.agents]]
+name = "tck"
+kind = "tck"
+
+[[policy.rules]]
+upstream = "a2a-agent-tck"
+tier = "routine"
+
+[[policy.rules]]
+upstream = "a2a-agent-tck"
+operation = "SendMessage"
+subject = "mallory"
+deny = true
+reason = "mallory may not write here"
+
+[[policy.rules]]
+upstream = "a2a-agent-tck"
+operation = "SendMessage"
+subject = "hal"
+tier = "sensitive"
+"#;
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let config = write_gateway_config(dir.path(), "", RULES);
+    let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(config), ..Options::default() });
+    let url = format!("{}/a2a/tck", gw.base);
+    let call = |subject: &'static str, method: &'static str, params: Value| {
+        let req = gw
+            .http
+            .post(&url)
+            .bearer_auth(switchyard_tests::gateway::TOKEN)
+            .header("x-switchyard-subject", subject)
+            .header("a2a-version", "1.0")
+            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}));
+        async move {
+            let resp = req.send().await.unwrap_or_else(|e| panic!("{e}"));
+            resp.json::<Value>().await.unwrap_or_default()
+        }
+    };
+    let asked = call("alice", "SendMessage", json!({"message": message("tck-input-required")})).await;
+    let task = asked["result"]["task"].clone();
+    assert_eq!(task["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{asked}");
+    let id = task["id"].as_str().unwrap_or_default().to_string();
+    let before = call("alice", "GetTask", json!({"id": id})).await["result"].clone();
+    let follow_up = |who: &str| {
+        json!({"message": {"messageId": format!("tck-complete-task-{who}-{}", uuid::Uuid::new_v4().simple()),
+            "taskId": id, "role": "ROLE_USER", "parts": [{"text": "done"}]}})
+    };
+
+    let denied = call("mallory", "SendMessage", follow_up("mallory")).await;
+    assert!(denied.get("result").is_none(), "a denied follow-up answered with a task: {denied}");
+    assert!(denied["error"]["message"].as_str().is_some_and(|m| m.contains("mallory may not write")), "{denied}");
+    assert_eq!(call("alice", "GetTask", json!({"id": id})).await["result"], before, "the denied follow-up changed it");
+
+    let held = call("hal", "SendMessage", follow_up("hal")).await;
+    let text = held["result"]["message"]["parts"][0]["text"].as_str().unwrap_or_default().to_string();
+    assert!(text.contains("waits for approval"), "{held}");
+    assert_eq!(call("alice", "GetTask", json!({"id": id})).await["result"], before, "the held follow-up changed it");
+    let at = text.find("inv_").unwrap_or_else(|| panic!("no invocation named: {text}"));
+    let inv: String = text[at..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+    let (status, body) = gw
+        .post("default", &format!("/admin/v1/invocations/{inv}/deny"), json!({"reason": "no"}))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(status, 200, "{body}");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(call("alice", "GetTask", json!({"id": id})).await["result"], before, "the denial changed it");
+
+    // The owner's own follow-up still runs on it.
+    let done = call("alice", "SendMessage", follow_up("alice")).await;
+    assert_eq!(done["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{done}");
 }

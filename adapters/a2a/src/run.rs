@@ -148,6 +148,9 @@ pub(crate) async fn reject_held(hub: &Hub, inv: &switchyard_contract::Invocation
         _ => return,
     };
     let Ok(req) = serde_json::from_value::<RunRequest>(inv.request.clone()) else { return };
+    if !req.new_task {
+        return; // a refused follow-up leaves its task as it was
+    }
     let change = status_saying(TaskState::Rejected, &why, &req.context_id, &req.task_id);
     let step = Some(RunCursor { invocation: inv.id, step: 1 });
     if let Err(e) = hub.apply_all(&req.scope, &req.task_id, step, vec![change]).await

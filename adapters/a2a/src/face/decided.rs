@@ -1,10 +1,15 @@
-//! Sends the policy enforcement point did not let run at once, rendered as tasks (A2A has no
-//! "held" answer): a **denied** send's task ends `TASK_STATE_REJECTED` with the reason (nothing
-//! was admitted: no run); a **held** send's task is created `TASK_STATE_SUBMITTED` with a status
-//! message saying it awaits approval and naming the invocation. Approval runs it (the run moves
-//! the same task on); a denial or an expiry ends it `TASK_STATE_REJECTED`: the deciding
-//! replica's engine tells the agent ([`Upstream::refused`](switchyard_contract::Upstream)), and a
-//! follower this face starts catches a denial made at the command line.
+//! Sends the policy enforcement point did not let run at once. A first message's is rendered as
+//! its own task (A2A has no "held" answer): a **denied** one's task ends `TASK_STATE_REJECTED`
+//! with the reason (nothing was admitted: no run); a **held** one's task is created
+//! `TASK_STATE_SUBMITTED` with a status message saying it awaits approval and naming the
+//! invocation. Approval runs it (the run moves the same task on); a denial or an expiry ends it
+//! `TASK_STATE_REJECTED`: the deciding replica's engine tells the agent
+//! ([`Upstream::refused`](switchyard_contract::Upstream)), and a follower this face starts
+//! catches a denial made at the command line.
+//!
+//! A **follow-up** never changes the task it names unless it runs: a denied one is answered with
+//! the policy's error, a held one with a message of the agent saying it waits (the task moves
+//! on only if it is approved and runs; a denial or an expiry leaves it as it was).
 
 use a2a::{Task, TaskState};
 use switchyard_contract::{Event, Invocation, RunCursor};
@@ -23,6 +28,9 @@ impl A2aFace {
         streaming: bool,
     ) -> Result<Reply, A2aError> {
         let text = format!("refused by the gateway's policy: {reason}");
+        if !send.new_task {
+            return Err(A2aError::new(crate::error::Kind::PermissionDenied, text));
+        }
         // No run exists: the task names a cursor of its own, so nothing replays into it.
         let cursor = RunCursor { invocation: InvocationId::new(), step: 1 };
         let task = self.decided_task(agent, send, cursor, TaskState::Rejected, &text).await?;
@@ -45,11 +53,27 @@ impl A2aFace {
             reason.map(|r| format!(": {r}")).unwrap_or_default(),
             inv.id
         );
+        if !send.new_task {
+            return Ok(self.held_follow_up(send, &text, streaming));
+        }
         // Step 0 of the run: the approved run's own first step (1) still applies.
         let cursor = RunCursor { invocation: inv.id, step: 0 };
         let task = self.decided_task(agent, send, cursor, TaskState::Submitted, &text).await?;
         self.follow_held(inv.clone());
         self.render_decided(send, task, streaming)
+    }
+
+    /// A held follow-up's answer: a message of the agent on the task, saying `text`; the task
+    /// itself is unchanged until the call is approved and runs.
+    fn held_follow_up(&self, send: &Send, text: &str, streaming: bool) -> Reply {
+        let run: Option<RunRequest> = serde_json::from_value(send.submission.request.clone()).ok();
+        let context = run.as_ref().map_or("", |r| r.context_id.as_str());
+        let message = crate::run::agent_message(vec![a2a::Part::text(text)], context, Some(send.task_id.as_str()));
+        if streaming {
+            Reply::Stream(futures::stream::once(async move { Ok(StreamResponse::Message(message)) }).boxed())
+        } else {
+            Reply::Send(SendMessageResponse::Message(message))
+        }
     }
 
     /// The send's task with a status `state` saying `text`: created for a new task (or found, if
