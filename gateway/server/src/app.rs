@@ -53,6 +53,8 @@ pub struct App {
     outbox: Arc<dyn switchyard_contract::PushOutbox>,
     /// The A2A task store (the console's tasks page reads it).
     tasks: Arc<dyn switchyard_contract::TaskStore>,
+    /// Sealed secrets (console sessions are kept there).
+    vault: Arc<dyn switchyard_contract::SecretVault>,
 }
 
 impl std::fmt::Debug for App {
@@ -131,6 +133,7 @@ impl App {
             metrics,
             outbox: stores.outbox,
             tasks: stores.tasks,
+            vault: stores.vault,
         })
     }
 
@@ -215,14 +218,20 @@ impl App {
         let public: Vec<String> = cfg.mcp.public_url.iter().chain(cfg.a2a.public_url.iter()).cloned().collect();
         let hosts: Vec<String> = cfg.mcp.allowed_hosts.iter().chain(cfg.a2a.allowed_hosts.iter()).cloned().collect();
         let pins = crate::console::Pins { catalog: self.mcp.catalog(), bindings: self.bindings.clone() };
-        let state = crate::console::ConsoleState::new(self.engine.clone(), self.gate.clone(), &public, &hosts)
-            .with_pins(pins)
-            .with_artifacts(self.artifacts.clone())
-            .with_protocols(vec![
-                ("mcp".into(), cfg.mcp.mcp_servers().map(|u| u.name.clone()).collect()),
-                ("a2a".into(), cfg.a2a.agents.iter().map(switchyard_a2a::config::AgentConfig::upstream).collect()),
-                ("built-in".into(), cfg.upstreams.iter().map(|u| u.name.clone()).collect()),
-            ]);
+        let state = crate::console::ConsoleState::new(
+            self.engine.clone(),
+            self.gate.clone(),
+            self.vault.clone(),
+            &public,
+            &hosts,
+        )
+        .with_pins(pins)
+        .with_artifacts(self.artifacts.clone())
+        .with_protocols(vec![
+            ("mcp".into(), cfg.mcp.mcp_servers().map(|u| u.name.clone()).collect()),
+            ("a2a".into(), cfg.a2a.agents.iter().map(switchyard_a2a::config::AgentConfig::upstream).collect()),
+            ("built-in".into(), cfg.upstreams.iter().map(|u| u.name.clone()).collect()),
+        ]);
         let agents: Vec<String> = cfg.a2a.agents.iter().filter(|a| a.exposed).map(|a| a.name.clone()).collect();
         let state = if agents.is_empty() {
             state
@@ -260,17 +269,32 @@ async fn ready(State(store): State<Arc<dyn InvocationStore>>) -> impl IntoRespon
 
 /// The admin token: configured, read from `token_file`, or generated once into the data dir.
 fn admin_token(cfg: &Config) -> anyhow::Result<(Secret, String)> {
-    if !cfg.admin.token.0.is_empty() {
-        return Ok((cfg.admin.token.clone(), "admin.token".into()));
-    }
-    let path: PathBuf = cfg.admin.token_file.clone().unwrap_or_else(|| cfg.server.data_dir.join("admin-token"));
-    if cfg.admin.token_file.is_some() {
-        anyhow::ensure!(path.exists(), "admin.token_file {} cannot be read", path.display());
-    }
-    let generated = !path.exists();
-    let token = generated_secret(&path)?;
-    let source = if generated { format!("{} (generated)", path.display()) } else { path.display().to_string() };
+    let (token, source) = if cfg.admin.token.0.is_empty() {
+        let path: PathBuf = cfg.admin.token_file.clone().unwrap_or_else(|| cfg.server.data_dir.join("admin-token"));
+        if cfg.admin.token_file.is_some() {
+            anyhow::ensure!(path.exists(), "admin.token_file {} cannot be read", path.display());
+        }
+        let generated = !path.exists();
+        let token = generated_secret(&path)?;
+        (token, if generated { format!("{} (generated)", path.display()) } else { path.display().to_string() })
+    } else {
+        (cfg.admin.token.clone(), "admin.token".into())
+    };
+    anyhow::ensure!(
+        !is_placeholder(&token.0),
+        "the admin token from {source} is a placeholder (\"{}…\"): set a real one (e.g. 64 random hex characters)",
+        token.0.chars().take(12).collect::<String>()
+    );
     Ok((token, source))
+}
+
+/// Whether `secret` is an example value from a template (`replace-me`, `changeme`, …), which
+/// anyone who read the template knows.
+fn is_placeholder(secret: &str) -> bool {
+    let s = secret.to_ascii_lowercase();
+    ["replace-with", "replace-me", "replace_me", "changeme", "change-me", "change_me", "placeholder", "your-token"]
+        .iter()
+        .any(|p| s.contains(p))
 }
 
 /// A secret kept in a private file: read it, or generate 64 random hex characters into it.
@@ -596,4 +620,30 @@ pub async fn signal() {
 fn a2a_security(oauth: &switchyard_oauth::AuthConfig) -> (serde_json::Value, serde_json::Value) {
     let issuers: Vec<&str> = oauth.issuers.iter().map(|i| i.issuer.as_str()).collect();
     switchyard_a2a::card::security(&oauth.resource, &issuers, crate::auth::scope::A2A)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The Kubernetes template's admin token, as shipped, is refused (it was accepted before).
+    #[test]
+    fn a_template_admin_token_is_refused() {
+        let template = include_str!("../../../deploy/kubernetes/secret.yaml");
+        let shipped = template
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("admin-token:"))
+            .map(|v| v.trim().trim_matches('"').to_string())
+            .unwrap_or_else(|| panic!("no admin-token in the template"));
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let text =
+            |token: &str| format!("[server]\ndata_dir = \"{}\"\n[admin]\ntoken = \"{token}\"\n", dir.path().display());
+        let cfg = Config::from_text(&text(&shipped), "test", std::iter::empty()).unwrap_or_else(|e| panic!("{e}"));
+        let refused = admin_token(&cfg).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(refused.contains("placeholder"), "accepted: {refused}");
+        let real = "0123456789abcdef".repeat(4);
+        let cfg = Config::from_text(&text(&real), "test", std::iter::empty()).unwrap_or_else(|e| panic!("{e}"));
+        assert!(admin_token(&cfg).is_ok());
+        assert!(is_placeholder("CHANGEME-now") && !is_placeholder("a-long-random-token-9f8e7d"));
+    }
 }

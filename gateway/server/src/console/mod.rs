@@ -4,9 +4,11 @@
 //! calls (filtered by state, `unknown` ones marked, with a reconcile form).
 //!
 //! Sign-in takes a credential the admin API takes: the operator's admin token with a tenant and
-//! a name, or an OAuth access token (its tenant and scopes are the token's). It is kept in an
-//! `HttpOnly`, `SameSite=Strict` cookie scoped to `/console` and checked again on every request,
-//! so any replica serves the session and a revoked token stops working at once. Every request
+//! a name, or an OAuth access token (its tenant and scopes are the token's). The session is kept
+//! server-side ([`sessions`]): the `HttpOnly`, `SameSite=Strict` cookie scoped to `/console`
+//! carries only a random session id, never the credential, and signing out ends the session
+//! for that cookie everywhere. The credential is checked again on every request, so any replica
+//! serves the session and a rotated or revoked token stops working at once. Every request
 //! must name an allowed `Host` (loopback names, the hosts of `mcp.public_url` and
 //! `a2a.public_url`, `mcp.allowed_hosts`, `a2a.allowed_hosts`: DNS-rebinding protection); every
 //! POST must come from the page's own origin (`Origin`, else `Referer`) and carry the form's CSRF
@@ -16,6 +18,7 @@ mod approvals;
 mod artifacts;
 mod audit;
 mod invocations;
+mod sessions;
 mod tasks;
 mod upstreams;
 
@@ -33,6 +36,7 @@ use sha2::{Digest, Sha256};
 use switchyard_contract::{Engine, Invocation, InvocationId, Invocations, TenantId};
 
 use crate::auth::{Gatekeeper, Identity, Refusal, scope};
+use sessions::{Credentials, Sessions};
 
 const COOKIE: &str = "switchyard_console";
 /// How long a sign-in lasts (the credential itself may end sooner).
@@ -44,6 +48,8 @@ const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "[::1]"];
 pub struct ConsoleState {
     engine: Engine,
     gate: Gatekeeper,
+    /// Where sign-ins are kept.
+    sessions: Sessions,
     /// `Host` names served (lower case, no port).
     hosts: Arc<Vec<String>>,
     /// Mark the cookie `Secure` (the gateway is reached over HTTPS).
@@ -92,7 +98,14 @@ impl std::fmt::Debug for Pins {
 impl ConsoleState {
     /// `public_urls` are the gateway's configured public base URLs; `allowed_hosts` more
     /// `Host` names to serve besides loopback names and theirs.
-    pub fn new(engine: Engine, gate: Gatekeeper, public_urls: &[String], allowed_hosts: &[String]) -> Self {
+    /// Sessions are kept in `vault` (the store's sealed secrets).
+    pub fn new(
+        engine: Engine,
+        gate: Gatekeeper,
+        vault: Arc<dyn switchyard_contract::SecretVault>,
+        public_urls: &[String],
+        allowed_hosts: &[String],
+    ) -> Self {
         let public_hosts = public_urls.iter().filter_map(|u| host_of_url(u));
         let hosts = LOOPBACK_HOSTS
             .iter()
@@ -104,6 +117,7 @@ impl ConsoleState {
         Self {
             engine,
             gate,
+            sessions: Sessions::new(vault),
             hosts: Arc::new(hosts),
             secure,
             pins: None,
@@ -257,8 +271,12 @@ struct Session {
 async fn session(state: &ConsoleState, headers: &HeaderMap) -> Result<Session, Response> {
     let to_login = || Redirect::to("/console/login").into_response();
     let Some(cookie) = cookie(headers) else { return Err(to_login()) };
-    let Some(headers) = Credentials::decode(&cookie).and_then(|c| c.headers()) else {
-        return Err(signed_out("sign in again"));
+    let creds = match state.sessions.find(&cookie).await {
+        Ok(found) => found,
+        Err(e) => return Err(refusal(StatusCode::SERVICE_UNAVAILABLE, &format!("sessions cannot be read: {e}"))),
+    };
+    let Some(headers) = creds.as_ref().and_then(headers_of) else {
+        return Err(signed_out("your session has ended: sign in again"));
     };
     match state.gate.identify(&headers).await {
         Ok(who) => Ok(Session { who, csrf: csrf_token(&cookie) }),
@@ -292,35 +310,14 @@ fn csrf_ok(session: &Session, form: &HashMap<String, String>) -> bool {
     given.len() == want.len() && given.iter().zip(want).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
 }
 
-/// A sign-in: the credential and, for the admin token, the tenant and the name it acts as.
-#[derive(Debug)]
-struct Credentials {
-    tenant: String,
-    name: String,
-    token: String,
-}
-
-impl Credentials {
-    fn encode(&self) -> String {
-        hex::encode(format!("v1\n{}\n{}\n{}", self.tenant, self.name, self.token))
-    }
-
-    fn decode(cookie: &str) -> Option<Self> {
-        let text = String::from_utf8(hex::decode(cookie).ok()?).ok()?;
-        let mut parts = text.splitn(4, '\n');
-        (parts.next()? == "v1").then_some(())?;
-        let (tenant, name, token) = (parts.next()?, parts.next()?, parts.next()?);
-        Some(Self { tenant: tenant.into(), name: name.into(), token: token.into() })
-    }
-
-    /// The headers the admin API would get from this caller (none if a value cannot be sent).
-    fn headers(&self) -> Option<HeaderMap> {
-        let mut h = HeaderMap::new();
-        h.insert(header::AUTHORIZATION, HeaderValue::from_str(&format!("Bearer {}", self.token)).ok()?);
-        h.insert("x-switchyard-tenant", HeaderValue::from_str(&self.tenant).ok()?);
-        h.insert("x-switchyard-subject", HeaderValue::from_str(&self.name).ok()?);
-        Some(h)
-    }
+/// The headers the admin API would get from the caller signed in with `c` (none if a value
+/// cannot be sent).
+fn headers_of(c: &Credentials) -> Option<HeaderMap> {
+    let mut h = HeaderMap::new();
+    h.insert(header::AUTHORIZATION, HeaderValue::from_str(&format!("Bearer {}", c.token)).ok()?);
+    h.insert("x-switchyard-tenant", HeaderValue::from_str(&c.tenant).ok()?);
+    h.insert("x-switchyard-subject", HeaderValue::from_str(&c.name).ok()?);
+    Some(h)
 }
 
 /// A form body's fields (a repeated field keeps its last value).
@@ -366,7 +363,7 @@ async fn login(State(state): State<ConsoleState>, body: Bytes) -> Response {
     if creds.name.len() > 200 || creds.name.contains('\n') || creds.tenant.contains('\n') {
         return login_form(StatusCode::BAD_REQUEST, Some("the name must be at most 200 characters on one line"));
     }
-    let Some(headers) = creds.headers() else {
+    let Some(headers) = headers_of(&creds) else {
         return login_form(StatusCode::BAD_REQUEST, Some("the token, tenant and name must be printable ASCII"));
     };
     let who = match state.gate.identify(&headers).await {
@@ -376,12 +373,13 @@ async fn login(State(state): State<ConsoleState>, body: Bytes) -> Response {
     if state.gate.require(&who, &[scope::READ]).is_err() {
         return login_form(StatusCode::FORBIDDEN, Some(&format!("that token lacks the {} scope", scope::READ)));
     }
+    let id = match state.sessions.open(&creds, SESSION_MAX_AGE_S).await {
+        Ok(id) => id,
+        Err(e) => return login_form(StatusCode::SERVICE_UNAVAILABLE, Some(&format!("cannot start a session: {e}"))),
+    };
     tracing::info!(tenant = %who.principal.tenant, subject = %who.principal.subject, "console sign-in");
     let secure = if state.secure { "; Secure" } else { "" };
-    let set = format!(
-        "{COOKIE}={}; Path=/console; HttpOnly; SameSite=Strict; Max-Age={SESSION_MAX_AGE_S}{secure}",
-        creds.encode()
-    );
+    let set = format!("{COOKIE}={id}; Path=/console; HttpOnly; SameSite=Strict; Max-Age={SESSION_MAX_AGE_S}{secure}");
     let mut resp = Redirect::to("/console/approvals").into_response();
     if let Ok(v) = HeaderValue::from_str(&set) {
         resp.headers_mut().insert(header::SET_COOKIE, v);
@@ -389,7 +387,13 @@ async fn login(State(state): State<ConsoleState>, body: Bytes) -> Response {
     resp
 }
 
-async fn logout() -> Response {
+/// `POST /console/logout`: ends the session server-side (the same cookie signs nobody in again).
+async fn logout(State(state): State<ConsoleState>, headers: HeaderMap) -> Response {
+    if let Some(id) = cookie(&headers)
+        && let Err(e) = state.sessions.close(&id).await
+    {
+        return refusal(StatusCode::SERVICE_UNAVAILABLE, &format!("the session cannot be ended now: {e}"));
+    }
     signed_out("signed out")
 }
 

@@ -7,7 +7,7 @@ use axum::http::{Request, StatusCode, header};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
-use super::{Credentials, csrf_token, host_name, host_of_url, same_origin};
+use super::{csrf_token, host_name, host_of_url, same_origin};
 use crate::app::App;
 use crate::config::Config;
 
@@ -181,10 +181,29 @@ fn hosts_origins_and_cookies_parse() {
     assert!(!same_origin(&h, "a.test:2"));
     h.insert(header::ORIGIN, axum::http::HeaderValue::from_static("null"));
     assert!(same_origin(&h, "a.test:1"), "an opaque origin falls back to the Referer");
-    let c = Credentials { tenant: "acme".into(), name: "ann".into(), token: "t\nx".into() };
-    let back = Credentials::decode(&c.encode()).unwrap_or_else(|| panic!("round trip"));
-    assert_eq!((back.tenant.as_str(), back.name.as_str(), back.token.as_str()), ("acme", "ann", "t\nx"));
-    assert!(Credentials::decode("zz").is_none() && Credentials::decode(&hex::encode("v2\na\nb\nc")).is_none());
+}
+
+/// The cookie is an opaque session id: it does not carry the token, and once signed out the
+/// same cookie signs nobody in (before: the hex-encoded token, still accepted after logout).
+#[tokio::test]
+async fn the_cookie_is_an_opaque_session_ended_by_signing_out() {
+    let h = harness().await;
+    let cookie = sign_in(&h, "acme").await;
+    let value = cookie.split_once('=').map_or("", |(_, v)| v);
+    let decoded = hex::decode(value).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
+    assert!(!cookie.contains(TOKEN) && !decoded.contains(TOKEN), "the cookie carries the token: {cookie}");
+    assert_eq!(send(&h, get("/console/approvals", Some(&cookie))).await.status, StatusCode::OK);
+
+    let out = send(&h, post("/console/logout", Some(&cookie), Some(ORIGIN), "")).await;
+    assert_eq!(out.status, StatusCode::UNAUTHORIZED, "{}", out.body);
+    let replayed = send(&h, get("/console/approvals", Some(&cookie))).await;
+    assert_eq!(replayed.status, StatusCode::UNAUTHORIZED, "a signed-out cookie still works: {}", replayed.body);
+
+    // A second sign-in is a session of its own: ending one leaves the other.
+    let (a, b) = (sign_in(&h, "acme").await, sign_in(&h, "acme").await);
+    assert_ne!(a, b);
+    send(&h, post("/console/logout", Some(&a), Some(ORIGIN), "")).await;
+    assert_eq!(send(&h, get("/console/approvals", Some(&b))).await.status, StatusCode::OK);
 }
 
 /// A harness whose writes that take longer than 200 ms end `unknown` (the attempt times out).
