@@ -288,6 +288,18 @@ async fn g2_one_key_one_invocation_and_a_different_request_conflicts(db: Db) {
     let conflict = e.submit(call("w_ok", json!({"a": 2}), Some("order-9"))).await;
     assert_eq!(conflict.err().map(|e| e.kind), Some(ErrorKind::Conflict));
     assert_eq!(up.calls().len(), 1, "nothing dispatched for the duplicate or the conflict");
+
+    // A keyed read is not sent before its key is checked: a reuse with other arguments is
+    // refused with "nothing was dispatched", and nothing was (it used to go out with the
+    // admission, before the key was found).
+    let read = e.submit(call("ok", json!({"n": 1}), Some("read-7"))).await.unwrap_or_else(|e| panic!("{e}"));
+    until(&e, read.invocation.id, StateName::Succeeded).await;
+    for n in 2..5 {
+        let conflict = e.submit(call("ok", json!({ "n": n }), Some("read-7"))).await;
+        assert_eq!(conflict.err().map(|e| e.kind), Some(ErrorKind::Conflict));
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(up.calls().len(), 2, "G2: a read whose key names another request is never sent");
 }
 
 async fn g4_a_lost_write_is_unknown_until_reconciled(db: Db) {

@@ -37,11 +37,14 @@ impl Early {
     /// allowed (`send_reads_with_admission`, on by default): a `read_only` call that is not held,
     /// whose attempt the admission records (`first_attempt`), to an upstream that reads nothing of
     /// the record ([`Upstream::sends_before_the_record`](crate::ports::Upstream::sends_before_the_record)),
-    /// with no fault hook that may pause it before the dispatch.
+    /// with no fault hook that may pause it before the dispatch. Never a call with an idempotency
+    /// key: the admission may find the key's earlier call (and refuse other arguments with
+    /// "nothing was dispatched"), so such a read waits for its admission like any call (G2).
     pub(super) fn send(inner: &Inner, draft: &NewInvocation, context: Option<&CallContext>) -> Option<Self> {
         let attempt = draft.first_attempt?;
         if !inner.cfg.send_reads_with_admission
             || draft.target.effect != EffectClass::ReadOnly
+            || draft.ingress_key.is_some()
             || draft.hold.is_some()
             || inner.faults.may_pause(FaultPoint::BeforeDispatch)
             || inner.faults.may_pause(FaultPoint::AttemptRecorded)
