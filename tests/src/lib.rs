@@ -7,6 +7,7 @@
 
 pub mod a2a;
 pub mod bench;
+pub mod fault_proxy;
 pub mod gateway;
 pub mod issuer;
 pub mod mcp;

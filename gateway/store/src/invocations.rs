@@ -209,9 +209,9 @@ async fn insert_events<D: Dialect>(
     Ok(())
 }
 
-#[async_trait]
-impl<D: Dialect> InvocationStore for SqlInvocations<D> {
-    async fn admit(&self, draft: NewInvocation) -> Result<Admission, Error> {
+impl<D: Dialect> SqlInvocations<D> {
+    /// One admission, on whichever path this database takes.
+    async fn admit_once(&self, draft: NewInvocation) -> Result<Admission, Error> {
         if let Some(group) = &self.group {
             return group.admit(draft).await;
         }
@@ -226,6 +226,62 @@ impl<D: Dialect> InvocationStore for SqlInvocations<D> {
         let admitted = Self::admit_in(&mut tx, draft).await?;
         tx.commit().await.map_err(crate::error::db)?;
         Ok(admitted)
+    }
+
+    /// After an admission's answer was lost: the invocation as the writer has it (admitted), or
+    /// the earlier call its key names; else an error that is not retry-safe and names the
+    /// invocation (its commit may still land: a retry could run the call twice).
+    async fn read_back(
+        &self,
+        id: InvocationId,
+        tenant: &TenantId,
+        key: Option<&IngressKey>,
+    ) -> Result<Admission, Error> {
+        let stmt = Stmt::new(format!("SELECT {COLUMNS} FROM invocations WHERE id = $1 AND tenant = $2"))
+            .text(id.to_string())
+            .text(tenant.as_str());
+        let unknown = |why: &str| {
+            Error::new(
+                switchyard_contract::ErrorKind::Unavailable,
+                switchyard_contract::ErrorSource::Gateway,
+                false,
+                format!(
+                    "the store's answer to this call's admission was lost and {why}: invocation {id} may still be \
+                     admitted and run; look it up (GET /admin/v1/invocations/{id}) before sending the call again"
+                ),
+            )
+        };
+        for _ in 0..3 {
+            match sql::optional::<D>(self.pools.write(), stmt.clone()).await {
+                Ok(Some(row)) => {
+                    tracing::warn!(invocation.id = %id, "an admission's answer was lost; it was committed");
+                    return decode_invocation(&row).map(Admission::Created);
+                }
+                Ok(None) if key.is_some() => {
+                    if let Ok(existing) = by_key::<D>(self.pools.write(), tenant, key).await {
+                        return Ok(Admission::Existing(existing));
+                    }
+                    return Err(unknown("it is not (yet) in the store"));
+                }
+                Ok(None) => return Err(unknown("it is not (yet) in the store")),
+                Err(_) => tokio::time::sleep(std::time::Duration::from_millis(200)).await,
+            }
+        }
+        Err(unknown("the store cannot be read back now"))
+    }
+}
+
+#[async_trait]
+impl<D: Dialect> InvocationStore for SqlInvocations<D> {
+    /// An admission whose answer was lost is read back: found, it was admitted (and is answered
+    /// so); not found, it may still commit, and the caller hears that, naming the invocation —
+    /// never "nothing was changed, retry".
+    async fn admit(&self, draft: NewInvocation) -> Result<Admission, Error> {
+        let (id, tenant, key) = (draft.id, draft.principal.tenant.clone(), draft.ingress_key.clone());
+        match self.admit_once(draft).await {
+            Err(e) if crate::error::answer_lost(&e) => self.read_back(id, &tenant, key.as_ref()).await,
+            done => done,
+        }
     }
 
     async fn transition(&self, id: InvocationId, f: Transition) -> Result<(Invocation, Vec<Event>), Error> {
