@@ -89,26 +89,41 @@ fn decode<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, ClientError> {
 }
 
 impl A2aClient {
-    /// Reads the card at `card_url` and binds to the first JSON-RPC or HTTP+JSON interface.
+    /// Reads the card at `card_url` (no redirects, at most [`CARD_MAX_BYTES`]) and binds to the
+    /// first JSON-RPC, HTTP+JSON or gRPC 1.0 interface on the card's own host (see
+    /// [`same_host`]): a card cannot send the gateway anywhere else.
     pub async fn discover(card_url: &str, timeout: Duration) -> Result<Self, ClientError> {
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
             .read_timeout(timeout)
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| ClientError::NotSent(e.to_string()))?;
-        let resp = http.get(card_url).send().await.map_err(|e| ClientError::NotSent(e.to_string()))?;
+        let bad = |why: String| ClientError::NotSent(format!("agent card {card_url}: {why}"));
+        let mut resp = http.get(card_url).send().await.map_err(|e| ClientError::NotSent(e.to_string()))?;
         if !resp.status().is_success() {
-            return Err(ClientError::NotSent(format!("agent card {card_url}: HTTP {}", resp.status())));
+            return Err(bad(format!("HTTP {} (redirects are not followed)", resp.status())));
         }
-        let card: AgentCard =
-            resp.json().await.map_err(|e| ClientError::NotSent(format!("agent card {card_url}: {e}")))?;
-        let interface = card
-            .supported_interfaces
-            .iter()
-            .filter(|i| i.protocol_version == "1.0")
-            .find(|i| ["JSONRPC", "HTTP+JSON", "GRPC"].contains(&i.protocol_binding.as_str()))
-            .ok_or_else(|| {
-                ClientError::NotSent(format!("agent card {card_url}: no JSON-RPC, HTTP+JSON or gRPC 1.0 interface"))
+        let mut body = Vec::new();
+        while let Some(chunk) = resp.chunk().await.map_err(|e| bad(e.to_string()))? {
+            if body.len() + chunk.len() > CARD_MAX_BYTES {
+                return Err(bad(format!("larger than {CARD_MAX_BYTES} bytes")));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        let card: AgentCard = serde_json::from_slice(&body).map_err(|e| bad(e.to_string()))?;
+        let spoken = |i: &&a2a::AgentInterface| {
+            i.protocol_version == "1.0" && ["JSONRPC", "HTTP+JSON", "GRPC"].contains(&i.protocol_binding.as_str())
+        };
+        let interface =
+            card.supported_interfaces.iter().filter(spoken).find(|i| same_host(card_url, &i.url)).ok_or_else(|| {
+                match card.supported_interfaces.iter().find(spoken) {
+                    Some(elsewhere) => bad(format!(
+                        "its interface {} is not on the card's host: the gateway only follows a card to its own host",
+                        elsewhere.url
+                    )),
+                    None => bad("no JSON-RPC, HTTP+JSON or gRPC 1.0 interface".into()),
+                }
             })?;
         let binding = match interface.protocol_binding.as_str() {
             "JSONRPC" => Binding::JsonRpc(interface.url.clone()),
@@ -253,6 +268,31 @@ impl A2aClient {
                 decode(payload)
             })
             .boxed())
+    }
+}
+
+/// The largest agent card read (a card is a few kilobytes).
+pub const CARD_MAX_BYTES: usize = 1 << 20;
+
+/// Whether the interface at `interface` (a URL, or `host:port` for gRPC) is on the host of
+/// `card_url`: same host name, and for an HTTP(S) interface the same scheme and port.
+pub fn same_host(card_url: &str, interface: &str) -> bool {
+    let Ok(card) = url::Url::parse(card_url) else { return false };
+    let parsed = if interface.contains("://") {
+        url::Url::parse(interface)
+    } else {
+        url::Url::parse(&format!("grpc://{interface}"))
+    };
+    let Ok(iface) = parsed else { return false };
+    let host = |u: &url::Url| u.host_str().map(str::to_ascii_lowercase);
+    if host(&card).is_none() || host(&card) != host(&iface) {
+        return false;
+    }
+    match iface.scheme() {
+        "http" | "https" => {
+            iface.scheme() == card.scheme() && iface.port_or_known_default() == card.port_or_known_default()
+        }
+        _ => true, // a gRPC interface listens on a port of its own
     }
 }
 
@@ -449,6 +489,46 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_card_is_followed_only_to_its_own_host() {
+        let card = "http://agents.internal:8080/.well-known/agent-card.json";
+        assert!(same_host(card, "http://agents.internal:8080/a2a"));
+        assert!(same_host(card, "http://AGENTS.internal:8080/"));
+        assert!(same_host(card, "agents.internal:50051"), "gRPC on a port of its own");
+        assert!(!same_host(card, "http://169.254.169.254/latest/meta-data"));
+        assert!(!same_host(card, "http://agents.internal:9090/a2a"), "another port is another service");
+        assert!(!same_host(card, "https://agents.internal:8080/a2a"));
+        assert!(!same_host(card, "metadata.google.internal:80"));
+        assert!(!same_host("not a url", "http://x/"));
+    }
+
+    /// Before: redirects were followed, the body was read whole, and an interface anywhere
+    /// was bound to.
+    #[tokio::test]
+    async fn discovery_follows_no_redirect_reads_no_huge_card_and_binds_no_foreign_interface() {
+        use axum::routing::get;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap_or_else(|e| panic!("{e}"));
+        let base = format!("http://{}", listener.local_addr().unwrap_or_else(|e| panic!("{e}")));
+        let card = |url: String| {
+            json!({"name": "a", "description": "a", "version": "1", "capabilities": {},
+                "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"], "skills": [],
+                "supportedInterfaces": [{"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}]})
+        };
+        let (own, foreign) = (card(format!("{base}/rpc")), card("http://169.254.169.254/rpc".into()));
+        let app = axum::Router::new()
+            .route("/own", get(move || async move { axum::Json(own) }))
+            .route("/foreign", get(move || async move { axum::Json(foreign) }))
+            .route("/moved", get(|| async { axum::response::Redirect::temporary("/own") }))
+            .route("/huge", get(|| async { "x".repeat(CARD_MAX_BYTES + 1) }));
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let t = Duration::from_secs(5);
+        assert!(A2aClient::discover(&format!("{base}/own"), t).await.is_ok());
+        let err = |r: Result<A2aClient, ClientError>| r.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(err(A2aClient::discover(&format!("{base}/foreign"), t).await).contains("not on the card's host"));
+        assert!(err(A2aClient::discover(&format!("{base}/moved"), t).await).contains("redirects are not followed"));
+        assert!(err(A2aClient::discover(&format!("{base}/huge"), t).await).contains("larger than"));
+    }
 
     #[tokio::test]
     async fn sse_frames_are_split_and_comments_skipped() {

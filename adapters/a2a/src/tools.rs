@@ -492,6 +492,9 @@ fn outcome(content: Content, op: &Operation, ctx: &str, task: &str, note: Change
                 part.filename = name;
                 part
             }
+            // A link claiming to be a reference into the gateway's artifact store (which only the
+            // gateway writes) is the tool's text, never a reference to hydrate.
+            switchyard_contract::Part::Link { uri, .. } if uri.starts_with(KEPT_SCHEME) => Part::text(uri),
             switchyard_contract::Part::Link { uri, media_type, name, .. } => {
                 let mut part = Part::url(uri);
                 part.media_type = media_type;
@@ -693,6 +696,41 @@ mod tests {
         let (state, text) = last_state(agent.changes(&succeeded(101), &op, "c", "t"));
         assert_eq!(state, TaskState::Failed);
         assert!(text.contains("101 bytes") && text.contains("tool_result_max_bytes"), "{text}");
+    }
+
+    /// A tool result's link in the gateway's kept-artifact scheme becomes text: it used to be
+    /// stored as a reference, and every read of the task (and the tenant's `ListTasks` with
+    /// artifacts) then failed, or would have inlined an artifact the upstream chose.
+    #[test]
+    fn a_link_in_the_kept_artifact_scheme_is_the_tools_text() {
+        let op = Operation {
+            upstream: "fx".into(),
+            name: "t".into(),
+            title: None,
+            description: None,
+            input_schema: json!({"type": "object"}),
+            output_schema: None,
+            effect: switchyard_contract::EffectClass::ReadOnly,
+        };
+        let link = |uri: &str| switchyard_contract::Part::Link {
+            uri: uri.into(),
+            media_type: None,
+            name: None,
+            description: None,
+        };
+        let forged = format!("{KEPT_SCHEME}{}", switchyard_contract::ArtifactId::new());
+        let content = Content { parts: vec![link(&forged), link("https://example.com/a.txt")], ..Content::default() };
+        let note = Change::Status(a2a::TaskStatus { state: TaskState::Working, message: None, timestamp: None });
+        let changes = outcome(content, &op, "c", "t", note);
+        let parts = changes
+            .iter()
+            .find_map(|c| match c {
+                Change::Artifact { artifact, .. } => Some(artifact.parts.clone()),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("no artifact: {changes:?}"));
+        assert_eq!(parts[0].content, a2a::PartContent::Text(forged));
+        assert_eq!(parts[1].content, a2a::PartContent::Url("https://example.com/a.txt".into()));
     }
 
     #[test]

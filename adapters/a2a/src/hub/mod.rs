@@ -343,8 +343,10 @@ impl Hub {
         Ok(())
     }
 
-    /// Turns reference parts back into their bytes (read from the artifact store, verified).
-    /// Reads back kept parts (only `tenant`'s artifacts, when given).
+    /// Turns reference parts back into their bytes (read from the artifact store, verified;
+    /// only `tenant`'s artifacts, when given). Part by part: a reference that names no artifact
+    /// of the caller's stays as it is, marked, and the rest of the task is still served; only a
+    /// store that cannot answer fails the read.
     pub async fn hydrate_parts(&self, tenant: Option<&TenantId>, parts: &mut [Part]) -> Result<(), A2aError> {
         for part in parts {
             let PartContent::Url(u) = &part.content else { continue };
@@ -352,12 +354,25 @@ impl Hub {
             let Some(keeper) = &self.keeper else {
                 return Err(A2aError::internal("a kept artifact part, but no artifact store"));
             };
-            let id = id.parse().map_err(|_| A2aError::internal(format!("bad kept artifact reference `{u}`")))?;
-            let bytes = keeper
-                .read(tenant, id)
-                .await
-                .map_err(|e| A2aError::new(Kind::Unavailable, format!("artifact {u}: {e}")))?;
-            part.content = PartContent::Raw(bytes);
+            let read = match id.parse() {
+                Ok(id) => keeper.read(tenant, id).await,
+                Err(_) => Err(switchyard_contract::ArtifactError::NotFound),
+            };
+            match read {
+                Ok(bytes) => part.content = PartContent::Raw(bytes),
+                Err(
+                    e @ (switchyard_contract::ArtifactError::Unavailable(_)
+                    | switchyard_contract::ArtifactError::Internal(_)),
+                ) => {
+                    return Err(A2aError::new(Kind::Unavailable, format!("artifact {u}: {e}")));
+                }
+                Err(e) => {
+                    tracing::warn!(reference = %u, error = %e, "a kept artifact part cannot be read; served as a reference");
+                    part.metadata
+                        .get_or_insert_with(Default::default)
+                        .insert("dev.switchyard/unreadable".into(), serde_json::Value::String(e.to_string()));
+                }
+            }
         }
         Ok(())
     }
