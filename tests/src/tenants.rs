@@ -5,6 +5,8 @@
 pub const RED: &str = "sk_red_0b9c0ff6d1";
 /// Blue's API key (tenant `blue`, subject `blue-bot`).
 pub const BLUE: &str = "sk_blue_61c4e2a7aa";
+/// Another subject of red's tenant (subject `crimson-bot`), with the same scopes.
+pub const CRIMSON: &str = "sk_crimson_7d3e9a1f20";
 
 /// Every scope the gateway knows.
 pub const ALL_SCOPES: &str =
@@ -15,13 +17,18 @@ fn sha256_hex(s: &str) -> String {
     hex::encode(sha2::Sha256::digest(s.as_bytes()))
 }
 
-/// The `[auth]` section with both keys.
+/// The `[auth]` section with the three keys.
 pub fn auth_section() -> String {
-    let key = |name: &str, key: &str| {
+    let key = |name: &str, tenant: &str, key: &str| {
         format!(
-            "[[auth.api_keys]]\nname = \"{name}\"\nsha256 = \"{}\"\ntenant = \"{name}\"\nsubject = \"{name}-bot\"\nscopes = {ALL_SCOPES}\n",
+            "[[auth.api_keys]]\nname = \"{name}\"\nsha256 = \"{}\"\ntenant = \"{tenant}\"\nsubject = \"{name}-bot\"\nscopes = {ALL_SCOPES}\n",
             sha256_hex(key)
         )
     };
-    format!("[auth]\nresource = \"https://gateway.test\"\n\n{}\n{}", key("red", RED), key("blue", BLUE))
+    format!(
+        "[auth]\nresource = \"https://gateway.test\"\n\n{}\n{}\n{}",
+        key("red", "red", RED),
+        key("blue", "blue", BLUE),
+        key("crimson", "red", CRIMSON)
+    )
 }

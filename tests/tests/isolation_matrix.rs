@@ -4,13 +4,14 @@
 //! operation of the admin API, MCP (both eras), A2A (JSON-RPC and HTTP+JSON; gRPC is covered
 //! by `a2a_e2e`'s tenant test through the Python SDK) and the artifact download with red's ids.
 //! Nothing may be read, changed or delivered across tenants: every answer is "not found"
-//! (or an empty list), and red's records are unchanged afterwards.
+//! (or an empty list), and red's records are unchanged afterwards. A subject axis: crimson, in
+//! red's tenant, sees red's MCP tasks exactly as ids that do not exist.
 
 use serde_json::{Value, json};
 use switchyard_tests::a2a::Webhook;
 use switchyard_tests::gateway::{Gateway, Options};
 
-use switchyard_tests::tenants::{BLUE, RED};
+use switchyard_tests::tenants::{BLUE, CRIMSON, RED};
 
 fn start(dir: &std::path::Path) -> Gateway {
     let fixture = switchyard_tests::mcp::fixture_binary().display().to_string();
@@ -178,11 +179,17 @@ async fn nothing_crosses_between_tenants_on_any_route() {
     }
     let (s, text) = p.send(BLUE, "GET", &format!("/artifacts/{artifact}"), None).await;
     answers.push(("GET /artifacts".into(), s, text));
-    // MCP: tasks/get and tasks/cancel on red's call, a keyed retry of red's call.
-    for method in ["tasks/get", "tasks/cancel"] {
-        let text = mcp(&mut p, BLUE, method, &mcp_inv, mcp_method(method, json!({"taskId": mcp_inv}))).await;
-        assert!(text.contains("unknown task") || text.contains("-32602"), "{method}: {text}");
-        answers.push((method.into(), 404, text));
+    // MCP: tasks/get and tasks/cancel on red's call, by another tenant and by another subject of
+    // red's tenant (a task is its caller's: the same answer as an id that does not exist).
+    let missing = format!("inv_{}", "0".repeat(32));
+    let not_there = mcp(&mut p, RED, "tasks/get", &missing, mcp_method("tasks/get", json!({"taskId": missing}))).await;
+    for who in [BLUE, CRIMSON] {
+        for method in ["tasks/get", "tasks/cancel"] {
+            let text = mcp(&mut p, who, method, &mcp_inv, mcp_method(method, json!({"taskId": mcp_inv}))).await;
+            assert!(text.contains("unknown task") || text.contains("-32602"), "{method}: {text}");
+            assert_eq!(text.replace(&mcp_inv, "ID"), not_there.replace(&missing, "ID"), "{method} differs from a miss");
+            answers.push((method.into(), 404, text));
+        }
     }
     // A2A: every task operation with red's task id, on both bindings.
     for (method, params) in [

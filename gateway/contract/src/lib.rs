@@ -45,7 +45,7 @@ pub use ports::{
     InvocationStore, Invocations, ListQuery, Page, Passage, RESOLVE_CLAIM, SecretVault, Submission, Submitted,
     Transition, Upstream, UpstreamError, UpstreamRegistry, Waited, client_stays,
 };
-pub use principal::{EffectClass, Grant, IngressKey, Principal, Target, TenantId};
+pub use principal::{EffectClass, Grant, IngressKey, Principal, TASKS_ADMIN, Target, TenantId};
 pub use relay::{CallContext, CallRelay, Interim, Progress, Question, RelayError};
 pub use reports::{ConformanceRun, ConformanceRuns};
 pub use secret::Secret;

@@ -75,6 +75,10 @@ pub enum Grant {
     Scopes(std::collections::BTreeSet<String>),
 }
 
+/// The scope that reads and cancels every task of the caller's tenant, not only the caller's
+/// own (the operator's admin token holds it).
+pub const TASKS_ADMIN: &str = "tasks:admin";
+
 impl Grant {
     /// Whether `scope` is granted.
     pub fn allows(&self, scope: &str) -> bool {

@@ -1,5 +1,6 @@
 //! The push-notification-config operations of a task: create (destination checked, credentials
-//! sealed), get, list (paged) and delete; reads open the credentials for the owning tenant.
+//! sealed), get, list (paged) and delete. A webhook's credentials are write-only: kept sealed for
+//! deliveries, never returned (every answer carries the scheme without them).
 
 use a2a::{
     DeleteTaskPushNotificationConfigRequest, GetTaskPushNotificationConfigRequest,
@@ -17,7 +18,7 @@ impl A2aFace {
     ) -> Result<Reply, A2aError> {
         let (_, rec) = self.callers_task(agent, who, req.tenant.as_ref(), &req.task_id).await?;
         push::check_url(&req.url, &self.config.push)?;
-        Ok(Reply::PushConfig(push::store_config(&self.hub, &rec.id, req).await?))
+        Ok(Reply::PushConfig(without_credentials(push::store_config(&self.hub, &rec.id, req).await?)))
     }
 
     pub(super) async fn get_push_config(
@@ -28,7 +29,7 @@ impl A2aFace {
     ) -> Result<Reply, A2aError> {
         let (_, rec) = self.callers_task(agent, who, req.tenant.as_ref(), &req.task_id).await?;
         let found = self.push_configs(&rec.id).await?.into_iter().find(|c| c.id.as_deref() == Some(&req.id));
-        found.map(Reply::PushConfig).ok_or_else(|| {
+        found.map(|c| Reply::PushConfig(without_credentials(c))).ok_or_else(|| {
             A2aError::new(Kind::TaskNotFound, format!("push config `{}` not found on task `{}`", req.id, req.task_id))
         })
     }
@@ -50,7 +51,7 @@ impl A2aFace {
             None => 0,
             Some(t) => t.parse::<usize>().map_err(|_| A2aError::invalid_params("invalid pageToken"))?,
         };
-        let page: Vec<_> = all.iter().skip(start).take(size).cloned().collect();
+        let page: Vec<_> = all.iter().skip(start).take(size).cloned().map(without_credentials).collect();
         let next = (start + page.len() < all.len()).then(|| (start + page.len()).to_string());
         Ok(Reply::PushConfigs(ListTaskPushNotificationConfigsResponse { configs: page, next_page_token: next }))
     }
@@ -66,7 +67,8 @@ impl A2aFace {
         Ok(Reply::Empty)
     }
 
-    /// The task's push configs, credentials opened (for the owning tenant).
+    /// The task's push configs as stored (credentials opened, for deliveries and to be dropped
+    /// from answers).
     pub(super) async fn push_configs(&self, task_id: &TaskId) -> Result<Vec<TaskPushNotificationConfig>, A2aError> {
         self.hub
             .store()
@@ -79,4 +81,12 @@ impl A2aFace {
             })
             .collect()
     }
+}
+
+/// `cfg` as answered: its authentication scheme without the credentials.
+fn without_credentials(mut cfg: TaskPushNotificationConfig) -> TaskPushNotificationConfig {
+    if let Some(auth) = cfg.authentication.as_mut() {
+        auth.credentials = None;
+    }
+    cfg
 }

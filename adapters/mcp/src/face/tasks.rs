@@ -52,12 +52,21 @@ impl McpFace {
         task
     }
 
-    /// The caller's task: an MCP tools/call invocation of this tenant, else `-32602`.
+    /// The caller's task: an MCP tools/call invocation the caller made (any of its tenant's with
+    /// the `tasks:admin` scope), else `-32602`, exactly as for an id that does not exist.
     async fn task_invocation(&self, task_id: &str, ctx: &RequestContext<RoleServer>) -> Result<Invocation, ErrorData> {
         let who = principal(ctx)?;
         let unknown = || ErrorData::invalid_params(format!("unknown task `{task_id}`"), None);
         let id: InvocationId = task_id.parse().map_err(|_| unknown())?;
         let inv = self.shared.engine.get(&who.tenant, id).await.map_err(|_| unknown())?;
+        let tenant_wide = ctx
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|p| p.extensions.get::<switchyard_contract::Grant>())
+            .is_some_and(|g| g.allows(switchyard_contract::TASKS_ADMIN));
+        if inv.principal.subject != who.subject && !tenant_wide {
+            return Err(unknown());
+        }
         let upstream = match self.shared.bridge_for(&inv.target.upstream) {
             Some(b) => b.name.as_str(),
             None if self.shared.pools.contains_key(&inv.target.upstream) => inv.target.upstream.as_str(),
