@@ -322,3 +322,61 @@ async fn racing_creates_and_chained_updates_apply_once_each(s: Arc<dyn TaskStore
     assert_eq!(seqs, (2..=7).collect::<Vec<_>>());
     assert!(events.iter().all(|(seq, e)| *e == json!({"v": seq})), "{events:?}");
 }
+
+/// The fenced create (a proxied send's marker), on both databases: it writes only while the
+/// named attempt is its invocation's current one with a live lease — never for another attempt,
+/// never once the lease has ended — and never over an existing id.
+async fn fenced_create_takes_the_attempts_lease(url: &str) {
+    use switchyard_contract::{AttemptId, EffectClass, NewInvocation, Principal, RequestDigest, Target, TenantId};
+    let s = switchyard_store::connect(url, &StoreOptions::default()).await.unwrap_or_else(|e| panic!("{e}"));
+    let worker = switchyard_contract::WorkerId::new();
+    let attempt = AttemptId::new();
+    let draft = NewInvocation {
+        id: InvocationId::new(),
+        principal: Principal::new(TenantId::new("acme").unwrap_or_else(|e| panic!("{e}")), "alice"),
+        target: Target {
+            upstream: "a2a-agent-internal".into(),
+            operation: "SendMessage".into(),
+            effect: EffectClass::Write,
+        },
+        request: json!({}),
+        digest: RequestDigest::compute("a2a-agent-internal", "SendMessage", &json!({}))
+            .unwrap_or_else(|e| panic!("{e}")),
+        ingress_key: None,
+        parent: None,
+        trace: None,
+        worker,
+        lease_ttl_ms: 60_000,
+        hold: None,
+        first_attempt: Some(attempt),
+        proves_unsent: true,
+        audit: None,
+    };
+    let run = draft.id;
+    s.invocations.admit(draft).await.unwrap_or_else(|e| panic!("{e}"));
+    let marker = |id: &str| task(id, "acme/", "c", "TASK_STATE_SUBMITTED", 1);
+    let events = [json!({"task": {}})];
+    let tasks = s.tasks.clone();
+    let fenced = async |id: &str, attempt: AttemptId| {
+        tasks.create_fenced(&marker(id), &events, run, attempt).await.unwrap_or_else(|e| panic!("{e}"))
+    };
+    assert!(fenced("m1", attempt).await, "the current attempt, its lease live: written");
+    assert!(!fenced("m1", attempt).await, "an existing id: not written");
+    assert!(!fenced("m2", AttemptId::new()).await, "another attempt: not written");
+    s.invocations.release_leases(worker).await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(!fenced("m3", attempt).await, "the lease ended: not written");
+    let scope = self::scope("acme/");
+    assert!(s.tasks.get(&scope, &tid("m2")).await.ok().flatten().is_none());
+    assert!(s.tasks.get(&scope, &tid("m3")).await.ok().flatten().is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fenced_create_sqlite() {
+    let (_dir, url) = switchyard_tests::sqlite_url();
+    fenced_create_takes_the_attempts_lease(&url).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fenced_create_postgres() {
+    fenced_create_takes_the_attempts_lease(&switchyard_tests::pg::database().await).await;
+}

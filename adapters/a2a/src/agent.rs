@@ -343,7 +343,7 @@ impl Upstream for AgentUpstream {
         let run = call.invocation;
         let token = self.track(run);
         let out = match &self.proxy {
-            Some(p) => p.run(&self.hub, &req, run, &token).await,
+            Some(p) => p.run(&self.hub, &req, (run, call.attempt), &token).await,
             None => self.run(call, &req, &token).await,
         };
         self.untrack(run);

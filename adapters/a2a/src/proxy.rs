@@ -77,10 +77,16 @@ impl<'a> Mirror<'a> {
     }
 }
 
-/// The id and agent of a first message's sent marker: neither can name a task of a caller
-/// (agent names are `[A-Za-z0-9_-]`).
-fn sent_marker(req: &RunRequest) -> (TaskId, String) {
-    (TaskId::from(format!("{}.sent", req.task_id)), format!("sent:{}", req.agent))
+/// The id and agent of run `run`'s sent marker for a first message: neither can name a task of a
+/// caller (agent names are `[A-Za-z0-9_-]`). One per run: a resend of the message (a run of its
+/// own) takes a marker of its own.
+fn sent_marker(req: &RunRequest, run: InvocationId) -> (TaskId, String) {
+    (TaskId::from(format!("{}.sent.{run}", req.task_id)), format!("sent:{}", req.agent))
+}
+
+/// The marker gateways before per-run markers wrote (one per task), still read as evidence.
+fn legacy_marker(req: &RunRequest) -> TaskId {
+    TaskId::from(format!("{}.sent", req.task_id))
 }
 
 /// How mirroring one upstream event ended.
@@ -397,10 +403,10 @@ impl Proxy {
         &self,
         hub: &Hub,
         req: &RunRequest,
-        run: InvocationId,
+        (run, attempt): (InvocationId, switchyard_contract::AttemptId),
         cancel: &CancellationToken,
     ) -> Result<Value, UpstreamError> {
-        let out = self.forward(hub, req, run, cancel).await;
+        let out = self.forward(hub, req, (run, attempt), cancel).await;
         // A refusal of a new task's first message (or an agent that could not be reached) ends
         // the task; a refused follow-up leaves the task as the agent has it, and a lost answer
         // is resumed by the supervisor from the agent's own record.
@@ -422,7 +428,7 @@ impl Proxy {
         &self,
         hub: &Hub,
         req: &RunRequest,
-        run: InvocationId,
+        (run, attempt): (InvocationId, switchyard_contract::AttemptId),
         cancel: &CancellationToken,
     ) -> Result<Value, UpstreamError> {
         let client = self.client().await.map_err(|e| lost(e, false))?;
@@ -430,11 +436,20 @@ impl Proxy {
         let to = Mirror::new(req, run, !req.new_task);
         let mut upstream_msg = req.message.clone();
         if req.new_task {
-            // Evidence that this message may have been sent, written before it is.
-            let (marker, agent) = sent_marker(req);
+            // Evidence that this message may have been sent, written before it is — and the
+            // fenced mutex of the send: written only while this attempt is the run's current
+            // one with a live lease. Not written (a replica paused past its lease, whose call
+            // another one took over): nothing is sent.
+            let (marker, agent) = sent_marker(req, run);
             let mut task = crate::run::submitted(req);
             task.id = marker.to_string();
-            hub.create(scope, &agent, &task, to.cursor, Vec::new()).await.map_err(hub_err)?;
+            if !hub.create_fenced(scope, &agent, &task, to.cursor, attempt).await.map_err(hub_err)? {
+                warn!(invocation.id = %run, "this attempt was taken over before it sent the message: nothing sent");
+                // Not `Unavailable`: that would end the task, which the run that took over owns.
+                return Err(UpstreamError::Lost {
+                    message: "this attempt's lease ran out and the call was taken over before anything was sent".into(),
+                });
+            }
             upstream_msg.task_id = None;
             upstream_msg.context_id = Some(ctx.to_string());
         } else {
@@ -619,8 +634,10 @@ impl Proxy {
                 return None;
             }
             // The gateway writes a first message's sent marker before it sends anything.
-            let (marker, agent) = sent_marker(req);
-            let sent = hub.get(&req.scope, &marker).await.ok()?.is_some_and(|m| m.agent == agent);
+            let (marker, agent) = sent_marker(req, run);
+            let marked = |m: Option<switchyard_contract::TaskRecord>| m.is_some_and(|m| m.agent == agent);
+            let sent = marked(hub.get(&req.scope, &marker).await.ok()?)
+                || marked(hub.get(&req.scope, &legacy_marker(req)).await.ok()?);
             if !sent {
                 return Some(Decision::NotApplied {
                     message: "the gateway stopped before it sent the message; send the message again".into(),

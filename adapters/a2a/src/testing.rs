@@ -32,6 +32,16 @@ impl TaskStore for Counting {
         self.commits.fetch_add(1, Ordering::SeqCst);
         self.inner.create(task, events).await
     }
+    async fn create_fenced(
+        &self,
+        task: &TaskRecord,
+        events: &[Value],
+        run: switchyard_contract::InvocationId,
+        attempt: switchyard_contract::AttemptId,
+    ) -> Result<bool, Error> {
+        self.commits.fetch_add(1, Ordering::SeqCst);
+        self.inner.create_fenced(task, events, run, attempt).await
+    }
     async fn get(&self, scope: &TaskScope, id: &TaskId) -> Result<Option<TaskRecord>, Error> {
         self.inner.get(scope, id).await
     }

@@ -271,6 +271,17 @@ pub trait TaskStore: Send + Sync {
     /// Inserts `task` (its `version` must equal `events.len()`) with its first events.
     /// `Ok(false)`: a task with that id already exists; nothing was written.
     async fn create(&self, task: &TaskRecord, events: &[Value]) -> Result<bool, Error>;
+    /// [`create`](Self::create), only while attempt `attempt` is invocation `run`'s current one
+    /// and its lease is live on the store's clock: the fenced mutex a send takes before it goes
+    /// out (a proxied first message's sent marker). `Ok(false)`: the attempt was taken over (its
+    /// lease ran out and another worker moved the call on), or the id exists — do not send.
+    async fn create_fenced(
+        &self,
+        task: &TaskRecord,
+        events: &[Value],
+        run: InvocationId,
+        attempt: crate::id::AttemptId,
+    ) -> Result<bool, Error>;
     /// The task `id` if it exists in `scope`.
     async fn get(&self, scope: &TaskScope, id: &TaskId) -> Result<Option<TaskRecord>, Error>;
     /// Replaces the task if its stored version is still `expected_version`, appending `events`

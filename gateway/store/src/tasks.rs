@@ -8,7 +8,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::Value;
 use switchyard_contract::{
-    Error, NewDelivery, RunCursor, TaskId, TaskQuery, TaskRecord, TaskScope, TaskStateName, TaskStore,
+    AttemptId, Error, InvocationId, NewDelivery, RunCursor, TaskId, TaskQuery, TaskRecord, TaskScope, TaskStateName,
+    TaskStore,
 };
 
 use crate::dialect::{self as sql, Arg, Cells, Dialect, On, Pools, Stmt};
@@ -65,8 +66,18 @@ fn bind_status(stmt: Stmt, task: &TaskRecord) -> Stmt {
 /// SQLite, in the group commit's shared one ([`crate::group`]).
 #[derive(Debug, Clone)]
 pub(crate) enum TaskWrite {
-    Create { task: TaskRecord, events: Vec<Value> },
-    Update { task: TaskRecord, expected: i64, events: Vec<Value>, deliveries: Vec<NewDelivery> },
+    /// With a `fence`: only while that attempt is its invocation's current one, lease live.
+    Create {
+        task: TaskRecord,
+        events: Vec<Value>,
+        fence: Option<(InvocationId, AttemptId)>,
+    },
+    Update {
+        task: TaskRecord,
+        expected: i64,
+        events: Vec<Value>,
+        deliveries: Vec<NewDelivery>,
+    },
 }
 
 impl TaskWrite {
@@ -91,16 +102,31 @@ impl TaskWrite {
     /// replaced, and the push deliveries they queue.
     pub(crate) fn statements<D: Dialect>(&self) -> (Stmt, Vec<Stmt>) {
         let (row, after, events, deliveries) = match self {
-            TaskWrite::Create { task, events } => {
+            TaskWrite::Create { task, events, fence } => {
+                // Fenced: inserted only while the attempt is the invocation's current one and
+                // its lease is live, judged in the same statement on the database's clock.
+                let guard = if fence.is_some() {
+                    format!(
+                        " WHERE EXISTS (SELECT 1 FROM invocations WHERE id = $10 AND state = 'dispatching' \
+                         AND lease_expires_ms > {now} AND CAST(state_data AS TEXT) LIKE $11)",
+                        now = D::NOW
+                    )
+                } else {
+                    String::new()
+                };
                 let insert = Stmt::new(format!(
                     "INSERT INTO a2a_tasks (id, scope, agent, context_id, state, status_ms, version, run_cursor, \
-                     body, created_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, {}) ON CONFLICT (id) DO NOTHING",
+                     body, created_ms) SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, {}{guard} ON CONFLICT (id) DO NOTHING",
                     D::NOW
                 ))
                 .text(task.id.as_str())
                 .text(task.scope.key())
                 .text(task.agent.as_str());
-                (bind_status(insert, task), 0, events, &[][..])
+                let mut insert = bind_status(insert, task);
+                if let Some((run, attempt)) = fence {
+                    insert = insert.text(run.to_string()).text(format!("%{attempt}%"));
+                }
+                (insert, 0, events, &[][..])
             }
             TaskWrite::Update { task, expected, events, deliveries } => {
                 let update = Stmt::new(
@@ -168,7 +194,25 @@ impl<D: Dialect> SqlTasks<D> {
 #[async_trait]
 impl<D: Dialect> TaskStore for SqlTasks<D> {
     async fn create(&self, task: &TaskRecord, events: &[Value]) -> Result<bool, Error> {
-        self.write(TaskWrite::Create { task: task.clone(), events: events.to_vec() }).await
+        self.write(TaskWrite::Create { task: task.clone(), events: events.to_vec(), fence: None }).await
+    }
+
+    /// In a transaction of its own, never in the group commit: its outcome depends on the
+    /// invocation's row at the moment it runs, which the group does not read.
+    async fn create_fenced(
+        &self,
+        task: &TaskRecord,
+        events: &[Value],
+        run: InvocationId,
+        attempt: AttemptId,
+    ) -> Result<bool, Error> {
+        let write = TaskWrite::Create { task: task.clone(), events: events.to_vec(), fence: Some((run, attempt)) };
+        let mut tx = self.pools.begin().await?;
+        if !write_in::<D>(&mut tx, &write).await? {
+            return Ok(false);
+        }
+        tx.commit().await.map_err(crate::error::db)?;
+        Ok(true)
     }
 
     async fn get(&self, scope: &TaskScope, id: &TaskId) -> Result<Option<TaskRecord>, Error> {

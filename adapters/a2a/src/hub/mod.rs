@@ -436,18 +436,8 @@ impl Hub {
             }
             events.push(to_value(&change_task(&mut body, change))?);
         }
-        let id = TaskId::from(task.id.as_str());
-        let rec = TaskRecord {
-            id: id.clone(),
-            scope: scope.clone(),
-            agent: agent.to_string(),
-            context_id: task.context_id.as_str().into(),
-            state: stored_state(&body.status.state),
-            status_ms: switchyard_contract::wall_clock_ms(),
-            version: i64::try_from(events.len()).unwrap_or(i64::MAX),
-            run_cursor: Some(step),
-            body: to_value(&body)?,
-        };
+        let rec = new_record(scope, agent, &body, events.len(), step)?;
+        let id = rec.id.clone();
         let created = self.store.create(&rec, &events).await?;
         if created {
             self.ring(&id, rec.version);
@@ -455,6 +445,23 @@ impl Hub {
             return Err(A2aError::task_not_found(&task.id));
         }
         Ok(created)
+    }
+
+    /// Creates `task` as [`Hub::create`] does (no changes), only while `attempt` is its run's
+    /// current attempt with a live lease (see
+    /// [`TaskStore::create_fenced`](switchyard_contract::TaskStore::create_fenced)): a send's
+    /// evidence, written before it goes out. `Ok(false)`: do not send.
+    pub async fn create_fenced(
+        &self,
+        scope: &TaskScope,
+        agent: &str,
+        task: &Task,
+        step: RunCursor,
+        attempt: switchyard_contract::AttemptId,
+    ) -> Result<bool, A2aError> {
+        let rec = new_record(scope, agent, task, 1, step)?;
+        let events = [to_value(&StreamResponse::Task(task.clone()))?];
+        Ok(self.store.create_fenced(&rec, &events, step.invocation, attempt).await?)
     }
 
     pub async fn get(&self, scope: &TaskScope, id: &TaskId) -> Result<Option<TaskRecord>, A2aError> {
@@ -703,6 +710,27 @@ pub fn ensure_open(task: &Task) -> Result<(), A2aError> {
         ));
     }
     Ok(())
+}
+
+/// The stored record of a new task whose body is now `body`, after `events` events.
+fn new_record(
+    scope: &TaskScope,
+    agent: &str,
+    body: &Task,
+    events: usize,
+    step: RunCursor,
+) -> Result<TaskRecord, A2aError> {
+    Ok(TaskRecord {
+        id: TaskId::from(body.id.as_str()),
+        scope: scope.clone(),
+        agent: agent.to_string(),
+        context_id: body.context_id.as_str().into(),
+        state: stored_state(&body.status.state),
+        status_ms: switchyard_contract::wall_clock_ms(),
+        version: i64::try_from(events).unwrap_or(i64::MAX),
+        run_cursor: Some(step),
+        body: to_value(body)?,
+    })
 }
 
 #[cfg(test)]

@@ -290,6 +290,12 @@ async fn attempt_call(
             _ = renew.tick() => {
                 match apply(inner, inv, move |i, now| i.renew(worker, fence, now, ttl)).await {
                     Ok(fresh) => *inv = fresh,
+                    // Another worker holds the call now: this attempt stops here (what it has
+                    // not sent yet, it never sends; its outcome would be refused as late).
+                    Err(e) if e.kind == crate::error::ErrorKind::Conflict => {
+                        warn!(error = %e, "lease lost while the attempt ran: it stops");
+                        return Err(UpstreamError::Lost { message: format!("the attempt stopped: {}", e.message) });
+                    }
                     Err(e) => warn!(error = %e, "lease renewal failed; the outcome may be refused as late"),
                 }
                 // A cancellation the upstream has not confirmed is sent again on every renewal:

@@ -57,6 +57,17 @@ impl TaskStore for MemoryTasks {
         Ok(true)
     }
 
+    /// The in-memory store keeps no invocations to fence on: it creates as `create` does.
+    async fn create_fenced(
+        &self,
+        task: &TaskRecord,
+        events: &[serde_json::Value],
+        _run: crate::id::InvocationId,
+        _attempt: crate::id::AttemptId,
+    ) -> Result<bool, Error> {
+        self.create(task, events).await
+    }
+
     async fn get(&self, scope: &TaskScope, id: &TaskId) -> Result<Option<TaskRecord>, Error> {
         Ok(self.rows().tasks.get(id).filter(|t| &t.scope == scope).cloned())
     }
