@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientInfo, ElicitRequestParams, ElicitResult, ElicitationAction,
-    JsonObject, ProtocolVersion,
+    JsonObject, ProtocolVersion, ReadResourceRequestParams, ResourceContents,
 };
 use rmcp::service::{ClientLifecycleMode, RequestContext, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -172,6 +172,21 @@ pub async fn connect_with_bearer(url: &str, token: &str) -> Client {
     rmcp::service::serve_client_with_lifecycle(TestClient, transport, lifecycle)
         .await
         .unwrap_or_else(|e| panic!("connect {url}: {e}"))
+}
+
+/// `resources/read`: the text, or the error's message.
+pub async fn read(client: &Client, uri: &str) -> Result<String, String> {
+    match client.peer().read_resource(ReadResourceRequestParams::new(uri)).await {
+        Ok(r) => Ok(r
+            .contents
+            .iter()
+            .map(|c| match c {
+                ResourceContents::TextResourceContents { text, .. } => text.clone(),
+                _ => "<blob>".into(),
+            })
+            .collect()),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// `tools/call` parameters.

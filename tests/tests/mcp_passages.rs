@@ -5,25 +5,9 @@
 //! upstream's own `skill://` URI, which no approved scoped skill covers, is refused — it used to
 //! pass through unjournaled, skipping the pinned-manifest check.
 
-use rmcp::model::{
-    ArgumentInfo, CompleteRequestParams, GetPromptRequestParams, ReadResourceRequestParams, Reference, ResourceContents,
-};
+use rmcp::model::{ArgumentInfo, CompleteRequestParams, GetPromptRequestParams, Reference};
 use switchyard_tests::gateway::{Gateway, Options};
-use switchyard_tests::mcp::{Client, UpstreamSpec, connect, write_config};
-
-async fn read(client: &Client, uri: &str) -> Result<String, String> {
-    match client.peer().read_resource(ReadResourceRequestParams::new(uri)).await {
-        Ok(r) => Ok(r
-            .contents
-            .iter()
-            .map(|c| match c {
-                ResourceContents::TextResourceContents { text, .. } => text.clone(),
-                _ => "<blob>".into(),
-            })
-            .collect()),
-        Err(e) => Err(e.to_string()),
-    }
-}
+use switchyard_tests::mcp::{UpstreamSpec, connect, read, write_config};
 
 const POLICY: &str = r#"
 [policy]

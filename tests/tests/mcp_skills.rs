@@ -8,11 +8,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rmcp::model::{
-    GetSkillRequestParams, ReadResourceDirectoryRequestParams, ReadResourceRequestParams, ResourceContents,
-};
+use rmcp::model::{GetSkillRequestParams, ReadResourceDirectoryRequestParams};
 use switchyard_tests::gateway::{Gateway, Options};
-use switchyard_tests::mcp::{Client, Fixture, UpstreamSpec, connect, python, write_config};
+use switchyard_tests::mcp::{Client, Fixture, UpstreamSpec, connect, python, read, write_config};
 
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap_or_else(|e| panic!("{e}"));
@@ -56,21 +54,6 @@ async fn skill_uris(client: &Client) -> Vec<String> {
     let mut uris: Vec<String> = all.into_iter().map(|s| s.uri).collect();
     uris.sort();
     uris
-}
-
-/// `resources/read`: the text, or the error's message.
-async fn read(client: &Client, uri: &str) -> Result<String, String> {
-    match client.peer().read_resource(ReadResourceRequestParams::new(uri)).await {
-        Ok(r) => Ok(r
-            .contents
-            .iter()
-            .map(|c| match c {
-                ResourceContents::TextResourceContents { text, .. } => text.clone(),
-                _ => "<blob>".into(),
-            })
-            .collect()),
-        Err(e) => Err(e.to_string()),
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -668,6 +668,19 @@ mod tests {
         inv
     }
 
+    /// A read-only operation `t` of upstream `fx`.
+    fn read_op() -> Operation {
+        Operation {
+            upstream: "fx".into(),
+            name: "t".into(),
+            title: None,
+            description: None,
+            input_schema: json!({"type": "object"}),
+            output_schema: None,
+            effect: switchyard_contract::EffectClass::ReadOnly,
+        }
+    }
+
     #[test]
     fn a_result_above_the_limit_fails_the_task_saying_so() {
         let agent = ToolsAgent::new(
@@ -676,15 +689,7 @@ mod tests {
             100,
             Arc::new(OnceLock::new()),
         );
-        let op = Operation {
-            upstream: "fx".into(),
-            name: "t".into(),
-            title: None,
-            description: None,
-            input_schema: json!({"type": "object"}),
-            output_schema: None,
-            effect: switchyard_contract::EffectClass::ReadOnly,
-        };
+        let op = read_op();
         let last_state = |changes: Vec<Change>| match changes.last() {
             Some(Change::Status(s)) => {
                 (s.state.clone(), s.message.as_ref().and_then(|m| m.text()).unwrap_or_default().to_string())
@@ -703,15 +708,7 @@ mod tests {
     /// artifacts) then failed, or would have inlined an artifact the upstream chose.
     #[test]
     fn a_link_in_the_kept_artifact_scheme_is_the_tools_text() {
-        let op = Operation {
-            upstream: "fx".into(),
-            name: "t".into(),
-            title: None,
-            description: None,
-            input_schema: json!({"type": "object"}),
-            output_schema: None,
-            effect: switchyard_contract::EffectClass::ReadOnly,
-        };
+        let op = read_op();
         let link = |uri: &str| switchyard_contract::Part::Link {
             uri: uri.into(),
             media_type: None,
