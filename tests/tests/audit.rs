@@ -242,3 +242,25 @@ async fn a_decision_that_cannot_be_recorded_admits_nothing() {
     let (ok, out) = gw.cli(&["audit", "verify"]);
     assert!(ok && out.contains("61 rows"), "the failed batch left no hole: {out}");
 }
+
+/// A gateway that stops signs the log's tail: before, rows appended after the last periodic
+/// checkpoint were left unsigned at shutdown (a tail that could be cut off unnoticed), and
+/// `audit verify` did not say so. Now `verify` names the unsigned tail, and a graceful stop
+/// signs it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopping_gateway_signs_the_tail_and_verify_names_an_unsigned_one() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let path = dir.path().join("switchyard.toml");
+    std::fs::write(&path, "[policy]\n\n[audit]\ncheckpoint_interval_s = 3600\n").unwrap_or_else(|e| panic!("{e}"));
+    let mut gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(path), ..Options::default() });
+    for n in 0..3 {
+        let (status, body) = submit(&gw, "alice", "echo", n).await;
+        assert!((200..300).contains(&status), "{body}");
+    }
+    let (ok, before) = gw.cli(&["audit", "verify"]);
+    assert!(ok && before.contains("rows after the last signed checkpoint"), "{before}");
+    assert!(gw.terminate(), "a graceful stop");
+    let (ok, after) = gw.cli(&["audit", "verify"]);
+    assert!(ok && !after.contains("after the last signed checkpoint"), "{after}");
+    assert!(after.contains("audit log ok") && after.contains("1 checkpoints"), "{after}");
+}

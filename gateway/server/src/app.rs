@@ -452,22 +452,54 @@ pub fn audit_log(
         .unwrap_or_else(|| Arc::new(switchyard_policy::audit::AuditWriter::start(store.clone(), partition)))
 }
 
-/// Signs a checkpoint of every audit partition's head every `every`, when the log moved.
+/// Signs a checkpoint of every audit partition's head when the log moved: every `every`, and
+/// as soon as it is [`CHECKPOINT_MAX_BEHIND`](switchyard_policy::audit::CHECKPOINT_MAX_BEHIND)
+/// rows past the last one (the heads are read once a second).
 async fn audit_checkpoints(
     store: Arc<dyn switchyard_contract::AuditStore>,
     key: switchyard_policy::grants::GrantKey,
     every: Duration,
 ) {
-    let mut last = None;
+    let mut last: Option<Vec<switchyard_contract::ChainHead>> = None;
+    let mut signed_at = tokio::time::Instant::now();
     loop {
-        tokio::time::sleep(every).await;
-        match switchyard_policy::audit::checkpoint(store.as_ref(), &key, last.as_deref()).await {
-            Ok(Some((stored, heads))) => {
-                tracing::debug!(checkpoint = %stored.id, partitions = heads.len(), "audit checkpoint signed");
-                last = Some(heads);
-            }
-            Ok(None) => {}
-            Err(e) => tracing::warn!(error = %e, "audit checkpoint not written"),
+        tokio::time::sleep(every.min(Duration::from_secs(1))).await;
+        let due = signed_at.elapsed() >= every || {
+            let heads = store.heads().await.unwrap_or_default();
+            behind(last.as_deref().unwrap_or_default(), &heads) >= switchyard_policy::audit::CHECKPOINT_MAX_BEHIND
+        };
+        if !due {
+            continue;
+        }
+        signed_at = tokio::time::Instant::now();
+        if let Some(heads) = sign_checkpoint(store.as_ref(), &key, last.as_deref()).await {
+            last = Some(heads);
+        }
+    }
+}
+
+/// How many rows `now` holds past `signed`, over every partition.
+fn behind(signed: &[switchyard_contract::ChainHead], now: &[switchyard_contract::ChainHead]) -> u64 {
+    now.iter()
+        .map(|h| h.seq.saturating_sub(signed.iter().find(|s| s.partition == h.partition).map_or(0, |s| s.seq)))
+        .sum()
+}
+
+/// Signs a checkpoint of every partition's head unless it is `last`; the heads signed.
+async fn sign_checkpoint(
+    store: &dyn switchyard_contract::AuditStore,
+    key: &switchyard_policy::grants::GrantKey,
+    last: Option<&[switchyard_contract::ChainHead]>,
+) -> Option<Vec<switchyard_contract::ChainHead>> {
+    match switchyard_policy::audit::checkpoint(store, key, last).await {
+        Ok(Some((stored, heads))) => {
+            tracing::debug!(checkpoint = %stored.id, partitions = heads.len(), "audit checkpoint signed");
+            Some(heads)
+        }
+        Ok(None) => None,
+        Err(e) => {
+            tracing::warn!(error = %e, "audit checkpoint not written");
+            None
         }
     }
 }
@@ -571,6 +603,10 @@ pub async fn serve_announcing(
         warn!("HTTP connections still open after the grace period; closing them");
     }
     background.shutdown().await;
+    // The log's tail since the last checkpoint is signed before the process ends.
+    if let (Some(store), Ok(key)) = (&app.audit, grant_key(&cfg)) {
+        sign_checkpoint(store.as_ref(), &key, None).await;
+    }
     app.mcp.close().await;
     engine?;
     Ok(())
@@ -645,5 +681,13 @@ mod tests {
         let cfg = Config::from_text(&text(&real), "test", std::iter::empty()).unwrap_or_else(|e| panic!("{e}"));
         assert!(admin_token(&cfg).is_ok());
         assert!(is_placeholder("CHANGEME-now") && !is_placeholder("a-long-random-token-9f8e7d"));
+    }
+
+    #[test]
+    fn rows_behind_the_last_checkpoint_are_counted_over_every_partition() {
+        let head = |p: &str, seq| switchyard_contract::ChainHead { partition: p.into(), seq, hash: String::new() };
+        assert_eq!(behind(&[], &[head("a", 5), head("b", 2)]), 7, "nothing signed yet");
+        assert_eq!(behind(&[head("a", 3)], &[head("a", 5), head("b", 2)]), 4);
+        assert_eq!(behind(&[head("a", 5), head("b", 2)], &[head("a", 5), head("b", 2)]), 0);
     }
 }

@@ -13,8 +13,13 @@ mod verify;
 mod writer;
 
 pub use chain::{CHECKPOINT_TYP, Checkpoint, GENESIS, checkpoint, row_hash};
-pub use verify::{Finding, Problem, Report, verify};
+pub use verify::{Finding, Problem, Report, Unsigned, verify};
 pub use writer::AuditWriter;
+
+/// A running gateway signs a checkpoint once the log has moved this many rows past the last one
+/// (or every `checkpoint_interval_s`, whichever comes first), and once more at shutdown: a tail
+/// cut off the log is then at most this long.
+pub const CHECKPOINT_MAX_BEHIND: u64 = 1000;
 
 #[cfg(test)]
 mod tests;

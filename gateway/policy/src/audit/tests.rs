@@ -234,3 +234,31 @@ async fn a_failed_append_fails_its_callers_and_leaves_no_hole() {
     assert!(report.ok(), "{:?}", report.findings);
     assert_eq!(report.rows, 2);
 }
+
+/// A tail appended after the last checkpoint verifies as a chain, so cutting it off went
+/// unnoticed and unsaid: `verify` now names it, per partition, until a checkpoint signs it.
+#[tokio::test]
+async fn verify_names_the_tail_no_checkpoint_signs() {
+    let mem = filled(10, &["p", "q"]).await;
+    let key = key();
+    let unsigned = |r: &Report| r.unsigned.iter().map(|u| (u.partition.clone(), u.from, u.to)).collect::<Vec<_>>();
+    let report = verify(mem.as_ref(), &key).await.expect("verify");
+    assert!(report.ok());
+    assert_eq!(unsigned(&report), [("p".to_string(), 1, 5), ("q".to_string(), 1, 5)], "no checkpoint yet");
+    checkpoint(mem.as_ref(), &key, None).await.expect("checkpoint");
+    let w = AuditWriter::start(mem.clone(), "p");
+    for i in 0..3 {
+        w.append(entry(i)).await.expect("append");
+    }
+    let report = verify(mem.as_ref(), &key).await.expect("verify");
+    assert!(report.ok());
+    assert_eq!(unsigned(&report), [("p".to_string(), 6, 8)], "three rows after the checkpoint");
+    // Cut off: the chain still verifies, and the cut tail is no longer there to name; the
+    // checkpoint keeps everything before it.
+    mem.remove("p", 8);
+    mem.remove("p", 7);
+    let report = verify(mem.as_ref(), &key).await.expect("verify");
+    assert_eq!(unsigned(&report), [("p".to_string(), 6, 6)]);
+    checkpoint(mem.as_ref(), &key, None).await.expect("checkpoint");
+    assert!(verify(mem.as_ref(), &key).await.expect("verify").unsigned.is_empty());
+}

@@ -61,6 +61,22 @@ impl std::fmt::Display for Finding {
     }
 }
 
+/// Rows of a partition that no valid checkpoint signs yet (`from..=to`): they verify as a chain,
+/// but cutting them off would go unnoticed until a checkpoint covers them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Unsigned {
+    pub partition: String,
+    pub from: u64,
+    pub to: u64,
+}
+
+impl std::fmt::Display for Unsigned {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.to - self.from + 1;
+        write!(f, "{} #{}..#{}: {n} rows after the last signed checkpoint", self.partition, self.from, self.to)
+    }
+}
+
 /// What a verification found.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Report {
@@ -68,6 +84,10 @@ pub struct Report {
     pub rows: u64,
     pub checkpoints: usize,
     pub findings: Vec<Finding>,
+    /// Each partition's tail no checkpoint signs (not a problem by itself: `audit checkpoint`
+    /// signs it, and the gateway does every `checkpoint_interval_s`, at most
+    /// [`CHECKPOINT_MAX_BEHIND`](super::CHECKPOINT_MAX_BEHIND) rows behind, and at shutdown).
+    pub unsigned: Vec<Unsigned>,
 }
 
 impl Report {
@@ -90,6 +110,8 @@ pub async fn verify(store: &dyn AuditStore, key: &GrantKey) -> Result<Report, Er
     report.partitions = hashes.len();
     let checkpoints = store.checkpoints().await?;
     report.checkpoints = checkpoints.len();
+    // The highest row of each partition a valid checkpoint signs.
+    let mut signed: BTreeMap<String, u64> = BTreeMap::new();
     for stored in checkpoints {
         let claims = key.open::<Checkpoint>(&stored.token, false).and_then(|c| {
             if c.typ == CHECKPOINT_TYP { Ok(c) } else { Err(format!("not a checkpoint (typ `{}`)", c.typ)) }
@@ -107,7 +129,17 @@ pub async fn verify(store: &dyn AuditStore, key: &GrantKey) -> Result<Report, Er
             if held != Some(&head.hash) {
                 let problem = Problem::DisagreesWithCheckpoint { checkpoint: stored.id.clone(), hash: head.hash };
                 report.findings.push(Finding { partition: head.partition, seq: head.seq, problem });
+            } else {
+                let at = signed.entry(head.partition).or_default();
+                *at = (*at).max(head.seq);
             }
+        }
+    }
+    for (partition, rows) in &hashes {
+        let last = rows.keys().next_back().copied().unwrap_or(0);
+        let from = signed.get(partition).copied().unwrap_or(0) + 1;
+        if last >= from {
+            report.unsigned.push(Unsigned { partition: partition.clone(), from, to: last });
         }
     }
     Ok(report)

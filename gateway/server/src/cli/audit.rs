@@ -46,6 +46,9 @@ pub async fn run(cmd: Command, cfg: &Config) -> anyhow::Result<()> {
                 for finding in &report.findings {
                     println!("{finding}");
                 }
+                for tail in &report.unsigned {
+                    println!("{tail} (`switchyard audit checkpoint` signs it)");
+                }
                 let verdict = if report.ok() { "ok" } else { "TAMPERED" };
                 println!(
                     "audit log {verdict}: {} rows in {} partitions, {} checkpoints, {} problems",
