@@ -9,6 +9,7 @@ pub mod a2a;
 pub mod bench;
 pub mod fault_proxy;
 pub mod gateway;
+pub mod guarantees;
 pub mod issuer;
 pub mod mcp;
 pub mod node;

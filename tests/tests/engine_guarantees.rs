@@ -6,41 +6,17 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::StreamExt;
-use serde_json::{Value, json};
-use switchyard_contract::engine::RetryPolicy;
+use serde_json::json;
 use switchyard_contract::{
-    Decision, Engine, EngineConfig, ErrorKind, Event, EventKind, FaultHook, FaultPoint, IngressKey, Invocation,
-    InvocationId, InvocationState, InvocationStore, Invocations, ListQuery, NoFaults, Principal, StateName, Submission,
-    TenantId, WorkerId, client_stays,
+    Decision, Engine, EngineConfig, ErrorKind, Event, EventKind, FaultPoint, Invocation, InvocationId, InvocationState,
+    InvocationStore, Invocations, ListQuery, NoFaults, Principal, StateName, Submission, TenantId, client_stays,
 };
 use switchyard_store::StoreOptions;
+use switchyard_tests::guarantees::{
+    Db, Gate, alice, call, config, engine, events, kinds, postgres, sqlite, submit, until,
+};
 use switchyard_tests::stores::Partition;
 use switchyard_tests::upstream::{OneUpstream, Scripted, per_invocation};
-use tokio::sync::watch;
-
-/// A database both engines of a test can open.
-struct Db {
-    url: String,
-    _dir: Option<tempfile::TempDir>,
-}
-
-impl Db {
-    async fn open(&self) -> Arc<dyn InvocationStore> {
-        switchyard_store::connect(&self.url, &StoreOptions::default())
-            .await
-            .unwrap_or_else(|e| panic!("{e}"))
-            .invocations
-    }
-}
-
-async fn sqlite() -> Db {
-    let (dir, url) = switchyard_tests::sqlite_url();
-    Db { url, _dir: Some(dir) }
-}
-
-async fn postgres() -> Db {
-    Db { url: switchyard_tests::pg::database().await, _dir: None }
-}
 
 macro_rules! on_both {
     ($($name:ident),* $(,)?) => {$(
@@ -79,95 +55,6 @@ on_both!(
     a_read_answers_an_mcp_caller_from_its_reply_and_a_crash_before_the_commit_runs_it_again,
     a_reply_its_upstream_recorded_answers_every_caller_before_the_commit,
 );
-
-fn config(ttl_ms: u64) -> EngineConfig {
-    EngineConfig {
-        worker: WorkerId::new(),
-        lease_ttl: Duration::from_millis(ttl_ms),
-        recovery_interval: Duration::from_millis(100),
-        attempt_timeout: Duration::from_secs(10),
-        retry: RetryPolicy {
-            max_attempts: 3,
-            backoff_base: Duration::from_millis(20),
-            backoff_max: Duration::from_millis(100),
-        },
-        watch_poll: Duration::from_millis(50),
-        ..EngineConfig::default()
-    }
-}
-
-fn engine(store: Arc<dyn InvocationStore>, up: &Arc<Scripted>, hook: Arc<dyn FaultHook>, cfg: EngineConfig) -> Engine {
-    Engine::new(store, Arc::new(OneUpstream(up.clone())), hook, cfg).unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn alice() -> Principal {
-    Principal::new(TenantId::new("acme").unwrap_or_else(|e| panic!("{e}")), "alice")
-}
-
-fn call(op: &str, request: Value, key: Option<&str>) -> Submission {
-    Submission {
-        principal: alice(),
-        upstream: "test".into(),
-        operation: op.into(),
-        request,
-        ingress_key: key.map(|k| IngressKey::new(k).unwrap_or_else(|e| panic!("{e}"))),
-        ingress: switchyard_contract::Ingress::Admin,
-        context: None,
-        grant: None,
-        parent: None,
-        trace: None,
-    }
-}
-
-async fn submit(e: &Engine, op: &str) -> Invocation {
-    e.submit(call(op, json!({}), None)).await.unwrap_or_else(|err| panic!("{err}")).invocation
-}
-
-/// Waits (up to 10 s) until the invocation is in `state`.
-async fn until(e: &Engine, id: InvocationId, state: StateName) -> Invocation {
-    for _ in 0..1000 {
-        let inv = e.get(&alice().tenant, id).await.unwrap_or_else(|err| panic!("{err}"));
-        if inv.state.name() == state {
-            return inv;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let inv = e.get(&alice().tenant, id).await.ok();
-    panic!("{id} never became {state:?}: {inv:?}");
-}
-
-async fn events(e: &Engine, id: InvocationId) -> Vec<Event> {
-    e.events(&alice().tenant, id, 0, 1000).await.unwrap_or_else(|err| panic!("{err}"))
-}
-
-fn kinds(evs: &[Event]) -> Vec<&'static str> {
-    evs.iter().map(|e| e.kind.name()).collect()
-}
-
-/// A fault hook that blocks drivers at one point until released (or forever).
-struct Gate {
-    point: FaultPoint,
-    open: watch::Sender<bool>,
-}
-
-impl Gate {
-    fn new(point: FaultPoint) -> Arc<Self> {
-        Arc::new(Self { point, open: watch::channel(false).0 })
-    }
-}
-
-#[async_trait]
-impl FaultHook for Gate {
-    async fn reached(&self, point: FaultPoint, _: InvocationId) {
-        if point == self.point {
-            let _ = self.open.subscribe().wait_for(|o| *o).await;
-        }
-    }
-
-    fn may_pause(&self, point: FaultPoint) -> bool {
-        point == self.point
-    }
-}
 
 async fn g1_g3_admission_commits_and_the_attempt_is_recorded_before_dispatch(db: Db) {
     let store = db.open().await;

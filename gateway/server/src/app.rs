@@ -454,26 +454,31 @@ pub fn audit_log(
 
 /// Signs a checkpoint of every audit partition's head when the log moved: every `every`, and
 /// as soon as it is [`CHECKPOINT_MAX_BEHIND`](switchyard_policy::audit::CHECKPOINT_MAX_BEHIND)
-/// rows past the last one (the heads are read once a second).
+/// rows past the last one (the heads are read once a second, and signed as read).
 async fn audit_checkpoints(
     store: Arc<dyn switchyard_contract::AuditStore>,
     key: switchyard_policy::grants::GrantKey,
     every: Duration,
 ) {
-    let mut last: Option<Vec<switchyard_contract::ChainHead>> = None;
+    let mut last: Vec<switchyard_contract::ChainHead> = Vec::new();
     let mut signed_at = tokio::time::Instant::now();
     loop {
         tokio::time::sleep(every.min(Duration::from_secs(1))).await;
-        let due = signed_at.elapsed() >= every || {
-            let heads = store.heads().await.unwrap_or_default();
-            behind(last.as_deref().unwrap_or_default(), &heads) >= switchyard_policy::audit::CHECKPOINT_MAX_BEHIND
+        let heads = match store.heads().await {
+            Ok(heads) => heads,
+            Err(e) => {
+                tracing::warn!(error = %e, "audit heads not read; no checkpoint now");
+                continue;
+            }
         };
-        if !due {
+        let due =
+            signed_at.elapsed() >= every || behind(&last, &heads) >= switchyard_policy::audit::CHECKPOINT_MAX_BEHIND;
+        if heads == last || !due {
             continue;
         }
         signed_at = tokio::time::Instant::now();
-        if let Some(heads) = sign_checkpoint(store.as_ref(), &key, last.as_deref()).await {
-            last = Some(heads);
+        if sign_checkpoint(store.as_ref(), &key, &heads).await {
+            last = heads;
         }
     }
 }
@@ -485,21 +490,21 @@ fn behind(signed: &[switchyard_contract::ChainHead], now: &[switchyard_contract:
         .sum()
 }
 
-/// Signs a checkpoint of every partition's head unless it is `last`; the heads signed.
+/// Signs a checkpoint of `heads`; whether one was written.
 async fn sign_checkpoint(
     store: &dyn switchyard_contract::AuditStore,
     key: &switchyard_policy::grants::GrantKey,
-    last: Option<&[switchyard_contract::ChainHead]>,
-) -> Option<Vec<switchyard_contract::ChainHead>> {
-    match switchyard_policy::audit::checkpoint(store, key, last).await {
-        Ok(Some((stored, heads))) => {
+    heads: &[switchyard_contract::ChainHead],
+) -> bool {
+    match switchyard_policy::audit::sign_heads(store, key, heads).await {
+        Ok(Some(stored)) => {
             tracing::debug!(checkpoint = %stored.id, partitions = heads.len(), "audit checkpoint signed");
-            Some(heads)
+            true
         }
-        Ok(None) => None,
+        Ok(None) => false,
         Err(e) => {
             tracing::warn!(error = %e, "audit checkpoint not written");
-            None
+            false
         }
     }
 }
@@ -605,7 +610,12 @@ pub async fn serve_announcing(
     background.shutdown().await;
     // The log's tail since the last checkpoint is signed before the process ends.
     if let (Some(store), Ok(key)) = (&app.audit, grant_key(&cfg)) {
-        sign_checkpoint(store.as_ref(), &key, None).await;
+        match store.heads().await {
+            Ok(heads) => {
+                sign_checkpoint(store.as_ref(), &key, &heads).await;
+            }
+            Err(e) => warn!(error = %e, "audit heads not read at shutdown; the tail stays unsigned"),
+        }
     }
     app.mcp.close().await;
     engine?;

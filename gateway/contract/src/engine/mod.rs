@@ -7,6 +7,7 @@
 
 mod audit;
 mod config;
+mod decide;
 mod driver;
 mod early;
 mod hub;
@@ -29,13 +30,13 @@ use crate::digest::RequestDigest;
 use crate::error::Error;
 use crate::event::{Event, EventKind};
 use crate::id::{InvocationId, WorkerId};
-use crate::policy::{AllowAll, CallFacts, PolicyPoint, Verdict};
+use crate::policy::{AllowAll, PolicyPoint};
 use crate::ports::{
     Admission, Changed, ClientGone, InvocationStore, Invocations, ListQuery, Page, Passage, Submission, Submitted,
     Transition, UpstreamRegistry, Waited,
 };
-use crate::principal::{EffectClass, Principal, Target, TenantId};
-use crate::state::{Decision, Hold, Invocation, NewInvocation};
+use crate::principal::{Principal, TenantId};
+use crate::state::{Decision, Invocation, NewInvocation};
 
 pub use config::{EngineConfig, FaultHook, FaultPoint, NoFaults};
 pub use policy::RetryPolicy;
@@ -125,116 +126,6 @@ impl Engine {
                 drained: tokio::sync::watch::channel(false).0,
             }),
         })
-    }
-
-    /// The policy enforcement point's ruling on a submission that would be admitted as `id`:
-    /// `None` runs it, a [`Hold`] admits it held for approval; a denial or deferral is the
-    /// caller's error (nothing is admitted). With an audit log, the decision is recorded first
-    /// — or, where the store can, handed back to commit with the admission — so a decision that
-    /// cannot be recorded admits nothing (it fails closed).
-    async fn rule(
-        &self,
-        s: &Submission,
-        target: &Target,
-        digest: &RequestDigest,
-        id: InvocationId,
-    ) -> Result<(Option<Hold>, Option<(String, AuditEntry)>), Error> {
-        let facts = CallFacts {
-            principal: &s.principal,
-            ingress: s.ingress,
-            target,
-            digest,
-            request: &s.request,
-            grant: s.grant.as_deref(),
-            invocation: id,
-        };
-        let ruling = self.inner.decide(&facts).await;
-        let mut with_admission = None;
-        if let Some(log) = self.inner.audit.get() {
-            let entry = audit::decision(&facts, id, s.ingress_key.as_ref(), &ruling);
-            let admitted = matches!(ruling.verdict, Verdict::Allow | Verdict::Hold { .. });
-            match log.admission_partition() {
-                // Recorded in the admission's own commit: both or neither.
-                Some(partition) if admitted => with_admission = Some((partition.to_string(), entry)),
-                _ => log.append(entry).await.map_err(|e| {
-                    self.inner.policy.release(id); // not admitted: a slot it took is free again
-                    Error::unavailable(format!(
-                        "the call's policy decision cannot be recorded in the audit log ({}); nothing was admitted",
-                        e.message
-                    ))
-                })?,
-            }
-        }
-        let (upstream, operation) = (&target.upstream, &target.operation);
-        match ruling.verdict {
-            Verdict::Allow => Ok((None, with_admission)),
-            Verdict::Hold { reason } => {
-                info!(%upstream, %operation, basis = %ruling.basis, "call held for approval");
-                Ok((Some(Hold { reason, basis: ruling.basis }), with_admission))
-            }
-            Verdict::Deny { reason } => {
-                info!(%upstream, %operation, basis = %ruling.basis, "call denied by policy");
-                Err(Error::denied(reason))
-            }
-            Verdict::Defer { retry_after_ms, reason } => {
-                info!(%upstream, %operation, basis = %ruling.basis, "call deferred by a quota");
-                Err(Error::deferred(
-                    format!("{reason}; nothing was admitted, retry after {retry_after_ms} ms"),
-                    retry_after_ms,
-                ))
-            }
-        }
-    }
-
-    /// The ruling on a [`Passage`] (see [`Invocations::decide_passage`]).
-    async fn pass(&self, p: &Passage) -> Result<(), Error> {
-        let target =
-            Target { upstream: p.upstream.clone(), operation: p.operation.clone(), effect: EffectClass::ReadOnly };
-        let digest = RequestDigest::compute(&target.upstream, &target.operation, &p.request)?;
-        let id = InvocationId::new();
-        let facts = CallFacts {
-            principal: &p.principal,
-            ingress: p.ingress,
-            target: &target,
-            digest: &digest,
-            request: &p.request,
-            grant: p.grant.as_deref(),
-            invocation: id,
-        };
-        let ruling = self.inner.decide(&facts).await;
-        self.inner.policy.release(id); // a passage holds no concurrency slot
-        if let Some(log) = self.inner.audit.get() {
-            let mut entry = audit::decision(&facts, id, None, &ruling);
-            entry.invocation = None;
-            if let Some(map) = entry.detail.as_object_mut() {
-                map.insert("passage".into(), true.into());
-            }
-            log.append(entry).await.map_err(|e| {
-                Error::unavailable(format!(
-                    "the request's policy decision cannot be recorded in the audit log ({}); nothing was sent",
-                    e.message
-                ))
-            })?;
-        }
-        let (upstream, operation) = (&target.upstream, &target.operation);
-        match ruling.verdict {
-            Verdict::Allow => Ok(()),
-            Verdict::Deny { reason } => {
-                info!(%upstream, %operation, basis = %ruling.basis, "request denied by policy");
-                Err(Error::denied(reason))
-            }
-            Verdict::Hold { reason } => {
-                info!(%upstream, %operation, basis = %ruling.basis, "request refused: it would wait for approval");
-                Err(Error::denied(format!(
-                    "{reason}; only a tools/call (or an A2A message) can wait for approval, so `{operation}` on \
-                     `{upstream}` is refused"
-                )))
-            }
-            Verdict::Defer { retry_after_ms, reason } => Err(Error::deferred(
-                format!("{reason}; nothing was sent, retry after {retry_after_ms} ms"),
-                retry_after_ms,
-            )),
-        }
     }
 
     /// Records every policy decision, approval, denial, expiry and reconciliation in `log`
@@ -533,15 +424,6 @@ impl Engine {
 }
 
 impl Inner {
-    /// The policy enforcement point's ruling on `facts`, counted.
-    async fn decide(&self, facts: &CallFacts<'_>) -> crate::policy::Ruling {
-        let ruling = self.policy.decide(facts).await;
-        if let Some(m) = self.meter.get() {
-            m.decided(facts.ingress, ruling.verdict.name());
-        }
-        ruling
-    }
-
     async fn recover_once(self: &Arc<Self>) -> Result<usize, Error> {
         if *self.stopping.borrow() {
             return Ok(0);

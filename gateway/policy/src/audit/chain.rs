@@ -29,14 +29,27 @@ pub async fn checkpoint(
     last: Option<&[ChainHead]>,
 ) -> Result<Option<(StoredCheckpoint, Vec<ChainHead>)>, Error> {
     let heads = store.heads().await?;
-    if heads.is_empty() || last == Some(heads.as_slice()) {
+    if last == Some(heads.as_slice()) {
+        return Ok(None);
+    }
+    Ok(sign_heads(store, key, &heads).await?.map(|stored| (stored, heads)))
+}
+
+/// Signs and stores a checkpoint of `heads`, read from `store` just before; `None` when there
+/// are none (an empty log).
+pub async fn sign_heads(
+    store: &dyn AuditStore,
+    key: &GrantKey,
+    heads: &[ChainHead],
+) -> Result<Option<StoredCheckpoint>, Error> {
+    if heads.is_empty() {
         return Ok(None);
     }
     let at_ms = switchyard_contract::wall_clock_ms();
-    let claims = Checkpoint { iss: String::new(), typ: CHECKPOINT_TYP.into(), at_ms, heads: heads.clone() };
+    let claims = Checkpoint { iss: String::new(), typ: CHECKPOINT_TYP.into(), at_ms, heads: heads.to_vec() };
     let token = key.sign(claims).map_err(|e| Error::internal(e.to_string()))?;
     let id = format!("ckp_{at_ms}_{}", &hex::encode(Sha256::digest(token.as_bytes()))[..12]);
     let stored = StoredCheckpoint { id, at_ms, token };
     store.put_checkpoint(&stored).await?;
-    Ok(Some((stored, heads)))
+    Ok(Some(stored))
 }

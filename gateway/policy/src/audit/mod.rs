@@ -12,7 +12,7 @@ mod chain;
 mod verify;
 mod writer;
 
-pub use chain::{CHECKPOINT_TYP, Checkpoint, GENESIS, checkpoint, row_hash};
+pub use chain::{CHECKPOINT_TYP, Checkpoint, GENESIS, checkpoint, row_hash, sign_heads};
 pub use verify::{Finding, Problem, Report, Unsigned, verify};
 pub use writer::AuditWriter;
 
