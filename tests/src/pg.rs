@@ -31,6 +31,17 @@ pub async fn database() -> String {
     if query.is_empty() { format!("{root}/{name}") } else { format!("{root}/{name}?{query}") }
 }
 
+/// The unix socket a test database's URL names (`?host=<dir>&port=<n>`) and the database's name:
+/// for a proxy that sits between a gateway and the cluster.
+pub fn socket_and_db(url: &str) -> (PathBuf, String) {
+    let (base, query) = url.split_once('?').unwrap_or_else(|| panic!("no socket in {url}"));
+    let param = |k: &str| query.split('&').find_map(|kv| kv.strip_prefix(&format!("{k}="))).map(str::to_string);
+    let dir = param("host").unwrap_or_else(|| panic!("no host= in {url}"));
+    let port = param("port").unwrap_or_else(|| "5432".into());
+    let db = base.rsplit('/').next().unwrap_or_default().to_string();
+    (Path::new(&dir).join(format!(".s.PGSQL.{port}")), db)
+}
+
 /// Runs one statement with `psql` (keeps this harness free of a database driver).
 fn sqlx_free_exec(url: &str, sql: &str) -> Result<(), String> {
     psql(url, sql).map(drop)

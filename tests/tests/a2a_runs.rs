@@ -23,13 +23,13 @@ async fn hub() -> (tempfile::TempDir, Hub, Arc<dyn TaskStore>) {
     (dir, Hub::new(stores.tasks.clone(), None, 64 * 1024, sealer), stores.tasks)
 }
 
-/// A scope from its stored form (`<tenant>/<space>`).
+/// A scope of the callers' subject (`someone`) from its stored form (`<tenant>/<space>`).
 fn scope(key: &str) -> TaskScope {
-    TaskScope::from_key(key).unwrap_or_else(|e| panic!("{e}"))
+    TaskScope::stored(key, "someone").unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn run(scope: &str, task: &str, new_task: bool, push: Option<Value>) -> RunRequest {
-    let mut v = json!({"scope": scope, "agent": "echo", "taskId": task, "contextId": "ctx-1", "newTask": new_task,
+    let mut v = json!({"scope": {"key": scope, "owner": "someone"}, "agent": "echo", "taskId": task, "contextId": "ctx-1", "newTask": new_task,
         "message": {"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}});
     if let Some(p) = push {
         v["push"] = p;
@@ -89,6 +89,10 @@ async fn a_run_request_is_checked_against_the_principal_that_submitted_it() {
     // Blue names red's scope: refused before anything is written.
     let follow_up = run("red/", "task-red", false, steal.clone());
     assert_eq!(refused(up.dispatch(&call("blue", InvocationId::new(), &follow_up)).await), "PERMISSION_DENIED");
+    // Another subject of red's tenant naming red's task (a run whose scope is not its own).
+    let mut other_subject = follow_up.clone();
+    other_subject.scope = TaskScope::stored("red/", "mallory").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(refused(up.dispatch(&call("red", InvocationId::new(), &other_subject)).await), "PERMISSION_DENIED");
     // Blue in its own scope, with red's task id: that task is not blue's.
     let own_scope = run("blue/", "task-red", false, steal.clone());
     assert_eq!(refused(up.dispatch(&call("blue", InvocationId::new(), &own_scope)).await), "TASK_NOT_FOUND");

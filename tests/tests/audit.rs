@@ -35,10 +35,12 @@ burst = 1
 checkpoint_interval_s = 1
 "#;
 
-/// A config with the policy above, every replica signing with one shared key.
+/// A config with the policy above, every replica signing grants with one shared key and
+/// checkpoints with another.
 fn config(dir: &Path) -> PathBuf {
-    let key = dir.join("grant-key");
-    let text = format!("[policy]\ngrant_key_file = \"{}\"\n{POLICY}", key.display());
+    let (key, audit_key) = (dir.join("grant-key"), dir.join("audit-key"));
+    let policy = POLICY.replace("[audit]\n", &format!("[audit]\nkey_file = \"{}\"\n", audit_key.display()));
+    let text = format!("[policy]\ngrant_key_file = \"{}\"\n{policy}", key.display());
     let path = dir.join("switchyard.toml");
     std::fs::write(&path, text).unwrap_or_else(|e| panic!("{e}"));
     path
@@ -246,13 +248,14 @@ async fn a_decision_that_cannot_be_recorded_admits_nothing() {
 /// A gateway that stops signs the log's tail: before, rows appended after the last periodic
 /// checkpoint were left unsigned at shutdown (a tail that could be cut off unnoticed), and
 /// `audit verify` did not say so. Now `verify` names the unsigned tail, and a graceful stop
-/// signs it.
+/// signs it, with the audit key (never the grant key).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stopping_gateway_signs_the_tail_and_verify_names_an_unsigned_one() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let path = dir.path().join("switchyard.toml");
     std::fs::write(&path, "[policy]\n\n[audit]\ncheckpoint_interval_s = 3600\n").unwrap_or_else(|e| panic!("{e}"));
-    let mut gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(path), ..Options::default() });
+    let mut gw =
+        Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(path.clone()), ..Options::default() });
     for n in 0..3 {
         let (status, body) = submit(&gw, "alice", "echo", n).await;
         assert!((200..300).contains(&status), "{body}");
@@ -263,4 +266,13 @@ async fn a_stopping_gateway_signs_the_tail_and_verify_names_an_unsigned_one() {
     let (ok, after) = gw.cli(&["audit", "verify"]);
     assert!(ok && !after.contains("after the last signed checkpoint"), "{after}");
     assert!(after.contains("audit log ok") && after.contains("1 checkpoints"), "{after}");
+    // Checkpoints are signed with a key of their own: whoever mints grants cannot re-sign history.
+    let d = dir.path().join("d");
+    let read = |f: &str| std::fs::read_to_string(d.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
+    assert_ne!(read("audit-signing-key"), read("grant-signing-key"));
+    let grants = d.join("grant-signing-key");
+    std::fs::write(&path, format!("[policy]\n\n[audit]\nkey_file = {:?}\n", grants.display().to_string()))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (ok, out) = gw.cli(&["audit", "verify"]);
+    assert!(!ok && out.contains("checkpoints need a key of their own"), "{out}");
 }

@@ -136,7 +136,7 @@ async fn concurrent_writers_build_whole_chains(db: Db) {
         checkpoint(s.as_ref(), &key, Some(&heads)).await.unwrap_or_else(|e| panic!("{e}")).is_none(),
         "nothing moved: no new checkpoint"
     );
-    let report = verify(s.as_ref(), &key).await.unwrap_or_else(|e| panic!("{e}"));
+    let report = verify(s.as_ref(), &key, None).await.unwrap_or_else(|e| panic!("{e}"));
     assert!(report.ok(), "{:?}", report.findings);
     assert_eq!((report.rows, report.partitions, report.checkpoints), (800, 3, 1));
     assert_eq!(s.checkpoints().await.unwrap_or_else(|e| panic!("{e}"))[0], stored);
@@ -182,7 +182,7 @@ async fn the_database_refuses_to_change_or_remove_a_row(db: Db) {
         let refused = db.raw(sql).await.err().unwrap_or_else(|| panic!("`{sql}` was allowed"));
         assert!(refused.contains("append-only"), "{refused}");
     }
-    let report = verify(db.audit.as_ref(), &key()).await.unwrap_or_else(|e| panic!("{e}"));
+    let report = verify(db.audit.as_ref(), &key(), None).await.unwrap_or_else(|e| panic!("{e}"));
     assert!(report.ok(), "{:?}", report.findings);
 }
 
@@ -199,7 +199,7 @@ async fn tampering_behind_the_triggers_is_named(db: Db) {
     )
     .await;
     db.tamper("DELETE FROM audit_log WHERE part = 'p' AND seq = 30").await;
-    let report = verify(db.audit.as_ref(), &key).await.unwrap_or_else(|e| panic!("{e}"));
+    let report = verify(db.audit.as_ref(), &key, None).await.unwrap_or_else(|e| panic!("{e}"));
     let found: Vec<(u64, Problem)> = report.findings.iter().map(|f| (f.seq, f.problem.clone())).collect();
     assert!(found.contains(&(4, Problem::Changed)), "{found:?}");
     assert!(found.contains(&(11, Problem::Missing { from: 11, to: 11 })), "{found:?}");
@@ -263,7 +263,7 @@ async fn a_decision_commits_with_its_admission_on_sqlite() {
         })
         .collect();
     assert!(appended.iter().all(Result::is_ok), "{appended:?}");
-    let report = verify(db.audit.as_ref(), &key()).await.unwrap_or_else(|e| panic!("{e}"));
+    let report = verify(db.audit.as_ref(), &key(), None).await.unwrap_or_else(|e| panic!("{e}"));
     assert!(report.ok(), "{:?}", report.findings);
     assert_eq!((report.rows, report.partitions), (120, 1));
     let rows = db.audit.rows("replica", 0, 1000).await.unwrap_or_else(|e| panic!("{e}"));
@@ -280,7 +280,7 @@ async fn a_decision_commits_with_its_admission_on_sqlite() {
     db.raw("ALTER TABLE audit_log_away RENAME TO audit_log").await.unwrap_or_else(|e| panic!("{e}"));
     let later = draft(1000);
     assert!(matches!(stores.invocations.admit(later).await, Ok(Admission::Created(_))));
-    let report = verify(db.audit.as_ref(), &key()).await.unwrap_or_else(|e| panic!("{e}"));
+    let report = verify(db.audit.as_ref(), &key(), None).await.unwrap_or_else(|e| panic!("{e}"));
     assert!(report.ok() && report.rows == 121, "{report:?}");
 
     // A second process on the same file appending to the same partition: the first writer's
@@ -295,7 +295,7 @@ async fn a_decision_commits_with_its_admission_on_sqlite() {
         let results = futures::future::join_all(both).await;
         assert!(results.iter().all(Result::is_ok), "{results:?}");
     }
-    let report = verify(db.audit.as_ref(), &key()).await.unwrap_or_else(|e| panic!("{e}"));
+    let report = verify(db.audit.as_ref(), &key(), None).await.unwrap_or_else(|e| panic!("{e}"));
     assert!(report.ok() && report.rows == 241, "{report:?}");
 
     // PostgreSQL refuses an admission carrying an entry it cannot record with it.

@@ -5,13 +5,15 @@
 //! by `a2a_e2e`'s tenant test through the Python SDK) and the artifact download with red's ids.
 //! Nothing may be read, changed or delivered across tenants: every answer is "not found"
 //! (or an empty list), and red's records are unchanged afterwards. A subject axis: crimson, in
-//! red's tenant, sees red's MCP tasks exactly as ids that do not exist.
+//! red's tenant, sees red's admin-API invocations, MCP tasks and A2A tasks (with their push
+//! configurations) exactly as ids that do not exist, and cannot take red's idempotency key;
+//! scarlet, red's tenant-wide reader (`tasks:admin`), sees them all.
 
 use serde_json::{Value, json};
 use switchyard_tests::a2a::Webhook;
 use switchyard_tests::gateway::{Gateway, Options};
 
-use switchyard_tests::tenants::{BLUE, CRIMSON, RED};
+use switchyard_tests::tenants::{BLUE, CRIMSON, RED, SCARLET};
 
 fn start(dir: &std::path::Path) -> Gateway {
     let fixture = switchyard_tests::mcp::fixture_binary().display().to_string();
@@ -119,7 +121,8 @@ async fn nothing_crosses_between_tenants_on_any_route() {
             RED,
             "POST",
             "/admin/v1/invocations?wait_ms=5000",
-            Some(json!({"upstream": "demo", "operation": "echo", "request": {"secret": "red-admin"}})),
+            Some(json!({"upstream": "demo", "operation": "echo", "request": {"secret": "red-admin"},
+                "idempotency_key": "red-key-1"})),
         )
         .await;
     assert_eq!(s, 201, "{inv}");
@@ -156,7 +159,7 @@ async fn nothing_crosses_between_tenants_on_any_route() {
 
     // Blue, with red's ids, everywhere. Every answer must be a miss and leak nothing.
     let mut answers: Vec<(String, u16, String)> = Vec::new();
-    for id in [&admin_inv, &mcp_inv] {
+    for (who, id) in [(BLUE, &admin_inv), (BLUE, &mcp_inv), (CRIMSON, &admin_inv), (CRIMSON, &mcp_inv)] {
         for (method, path, body) in [
             ("GET", format!("/admin/v1/invocations/{id}"), None),
             ("GET", format!("/admin/v1/invocations/{id}/events"), None),
@@ -167,16 +170,40 @@ async fn nothing_crosses_between_tenants_on_any_route() {
                 Some(json!({"decision": "not_applied", "message": "x"})),
             ),
         ] {
-            let (s, text) = p.send(BLUE, method, &path, body).await;
+            // Reconciling is a tenant-wide role (it settles anyone's unknown call): another
+            // subject of the tenant may hold it, another tenant never.
+            if who == CRIMSON && path.ends_with("/reconcile") {
+                continue;
+            }
+            let (s, text) = p.send(who, method, &path, body).await;
             answers.push((format!("{method} {path}"), s, text));
         }
     }
-    for path in ["/admin/v1/invocations", "/admin/v1/invocations?state=succeeded"] {
-        let (s, text) = p.send(BLUE, "GET", path, None).await;
-        assert_eq!(s, 200);
-        assert_eq!(serde_json::from_str::<Value>(&text).unwrap_or_default()["items"], json!([]), "{path}: {text}");
-        answers.push((path.to_string(), 404, text));
+    let missing_inv = format!("inv_{}", "0".repeat(32));
+    let (s, miss) = p.send(CRIMSON, "GET", &format!("/admin/v1/invocations/{missing_inv}"), None).await;
+    let (s2, other) = p.send(CRIMSON, "GET", &format!("/admin/v1/invocations/{admin_inv}"), None).await;
+    assert_eq!((s2, other.replace(&admin_inv, "ID")), (s, miss.replace(&missing_inv, "ID")), "a miss, exactly");
+    for who in [BLUE, CRIMSON] {
+        for path in ["/admin/v1/invocations", "/admin/v1/invocations?state=succeeded"] {
+            let (s, text) = p.send(who, "GET", path, None).await;
+            assert_eq!(s, 200);
+            assert_eq!(serde_json::from_str::<Value>(&text).unwrap_or_default()["items"], json!([]), "{path}: {text}");
+            answers.push((path.to_string(), 404, text));
+        }
     }
+    // A key is its subject's: crimson reusing red's key gets a conflict naming nothing of red's.
+    let (s, text) = p
+        .send(
+            CRIMSON,
+            "POST",
+            "/admin/v1/invocations",
+            Some(json!({"upstream": "demo", "operation": "echo", "request": {"secret": "red-admin"},
+                "idempotency_key": "red-key-1"})),
+        )
+        .await;
+    assert_eq!(s, 409, "{text}");
+    assert!(!text.contains(&admin_inv), "{text}");
+    answers.push(("POST /admin/v1/invocations (red's key)".into(), 404, text));
     let (s, text) = p.send(BLUE, "GET", &format!("/artifacts/{artifact}"), None).await;
     answers.push(("GET /artifacts".into(), s, text));
     // MCP: tasks/get and tasks/cancel on red's call, by another tenant and by another subject of
@@ -191,50 +218,53 @@ async fn nothing_crosses_between_tenants_on_any_route() {
             answers.push((method.into(), 404, text));
         }
     }
-    // A2A: every task operation with red's task id, on both bindings.
-    for (method, params) in [
-        ("GetTask", json!({"id": task})),
-        ("CancelTask", json!({"id": task})),
-        ("SubscribeToTask", json!({"id": task})),
-        ("ListTasks", json!({"contextId": ctx})),
-        ("GetTaskPushNotificationConfig", json!({"taskId": task, "id": "red-cfg"})),
-        ("ListTaskPushNotificationConfigs", json!({"taskId": task})),
-        ("CreateTaskPushNotificationConfig", json!({"taskId": task, "url": blue_hook.url})),
-        ("DeleteTaskPushNotificationConfig", json!({"taskId": task, "id": "red-cfg"})),
-        (
-            "SendMessage",
-            json!({"message": {"messageId": "blue-1", "role": "ROLE_USER", "parts": [{"text": "hi"}], "taskId": task}}),
-        ),
-        (
-            "SendMessage",
-            json!({"message": {"messageId": "blue-2", "role": "ROLE_USER", "parts": [{"text": "hi"}], "contextId": ctx}}),
-        ),
-    ] {
-        let v = p.rpc(BLUE, "/a2a/echo", method, params.clone()).await;
-        let text = v.to_string();
-        if method == "ListTasks" {
-            assert_eq!(v["result"]["tasks"], json!([]), "{text}");
-        } else if method == "SendMessage" && params["message"].get("taskId").is_none() {
-            // A new task of blue's own in a context id red also used: nothing of red's in it.
-            assert!(v["result"]["task"].is_object(), "{text}");
-            assert_ne!(v["result"]["task"]["id"], json!(task));
-        } else {
-            assert_eq!(v["error"]["code"], -32001, "{method}: {text}");
+    // A2A: every task operation with red's task id, on both bindings, by another tenant and by
+    // another subject of red's tenant.
+    for who in [BLUE, CRIMSON] {
+        for (method, params) in [
+            ("GetTask", json!({"id": task})),
+            ("CancelTask", json!({"id": task})),
+            ("SubscribeToTask", json!({"id": task})),
+            ("ListTasks", json!({"contextId": ctx})),
+            ("GetTaskPushNotificationConfig", json!({"taskId": task, "id": "red-cfg"})),
+            ("ListTaskPushNotificationConfigs", json!({"taskId": task})),
+            ("CreateTaskPushNotificationConfig", json!({"taskId": task, "url": blue_hook.url})),
+            ("DeleteTaskPushNotificationConfig", json!({"taskId": task, "id": "red-cfg"})),
+            (
+                "SendMessage",
+                json!({"message": {"messageId": "blue-1", "role": "ROLE_USER", "parts": [{"text": "hi"}], "taskId": task}}),
+            ),
+            (
+                "SendMessage",
+                json!({"message": {"messageId": "blue-2", "role": "ROLE_USER", "parts": [{"text": "hi"}], "contextId": ctx}}),
+            ),
+        ] {
+            let v = p.rpc(who, "/a2a/echo", method, params.clone()).await;
+            let text = v.to_string();
+            if method == "ListTasks" {
+                assert_eq!(v["result"]["tasks"], json!([]), "{text}");
+            } else if method == "SendMessage" && params["message"].get("taskId").is_none() {
+                // A new task of blue's own in a context id red also used: nothing of red's in it.
+                assert!(v["result"]["task"].is_object(), "{text}");
+                assert_ne!(v["result"]["task"]["id"], json!(task));
+            } else {
+                assert_eq!(v["error"]["code"], -32001, "{method}: {text}");
+            }
+            answers.push((format!("a2a {method}"), 404, text));
         }
-        answers.push((format!("a2a {method}"), 404, text));
-    }
-    for (method, path) in [
-        ("GET", format!("/a2a/echo/rest/tasks/{task}")),
-        ("POST", format!("/a2a/echo/rest/tasks/{task}:cancel")),
-        ("GET", format!("/a2a/echo/rest/tasks/{task}:subscribe")),
-        ("GET", format!("/a2a/echo/rest/tasks/{task}/pushNotificationConfigs")),
-        ("GET", format!("/a2a/echo/rest/tasks/{task}/pushNotificationConfigs/red-cfg")),
-        ("DELETE", format!("/a2a/echo/rest/tasks/{task}/pushNotificationConfigs/red-cfg")),
-        ("GET", format!("/a2a/echo/rest/red/tasks/{task}")),
-    ] {
-        let (s, text) = p.send(BLUE, method, &path, (method == "POST").then(|| json!({}))).await;
-        assert_eq!(s, 404, "{method} {path}: {text}");
-        answers.push((format!("{method} {path}"), s, text));
+        for (method, path) in [
+            ("GET", format!("/a2a/echo/rest/tasks/{task}")),
+            ("POST", format!("/a2a/echo/rest/tasks/{task}:cancel")),
+            ("GET", format!("/a2a/echo/rest/tasks/{task}:subscribe")),
+            ("GET", format!("/a2a/echo/rest/tasks/{task}/pushNotificationConfigs")),
+            ("GET", format!("/a2a/echo/rest/tasks/{task}/pushNotificationConfigs/red-cfg")),
+            ("DELETE", format!("/a2a/echo/rest/tasks/{task}/pushNotificationConfigs/red-cfg")),
+            ("GET", format!("/a2a/echo/rest/red/tasks/{task}")),
+        ] {
+            let (s, text) = p.send(who, method, &path, (method == "POST").then(|| json!({}))).await;
+            assert_eq!(s, 404, "{method} {path}: {text}");
+            answers.push((format!("{method} {path}"), s, text));
+        }
     }
     for (what, status, text) in &answers {
         assert!(matches!(status, 404 | 200), "{what}: {status} {text}");
@@ -248,6 +278,20 @@ async fn nothing_crosses_between_tenants_on_any_route() {
     {
         assert_eq!(*status, 404, "{what}: {text}");
     }
+
+    // A tenant-wide reader (`tasks:admin`) of red's tenant sees red's records; blue's still not.
+    let (s, shown) = p.send(SCARLET, "GET", &format!("/admin/v1/invocations/{admin_inv}"), None).await;
+    assert_eq!(s, 200, "{shown}");
+    let (_, listed) = p.send(SCARLET, "GET", "/admin/v1/invocations", None).await;
+    assert!(listed.contains(&admin_inv) && listed.contains(&mcp_inv), "{listed}");
+    let got = p.rpc(SCARLET, "/a2a/echo", "GetTask", json!({"id": task})).await;
+    assert_eq!(got["result"]["id"], json!(task), "{got}");
+    let (s, text) = p.send(SCARLET, "GET", &format!("/a2a/echo/rest/tasks/{task}"), None).await;
+    assert_eq!(s, 200, "{text}");
+    let listed = p.rpc(SCARLET, "/a2a/echo", "ListTasks", json!({"contextId": ctx})).await;
+    assert!(listed["result"]["tasks"].as_array().is_some_and(|t| t.iter().any(|t| t["id"] == json!(task))), "{listed}");
+    let text = mcp(&mut p, SCARLET, "tasks/get", &mcp_inv, mcp_method("tasks/get", json!({"taskId": mcp_inv}))).await;
+    assert!(!text.contains("unknown task"), "{text}");
 
     // Red's records are as red left them, and nothing was delivered for blue.
     let (_, shown) = p.send(RED, "GET", &format!("/admin/v1/invocations/{admin_inv}"), None).await;

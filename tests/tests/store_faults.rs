@@ -12,19 +12,10 @@ use switchyard_tests::gateway::{Gateway, Options, call_log};
 
 /// The unix socket and the database name of a test database's URL
 /// (`postgres://…/<db>?host=<dir>&port=<port>`).
-fn socket_and_db(url: &str) -> (std::path::PathBuf, String) {
-    let (base, query) = url.split_once('?').unwrap_or_else(|| panic!("no socket in {url}"));
-    let param = |k: &str| query.split('&').find_map(|kv| kv.strip_prefix(&format!("{k}="))).map(str::to_string);
-    let dir = param("host").unwrap_or_else(|| panic!("no host= in {url}"));
-    let port = param("port").unwrap_or_else(|| "5432".into());
-    let db = base.rsplit('/').next().unwrap_or_default().to_string();
-    (std::path::Path::new(&dir).join(format!(".s.PGSQL.{port}")), db)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_admission_whose_commit_answer_is_lost_is_never_answered_retry_safe() {
     let url = switchyard_tests::pg::database().await;
-    let (socket, db) = socket_and_db(&url);
+    let (socket, db) = switchyard_tests::pg::socket_and_db(&url);
     let proxy = FaultProxy::start(Target::Unix(socket)).await;
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let data = dir.path().join("d");

@@ -56,9 +56,9 @@ contract!(
     racing_creates_and_chained_updates_apply_once_each,
 );
 
-/// A scope from its stored form (`<tenant>/<space>`).
+/// Alice's scope from its stored form (`<tenant>/<space>`).
 fn scope(key: &str) -> TaskScope {
-    TaskScope::from_key(key).unwrap_or_else(|e| panic!("{e}"))
+    TaskScope::stored(key, "alice").unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn state_of(stored: &str) -> TaskStateName {
@@ -94,6 +94,26 @@ async fn create_is_once_and_reads_are_scoped(s: Arc<dyn TaskStore>, _: Arc<dyn P
         None,
         "another scope sees nothing"
     );
+    // Another subject of the tenant sees nothing either; a tenant-wide reader sees the task.
+    let tenant = switchyard_contract::TenantId::new("red").unwrap_or_else(|e| panic!("{e}"));
+    let bob = switchyard_contract::Principal::new(tenant, "bob");
+    let mine = s.get(&TaskScope::of(&bob, ""), &tid("t1")).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(mine, None, "another subject's task is not bob's");
+    let all = s.get(&TaskScope::tenant_wide(&bob, ""), &tid("t1")).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(all.map(|r| r.scope.owner().to_string()), Some("alice".to_string()), "tasks:admin reads it");
+    for (reader, expected) in [(TaskScope::of(&bob, ""), 0), (TaskScope::tenant_wide(&bob, ""), 1)] {
+        let q = TaskQuery {
+            scope: reader,
+            agent: "tck".into(),
+            context_id: None,
+            state: None,
+            status_after_ms: None,
+            after: None,
+            limit: 10,
+        };
+        let (page, total) = s.list(&q).await.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((page.len(), total), (expected, i64::try_from(expected).unwrap_or(0)));
+    }
     let events = s.events_after(&tid("t1"), 0, 10).await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(events, vec![(1, json!({"task": "created"}))]);
 }

@@ -206,9 +206,14 @@ impl AgentUpstream {
         if req.agent != self.name {
             return Err(refuse(format!("this upstream runs agent `{}`, not `{}`", self.name, req.agent)));
         }
-        let own = req.scope.tenant() == &call.principal.tenant;
+        // The run's tasks are its submitter's (a run stored before tasks had owners names none).
+        let owner = req.scope.owner();
+        let own = req.scope.tenant() == &call.principal.tenant && (owner == call.principal.subject || owner.is_empty());
         if !own {
-            return Err(refuse(format!("task scope `{}` is not tenant `{}`'s", req.scope, call.principal.tenant)));
+            return Err(refuse(format!(
+                "task scope `{}` of `{owner}` is not `{}` of tenant `{}`'s",
+                req.scope, call.principal.subject, call.principal.tenant
+            )));
         }
         if !req.new_task {
             let rec = self

@@ -237,7 +237,7 @@ impl Catalog for A2aCatalog {
         let a = args(arguments)?;
         let scope = TaskScope::of(principal, "");
         let message_id = match key {
-            Some(k) => message_id(&[&scope.key(), agent, k.as_str()]),
+            Some(k) => message_id(&[&scope.identity(), agent, k.as_str()]),
             None => message_id(&[&uuid::Uuid::now_v7().to_string()]),
         };
         let mut parts = vec![A2aPart::text(a.text)];
@@ -261,7 +261,7 @@ impl Catalog for A2aCatalog {
                 (TaskId::from(tid.as_str()), task.context_id.into(), false)
             }
             None => {
-                let s = scope.key();
+                let s = scope.identity();
                 let id = digest_id(&[&s, agent, &message_id, "mcp"]).to_string();
                 let ctx = a.context_id.unwrap_or_else(|| digest_id(&[&s, agent, &message_id, "context"]).to_string());
                 (TaskId::from(id), ctx.into(), true)
@@ -309,7 +309,7 @@ impl Catalog for A2aCatalog {
             _ => A2aPart::data(Value::Object(answer)),
         };
         let mut message = Message::new(Role::User, vec![part]);
-        message.message_id = message_id(&[&scope.key(), &cfg.name, "answer", &previous.id.to_string()]);
+        message.message_id = message_id(&[&scope.identity(), &cfg.name, "answer", &previous.id.to_string()]);
         message.task_id = Some(prev.task_id.to_string());
         message.context_id = Some(task.context_id.clone());
         let run = RunRequest {

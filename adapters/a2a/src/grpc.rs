@@ -89,7 +89,8 @@ impl Grpc {
             .cloned()
             .ok_or_else(|| err(A2aError::new(Kind::Unauthenticated, "authentication required")))?;
         let scope = agent.config.required_scope();
-        if !req.extensions().get::<Grant>().is_some_and(|g| g.allows(scope)) {
+        let grant = req.extensions().get::<Grant>();
+        if !grant.is_some_and(|g| g.allows(scope)) {
             return Err(err(A2aError::new(
                 Kind::PermissionDenied,
                 format!("agent `{}` needs scope `{scope}`", agent.config.name),
@@ -103,6 +104,7 @@ impl Grpc {
             path_tenant: None,
             host: req.extensions().get::<Authority>().map(|a| a.0.clone()),
             binding: "grpc",
+            tenant_wide: grant.is_some_and(|g| g.allows(switchyard_contract::TASKS_ADMIN)),
             trace: meta("traceparent").and_then(|t| TraceParent::parse(&t, meta("tracestate").as_deref())),
         };
         self.face.handle(&agent, &who, op).await.map_err(err)

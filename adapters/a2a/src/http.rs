@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{any, get, post};
 use futures::StreamExt;
 use serde_json::{Map, Value, json};
-use switchyard_contract::Principal;
+use switchyard_contract::{Grant, Principal};
 
 use crate::error::{A2aError, Kind, Profile};
 use crate::face::{A2aFace, AgentEntry, Caller, Operation, Reply};
@@ -87,6 +87,7 @@ async fn serve_card(st: &HttpState, agent: &AgentEntry, headers: &HeaderMap) -> 
 fn caller(
     binding: &'static str,
     principal: Option<Extension<Principal>>,
+    grant: Option<Extension<Grant>>,
     headers: &HeaderMap,
     query: &[(String, String)],
 ) -> Result<Caller, A2aError> {
@@ -97,7 +98,8 @@ fn caller(
     let extensions = Caller::parse_extensions(headers.get("a2a-extensions").and_then(|v| v.to_str().ok()));
     let header = |k: &str| headers.get(k).and_then(|v| v.to_str().ok());
     let trace = header("traceparent").and_then(|t| switchyard_contract::TraceParent::parse(t, header("tracestate")));
-    Ok(Caller { principal, version, extensions, path_tenant: None, host: host(headers), binding, trace })
+    let tenant_wide = grant.is_some_and(|Extension(g)| g.allows(switchyard_contract::TASKS_ADMIN));
+    Ok(Caller { principal, version, extensions, path_tenant: None, host: host(headers), binding, trace, tenant_wide })
 }
 
 /// The version the request names (`A2A-Version` header, else query parameter).
@@ -181,12 +183,13 @@ pub fn decode_jsonrpc(body: &[u8]) -> Result<(Value, Operation), Box<(Value, A2a
 async fn jsonrpc(
     State(st): State<HttpState>,
     Path(agent): Path<String>,
-    uri: axum::http::Uri,
     principal: Option<Extension<Principal>>,
+    grant: Option<Extension<Grant>>,
     Query(query): Query<Vec<(String, String)>>,
-    headers: HeaderMap,
+    request: axum::http::request::Parts,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
+    let (uri, headers) = (&request.uri, &request.headers);
     let body = match body {
         Ok(b) => b,
         Err(r) => {
@@ -194,13 +197,13 @@ async fn jsonrpc(
             return (r.status(), rpc_error(&Value::Null, &e)).into_response();
         }
     };
-    if let Err(e) = st.allow.check(&headers, &uri) {
+    if let Err(e) = st.allow.check(headers, uri) {
         return (StatusCode::FORBIDDEN, rpc_error(&Value::Null, &e)).into_response();
     }
-    let Some(agent) = agent_at(&st.face, &agent, &uri) else {
+    let Some(agent) = agent_at(&st.face, &agent, uri) else {
         return rpc_error(&Value::Null, &A2aError::new(Kind::MethodNotFound, "no such agent"));
     };
-    if !json_content(&headers) {
+    if !json_content(headers) {
         let e = A2aError::new(Kind::ContentTypeNotSupported, "JSON-RPC requests must be application/json");
         return rpc_error(&Value::Null, &e);
     }
@@ -212,14 +215,14 @@ async fn jsonrpc(
             // means 0.3, whose methods are `message/send`, `tasks/get`…): the version is the
             // error.
             let e = if e.kind == Kind::MethodNotFound {
-                crate::face::check_version(version_of(&headers, &query).as_deref()).err().unwrap_or(e)
+                crate::face::check_version(version_of(headers, &query).as_deref()).err().unwrap_or(e)
             } else {
                 e
             };
             return rpc_error(&id, &e);
         }
     };
-    let who = match caller("jsonrpc", principal, &headers, &query) {
+    let who = match caller("jsonrpc", principal, grant, headers, &query) {
         Ok(w) => w,
         Err(e) => return rpc_error(&id, &e),
     };
@@ -392,6 +395,7 @@ async fn rest(
     State(st): State<HttpState>,
     Path((agent, path)): Path<(String, String)>,
     principal: Option<Extension<Principal>>,
+    grant: Option<Extension<Grant>>,
     Query(query): Query<Vec<(String, String)>>,
     request: axum::http::request::Parts,
     body: Result<Bytes, BytesRejection>,
@@ -412,7 +416,7 @@ async fn rest(
         Ok(decoded) => decoded,
         Err(e) => return rest_error(profile, &e),
     };
-    let mut who = match caller("rest", principal, headers, &query) {
+    let mut who = match caller("rest", principal, grant, headers, &query) {
         Ok(w) => w,
         Err(e) => return rest_error(profile, &e),
     };

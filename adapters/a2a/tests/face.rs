@@ -317,7 +317,7 @@ async fn tasks_are_read_in_the_callers_scope_only() {
     let body = json!({"id": "t1", "contextId": "c1", "status": {"state": "TASK_STATE_COMPLETED"}});
     let rec = TaskRecord {
         id: "t1".into(),
-        scope: TaskScope::from_key("red/").unwrap_or_else(|e| panic!("{e}")),
+        scope: TaskScope::stored("red/", "alice").unwrap_or_else(|e| panic!("{e}")),
         agent: "echo".into(),
         context_id: "c1".into(),
         state: switchyard_contract::TaskStateName::Completed,

@@ -55,6 +55,11 @@ impl Error {
     pub fn not_found(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::NotFound, ErrorSource::Client, true, message)
     }
+    /// The answer for an invocation the caller may not see: the same as for one that does not
+    /// exist, so existence does not leak across tenants or subjects.
+    pub fn invocation_not_found(id: impl std::fmt::Display) -> Self {
+        Self::not_found(format!("invocation {id} not found"))
+    }
     pub fn conflict(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Conflict, ErrorSource::Client, false, message)
     }

@@ -145,6 +145,9 @@ pub struct ListQuery {
     pub limit: Option<u32>,
     /// Opaque cursor from a previous [`Page::next_cursor`].
     pub cursor: Option<String>,
+    /// Only the calls this subject made (none: every subject's of the tenant).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
 }
 
 impl ListQuery {

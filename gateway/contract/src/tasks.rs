@@ -4,7 +4,7 @@
 //! task, read by the delivery loop). Every change of a task is a compare-and-set on
 //! `version`, and `version` equals the sequence number of the task's newest event, so readers
 //! on any replica can follow a task from any point with [`TaskStore::events_after`]. Reads by
-//! id are scoped by tenant (`scope`); the event, push and outbox methods take ids the caller
+//! id are scoped by tenant and owner (`scope`); the event, push and outbox methods take ids the caller
 //! got from a scoped read.
 
 use async_trait::async_trait;
@@ -163,36 +163,80 @@ impl std::fmt::Display for RunCursor {
     }
 }
 
-/// Whose tasks these are: the caller's tenant and the space inside it that an A2A request names
-/// (its `tenant` field or `/{tenant}/…` path segment; empty for none). Built only from a
-/// principal — so a task read or written under it is never another tenant's — or read back from
-/// a row the store wrote. Stored as `<tenant>/<space>` (a tenant name has no `/`).
+/// Whose tasks these are: the caller's tenant, the space inside it that an A2A request names
+/// (its `tenant` field or `/{tenant}/…` path segment; empty for none) and the subject that owns
+/// them. Built only from a principal — so a task read or written under it is never another
+/// tenant's, nor another subject's unless the scope is [tenant-wide](Self::tenant_wide) — or read
+/// back from a row the store wrote. The tenant and space are stored as `<tenant>/<space>` (a
+/// tenant name has no `/`), the owner in a column of its own.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct TaskScope {
     tenant: TenantId,
     space: String,
+    /// The subject whose tasks these are (a new task is created as theirs).
+    owner: String,
+    /// Reads see every subject's tasks of the tenant and space (the `tasks:admin` scope).
+    all_subjects: bool,
 }
 
 impl TaskScope {
-    /// The scope of `principal`'s tasks in `space`.
+    /// The scope of `principal`'s own tasks in `space`.
     pub fn of(principal: &Principal, space: &str) -> Self {
-        Self { tenant: principal.tenant.clone(), space: space.to_string() }
+        Self {
+            tenant: principal.tenant.clone(),
+            space: space.to_string(),
+            owner: principal.subject.clone(),
+            all_subjects: false,
+        }
+    }
+
+    /// Every subject's tasks of `principal`'s tenant in `space` (new tasks are still
+    /// `principal`'s): for a caller holding [`TASKS_ADMIN`](crate::TASKS_ADMIN).
+    pub fn tenant_wide(principal: &Principal, space: &str) -> Self {
+        Self { all_subjects: true, ..Self::of(principal, space) }
+    }
+
+    /// The scope of a stored row: its `<tenant>/<space>` key and its owner.
+    pub fn stored(key: &str, owner: &str) -> Result<Self, Error> {
+        let (tenant, space) =
+            key.split_once('/').ok_or_else(|| Error::internal(format!("task scope `{key}` has no tenant")))?;
+        Ok(Self {
+            tenant: TenantId::new(tenant)?,
+            space: space.to_string(),
+            owner: owner.to_string(),
+            all_subjects: false,
+        })
     }
 
     pub fn tenant(&self) -> &TenantId {
         &self.tenant
     }
 
-    /// The stored form, `<tenant>/<space>`.
+    /// The subject whose tasks these are.
+    pub fn owner(&self) -> &str {
+        &self.owner
+    }
+
+    /// Whether reads see every subject's tasks (else only the owner's).
+    pub fn is_tenant_wide(&self) -> bool {
+        self.all_subjects
+    }
+
+    /// Whether a task stored under `row` is visible in this scope: same tenant and space, and
+    /// the same owner unless this scope is tenant-wide.
+    pub fn covers(&self, row: &TaskScope) -> bool {
+        self.tenant == row.tenant && self.space == row.space && (self.all_subjects || self.owner == row.owner)
+    }
+
+    /// The stored form of tenant and space, `<tenant>/<space>`.
     pub fn key(&self) -> String {
         format!("{}/{}", self.tenant, self.space)
     }
 
-    /// From the stored form.
-    pub fn from_key(key: &str) -> Result<Self, Error> {
-        let (tenant, space) =
-            key.split_once('/').ok_or_else(|| Error::internal(format!("task scope `{key}` has no tenant")))?;
-        Ok(Self { tenant: TenantId::new(tenant)?, space: space.to_string() })
+    /// What names the owner's messages apart from everyone else's: the key and the owner
+    /// (message ids are the sender's, so two subjects may use the same one).
+    pub fn identity(&self) -> String {
+        format!("{}\0{}", self.key(), self.owner)
     }
 }
 
@@ -202,16 +246,35 @@ impl std::fmt::Display for TaskScope {
     }
 }
 
+/// The stored form inside a run's request: `{"key", "owner", "all"}`. A bare `<tenant>/<space>`
+/// string (written before tasks had owners) reads as tenant-wide, as such a run was.
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(untagged)]
+enum StoredScope {
+    Owned {
+        key: String,
+        owner: String,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        all: bool,
+    },
+    Legacy(String),
+}
+
 impl serde::Serialize for TaskScope {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.key())
+        StoredScope::Owned { key: self.key(), owner: self.owner.clone(), all: self.all_subjects }.serialize(s)
     }
 }
 
 impl<'de> serde::Deserialize<'de> for TaskScope {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let key = String::deserialize(d)?;
-        Self::from_key(&key).map_err(serde::de::Error::custom)
+        let scope = match StoredScope::deserialize(d)? {
+            StoredScope::Owned { key, owner, all } => {
+                Self::stored(&key, &owner).map(|s| Self { all_subjects: all, ..s })
+            }
+            StoredScope::Legacy(key) => Self::stored(&key, "").map(|s| Self { all_subjects: true, ..s }),
+        };
+        scope.map_err(serde::de::Error::custom)
     }
 }
 
@@ -325,4 +388,33 @@ pub trait PushOutbox: Send + Sync {
     async fn retry_delivery(&self, id: i64, backoff_ms: i64, error: &str) -> Result<(), Error>;
     /// How many deliveries wait (not yet acknowledged or given up), on every replica.
     async fn pending_deliveries(&self) -> Result<u64, Error>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn alice() -> Principal {
+        Principal::new(TenantId::new("red").unwrap_or_else(|e| panic!("{e}")), "alice")
+    }
+
+    #[test]
+    fn a_scope_reads_its_owners_tasks_and_a_tenant_wide_one_every_subjects() {
+        let row = TaskScope::stored("red/", "bob").unwrap_or_else(|e| panic!("{e}"));
+        assert!(!TaskScope::of(&alice(), "").covers(&row), "bob's task is not alice's");
+        assert!(TaskScope::tenant_wide(&alice(), "").covers(&row), "tasks:admin reads it");
+        assert!(!TaskScope::tenant_wide(&alice(), "space").covers(&row), "another space");
+        let blue = TaskScope::stored("blue/", "alice").unwrap_or_else(|e| panic!("{e}"));
+        assert!(!TaskScope::tenant_wide(&alice(), "").covers(&blue), "never another tenant");
+    }
+
+    #[test]
+    fn a_scope_round_trips_and_a_stored_bare_key_reads_as_tenant_wide() {
+        let wide = TaskScope::tenant_wide(&alice(), "s");
+        let json = serde_json::to_value(&wide).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(json, serde_json::json!({"key": "red/s", "owner": "alice", "all": true}));
+        assert_eq!(serde_json::from_value::<TaskScope>(json).unwrap_or_else(|e| panic!("{e}")), wide);
+        let legacy: TaskScope = serde_json::from_value(serde_json::json!("red/s")).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((legacy.owner(), legacy.is_tenant_wide(), legacy.key().as_str()), ("", true, "red/s"));
+    }
 }

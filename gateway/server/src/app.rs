@@ -238,8 +238,8 @@ impl App {
         } else {
             state.with_tasks(crate::console::Tasks { store: self.tasks.clone(), agents: Arc::new(agents) })
         };
-        match (&self.audit, grant_key(cfg)) {
-            (Some(store), Ok(key)) => state.with_audit(store.clone(), key),
+        match (&self.audit, audit_key(cfg), grant_key(cfg)) {
+            (Some(store), Ok(key), Ok(legacy)) => state.with_audit(store.clone(), key, legacy),
             _ => state,
         }
     }
@@ -322,23 +322,48 @@ pub fn mcp_sealer(cfg: &Config) -> anyhow::Result<Sealer> {
     Sealer::from_hex(&key.0).map_err(|e| anyhow::anyhow!("mcp.token_key: {e}"))
 }
 
-/// The key grants and audit checkpoints are signed and verified with: `[policy]
-/// grant_key_file`, else `<data_dir>/grant-signing-key` (generated once; replicas share it).
+/// The key grants are signed and verified with: `[policy] grant_key_file`, else
+/// `<data_dir>/grant-signing-key` (generated once; replicas share it).
 pub fn grant_key(cfg: &Config) -> anyhow::Result<switchyard_policy::grants::GrantKey> {
-    use switchyard_policy::grants::GrantKey;
-    let path = cfg
-        .policy
+    signing_key(&grant_key_path(cfg))
+}
+
+fn grant_key_path(cfg: &Config) -> std::path::PathBuf {
+    cfg.policy
         .as_ref()
         .and_then(|p| p.grant_key_file.as_ref())
-        .map_or_else(|| cfg.server.data_dir.join("grant-signing-key"), std::path::PathBuf::from);
-    let der = match std::fs::read_to_string(&path) {
+        .map_or_else(|| cfg.server.data_dir.join("grant-signing-key"), std::path::PathBuf::from)
+}
+
+/// The key audit checkpoints are signed and verified with: `[audit] key_file`, else
+/// `<data_dir>/audit-signing-key` (generated once; replicas share it). Never the grant key's
+/// file: whoever mints grants must not be able to re-sign history.
+pub fn audit_key(cfg: &Config) -> anyhow::Result<switchyard_policy::grants::GrantKey> {
+    let path = cfg.audit.key_file.clone().unwrap_or_else(|| cfg.server.data_dir.join("audit-signing-key"));
+    let grants = grant_key_path(cfg);
+    let same = |a: &std::path::Path, b: &std::path::Path| match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    };
+    anyhow::ensure!(
+        !same(&path, &grants),
+        "[audit] key_file is the grant key ({}): checkpoints need a key of their own",
+        path.display()
+    );
+    signing_key(&path)
+}
+
+/// The Ed25519 key in `path` (hex PKCS#8), generated and written there (owner-only) if absent.
+fn signing_key(path: &std::path::Path) -> anyhow::Result<switchyard_policy::grants::GrantKey> {
+    use switchyard_policy::grants::GrantKey;
+    let der = match std::fs::read_to_string(path) {
         Ok(text) => hex::decode(text.trim()).with_context(|| format!("{} is not hex", path.display()))?,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let der = GrantKey::generate()?;
             if let Some(dir) = path.parent() {
                 std::fs::create_dir_all(dir)?;
             }
-            write_private(&path, &hex::encode(&der)).with_context(|| format!("cannot write {}", path.display()))?;
+            write_private(path, &hex::encode(&der)).with_context(|| format!("cannot write {}", path.display()))?;
             der
         }
         Err(e) => return Err(anyhow::Error::new(e).context(format!("cannot read {}", path.display()))),
@@ -541,7 +566,7 @@ pub async fn serve_announcing(
     }
     if let Some(store) = &app.audit {
         let every = Duration::from_secs(cfg.audit.checkpoint_interval_s);
-        background.spawn(audit_checkpoints(store.clone(), grant_key(&cfg)?, every));
+        background.spawn(audit_checkpoints(store.clone(), audit_key(&cfg)?, every));
     }
     if cfg.artifacts.gc_interval_ms > 0 {
         background.spawn(app.artifacts.collector(Duration::from_millis(cfg.artifacts.gc_interval_ms)));
@@ -609,7 +634,7 @@ pub async fn serve_announcing(
     }
     background.shutdown().await;
     // The log's tail since the last checkpoint is signed before the process ends.
-    if let (Some(store), Ok(key)) = (&app.audit, grant_key(&cfg)) {
+    if let (Some(store), Ok(key)) = (&app.audit, audit_key(&cfg)) {
         match store.heads().await {
             Ok(heads) => {
                 sign_checkpoint(store.as_ref(), &key, &heads).await;

@@ -44,6 +44,17 @@ pub struct Identity {
     pub access: Access,
 }
 
+impl Identity {
+    /// Whether the caller reads every subject's calls and tasks of its tenant (the operator, or
+    /// the `tasks:admin` scope), not only its own.
+    pub fn tenant_wide(&self) -> bool {
+        match &self.access {
+            Access::Operator => true,
+            Access::Scoped(scopes) => scopes.contains(switchyard_contract::TASKS_ADMIN),
+        }
+    }
+}
+
 /// A refusal, ready to send (401 with a challenge, 403, 400 or 503).
 #[derive(Debug)]
 pub struct Refusal(Box<Response>);

@@ -63,8 +63,12 @@ pub struct AuditConfig {
     /// reconciliation. Default: on when a `[policy]` is configured.
     pub enabled: Option<bool>,
     /// How often a replica signs a checkpoint of every partition's chain head (when the log
-    /// moved since its last one). Signed with the grant key (`[policy] grant_key_file`).
+    /// moved since its last one), with the audit key (`key_file`).
     pub checkpoint_interval_s: u64,
+    /// The Ed25519 key (PKCS#8, hex) checkpoints are signed and verified with; default
+    /// `<data_dir>/audit-signing-key`, generated once. Replicas share it. It must not be the grant
+    /// key: whoever mints grants must not be able to re-sign history.
+    pub key_file: Option<PathBuf>,
     /// This replica's chain. Default: `worker-<worker id>` (one chain per replica, so replicas
     /// never wait for each other's appends).
     pub partition: Option<String>,
@@ -72,7 +76,7 @@ pub struct AuditConfig {
 
 impl Default for AuditConfig {
     fn default() -> Self {
-        Self { enabled: None, checkpoint_interval_s: 60, partition: None }
+        Self { enabled: None, checkpoint_interval_s: 60, key_file: None, partition: None }
     }
 }
 

@@ -320,7 +320,8 @@ impl<D: Dialect> InvocationStore for SqlInvocations<D> {
         let stmt = Stmt::new(format!(
             "SELECT {COLUMNS} FROM invocations WHERE tenant = $1 AND ($2 IS NULL OR state = $2) \
              AND ($3 = 0 OR {}) \
-             AND ($5 IS NULL OR (created_ms, id) < ($5, $6)) ORDER BY created_ms DESC, id DESC LIMIT $7",
+             AND ($5 IS NULL OR (created_ms, id) < ($5, $6)) AND ($8 IS NULL OR subject = $8) \
+             ORDER BY created_ms DESC, id DESC LIMIT $7",
             D::any("upstream", 4)
         ))
         .text(tenant.as_str())
@@ -329,7 +330,8 @@ impl<D: Dialect> InvocationStore for SqlInvocations<D> {
         .texts(query.upstreams.clone())
         .opt_int(after.map(|a| a.0))
         .opt_text(after.map(|a| a.1.to_string()))
-        .int(i64::from(limit) + 1);
+        .int(i64::from(limit) + 1)
+        .opt_text(query.subject.as_deref());
         let rows = sql::all::<D>(self.pools.read(), stmt).await?;
         page(rows.iter().map(decode_invocation).collect::<Result<_, _>>()?, limit)
     }

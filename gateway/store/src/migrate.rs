@@ -51,6 +51,7 @@ pub(crate) const POSTGRES: Files = &[
         "write_batch_generic_plan",
         include_str!("../../../migrations/postgres/20261205000016_write_batch_generic_plan.sql"),
     ),
+    (20261207000017, "task_owner", include_str!("../../../migrations/postgres/20261207000017_task_owner.sql")),
 ];
 
 pub(crate) const SQLITE: Files = &[
@@ -83,6 +84,7 @@ pub(crate) const SQLITE: Files = &[
         "conformance_runs",
         include_str!("../../../migrations/sqlite/20261203000013_conformance_runs.sql"),
     ),
+    (20261207000017, "task_owner", include_str!("../../../migrations/sqlite/20261207000017_task_owner.sql")),
 ];
 
 #[derive(Debug, Clone, Copy)]

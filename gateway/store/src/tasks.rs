@@ -16,7 +16,7 @@ use crate::dialect::{self as sql, Arg, Cells, Dialect, On, Pools, Stmt};
 use crate::group::GroupCommit;
 use crate::row::parse_json;
 
-const COLUMNS: &str = "id, scope, agent, context_id, state, status_ms, version, run_cursor, body";
+const COLUMNS: &str = "id, scope, agent, context_id, state, status_ms, version, run_cursor, body, owner";
 
 /// The task store on one database.
 #[derive(Debug, Clone)]
@@ -38,7 +38,7 @@ fn decode_task(row: &impl Cells) -> Result<TaskRecord, Error> {
     let state = row.text(4)?;
     Ok(TaskRecord {
         id: TaskId::from(row.text(0)?),
-        scope: TaskScope::from_key(&row.text(1)?)?,
+        scope: TaskScope::stored(&row.text(1)?, &row.text(9)?)?,
         agent: row.text(2)?,
         context_id: row.text(3)?.into(),
         state: TaskStateName::parse(&state)
@@ -107,8 +107,8 @@ impl TaskWrite {
                 // its lease is live, judged in the same statement on the database's clock.
                 let guard = if fence.is_some() {
                     format!(
-                        " WHERE EXISTS (SELECT 1 FROM invocations WHERE id = $10 AND state = 'dispatching' \
-                         AND lease_expires_ms > {now} AND CAST(state_data AS TEXT) LIKE $11)",
+                        " WHERE EXISTS (SELECT 1 FROM invocations WHERE id = $11 AND state = 'dispatching' \
+                         AND lease_expires_ms > {now} AND CAST(state_data AS TEXT) LIKE $12)",
                         now = D::NOW
                     )
                 } else {
@@ -116,13 +116,14 @@ impl TaskWrite {
                 };
                 let insert = Stmt::new(format!(
                     "INSERT INTO a2a_tasks (id, scope, agent, context_id, state, status_ms, version, run_cursor, \
-                     body, created_ms) SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, {}{guard} ON CONFLICT (id) DO NOTHING",
+                     body, owner, created_ms) SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, {}{guard} \
+                     ON CONFLICT (id) DO NOTHING",
                     D::NOW
                 ))
                 .text(task.id.as_str())
                 .text(task.scope.key())
                 .text(task.agent.as_str());
-                let mut insert = bind_status(insert, task);
+                let mut insert = bind_status(insert, task).text(task.scope.owner());
                 if let Some((run, attempt)) = fence {
                     insert = insert.text(run.to_string()).text(format!("%{attempt}%"));
                 }
@@ -216,9 +217,13 @@ impl<D: Dialect> TaskStore for SqlTasks<D> {
     }
 
     async fn get(&self, scope: &TaskScope, id: &TaskId) -> Result<Option<TaskRecord>, Error> {
-        let stmt = Stmt::new(format!("SELECT {COLUMNS} FROM a2a_tasks WHERE scope = $1 AND id = $2"))
-            .text(scope.key())
-            .text(id.as_str());
+        let mut stmt =
+            Stmt::new(format!("SELECT {COLUMNS} FROM a2a_tasks WHERE scope = $1 AND id = $2{}", owned(scope, 3)))
+                .text(scope.key())
+                .text(id.as_str());
+        if !scope.is_tenant_wide() {
+            stmt = stmt.text(scope.owner());
+        }
         sql::optional::<D>(self.pools.read(), stmt).await?.as_ref().map(decode_task).transpose()
     }
 
@@ -289,11 +294,20 @@ impl<D: Dialect> TaskStore for SqlTasks<D> {
     }
 }
 
+/// The owner condition of a read in `scope`, on parameter `$n` (the owner), or none when the
+/// scope reads tenant-wide.
+fn owned(scope: &TaskScope, n: usize) -> String {
+    if scope.is_tenant_wide() { String::new() } else { format!(" AND owner = ${n}") }
+}
+
 /// `SELECT … WHERE <filter>` for a list query (or its count). Values are always bound, never
 /// spliced.
 fn list_stmt(q: &TaskQuery, count: bool) -> Stmt {
     let mut args = vec![Arg::Text(q.scope.key()), Arg::Text(q.agent.clone())];
-    let mut filter = String::from("scope = $1 AND agent = $2");
+    let mut filter = format!("scope = $1 AND agent = $2{}", owned(&q.scope, 3));
+    if !q.scope.is_tenant_wide() {
+        args.push(Arg::Text(q.scope.owner().to_string()));
+    }
     if let Some(c) = &q.context_id {
         args.push(Arg::Text(c.to_string()));
         filter.push_str(&format!(" AND context_id = ${}", args.len()));

@@ -79,6 +79,9 @@ pub struct Caller {
     /// The caller's W3C trace context (`traceparent` and `tracestate` headers or gRPC metadata);
     /// a send's request metadata may name another, which wins.
     pub trace: Option<switchyard_contract::TraceParent>,
+    /// The caller holds [`TASKS_ADMIN`](switchyard_contract::TASKS_ADMIN): it reads and cancels
+    /// every subject's tasks of its tenant, not only its own.
+    pub tenant_wide: bool,
 }
 
 impl Caller {
@@ -152,10 +155,11 @@ impl A2aFace {
         self.config.agents.iter().find(|a| a.exposed).and_then(|a| self.agent(&a.name))
     }
 
-    /// The caller's tasks in the space the request names (its `tenant`, else the path's).
+    /// The caller's tasks in the space the request names (its `tenant`, else the path's): its
+    /// own, or its tenant's with `tasks:admin`.
     fn scope(who: &Caller, tenant: Option<&String>) -> TaskScope {
         let t = tenant.filter(|t| !t.is_empty()).or(who.path_tenant.as_ref()).map_or("", String::as_str);
-        TaskScope::of(&who.principal, t)
+        if who.tenant_wide { TaskScope::tenant_wide(&who.principal, t) } else { TaskScope::of(&who.principal, t) }
     }
 
     /// Handles one operation for `agent`.

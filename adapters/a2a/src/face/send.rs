@@ -151,7 +151,7 @@ impl A2aFace {
         // With dedupe, a resent message (same messageId, same content) whose answer the caller
         // has not had is the same invocation and the same task ([`Answered`]); without, every
         // send is new.
-        let identity = format!("{scope}\0{}\0{}", cfg.name, message.message_id);
+        let identity = format!("{}\0{}\0{}", scope.identity(), cfg.name, message.message_id);
         let retries = cfg.dedupe() == crate::config::Dedupe::Retries;
         let content = if cfg.dedupes() {
             let v = serde_json::json!([&message, &push, &metadata, &modes]);
@@ -221,7 +221,7 @@ impl A2aFace {
     ) -> Result<(TaskId, ContextId, Option<(Task, i64)>), A2aError> {
         let name = &agent.config.name;
         let Some(tid) = message.task_id.as_deref().filter(|t| !t.is_empty()) else {
-            let scope = &scope.key();
+            let scope = &scope.identity();
             let id = digest_id(&[scope, name, &message.message_id, content]).to_string();
             let ctx = message
                 .context_id

@@ -225,6 +225,7 @@ impl Engine {
         }
         let (ingress, context) = (s.ingress, s.context.take());
         let admission = tracing::debug_span!(target: crate::trace::TARGET, parent: span, "admission");
+        let subject = s.principal.subject.clone();
         let (digest, admitted, early) = self.admission(s, id, context.as_ref()).instrument(admission).await?;
         if !matches!(&admitted, Ok(Admission::Created(inv)) if inv.state.name().is_active()) {
             inner.policy.release(id); // it does not run here: a slot it took is free again
@@ -249,6 +250,14 @@ impl Engine {
                     span.record("state", inv.state.name().as_str());
                 }
                 Submitted { invocation: inv, created: true }
+            }
+            // A key is its subject's: another subject of the tenant never attaches to (nor
+            // learns of) the call that holds it.
+            Admission::Existing(inv) if inv.principal.subject != subject => {
+                return Err(Error::conflict(
+                    "this idempotency key is taken in the tenant by another caller; choose another; \
+                     nothing was dispatched",
+                ));
             }
             Admission::Existing(inv) if inv.digest == digest => Submitted { invocation: inv, created: false },
             Admission::Existing(inv) => {
@@ -557,7 +566,7 @@ impl Inner {
     }
 
     async fn owned(&self, tenant: &TenantId, id: InvocationId) -> Result<Invocation, Error> {
-        self.store.get(Some(tenant), id).await?.ok_or_else(|| Error::not_found(format!("invocation {id} not found")))
+        self.store.get(Some(tenant), id).await?.ok_or_else(|| Error::invocation_not_found(id))
     }
 
     /// Applies `change` to invocation `id` on behalf of `by` (another tenant's is `NotFound`)
@@ -713,9 +722,5 @@ async fn stopped(stopping: &mut tokio::sync::watch::Receiver<bool>) {
 
 /// Another tenant's invocation is reported as absent, so existence does not leak.
 fn check_tenant(inv: &Invocation, tenant: &TenantId) -> Result<(), Error> {
-    if &inv.principal.tenant == tenant {
-        Ok(())
-    } else {
-        Err(Error::not_found(format!("invocation {} not found", inv.id)))
-    }
+    if &inv.principal.tenant == tenant { Ok(()) } else { Err(Error::invocation_not_found(inv.id)) }
 }

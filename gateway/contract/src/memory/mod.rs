@@ -328,6 +328,7 @@ impl Invocations for MemoryInvocations {
             .filter(|i| &i.principal.tenant == tenant)
             .filter(|i| query.state.is_none_or(|s| i.state.name() == s))
             .filter(|i| query.upstreams.is_empty() || query.upstreams.contains(&i.target.upstream))
+            .filter(|i| query.subject.as_ref().is_none_or(|s| &i.principal.subject == s))
             .filter(|i| after.is_none_or(|(ms, id)| (i.created_at_ms, i.id.to_string()) < (ms, id.to_string())))
             .cloned()
             .collect();

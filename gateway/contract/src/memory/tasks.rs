@@ -69,7 +69,7 @@ impl TaskStore for MemoryTasks {
     }
 
     async fn get(&self, scope: &TaskScope, id: &TaskId) -> Result<Option<TaskRecord>, Error> {
-        Ok(self.rows().tasks.get(id).filter(|t| &t.scope == scope).cloned())
+        Ok(self.rows().tasks.get(id).filter(|t| scope.covers(&t.scope)).cloned())
     }
 
     async fn update(
@@ -117,7 +117,7 @@ impl TaskStore for MemoryTasks {
         let matching: Vec<&TaskRecord> = rows
             .tasks
             .values()
-            .filter(|t| t.scope == q.scope && t.agent == q.agent)
+            .filter(|t| q.scope.covers(&t.scope) && t.agent == q.agent)
             .filter(|t| q.context_id.as_ref().is_none_or(|c| &t.context_id == c))
             .filter(|t| q.state.as_ref().is_none_or(|s| &t.state == s))
             .filter(|t| q.status_after_ms.is_none_or(|ms| t.status_ms >= ms))

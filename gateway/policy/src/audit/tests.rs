@@ -122,7 +122,7 @@ async fn concurrent_appends_make_whole_chains_that_verify() {
     let mem = filled(1000, &["replica-a", "replica-b"]).await;
     let key = key();
     assert!(checkpoint(mem.as_ref(), &key, None).await.expect("checkpoint").is_some());
-    let report = verify(mem.as_ref(), &key).await.expect("verify");
+    let report = verify(mem.as_ref(), &key, None).await.expect("verify");
     assert!(report.ok(), "{:?}", report.findings);
     assert_eq!((report.rows, report.partitions, report.checkpoints), (1000, 2, 1));
     let rows = mem.rows("replica-a", 0, 10_000).await.expect("rows");
@@ -133,7 +133,7 @@ async fn concurrent_appends_make_whole_chains_that_verify() {
 async fn a_changed_row_is_named() {
     let mem = filled(20, &["p"]).await;
     mem.tamper("p", 7, |r| r.detail["verdict"] = json!("deny"));
-    let report = verify(mem.as_ref(), &key()).await.expect("verify");
+    let report = verify(mem.as_ref(), &key(), None).await.expect("verify");
     assert_eq!(report.findings.len(), 1, "{:?}", report.findings);
     assert_eq!((report.findings[0].seq, &report.findings[0].problem), (7, &Problem::Changed));
 }
@@ -142,7 +142,7 @@ async fn a_changed_row_is_named() {
 async fn a_removed_row_is_named() {
     let mem = filled(20, &["p"]).await;
     mem.remove("p", 12);
-    let report = verify(mem.as_ref(), &key()).await.expect("verify");
+    let report = verify(mem.as_ref(), &key(), None).await.expect("verify");
     assert_eq!(report.findings.len(), 1, "{:?}", report.findings);
     assert_eq!(report.findings[0].problem, Problem::Missing { from: 12, to: 12 });
 }
@@ -151,7 +151,7 @@ async fn a_removed_row_is_named() {
 async fn a_swapped_pair_is_named() {
     let mem = filled(20, &["p"]).await;
     mem.swap("p", 5, 6);
-    let report = verify(mem.as_ref(), &key()).await.expect("verify");
+    let report = verify(mem.as_ref(), &key(), None).await.expect("verify");
     assert_eq!(report.findings.len(), 1, "{:?}", report.findings);
     assert_eq!((report.findings[0].seq, &report.findings[0].problem), (5, &Problem::Swapped { with: 6 }));
 }
@@ -167,7 +167,7 @@ async fn a_rehashed_row_breaks_the_next_link_and_a_cut_tail_disagrees_with_the_c
         r.hash = row_hash(r).expect("hash");
     });
     mem.remove("p", 10);
-    let report = verify(mem.as_ref(), &key).await.expect("verify");
+    let report = verify(mem.as_ref(), &key, None).await.expect("verify");
     let problems: Vec<(u64, Problem)> = report.findings.iter().map(|f| (f.seq, f.problem.clone())).collect();
     assert!(problems.contains(&(4, Problem::BrokenLink)), "{problems:?}");
     assert!(
@@ -180,8 +180,28 @@ async fn a_rehashed_row_breaks_the_next_link_and_a_cut_tail_disagrees_with_the_c
 async fn a_checkpoint_signed_by_another_key_is_refused() {
     let mem = filled(5, &["p"]).await;
     checkpoint(mem.as_ref(), &key(), None).await.expect("checkpoint");
-    let report = verify(mem.as_ref(), &key()).await.expect("verify");
+    let report = verify(mem.as_ref(), &key(), None).await.expect("verify");
     assert!(matches!(report.findings.as_slice(), [Finding { problem: Problem::BadCheckpoint { .. }, .. }]));
+}
+
+#[tokio::test]
+async fn a_checkpoint_signed_with_the_grant_key_is_checked_but_signs_nothing() {
+    let mem = filled(6, &["p"]).await;
+    let (audit, grants) = (key(), key());
+    // Made by whoever holds the grant key (or by a gateway before checkpoints had their own key).
+    checkpoint(mem.as_ref(), &grants, None).await.expect("checkpoint");
+    let report = verify(mem.as_ref(), &audit, Some(&grants)).await.expect("verify");
+    assert!(report.ok(), "{:?}", report.findings);
+    assert_eq!(report.legacy_checkpoints, 1);
+    assert_eq!(report.unsigned, vec![Unsigned { partition: "p".into(), from: 1, to: 6 }], "its rows stay unsigned");
+    // Its heads are still checked: a cut tail disagrees with it.
+    mem.remove("p", 6);
+    let report = verify(mem.as_ref(), &audit, Some(&grants)).await.expect("verify");
+    assert!(matches!(report.findings.as_slice(), [Finding { problem: Problem::DisagreesWithCheckpoint { .. }, .. }]));
+    // Once the audit key signs, the log is signed up to its head.
+    checkpoint(mem.as_ref(), &audit, None).await.expect("checkpoint");
+    let report = verify(mem.as_ref(), &audit, Some(&grants)).await.expect("verify");
+    assert_eq!(report.unsigned, Vec::new());
 }
 
 #[tokio::test]
@@ -203,7 +223,7 @@ async fn a_grant_token_does_not_pass_for_a_checkpoint() {
     };
     let token = key.mint(claims).expect("mint");
     mem.put_checkpoint(&StoredCheckpoint { id: "ckp_forged".into(), at_ms: 0, token }).await.expect("put");
-    let report = verify(mem.as_ref(), &key).await.expect("verify");
+    let report = verify(mem.as_ref(), &key, None).await.expect("verify");
     assert!(matches!(report.findings.as_slice(), [Finding { problem: Problem::BadCheckpoint { .. }, .. }]));
 }
 
@@ -216,7 +236,7 @@ async fn two_writers_on_one_partition_do_not_fork_it() {
         async move { w.append(entry(i)).await }
     });
     let ok = futures::future::join_all(calls).await.into_iter().filter(Result::is_ok).count();
-    let report = verify(mem.as_ref(), &key()).await.expect("verify");
+    let report = verify(mem.as_ref(), &key(), None).await.expect("verify");
     assert!(report.ok(), "{:?}", report.findings);
     assert_eq!(report.rows, ok as u64, "every answered entry is in the chain, and nothing else");
     assert!(ok >= 150, "most appends get through a contended partition ({ok}/200)");
@@ -230,7 +250,7 @@ async fn a_failed_append_fails_its_callers_and_leaves_no_hole() {
     mem.fail_next.store(true, Ordering::SeqCst);
     assert!(w.append(entry(1)).await.is_err(), "the caller learns its entry was not recorded");
     w.append(entry(2)).await.expect("third");
-    let report = verify(mem.as_ref(), &key()).await.expect("verify");
+    let report = verify(mem.as_ref(), &key(), None).await.expect("verify");
     assert!(report.ok(), "{:?}", report.findings);
     assert_eq!(report.rows, 2);
 }
@@ -242,7 +262,7 @@ async fn verify_names_the_tail_no_checkpoint_signs() {
     let mem = filled(10, &["p", "q"]).await;
     let key = key();
     let unsigned = |r: &Report| r.unsigned.iter().map(|u| (u.partition.clone(), u.from, u.to)).collect::<Vec<_>>();
-    let report = verify(mem.as_ref(), &key).await.expect("verify");
+    let report = verify(mem.as_ref(), &key, None).await.expect("verify");
     assert!(report.ok());
     assert_eq!(unsigned(&report), [("p".to_string(), 1, 5), ("q".to_string(), 1, 5)], "no checkpoint yet");
     checkpoint(mem.as_ref(), &key, None).await.expect("checkpoint");
@@ -250,15 +270,15 @@ async fn verify_names_the_tail_no_checkpoint_signs() {
     for i in 0..3 {
         w.append(entry(i)).await.expect("append");
     }
-    let report = verify(mem.as_ref(), &key).await.expect("verify");
+    let report = verify(mem.as_ref(), &key, None).await.expect("verify");
     assert!(report.ok());
     assert_eq!(unsigned(&report), [("p".to_string(), 6, 8)], "three rows after the checkpoint");
     // Cut off: the chain still verifies, and the cut tail is no longer there to name; the
     // checkpoint keeps everything before it.
     mem.remove("p", 8);
     mem.remove("p", 7);
-    let report = verify(mem.as_ref(), &key).await.expect("verify");
+    let report = verify(mem.as_ref(), &key, None).await.expect("verify");
     assert_eq!(unsigned(&report), [("p".to_string(), 6, 6)]);
     checkpoint(mem.as_ref(), &key, None).await.expect("checkpoint");
-    assert!(verify(mem.as_ref(), &key).await.expect("verify").unsigned.is_empty());
+    assert!(verify(mem.as_ref(), &key, None).await.expect("verify").unsigned.is_empty());
 }

@@ -83,6 +83,10 @@ pub struct Report {
     pub partitions: usize,
     pub rows: u64,
     pub checkpoints: usize,
+    /// Checkpoints signed with the grant key (before checkpoints had a key of their own): their
+    /// heads are checked against the log, but they sign nothing (whoever mints grants could
+    /// have made them).
+    pub legacy_checkpoints: usize,
     pub findings: Vec<Finding>,
     /// Each partition's tail no checkpoint signs (not a problem by itself: `audit checkpoint`
     /// signs it, and the gateway does every `checkpoint_interval_s`, at most
@@ -96,8 +100,10 @@ impl Report {
     }
 }
 
-/// Verifies every chain in `store`, and every checkpoint against `key` and the chains.
-pub async fn verify(store: &dyn AuditStore, key: &GrantKey) -> Result<Report, Error> {
+/// Verifies every chain in `store`, and every checkpoint against `key` (the audit key) and the
+/// chains. A checkpoint signed with `legacy` (the grant key, which signed checkpoints before they
+/// had a key of their own) is checked against the chains but signs nothing.
+pub async fn verify(store: &dyn AuditStore, key: &GrantKey, legacy: Option<&GrantKey>) -> Result<Report, Error> {
     let mut report = Report::default();
     // Each partition's rows' hashes by sequence number, for the checkpoints.
     let mut hashes: BTreeMap<String, BTreeMap<u64, String>> = BTreeMap::new();
@@ -113,12 +119,18 @@ pub async fn verify(store: &dyn AuditStore, key: &GrantKey) -> Result<Report, Er
     // The highest row of each partition a valid checkpoint signs.
     let mut signed: BTreeMap<String, u64> = BTreeMap::new();
     for stored in checkpoints {
-        let claims = key.open::<Checkpoint>(&stored.token, false).and_then(|c| {
-            if c.typ == CHECKPOINT_TYP { Ok(c) } else { Err(format!("not a checkpoint (typ `{}`)", c.typ)) }
-        });
-        let claims = match claims {
-            Ok(c) => c,
-            Err(why) => {
+        let open = |key: &GrantKey| {
+            key.open::<Checkpoint>(&stored.token, false).and_then(|c| {
+                if c.typ == CHECKPOINT_TYP { Ok(c) } else { Err(format!("not a checkpoint (typ `{}`)", c.typ)) }
+            })
+        };
+        let (claims, signs) = match (open(key), legacy.map(open)) {
+            (Ok(c), _) => (c, true),
+            (Err(_), Some(Ok(c))) => {
+                report.legacy_checkpoints += 1;
+                (c, false)
+            }
+            (Err(why), _) => {
                 let problem = Problem::BadCheckpoint { checkpoint: stored.id.clone(), why };
                 report.findings.push(Finding { partition: String::new(), seq: 0, problem });
                 continue;
@@ -129,7 +141,7 @@ pub async fn verify(store: &dyn AuditStore, key: &GrantKey) -> Result<Report, Er
             if held != Some(&head.hash) {
                 let problem = Problem::DisagreesWithCheckpoint { checkpoint: stored.id.clone(), hash: head.hash };
                 report.findings.push(Finding { partition: head.partition, seq: head.seq, problem });
-            } else {
+            } else if signs {
                 let at = signed.entry(head.partition).or_default();
                 *at = (*at).max(head.seq);
             }

@@ -14,7 +14,8 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use switchyard_contract::{
-    Decision, IngressKey, InvocationId, InvocationState, Invocations, ListQuery, StateName, Submission, client_stays,
+    Decision, IngressKey, Invocation, InvocationId, InvocationState, Invocations, ListQuery, StateName, Submission,
+    client_stays,
 };
 
 use super::{AdminState, ApiError};
@@ -50,6 +51,17 @@ impl WaitQuery {
 
 fn parse<T: DeserializeOwned>(body: &Bytes) -> Result<T, ApiError> {
     serde_json::from_slice(body).map_err(|e| ApiError::invalid(format!("request body is not valid: {e}")))
+}
+
+/// Invocation `id` if `who` may see it: its own, or any of its tenant's for a tenant-wide
+/// reader. Another subject's answers exactly as an id that does not exist.
+async fn owned(state: &AdminState, who: &Identity, id: InvocationId) -> Result<Invocation, ApiError> {
+    let inv = state.engine.get(&who.principal.tenant, id).await?;
+    if who.tenant_wide() || inv.principal.subject == who.principal.subject {
+        Ok(inv)
+    } else {
+        Err(switchyard_contract::Error::invocation_not_found(id).into())
+    }
 }
 
 fn id(raw: &str) -> Result<InvocationId, ApiError> {
@@ -122,13 +134,19 @@ pub(super) async fn list(
     Extension(who): Extension<Identity>,
     Query(p): Query<ListParams>,
 ) -> Result<Response, ApiError> {
+    let subject = (!who.tenant_wide()).then(|| who.principal.subject.clone());
     let who = who.principal;
     let filter = p
         .state
         .map(|s| StateName::parse(&s).ok_or_else(|| ApiError::invalid(format!("unknown state `{s}`"))))
         .transpose()?;
-    let query =
-        ListQuery { state: filter, upstreams: p.upstream.into_iter().collect(), limit: p.limit, cursor: p.cursor };
+    let query = ListQuery {
+        state: filter,
+        upstreams: p.upstream.into_iter().collect(),
+        limit: p.limit,
+        cursor: p.cursor,
+        subject,
+    };
     let page = state.engine.list(&who.tenant, query).await?;
     Ok(Json(page).into_response())
 }
@@ -141,11 +159,12 @@ pub(super) async fn show(
     Path(raw): Path<String>,
     Query(q): Query<WaitQuery>,
 ) -> Result<Response, ApiError> {
-    let who = who.principal;
     let id = id(&raw)?;
-    let inv = match q.wait_ms(state.max_wait_ms)? {
-        0 => state.engine.get(&who.tenant, id).await?,
-        wait => state.engine.wait(&who.tenant, id, Duration::from_millis(wait)).await?,
+    let wait = q.wait_ms(state.max_wait_ms)?;
+    let inv = owned(&state, &who, id).await?;
+    let inv = match wait {
+        0 => inv,
+        wait => state.engine.wait(&who.principal.tenant, id, Duration::from_millis(wait)).await?,
     };
     Ok(Json(inv).into_response())
 }
@@ -166,8 +185,8 @@ pub(super) async fn events(
     Path(raw): Path<String>,
     Query(p): Query<EventParams>,
 ) -> Result<Response, ApiError> {
+    let inv = owned(&state, &who, id(&raw)?).await?.id;
     let who = who.principal;
-    let inv = id(&raw)?;
     let wants_sse =
         headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).is_some_and(|v| v.contains("text/event-stream"));
     if !wants_sse {
@@ -179,7 +198,6 @@ pub(super) async fn events(
     }
     let last_id = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok());
     let after = p.after.or(last_id).unwrap_or(0);
-    state.engine.get(&who.tenant, inv).await?;
     let stream = state.engine.watch(who.tenant, inv, after).map(|item| {
         Ok::<_, Infallible>(match item {
             Ok(ev) => SseEvent::default()
@@ -198,8 +216,8 @@ pub(super) async fn cancel(
     Extension(who): Extension<Identity>,
     Path(raw): Path<String>,
 ) -> Result<Response, ApiError> {
-    let who = who.principal;
-    let inv = state.engine.cancel(&who, id(&raw)?).await?;
+    let id = owned(&state, &who, id(&raw)?).await?.id;
+    let inv = state.engine.cancel(&who.principal, id).await?;
     let status = if inv.state.is_terminal() { StatusCode::OK } else { StatusCode::ACCEPTED };
     Ok((status, Json(inv)).into_response())
 }

@@ -39,12 +39,19 @@ pub async fn run(cmd: Command, cfg: &Config) -> anyhow::Result<()> {
     let store = super::open_store(cfg).await?.audit;
     match cmd {
         Command::Verify { json } => {
-            let report = audit::verify(store.as_ref(), &crate::app::grant_key(cfg)?).await?;
+            let (key, legacy) = (crate::app::audit_key(cfg)?, crate::app::grant_key(cfg)?);
+            let report = audit::verify(store.as_ref(), &key, Some(&legacy)).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else {
                 for finding in &report.findings {
                     println!("{finding}");
+                }
+                if report.legacy_checkpoints > 0 {
+                    println!(
+                        "{} checkpoints are signed with the grant key (before the audit key): checked, not trusted",
+                        report.legacy_checkpoints
+                    );
                 }
                 for tail in &report.unsigned {
                     println!("{tail} (`switchyard audit checkpoint` signs it)");
@@ -65,7 +72,7 @@ pub async fn run(cmd: Command, cfg: &Config) -> anyhow::Result<()> {
             let since = since.as_deref().map(since_ms).transpose()?.unwrap_or(0);
             export(store.as_ref(), since).await?;
         }
-        Command::Checkpoint => match audit::checkpoint(store.as_ref(), &crate::app::grant_key(cfg)?, None).await? {
+        Command::Checkpoint => match audit::checkpoint(store.as_ref(), &crate::app::audit_key(cfg)?, None).await? {
             Some((stored, heads)) => println!("checkpoint {} over {} partitions", stored.id, heads.len()),
             None => println!("the audit log is empty: nothing to sign"),
         },

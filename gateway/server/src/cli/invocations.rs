@@ -39,7 +39,13 @@ pub async fn run(cmd: Command, cfg: &Config) -> anyhow::Result<()> {
             let state = state
                 .map(|s| StateName::parse(&s).ok_or_else(|| anyhow::anyhow!("unknown state `{s}`")))
                 .transpose()?;
-            let query = ListQuery { state, upstreams: upstream.into_iter().collect(), limit: Some(limit), cursor };
+            let query = ListQuery {
+                state,
+                upstreams: upstream.into_iter().collect(),
+                limit: Some(limit),
+                cursor,
+                subject: None,
+            };
             let page = store.list(&TenantId::new(tenant)?, &query).await?;
             println!("{:<36}  {:<12}  {:<24}  {:>8}  created_ms", "id", "state", "target", "attempts");
             for inv in &page.items {

@@ -18,11 +18,11 @@ pub(super) async fn verify(State(state): State<ConsoleState>, headers: HeaderMap
     if let Some(r) = not_operator(&s, "the audit log spans every tenant") {
         return r;
     }
-    let Some((store, key)) = &state.audit else {
+    let Some((store, key, legacy)) = &state.audit else {
         let off = "<p id=\"verdict\">The audit log is off (<code>[audit] enabled = false</code>).</p>";
         return page("Audit log", Some(&s), off).into_response();
     };
-    let report = match switchyard_policy::audit::verify(store.as_ref(), key).await {
+    let report = match switchyard_policy::audit::verify(store.as_ref(), key, Some(legacy)).await {
         Ok(r) => r,
         Err(e) => return refusal(StatusCode::SERVICE_UNAVAILABLE, &e.message),
     };

@@ -52,7 +52,8 @@ pub(super) async fn list(
         (None, None) => Vec::new(),
     };
     let nothing = (upstream.is_some() || protocol.is_some()) && upstreams.is_empty();
-    let query = ListQuery { state: filter, upstreams, limit: Some(50), cursor: q.get("cursor").cloned() };
+    let query =
+        ListQuery { state: filter, upstreams, limit: Some(50), cursor: q.get("cursor").cloned(), subject: None };
     let found = if nothing {
         switchyard_contract::Page { items: Vec::new(), next_cursor: None }
     } else {

@@ -79,8 +79,13 @@ impl std::fmt::Debug for Tasks {
     }
 }
 
-/// What the audit page verifies: the log and the checkpoints' key.
-type AuditCheck = (Arc<dyn switchyard_contract::AuditStore>, Arc<switchyard_policy::grants::GrantKey>);
+/// What the audit page verifies: the log, the checkpoints' key and the grant key (which signed
+/// checkpoints before they had a key of their own).
+type AuditCheck = (
+    Arc<dyn switchyard_contract::AuditStore>,
+    Arc<switchyard_policy::grants::GrantKey>,
+    Arc<switchyard_policy::grants::GrantKey>,
+);
 
 /// Where the upstreams page reads and approves tool pins.
 #[derive(Clone)]
@@ -146,13 +151,15 @@ impl ConsoleState {
         self
     }
 
-    /// With the audit page over `store`, its checkpoints signed with `key`.
+    /// With the audit page over `store`, its checkpoints signed with `key` (or, before
+    /// checkpoints had a key of their own, `legacy`).
     pub fn with_audit(
         mut self,
         store: Arc<dyn switchyard_contract::AuditStore>,
         key: switchyard_policy::grants::GrantKey,
+        legacy: switchyard_policy::grants::GrantKey,
     ) -> Self {
-        self.audit = Some((store, Arc::new(key)));
+        self.audit = Some((store, Arc::new(key), Arc::new(legacy)));
         self
     }
 

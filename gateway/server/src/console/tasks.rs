@@ -24,7 +24,7 @@ pub(super) async fn list(State(state): State<ConsoleState>, headers: HeaderMap) 
     let mut body = String::new();
     for agent in tasks.agents.iter() {
         let query = TaskQuery {
-            scope: TaskScope::of(&s.who.principal, ""),
+            scope: TaskScope::tenant_wide(&s.who.principal, ""),
             agent: agent.clone(),
             context_id: None,
             state: None,
