@@ -1,0 +1,191 @@
+//! The system under test: PostgreSQL, an upstream MCP server that records every physical call
+//! (the fixture's `count_write`, appending its `key` to a log before it answers), and three
+//! gateway replicas, each reaching the database and the upstream through links of its own. The
+//! policy holds a write for approval when its `delay_ms` is 200 or more (about a third of them).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use switchyard_tests::fault_proxy::Target;
+use switchyard_tests::gateway::{Gateway, Options, free_port};
+use switchyard_tests::mcp::Fixture;
+
+use crate::link::Link;
+
+/// The lease a replica holds on a call it drives: short, so a pause past it is seconds.
+pub const LEASE_TTL_MS: u64 = 2000;
+
+/// One replica and its links.
+#[derive(Debug)]
+pub struct Replica {
+    pub name: String,
+    pub base: String,
+    pub opts: Options,
+    pub gw: Option<Gateway>,
+    /// Its link to PostgreSQL.
+    pub db: Arc<Link>,
+    /// Its link to the upstream.
+    pub up: Arc<Link>,
+    /// Whether it is stopped (`SIGSTOP`) now.
+    pub paused: bool,
+}
+
+impl Replica {
+    pub fn pid(&self) -> Option<u32> {
+        self.gw.as_ref().map(Gateway::pid)
+    }
+}
+
+/// Everything the run started; dropping it stops the processes.
+#[derive(Debug)]
+pub struct Cluster {
+    pub dir: tempfile::TempDir,
+    /// The database, directly (for the checker and the CLI).
+    pub store_url: String,
+    /// The upstream's record of physical calls: one key per line.
+    pub call_log: PathBuf,
+    pub replicas: Vec<Replica>,
+    _fixture: Fixture,
+}
+
+impl Cluster {
+    pub async fn start() -> Cluster {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let call_log = dir.path().join("physical-calls.log");
+        let fixture = Fixture::start(&[("FIXTURE_CALL_LOG", &call_log.display().to_string())]);
+        let fixture_addr = fixture.url.trim_start_matches("http://").trim_end_matches("/mcp").to_string();
+        let store_url = switchyard_tests::pg::database().await;
+        let (socket, db) = switchyard_tests::pg::socket_and_db(&store_url);
+        let mut replicas = Vec::new();
+        for n in 1..=3 {
+            let name = format!("r{n}");
+            let db_link = Link::start(&format!("{name}-db"), Target::Unix(socket.clone())).await;
+            let up_link = Link::start(&format!("{name}-up"), Target::Tcp(fixture_addr.clone())).await;
+            let data = dir.path().join(&name);
+            std::fs::create_dir_all(&data).unwrap_or_else(|e| panic!("{e}"));
+            let config = data.join("switchyard.toml");
+            std::fs::write(
+                &config,
+                format!(
+                    "[mcp]\nanonymous = true\ncall_wait_ms = 3000\nconnect_timeout_ms = 3000\n\
+                     request_state_key = \"switchyard-nemesis-request-state-key-0123456789\"\n\n\
+                     [[mcp.upstreams]]\nname = \"fx\"\nurl = \"http://{}/mcp\"\n\
+                     operations = {{ echo = \"read_only\", count_write = \"write\" }}\n\n\
+                     [policy]\ngrant_key_file = {:?}\n\n\
+                     [[policy.rules]]\nupstream = \"fx\"\noperation = \"count_write\"\ntier = \"routine\"\n\
+                     [[policy.rules.when]]\npointer = \"/arguments/delay_ms\"\nmax = 199\n\n\
+                     [audit]\nkey_file = {:?}\ncheckpoint_interval_s = 2\n",
+                    up_link.addr,
+                    dir.path().join("grant-key").display().to_string(),
+                    dir.path().join("audit-key").display().to_string(),
+                ),
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+            let port = free_port();
+            let env = [
+                ("SWITCHYARD__ENGINE__LEASE_TTL_MS", LEASE_TTL_MS.to_string()),
+                ("SWITCHYARD__ENGINE__BACKOFF_MAX_MS", "300".to_string()),
+                ("SWITCHYARD__ENGINE__RECOVERY_INTERVAL_MS", "250".to_string()),
+                ("SWITCHYARD__ENGINE__ATTEMPT_TIMEOUT_MS", "5000".to_string()),
+            ];
+            let opts = Options {
+                data_dir: data,
+                store_url: Some(format!("postgres://postgres@{}/{db}?sslmode=disable", db_link.addr)),
+                env: env.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
+                config: Some(config),
+                listen: Some(format!("127.0.0.1:{port}")),
+            };
+            let gw = Gateway::start(opts.clone());
+            replicas.push(Replica {
+                name,
+                base: gw.base.clone(),
+                opts,
+                gw: Some(gw),
+                db: db_link,
+                up: up_link,
+                paused: false,
+            });
+        }
+        Cluster { dir, store_url, call_log, replicas, _fixture: fixture }
+    }
+
+    /// `kill -9` replica `i` (resumed first if paused, so the kill is not delayed).
+    pub fn kill(&mut self, i: usize) {
+        self.resume(i);
+        if let Some(mut gw) = self.replicas[i].gw.take() {
+            gw.kill9();
+        }
+    }
+
+    /// Starts replica `i` again on its address and data directory.
+    pub fn restart(&mut self, i: usize) {
+        let r = &mut self.replicas[i];
+        if r.gw.is_none() {
+            r.gw = Some(Gateway::start(r.opts.clone()));
+        }
+    }
+
+    pub fn pause(&mut self, i: usize) {
+        signal(self.replicas[i].pid(), "-STOP");
+        self.replicas[i].paused = true;
+    }
+
+    pub fn resume(&mut self, i: usize) {
+        if self.replicas[i].paused {
+            signal(self.replicas[i].pid(), "-CONT");
+            self.replicas[i].paused = false;
+        }
+    }
+
+    /// Every physical call the upstream made, by key.
+    pub fn physical_calls(&self) -> std::collections::HashMap<String, usize> {
+        let text = std::fs::read_to_string(&self.call_log).unwrap_or_default();
+        let mut calls = std::collections::HashMap::new();
+        for line in text.lines().filter(|l| !l.is_empty()) {
+            *calls.entry(line.to_string()).or_default() += 1;
+        }
+        calls
+    }
+
+    /// Heals everything: links up, every replica resumed and running.
+    pub fn heal(&mut self) {
+        for i in 0..self.replicas.len() {
+            self.replicas[i].db.set(crate::link::Mode::Up);
+            self.replicas[i].up.set(crate::link::Mode::Up);
+            self.resume(i);
+            self.restart(i);
+        }
+    }
+
+    /// Waits until replica `i` answers a read through its upstream; how long that took.
+    pub async fn until_serving(&self, i: usize, limit: Duration) -> Option<Duration> {
+        let t0 = std::time::Instant::now();
+        let http = reqwest::Client::builder().timeout(Duration::from_secs(2)).build().ok()?;
+        while t0.elapsed() < limit {
+            let body = crate::workload::call_body("echo", serde_json::json!({"text": "probe"}), None);
+            if let Ok(r) = crate::workload::post(&http, &self.replicas[i].base, &body).await
+                && r.contains("probe")
+                && !r.contains("\"isError\":true")
+            {
+                return Some(t0.elapsed());
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        None
+    }
+}
+
+fn signal(pid: Option<u32>, sig: &str) {
+    if let Some(pid) = pid {
+        let _ = std::process::Command::new("kill").args([sig, &pid.to_string()]).status();
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for i in 0..self.replicas.len() {
+            self.resume(i);
+        }
+    }
+}

@@ -1,0 +1,92 @@
+//! The nemesis: faults scheduled from a seed, each held a while and then healed, with the time
+//! every replica took to serve again.
+
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::cluster::{Cluster, LEASE_TTL_MS};
+use crate::link::Mode;
+use crate::rng::Rng;
+
+/// The faults the nemesis knows.
+pub const KINDS: [&str; 11] = [
+    "flaky-db",
+    "flaky-db-all",
+    "partition-db",
+    "half-open-db",
+    "partition-db-all",
+    "half-open-db-all",
+    "partition-upstream",
+    "half-open-upstream",
+    "slow-links",
+    "pause-past-lease",
+    "kill-9",
+];
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Fault {
+    pub kind: &'static str,
+    pub replica: String,
+    pub at_ms: u64,
+    pub held_ms: u64,
+    /// From the heal until every replica served a call again (`None`: not within 30 s).
+    pub recovered_ms: Option<u64>,
+}
+
+/// Injects faults until `deadline`; the faults, in order.
+pub async fn run(cluster: &mut Cluster, seed: u64, start: Instant, deadline: Instant) -> Vec<Fault> {
+    let mut rng = Rng::new(seed);
+    let mut faults = Vec::new();
+    while Instant::now() + Duration::from_secs(4) < deadline {
+        tokio::time::sleep(Duration::from_millis(800 + rng.below(1500))).await;
+        let kind = KINDS[rng.below(KINDS.len() as u64) as usize];
+        let i = rng.below(cluster.replicas.len() as u64) as usize;
+        let mut held = Duration::from_millis(1000 + rng.below(2500));
+        let at = Instant::now();
+        let r = &cluster.replicas[i];
+        match kind {
+            "partition-db" => r.db.set(Mode::Down),
+            "half-open-db" => r.db.set(Mode::HalfOpen),
+            "flaky-db" => r.db.set(Mode::Flaky(200 + rng.below(300) as u32)),
+            "flaky-db-all" => {
+                let p = 200 + rng.below(300) as u32;
+                cluster.replicas.iter().for_each(|r| r.db.set(Mode::Flaky(p)));
+            }
+            // The database's own network: every replica at once.
+            "partition-db-all" => cluster.replicas.iter().for_each(|r| r.db.set(Mode::Down)),
+            "half-open-db-all" => cluster.replicas.iter().for_each(|r| r.db.set(Mode::HalfOpen)),
+            "partition-upstream" => r.up.set(Mode::Down),
+            "half-open-upstream" => r.up.set(Mode::HalfOpen),
+            "slow-links" => {
+                let d = Duration::from_millis(20 + rng.below(200));
+                r.db.set(Mode::Slow(d));
+                r.up.set(Mode::Slow(d));
+            }
+            "pause-past-lease" => {
+                cluster.pause(i);
+                held = Duration::from_millis(LEASE_TTL_MS + 1000 + rng.below(1000));
+            }
+            _ => cluster.kill(i),
+        }
+        tokio::time::sleep(held).await;
+        tokio::task::block_in_place(|| cluster.heal());
+        let healed = Instant::now();
+        let mut recovered = Some(Duration::ZERO);
+        for j in 0..cluster.replicas.len() {
+            let left = Duration::from_secs(30).saturating_sub(healed.elapsed());
+            recovered = match (recovered, cluster.until_serving(j, left).await) {
+                (Some(_), Some(_)) => Some(healed.elapsed()),
+                _ => None,
+            };
+        }
+        faults.push(Fault {
+            kind,
+            replica: if kind.ends_with("-all") { "all".into() } else { cluster.replicas[i].name.clone() },
+            at_ms: at.duration_since(start).as_millis() as u64,
+            held_ms: held.as_millis() as u64,
+            recovered_ms: recovered.map(|d| d.as_millis() as u64),
+        });
+    }
+    faults
+}

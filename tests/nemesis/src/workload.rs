@@ -1,0 +1,243 @@
+//! Clients that behave as real ones do: each operation is a `count_write` whose `key` names it
+//! (so the upstream's record says how often it physically ran); most carry an idempotency key
+//! and are retried with it, on another replica, after a timeout or an answer that says retrying
+//! is safe; a quarter carry none and are retried only when told the call was not admitted.
+
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::rng::Rng;
+
+/// The MCP era the clients speak (stateless requests, no session).
+const ERA: &str = "2026-07-28";
+
+/// What one attempt was answered.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "answer", rename_all = "snake_case")]
+pub enum Answer {
+    /// The tool's result text.
+    Succeeded { text: String },
+    /// A tool result with `isError`: the gateway's state for the call (`failed`, `unknown`,
+    /// `denied`, or still running).
+    ToolError {
+        state: String,
+        retry_safe: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        invocation: Option<String>,
+    },
+    /// A JSON-RPC error.
+    RpcError { code: i64, retry_safe: bool, message: String },
+    /// No answer in time, or the connection failed.
+    NoAnswer { why: String },
+}
+
+impl Answer {
+    pub fn retry_safe(&self) -> bool {
+        matches!(self, Answer::ToolError { retry_safe: true, .. } | Answer::RpcError { retry_safe: true, .. })
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Attempt {
+    pub replica: usize,
+    pub at_ms: u64,
+    pub took_ms: u64,
+    #[serde(flatten)]
+    pub answer: Answer,
+}
+
+/// One logical operation and every attempt the client made at it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Op {
+    /// The upstream's key for it (and its idempotency key, when keyed).
+    pub id: String,
+    pub keyed: bool,
+    pub attempts: Vec<Attempt>,
+}
+
+impl Op {
+    /// The invocations the gateway said this operation waits in for approval.
+    pub fn held_as(&self) -> Vec<&str> {
+        let held = self.attempts.iter().filter_map(|a| match &a.answer {
+            Answer::ToolError { state, invocation: Some(id), .. } if state == "awaiting_approval" => Some(id.as_str()),
+            _ => None,
+        });
+        let mut ids: Vec<&str> = held.collect();
+        ids.dedup();
+        ids
+    }
+
+    pub fn last(&self) -> Option<&Answer> {
+        self.attempts.last().map(|a| &a.answer)
+    }
+
+    /// The outcome as its client saw it.
+    pub fn outcome(&self) -> &'static str {
+        match self.last() {
+            Some(Answer::Succeeded { .. }) => "succeeded",
+            Some(Answer::ToolError { state, .. }) if state == "unknown" => "unknown",
+            Some(Answer::ToolError { state, .. }) if state == "failed" || state == "denied" => "failed",
+            Some(Answer::ToolError { .. }) => "pending",
+            Some(Answer::RpcError { .. }) => "error",
+            Some(Answer::NoAnswer { .. }) | None => "no_answer",
+        }
+    }
+}
+
+/// The JSON-RPC body of a `tools/call`.
+pub fn call_body(tool: &str, args: Value, key: Option<&str>) -> Value {
+    let mut meta =
+        json!({"io.modelcontextprotocol/protocolVersion": ERA, "io.modelcontextprotocol/clientCapabilities": {}});
+    if let Some(k) = key {
+        meta["dev.switchyard/idempotencyKey"] = json!(k);
+    }
+    json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": format!("fx__{tool}"), "arguments": args, "_meta": meta}})
+}
+
+/// POSTs one request to a replica's MCP face; the JSON-RPC response (from JSON or SSE).
+pub async fn post(http: &reqwest::Client, base: &str, body: &Value) -> Result<String, String> {
+    let name = body["params"]["name"].as_str().unwrap_or_default().to_string();
+    let resp = http
+        .post(format!("{base}/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", ERA)
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", name)
+        .body(body.to_string())
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    let text = resp.text().await.map_err(|e| e.to_string())?;
+    // An SSE answer: the last `data:` line is the response.
+    let last = text.lines().rev().find_map(|l| l.strip_prefix("data:")).map(str::trim).map(str::to_string);
+    Ok(last.unwrap_or(text))
+}
+
+fn classify(raw: Result<String, String>) -> Answer {
+    let text = match raw {
+        Ok(t) => t,
+        Err(why) => return Answer::NoAnswer { why },
+    };
+    let Ok(v) = serde_json::from_str::<Value>(&text) else {
+        return Answer::NoAnswer { why: format!("not JSON: {}", text.chars().take(200).collect::<String>()) };
+    };
+    if let Some(e) = v.get("error") {
+        return Answer::RpcError {
+            code: e["code"].as_i64().unwrap_or_default(),
+            retry_safe: e["data"]["retrySafe"].as_bool().unwrap_or(false),
+            message: e["message"].as_str().unwrap_or_default().chars().take(200).collect(),
+        };
+    }
+    let r = &v["result"];
+    if r["isError"].as_bool() == Some(true) {
+        let sc = &r["structuredContent"];
+        return Answer::ToolError {
+            state: sc["state"].as_str().unwrap_or("error").to_string(),
+            retry_safe: sc["retrySafe"].as_bool().unwrap_or(false),
+            invocation: sc["invocation"].as_str().map(str::to_string),
+        };
+    }
+    let text = r["content"][0]["text"].as_str().unwrap_or_default().to_string();
+    Answer::Succeeded { text }
+}
+
+/// One approval the approver made: the invocation and whether the gateway accepted it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Approval {
+    pub invocation: String,
+    pub replica: usize,
+    pub at_ms: u64,
+    /// The HTTP status (0: no answer).
+    pub status: u16,
+    /// A refusal's `retry_safe`: the gateway says nothing was changed.
+    pub retry_safe: bool,
+}
+
+/// The approver: a person at the admin API who approves every held call it sees, through
+/// whichever replica answers, until `deadline`.
+pub async fn approver(bases: Vec<String>, token: &'static str, start: Instant, deadline: Instant) -> Vec<Approval> {
+    let http = reqwest::Client::builder().timeout(Duration::from_secs(3)).build().unwrap_or_else(|e| panic!("{e}"));
+    let mut done = Vec::new();
+    let mut turn = 0usize;
+    while Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        turn += 1;
+        let replica = turn % bases.len();
+        let base = &bases[replica];
+        let listed = http
+            .get(format!("{base}/admin/v1/invocations?state=awaiting_approval&limit=100"))
+            .bearer_auth(token)
+            .send()
+            .await;
+        let Ok(listed) = listed else { continue };
+        let Ok(page) = listed.json::<Value>().await else { continue };
+        for id in page["items"].as_array().into_iter().flatten().filter_map(|i| i["id"].as_str()) {
+            let at_ms = start.elapsed().as_millis() as u64;
+            let sent = http.post(format!("{base}/admin/v1/invocations/{id}/approve")).bearer_auth(token).send().await;
+            let (status, body) = match sent {
+                Ok(r) => (r.status().as_u16(), r.json::<Value>().await.unwrap_or_default()),
+                Err(_) => (0, Value::Null),
+            };
+            let retry_safe = body["error"]["retry_safe"].as_bool().unwrap_or(false);
+            done.push(Approval { invocation: id.to_string(), replica, at_ms, status, retry_safe });
+        }
+    }
+    done
+}
+
+/// Runs one client until `deadline`; its operations.
+pub async fn client(c: usize, bases: Vec<String>, seed: u64, start: Instant, deadline: Instant) -> Vec<Op> {
+    let mut rng = Rng::new(seed ^ (c as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(6))
+        .pool_max_idle_per_host(2)
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut ops = Vec::new();
+    let mut n = 0;
+    while Instant::now() < deadline {
+        n += 1;
+        let id = format!("c{c}-{n}");
+        let keyed = rng.below(4) != 0;
+        let body =
+            call_body("count_write", json!({"key": id, "delay_ms": rng.below(300)}), keyed.then_some(id.as_str()));
+        let mut op = Op { id, keyed, attempts: Vec::new() };
+        let mut replica = c % bases.len();
+        let give_up = Instant::now() + Duration::from_secs(30);
+        loop {
+            let t0 = Instant::now();
+            let answer = classify(post(&http, &bases[replica], &body).await);
+            let retry = match &answer {
+                Answer::Succeeded { .. } => false,
+                // Settled: a keyed retry would attach to the same outcome; a keyless one is a
+                // new call, made only when the gateway says this one was not admitted.
+                Answer::ToolError { state, retry_safe, .. }
+                    if matches!(state.as_str(), "failed" | "unknown" | "denied") =>
+                {
+                    !keyed && *retry_safe
+                }
+                // Still running when the wait ended: a keyed client attaches again.
+                Answer::ToolError { .. } => keyed,
+                Answer::RpcError { retry_safe, .. } => *retry_safe,
+                Answer::NoAnswer { .. } => keyed,
+            };
+            op.attempts.push(Attempt {
+                replica,
+                at_ms: t0.duration_since(start).as_millis() as u64,
+                took_ms: t0.elapsed().as_millis() as u64,
+                answer,
+            });
+            if !retry || Instant::now() > give_up {
+                break;
+            }
+            replica = (replica + 1) % bases.len();
+            tokio::time::sleep(Duration::from_millis(100 + rng.below(200))).await;
+        }
+        ops.push(op);
+    }
+    ops
+}
