@@ -41,6 +41,9 @@ pub struct Options {
     pub config: Option<PathBuf>,
     /// Listen address; default `127.0.0.1:0`.
     pub listen: Option<String>,
+    /// A command the binary runs under (e.g. `ip netns exec <ns>`, which execs it: the child's
+    /// pid is still the gateway's).
+    pub wrapper: Vec<String>,
 }
 
 /// A running gateway process. Dropping it kills the process.
@@ -63,7 +66,14 @@ impl Gateway {
             .append(true)
             .open(opts.data_dir.join("gateway.log"))
             .unwrap_or_else(|e| panic!("log file: {e}"));
-        let mut cmd = Command::new(binary());
+        let mut cmd = match opts.wrapper.split_first() {
+            Some((program, args)) => {
+                let mut c = Command::new(program);
+                c.args(args).arg(binary());
+                c
+            }
+            None => Command::new(binary()),
+        };
         if let Some(c) = &opts.config {
             cmd.arg("--config").arg(c);
         }

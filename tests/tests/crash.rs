@@ -43,6 +43,7 @@ async fn scenario(db: Db) -> Scenario {
         env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
         config: None,
         listen: None,
+        wrapper: Vec::new(),
     };
     Scenario { _dir: dir, opts }
 }

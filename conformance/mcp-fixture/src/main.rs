@@ -27,7 +27,8 @@
 //!   When ready it prints exactly one line `listening http://IP:PORT/mcp` on stdout.
 //!   `GET /connections` answers how many TCP connections it has accepted.
 //!
-//! Environment: `FIXTURE_CALL_LOG`, `FIXTURE_SCHEMA_VARIANT` (above), `FIXTURE_BROKEN` (set: a
+//! Environment: `FIXTURE_CALL_LOG`, `FIXTURE_SCHEMA_VARIANT` (above), `FIXTURE_ALLOWED_HOSTS`
+//! (comma-separated `Host` values accepted besides the loopback names), `FIXTURE_BROKEN` (set: a
 //! deliberately broken variant whose `test_simple_text` answers an image instead of text, so the scored
 //! `tools-call-simple-text` scenario fails; for the tests of `switchyard conformance`),
 //! `FIXTURE_SKILLS_DIR` (a directory of skills, SEP-2640: declared, listed, served; read again
@@ -105,11 +106,14 @@ async fn run_http(fixture: Fixture, addr: SocketAddr) -> anyhow::Result<()> {
     // The factory runs once per stateless request and once per legacy session; all clones share
     // the process-wide state (listen subscriptions, request-state key); log level and legacy
     // resource subscriptions are per session.
-    let service = StreamableHttpService::new(
-        move || Ok(fixture.for_session()),
-        LocalSessionManager::default().into(),
-        StreamableHttpServerConfig::default(),
-    );
+    let mut config = StreamableHttpServerConfig::default();
+    if let Ok(more) = std::env::var("FIXTURE_ALLOWED_HOSTS") {
+        let extra = more.split(',').map(str::trim).filter(|h| !h.is_empty()).map(str::to_string);
+        let hosts: Vec<String> = config.allowed_hosts.iter().cloned().chain(extra).collect();
+        config = config.with_allowed_hosts(hosts);
+    }
+    let service =
+        StreamableHttpService::new(move || Ok(fixture.for_session()), LocalSessionManager::default().into(), config);
     // `GET /connections`: how many TCP connections the fixture has accepted (a client that keeps
     // its connections alive opens few).
     let accepted = Arc::new(AtomicU64::new(0));

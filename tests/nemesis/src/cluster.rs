@@ -1,6 +1,7 @@
 //! The system under test: PostgreSQL, an upstream MCP server that records every physical call
 //! (the fixture's `count_write`, appending its `key` to a log before it answers), and three
-//! gateway replicas, each reaching the database and the upstream through links of its own. The
+//! gateway replicas, each reaching the database and the upstream through links of its own (in
+//! a network namespace of its own when the run may make one: [`crate::netns`]). The
 //! policy holds a write for approval when its `delay_ms` is 200 or more (about a third of them).
 
 use std::path::PathBuf;
@@ -11,7 +12,20 @@ use switchyard_tests::fault_proxy::Target;
 use switchyard_tests::gateway::{Gateway, Options, free_port};
 use switchyard_tests::mcp::Fixture;
 
-use crate::link::Link;
+use crate::link::{Link, Mode};
+use crate::netns::{Cut, Net};
+
+/// A fault of one replica's links.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkFault {
+    /// To the database: both ways, answers only (half-open), or some connections reset (flaky,
+    /// chance in a thousand).
+    Db(Cut),
+    /// To the upstream, likewise.
+    Upstream(Cut),
+    /// Both links slow by this much per chunk.
+    Slow(Duration),
+}
 
 /// The lease a replica holds on a call it drives: short, so a pause past it is seconds.
 pub const LEASE_TTL_MS: u64 = 2000;
@@ -46,6 +60,10 @@ pub struct Cluster {
     /// The upstream's record of physical calls: one key per line.
     pub call_log: PathBuf,
     pub replicas: Vec<Replica>,
+    /// The replicas' namespaces, when they could be made (else the links carry every fault).
+    pub net: Option<Net>,
+    /// Why there are no namespaces, when there are none.
+    pub no_net: Option<String>,
     _fixture: Fixture,
 }
 
@@ -53,22 +71,37 @@ impl Cluster {
     pub async fn start() -> Cluster {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let call_log = dir.path().join("physical-calls.log");
-        let fixture = Fixture::start(&[("FIXTURE_CALL_LOG", &call_log.display().to_string())]);
+        let (net, no_net) = match Net::create(3) {
+            Ok(net) => (Some(net), None),
+            Err(e) => (None, Some(e)),
+        };
+        let host: std::net::IpAddr = net.as_ref().map_or(std::net::Ipv4Addr::LOCALHOST, Net::host).into();
+        // The replicas reach it through their links, by the host's address on the bridge.
+        let fixture = Fixture::start(&[
+            ("FIXTURE_CALL_LOG", &call_log.display().to_string()),
+            ("FIXTURE_ALLOWED_HOSTS", &host.to_string()),
+        ]);
         let fixture_addr = fixture.url.trim_start_matches("http://").trim_end_matches("/mcp").to_string();
         let store_url = switchyard_tests::pg::database().await;
         let (socket, db) = switchyard_tests::pg::socket_and_db(&store_url);
         let mut replicas = Vec::new();
         for n in 1..=3 {
             let name = format!("r{n}");
-            let db_link = Link::start(&format!("{name}-db"), Target::Unix(socket.clone())).await;
-            let up_link = Link::start(&format!("{name}-up"), Target::Tcp(fixture_addr.clone())).await;
+            let db_link = Link::start(&format!("{name}-db"), host, Target::Unix(socket.clone())).await;
+            let up_link = Link::start(&format!("{name}-up"), host, Target::Tcp(fixture_addr.clone())).await;
             let data = dir.path().join(&name);
             std::fs::create_dir_all(&data).unwrap_or_else(|e| panic!("{e}"));
+            let port = free_port();
+            let (address, wrapper) = match &net {
+                Some(net) => (net.replica(n - 1).to_string(), net.wrapper(n - 1)),
+                None => ("127.0.0.1".to_string(), Vec::new()),
+            };
             let config = data.join("switchyard.toml");
             std::fs::write(
                 &config,
                 format!(
-                    "[mcp]\nanonymous = true\ncall_wait_ms = 3000\nconnect_timeout_ms = 3000\n\
+                    "{auth}\n\n[mcp]\ncall_wait_ms = 3000\nconnect_timeout_ms = 3000\n\
+                     allowed_hosts = [\"{address}\", \"{address}:{port}\"]\n\
                      request_state_key = \"switchyard-nemesis-request-state-key-0123456789\"\n\n\
                      [[mcp.upstreams]]\nname = \"fx\"\nurl = \"http://{}/mcp\"\n\
                      operations = {{ echo = \"read_only\", count_write = \"write\" }}\n\n\
@@ -79,10 +112,10 @@ impl Cluster {
                     up_link.addr,
                     dir.path().join("grant-key").display().to_string(),
                     dir.path().join("audit-key").display().to_string(),
+                    auth = switchyard_tests::tenants::auth_section(),
                 ),
             )
             .unwrap_or_else(|e| panic!("{e}"));
-            let port = free_port();
             let env = [
                 ("SWITCHYARD__ENGINE__LEASE_TTL_MS", LEASE_TTL_MS.to_string()),
                 ("SWITCHYARD__ENGINE__BACKOFF_MAX_MS", "300".to_string()),
@@ -94,7 +127,8 @@ impl Cluster {
                 store_url: Some(format!("postgres://postgres@{}/{db}?sslmode=disable", db_link.addr)),
                 env: env.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
                 config: Some(config),
-                listen: Some(format!("127.0.0.1:{port}")),
+                listen: Some(format!("{address}:{port}")),
+                wrapper,
             };
             let gw = Gateway::start(opts.clone());
             replicas.push(Replica {
@@ -107,7 +141,47 @@ impl Cluster {
                 paused: false,
             });
         }
-        Cluster { dir, store_url, call_log, replicas, _fixture: fixture }
+        Cluster { dir, store_url, call_log, replicas, net, no_net, _fixture: fixture }
+    }
+
+    /// What carries the faults.
+    pub fn topology(&self) -> String {
+        match (&self.net, &self.no_net) {
+            (Some(_), _) => "a network namespace per replica on a bridge; partitions and half-open links are \
+                             iptables rules in the replica's namespace; resets and slow links are the harness's \
+                             forwarders (this kernel has no netem)"
+                .to_string(),
+            (None, why) => format!(
+                "fault-injecting TCP forwarders of the harness's own (no network namespaces: {})",
+                why.as_deref().unwrap_or("not tried")
+            ),
+        }
+    }
+
+    /// Injects `fault` on replica `i`'s links.
+    pub fn fault(&self, i: usize, fault: LinkFault) {
+        let r = &self.replicas[i];
+        let (link, cut) = match fault {
+            LinkFault::Slow(d) => {
+                r.db.set(Mode::Slow(d));
+                r.up.set(Mode::Slow(d));
+                return;
+            }
+            LinkFault::Db(cut) => (&r.db, cut),
+            LinkFault::Upstream(cut) => (&r.up, cut),
+        };
+        match &self.net {
+            // A reset is the forwarder's in both topologies: it cuts the connection on both
+            // sides, so the replica hears of it (see `Cut::Resets`).
+            Some(net) if !matches!(cut, Cut::Resets(_)) => {
+                net.cut(i, link.addr.port(), cut).unwrap_or_else(|e| panic!("{e}"))
+            }
+            _ => link.set(match cut {
+                Cut::Both => Mode::Down,
+                Cut::Answers => Mode::HalfOpen,
+                Cut::Resets(p) => Mode::Flaky(p),
+            }),
+        }
     }
 
     /// `kill -9` replica `i` (resumed first if paused, so the kill is not delayed).
@@ -151,8 +225,11 @@ impl Cluster {
     /// Heals everything: links up, every replica resumed and running.
     pub fn heal(&mut self) {
         for i in 0..self.replicas.len() {
-            self.replicas[i].db.set(crate::link::Mode::Up);
-            self.replicas[i].up.set(crate::link::Mode::Up);
+            if let Some(net) = &self.net {
+                net.heal(i).unwrap_or_else(|e| panic!("{e}"));
+            }
+            self.replicas[i].db.set(Mode::Up);
+            self.replicas[i].up.set(Mode::Up);
             self.resume(i);
             self.restart(i);
         }

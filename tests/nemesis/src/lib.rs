@@ -2,14 +2,16 @@
 //! PostgreSQL, an upstream that records every physical call, clients that retry as real ones
 //! do, faults scheduled from a printed seed, and an independent checker of the history.
 //!
-//! Topology: each replica reaches the database and the upstream through [`link::Link`]s of the
-//! harness's own (TCP forwarders it can cut both ways, make half-open or slow), not through
-//! network namespaces; the report says so.
+//! Topology: each replica runs in a network namespace of its own ([`netns`]) and reaches the
+//! database and the upstream over a bridge, through [`link::Link`]s of the harness's own (which
+//! also carry slow links); where namespaces cannot be made (not root), the links carry every
+//! fault. The report says which ran.
 
 pub mod checker;
 pub mod cluster;
 pub mod link;
 pub mod nemesis;
+pub mod netns;
 pub mod rng;
 pub mod workload;
 
@@ -31,7 +33,7 @@ pub struct Profile {
 pub struct Report {
     pub seed: u64,
     pub seconds: u64,
-    pub topology: &'static str,
+    pub topology: String,
     pub faults: Vec<nemesis::Fault>,
     pub faults_by_kind: BTreeMap<&'static str, usize>,
     /// Operations by (keyed or not, outcome).
@@ -79,6 +81,12 @@ pub async fn run(profile: Profile) -> Report {
         stored = checker::Stored::read(&cluster.store_url);
     }
     let physical = cluster.physical_calls();
+    if std::env::var_os("SWITCHYARD_NEMESIS_KEEP").is_some() {
+        let dir = tempfile::TempDir::new().map(|d| std::mem::replace(&mut cluster.dir, d));
+        if let Ok(dir) = dir {
+            eprintln!("nemesis: the replicas' data and logs are kept in {}", dir.keep().display());
+        }
+    }
     let audit = audit_verifies(&cluster);
     let anomalies = checker::check(&history, &approvals, &physical, &stored, audit);
     let mut recoveries: Vec<u64> = faults.iter().filter_map(|f| f.recovered_ms).collect();
@@ -97,7 +105,7 @@ pub async fn run(profile: Profile) -> Report {
     Report {
         seed: profile.seed,
         seconds: profile.seconds,
-        topology: "fault-injecting TCP links of the harness's own (no network namespaces)",
+        topology: cluster.topology(),
         not_recovered: faults.iter().filter(|f| f.recovered_ms.is_none()).count(),
         faults_by_kind,
         faults,

@@ -37,8 +37,9 @@ pub struct Link {
 }
 
 impl Link {
-    pub async fn start(name: &str, target: Target) -> Arc<Link> {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap_or_else(|e| panic!("link bind: {e}"));
+    /// A link listening on `bind` (an address of this host, port 0) to `target`.
+    pub async fn start(name: &str, bind: std::net::IpAddr, target: Target) -> Arc<Link> {
+        let listener = TcpListener::bind((bind, 0)).await.unwrap_or_else(|e| panic!("link bind: {e}"));
         let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
         let (mode, _) = watch::channel((Mode::Up, 0));
         let link = Arc::new(Link { addr, mode, name: name.to_string() });

@@ -5,8 +5,8 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::cluster::{Cluster, LEASE_TTL_MS};
-use crate::link::Mode;
+use crate::cluster::{Cluster, LEASE_TTL_MS, LinkFault};
+use crate::netns::Cut;
 use crate::rng::Rng;
 
 /// The faults the nemesis knows.
@@ -44,25 +44,19 @@ pub async fn run(cluster: &mut Cluster, seed: u64, start: Instant, deadline: Ins
         let i = rng.below(cluster.replicas.len() as u64) as usize;
         let mut held = Duration::from_millis(1000 + rng.below(2500));
         let at = Instant::now();
-        let r = &cluster.replicas[i];
+        let every = |f: LinkFault| (0..cluster.replicas.len()).for_each(|j| cluster.fault(j, f));
+        let flaky = Cut::Resets(200 + rng.below(300) as u32);
         match kind {
-            "partition-db" => r.db.set(Mode::Down),
-            "half-open-db" => r.db.set(Mode::HalfOpen),
-            "flaky-db" => r.db.set(Mode::Flaky(200 + rng.below(300) as u32)),
-            "flaky-db-all" => {
-                let p = 200 + rng.below(300) as u32;
-                cluster.replicas.iter().for_each(|r| r.db.set(Mode::Flaky(p)));
-            }
+            "partition-db" => cluster.fault(i, LinkFault::Db(Cut::Both)),
+            "half-open-db" => cluster.fault(i, LinkFault::Db(Cut::Answers)),
+            "flaky-db" => cluster.fault(i, LinkFault::Db(flaky)),
             // The database's own network: every replica at once.
-            "partition-db-all" => cluster.replicas.iter().for_each(|r| r.db.set(Mode::Down)),
-            "half-open-db-all" => cluster.replicas.iter().for_each(|r| r.db.set(Mode::HalfOpen)),
-            "partition-upstream" => r.up.set(Mode::Down),
-            "half-open-upstream" => r.up.set(Mode::HalfOpen),
-            "slow-links" => {
-                let d = Duration::from_millis(20 + rng.below(200));
-                r.db.set(Mode::Slow(d));
-                r.up.set(Mode::Slow(d));
-            }
+            "partition-db-all" => every(LinkFault::Db(Cut::Both)),
+            "half-open-db-all" => every(LinkFault::Db(Cut::Answers)),
+            "flaky-db-all" => every(LinkFault::Db(flaky)),
+            "partition-upstream" => cluster.fault(i, LinkFault::Upstream(Cut::Both)),
+            "half-open-upstream" => cluster.fault(i, LinkFault::Upstream(Cut::Answers)),
+            "slow-links" => cluster.fault(i, LinkFault::Slow(Duration::from_millis(20 + rng.below(200)))),
             "pause-past-lease" => {
                 cluster.pause(i);
                 held = Duration::from_millis(LEASE_TTL_MS + 1000 + rng.below(1000));

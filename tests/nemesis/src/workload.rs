@@ -10,6 +10,12 @@ use serde_json::{Value, json};
 
 use crate::rng::Rng;
 
+/// Every client's API key (tenant `red`): the replicas listen on their namespaces' addresses,
+/// where anonymous callers are refused.
+pub const CALLER: &str = switchyard_tests::tenants::RED;
+/// The clients' tenant, for the approver.
+const TENANT: &str = "red";
+
 /// The MCP era the clients speak (stateless requests, no session).
 const ERA: &str = "2026-07-28";
 
@@ -102,6 +108,7 @@ pub async fn post(http: &reqwest::Client, base: &str, body: &Value) -> Result<St
     let name = body["params"]["name"].as_str().unwrap_or_default().to_string();
     let resp = http
         .post(format!("{base}/mcp"))
+        .bearer_auth(CALLER)
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
         .header("mcp-protocol-version", ERA)
@@ -171,13 +178,15 @@ pub async fn approver(bases: Vec<String>, token: &'static str, start: Instant, d
         let listed = http
             .get(format!("{base}/admin/v1/invocations?state=awaiting_approval&limit=100"))
             .bearer_auth(token)
+            .header("x-switchyard-tenant", TENANT)
             .send()
             .await;
         let Ok(listed) = listed else { continue };
         let Ok(page) = listed.json::<Value>().await else { continue };
         for id in page["items"].as_array().into_iter().flatten().filter_map(|i| i["id"].as_str()) {
             let at_ms = start.elapsed().as_millis() as u64;
-            let sent = http.post(format!("{base}/admin/v1/invocations/{id}/approve")).bearer_auth(token).send().await;
+            let approve = http.post(format!("{base}/admin/v1/invocations/{id}/approve"));
+            let sent = approve.bearer_auth(token).header("x-switchyard-tenant", TENANT).send().await;
             let (status, body) = match sent {
                 Ok(r) => (r.status().as_u16(), r.json::<Value>().await.unwrap_or_default()),
                 Err(_) => (0, Value::Null),

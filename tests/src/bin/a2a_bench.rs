@@ -85,6 +85,7 @@ async fn main() -> anyhow::Result<()> {
         store_url: args.store_url.clone(),
         env: vec![("RUST_LOG".into(), "warn".into())],
         listen: None,
+        wrapper: Vec::new(),
     });
     let store = args.store_url.as_deref().map_or("sqlite", |_| "postgres");
     let targets = [

@@ -102,6 +102,7 @@ fn start(dir: &std::path::Path, name: &str, config: &str, args: &Args) -> anyhow
         store_url: args.store_url.clone(),
         env: vec![("RUST_LOG".into(), "warn".into())],
         listen: None,
+        wrapper: Vec::new(),
     }))
 }
 
