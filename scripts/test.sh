@@ -30,6 +30,14 @@ PG_BIN=${PG_BIN:-$(pg_server)}
 command -v psql >/dev/null || die "psql not found: apt-get install postgresql-client"
 export PG_BIN
 if [ "$(id -u)" = 0 ]; then id postgres >/dev/null 2>&1 || die "running as root needs a 'postgres' user to run PostgreSQL"; fi
+# The nemesis's clock skew (libfaketime), network namespaces (iproute2) and partitions (iptables).
+# Optional: without them the nemesis runs on loopback and without skew, and its report says so.
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null \
+  && { ! ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1 || ! command -v ip >/dev/null || ! command -v iptables >/dev/null; }; then
+  echo "installing libfaketime, iproute2 and iptables for the nemesis"
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq faketime iproute2 iptables >/dev/null; } \
+    || echo "(not installed: the nemesis runs without them)"
+fi
 echo "cargo: $(cargo --version); PostgreSQL: $("$PG_BIN/postgres" --version)"
 
 step "cargo fmt --check"

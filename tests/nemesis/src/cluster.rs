@@ -64,6 +64,8 @@ pub struct Cluster {
     pub net: Option<Net>,
     /// Why there are no namespaces, when there are none.
     pub no_net: Option<String>,
+    /// libfaketime, when installed: each replica's wall clock can be skewed.
+    pub faketime: Option<PathBuf>,
     _fixture: Fixture,
 }
 
@@ -84,6 +86,10 @@ impl Cluster {
         let fixture_addr = fixture.url.trim_start_matches("http://").trim_end_matches("/mcp").to_string();
         let store_url = switchyard_tests::pg::database().await;
         let (socket, db) = switchyard_tests::pg::socket_and_db(&store_url);
+        let faketime = ["x86_64-linux-gnu", "aarch64-linux-gnu"]
+            .iter()
+            .map(|arch| PathBuf::from(format!("/usr/lib/{arch}/faketime/libfaketime.so.1")))
+            .find(|p| p.exists());
         let mut replicas = Vec::new();
         for n in 1..=3 {
             let name = format!("r{n}");
@@ -116,6 +122,18 @@ impl Cluster {
                 ),
             )
             .unwrap_or_else(|e| panic!("{e}"));
+            // The replica's wall clock reads this file's offset (seconds), re-read every second;
+            // its monotonic clock is left alone, as a skewed host's is.
+            let skew_file = data.join("clock-offset");
+            std::fs::write(&skew_file, "+0").unwrap_or_else(|e| panic!("{e}"));
+            let skew = faketime.iter().flat_map(|lib| {
+                [
+                    ("LD_PRELOAD", lib.display().to_string()),
+                    ("FAKETIME_TIMESTAMP_FILE", skew_file.display().to_string()),
+                    ("FAKETIME_CACHE_DURATION", "1".to_string()),
+                    ("FAKETIME_DONT_FAKE_MONOTONIC", "1".to_string()),
+                ]
+            });
             let env = [
                 ("SWITCHYARD__ENGINE__LEASE_TTL_MS", LEASE_TTL_MS.to_string()),
                 ("SWITCHYARD__ENGINE__BACKOFF_MAX_MS", "300".to_string()),
@@ -125,7 +143,11 @@ impl Cluster {
             let opts = Options {
                 data_dir: data,
                 store_url: Some(format!("postgres://postgres@{}/{db}?sslmode=disable", db_link.addr)),
-                env: env.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
+                env: env
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.clone()))
+                    .chain(skew.map(|(k, v)| (k.into(), v)))
+                    .collect(),
                 config: Some(config),
                 listen: Some(format!("{address}:{port}")),
                 wrapper,
@@ -141,12 +163,17 @@ impl Cluster {
                 paused: false,
             });
         }
-        Cluster { dir, store_url, call_log, replicas, net, no_net, _fixture: fixture }
+        Cluster { dir, store_url, call_log, replicas, net, no_net, faketime, _fixture: fixture }
     }
 
     /// What carries the faults.
     pub fn topology(&self) -> String {
-        match (&self.net, &self.no_net) {
+        let clock = if self.faketime.is_some() {
+            "; clocks skewed with libfaketime"
+        } else {
+            "; no clock skew (libfaketime is not installed: apt-get install faketime)"
+        };
+        let links = match (&self.net, &self.no_net) {
             (Some(_), _) => "a network namespace per replica on a bridge; partitions and half-open links are \
                              iptables rules in the replica's namespace; resets and slow links are the harness's \
                              forwarders (this kernel has no netem)"
@@ -155,7 +182,15 @@ impl Cluster {
                 "fault-injecting TCP forwarders of the harness's own (no network namespaces: {})",
                 why.as_deref().unwrap_or("not tried")
             ),
-        }
+        };
+        links + clock
+    }
+
+    /// Sets replica `i`'s wall clock `seconds` off the true time (0: back to it); false when
+    /// libfaketime is not installed.
+    pub fn skew(&self, i: usize, seconds: i64) -> bool {
+        let file = self.replicas[i].opts.data_dir.join("clock-offset");
+        self.faketime.is_some() && std::fs::write(file, format!("{seconds:+}")).is_ok()
     }
 
     /// Injects `fault` on replica `i`'s links.
@@ -228,6 +263,7 @@ impl Cluster {
             if let Some(net) = &self.net {
                 net.heal(i).unwrap_or_else(|e| panic!("{e}"));
             }
+            self.skew(i, 0);
             self.replicas[i].db.set(Mode::Up);
             self.replicas[i].up.set(Mode::Up);
             self.resume(i);

@@ -10,7 +10,8 @@ use crate::netns::Cut;
 use crate::rng::Rng;
 
 /// The faults the nemesis knows.
-pub const KINDS: [&str; 11] = [
+pub const KINDS: [&str; 12] = [
+    "clock-skew",
     "flaky-db",
     "flaky-db-all",
     "partition-db",
@@ -57,6 +58,15 @@ pub async fn run(cluster: &mut Cluster, seed: u64, start: Instant, deadline: Ins
             "partition-upstream" => cluster.fault(i, LinkFault::Upstream(Cut::Both)),
             "half-open-upstream" => cluster.fault(i, LinkFault::Upstream(Cut::Answers)),
             "slow-links" => cluster.fault(i, LinkFault::Slow(Duration::from_millis(20 + rng.below(200)))),
+            // A host whose clock jumped: seconds ahead or behind (leases are the database's time).
+            "clock-skew" => {
+                let s = 2 + rng.below(9) as i64;
+                let ahead = rng.below(2) == 0;
+                if !cluster.skew(i, if ahead { s } else { -s }) {
+                    continue;
+                }
+                held = Duration::from_secs(4 + rng.below(4));
+            }
             "pause-past-lease" => {
                 cluster.pause(i);
                 held = Duration::from_millis(LEASE_TTL_MS + 1000 + rng.below(1000));
