@@ -154,3 +154,105 @@ fn start() -> Result<Cluster, String> {
     let _ = dir.keep();
     Ok(Cluster { admin_url, _guard: Some(Mutex::new(guard)) })
 }
+
+/// A PostgreSQL server of one test's own, durable (fsync and synchronous commit on, as in
+/// production), that the test can stop immediately (a crash: `SIGQUIT`, recovery at the next
+/// start) and start again on the same data and socket. Listens on a unix socket only. Stopped
+/// and removed when dropped.
+#[derive(Debug)]
+pub struct Server {
+    bin: PathBuf,
+    user: Option<(u32, u32)>,
+    dir: tempfile::TempDir,
+    child: Option<Child>,
+    /// The URL of its `postgres` database.
+    pub url: String,
+}
+
+impl Server {
+    pub fn start() -> Result<Server, String> {
+        let bin = pg_bin()?;
+        let user = run_as()?;
+        let dir = tempfile::Builder::new().prefix("switchyard-pg-").tempdir().map_err(|e| e.to_string())?;
+        if let Some((uid, gid)) = user {
+            std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid)).map_err(|e| format!("chown: {e}"))?;
+        }
+        let status = command(&bin.join("initdb"), user)
+            .arg("-D")
+            .arg(dir.path().join("data"))
+            .args(["-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-instructions"])
+            .stdout(Stdio::null())
+            .status()
+            .map_err(|e| format!("initdb: {e}"))?;
+        if !status.success() {
+            return Err(format!("initdb failed ({status})"));
+        }
+        let url = format!("postgres://postgres@localhost/postgres?host={}&port=5432", dir.path().display());
+        let mut server = Server { bin, user, dir, child: None, url };
+        server.start_again()?;
+        Ok(server)
+    }
+
+    /// Starts it (after [`stop_immediately`](Self::stop_immediately)); returns once it accepts
+    /// connections (crash recovery done).
+    pub fn start_again(&mut self) -> Result<(), String> {
+        if self.child.is_some() {
+            return Ok(());
+        }
+        let data = self.dir.path().join("data");
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join("log"))
+            .map_err(|e| e.to_string())?;
+        let child = command(&self.bin.join("postgres"), self.user)
+            .arg("-D")
+            .arg(&data)
+            .arg("-k")
+            .arg(self.dir.path())
+            .args(["-c", "listen_addresses=", "-p", "5432", "-c", "max_connections=200"])
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .map_err(|e| format!("postgres: {e}"))?;
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while psql(&self.url, "SELECT 1").is_err() {
+            if Instant::now() > deadline {
+                let log = std::fs::read_to_string(self.dir.path().join("log")).unwrap_or_default();
+                return Err(format!("postgres did not accept connections in 60 s:\n{log}"));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Ok(())
+    }
+
+    /// Stops it at once, as a crash does (`pg_ctl stop -m immediate`: every backend exits
+    /// without a checkpoint; the next start recovers from the write-ahead log).
+    pub fn stop_immediately(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = Command::new("kill").args(["-QUIT", &child.id().to_string()]).status();
+            let _ = child.wait();
+        }
+    }
+
+    /// The unix socket it listens on.
+    pub fn socket(&self) -> PathBuf {
+        self.dir.path().join(".s.PGSQL.5432")
+    }
+
+    /// A fresh database on it; returns its URL.
+    pub fn database(&self, name: &str) -> Result<String, String> {
+        psql(&self.url, &format!("CREATE DATABASE {name}"))?;
+        Ok(self.url.replace("/postgres?", &format!("/{name}?")))
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = Command::new("kill").args(["-INT", &child.id().to_string()]).status();
+            let _ = child.wait();
+        }
+    }
+}

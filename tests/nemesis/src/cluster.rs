@@ -1,4 +1,4 @@
-//! The system under test: PostgreSQL, an upstream MCP server that records every physical call
+//! The system under test: PostgreSQL (a durable server of the run's own), an upstream MCP server that records every physical call
 //! (the fixture's `count_write`, appending its `key` to a log before it answers), and three
 //! gateway replicas, each reaching the database and the upstream through links of its own (in
 //! a network namespace of its own when the run may make one: [`crate::netns`]). The
@@ -64,6 +64,8 @@ pub struct Cluster {
     pub net: Option<Net>,
     /// Why there are no namespaces, when there are none.
     pub no_net: Option<String>,
+    /// The database server.
+    pub pg: switchyard_tests::pg::Server,
     /// libfaketime, when installed: each replica's wall clock can be skewed.
     pub faketime: Option<PathBuf>,
     _fixture: Fixture,
@@ -84,8 +86,10 @@ impl Cluster {
             ("FIXTURE_ALLOWED_HOSTS", &host.to_string()),
         ]);
         let fixture_addr = fixture.url.trim_start_matches("http://").trim_end_matches("/mcp").to_string();
-        let store_url = switchyard_tests::pg::database().await;
-        let (socket, db) = switchyard_tests::pg::socket_and_db(&store_url);
+        // A server of the run's own, durable, that the nemesis may crash and start again.
+        let pg = switchyard_tests::pg::Server::start().unwrap_or_else(|e| panic!("PostgreSQL for the nemesis: {e}"));
+        let store_url = pg.database("nemesis").unwrap_or_else(|e| panic!("{e}"));
+        let (socket, db) = (pg.socket(), "nemesis");
         let faketime = ["x86_64-linux-gnu", "aarch64-linux-gnu"]
             .iter()
             .map(|arch| PathBuf::from(format!("/usr/lib/{arch}/faketime/libfaketime.so.1")))
@@ -163,7 +167,7 @@ impl Cluster {
                 paused: false,
             });
         }
-        Cluster { dir, store_url, call_log, replicas, net, no_net, faketime, _fixture: fixture }
+        Cluster { dir, store_url, call_log, replicas, net, no_net, pg, faketime, _fixture: fixture }
     }
 
     /// What carries the faults.
@@ -257,8 +261,9 @@ impl Cluster {
         calls
     }
 
-    /// Heals everything: links up, every replica resumed and running.
+    /// Heals everything: the database running, links up, every replica resumed and running.
     pub fn heal(&mut self) {
+        self.pg.start_again().unwrap_or_else(|e| panic!("{e}"));
         for i in 0..self.replicas.len() {
             if let Some(net) = &self.net {
                 net.heal(i).unwrap_or_else(|e| panic!("{e}"));

@@ -10,7 +10,8 @@ use crate::netns::Cut;
 use crate::rng::Rng;
 
 /// The faults the nemesis knows.
-pub const KINDS: [&str; 12] = [
+pub const KINDS: [&str; 13] = [
+    "crash-db",
     "clock-skew",
     "flaky-db",
     "flaky-db-all",
@@ -39,9 +40,17 @@ pub struct Fault {
 pub async fn run(cluster: &mut Cluster, seed: u64, start: Instant, deadline: Instant) -> Vec<Fault> {
     let mut rng = Rng::new(seed);
     let mut faults = Vec::new();
+    // `SWITCHYARD_NEMESIS_FAULTS=kind,kind…`: only those (to study one fault, or replay one).
+    let only = std::env::var("SWITCHYARD_NEMESIS_FAULTS").ok();
+    let kinds: Vec<&'static str> = KINDS
+        .iter()
+        .copied()
+        .filter(|k| only.as_deref().is_none_or(|o| o.split(',').any(|x| x.trim() == *k)))
+        .collect();
+    assert!(!kinds.is_empty(), "SWITCHYARD_NEMESIS_FAULTS names none of {KINDS:?}");
     while Instant::now() + Duration::from_secs(4) < deadline {
         tokio::time::sleep(Duration::from_millis(800 + rng.below(1500))).await;
-        let kind = KINDS[rng.below(KINDS.len() as u64) as usize];
+        let kind = kinds[rng.below(kinds.len() as u64) as usize];
         let i = rng.below(cluster.replicas.len() as u64) as usize;
         let mut held = Duration::from_millis(1000 + rng.below(2500));
         let at = Instant::now();
@@ -67,6 +76,8 @@ pub async fn run(cluster: &mut Cluster, seed: u64, start: Instant, deadline: Ins
                 }
                 held = Duration::from_secs(4 + rng.below(4));
             }
+            // PostgreSQL stopped at once (immediate shutdown: a crash), started again at the heal.
+            "crash-db" => cluster.pg.stop_immediately(),
             "pause-past-lease" => {
                 cluster.pause(i);
                 held = Duration::from_millis(LEASE_TTL_MS + 1000 + rng.below(1000));

@@ -1,7 +1,9 @@
 //! The nemesis in the test command (short profile): three replicas under random faults from a
 //! printed seed; every anomaly class must be empty. `tests/nemesis/run.sh --minutes N` runs the
 //! long profile. Set `SWITCHYARD_NEMESIS_SEED` to replay a run, `SWITCHYARD_NEMESIS_SECONDS`
-//! for its length, `SWITCHYARD_NEMESIS_OUT` for where the report goes.
+//! for its length, `SWITCHYARD_NEMESIS_FAULTS` (comma-separated kinds) to inject only those,
+//! `SWITCHYARD_NEMESIS_OUT` for where the report goes, `SWITCHYARD_NEMESIS_KEEP` to keep the
+//! replicas' data and logs.
 
 use switchyard_nemesis::{Profile, run};
 
