@@ -91,8 +91,9 @@ fn decode<T: serde::de::DeserializeOwned>(v: Value) -> Result<T, ClientError> {
 impl A2aClient {
     /// Reads the card at `card_url` (no redirects, at most [`CARD_MAX_BYTES`]) and binds to the
     /// first JSON-RPC, HTTP+JSON or gRPC 1.0 interface on the card's own host (see
-    /// [`same_host`]): a card cannot send the gateway anywhere else.
-    pub async fn discover(card_url: &str, timeout: Duration) -> Result<Self, ClientError> {
+    /// [`same_host`]) or one of `also` (see [`on_host`]): a card cannot send the gateway anywhere
+    /// else.
+    pub async fn discover(card_url: &str, also: &[String], timeout: Duration) -> Result<Self, ClientError> {
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
             .read_timeout(timeout)
@@ -115,15 +116,18 @@ impl A2aClient {
         let spoken = |i: &&a2a::AgentInterface| {
             i.protocol_version == "1.0" && ["JSONRPC", "HTTP+JSON", "GRPC"].contains(&i.protocol_binding.as_str())
         };
-        let interface =
-            card.supported_interfaces.iter().filter(spoken).find(|i| same_host(card_url, &i.url)).ok_or_else(|| {
-                match card.supported_interfaces.iter().find(spoken) {
-                    Some(elsewhere) => bad(format!(
-                        "its interface {} is not on the card's host: the gateway only follows a card to its own host",
-                        elsewhere.url
-                    )),
-                    None => bad("no JSON-RPC, HTTP+JSON or gRPC 1.0 interface".into()),
-                }
+        let interface = card
+            .supported_interfaces
+            .iter()
+            .filter(spoken)
+            .find(|i| same_host(card_url, &i.url) || also.iter().any(|h| on_host(h, &i.url)))
+            .ok_or_else(|| match card.supported_interfaces.iter().find(spoken) {
+                Some(elsewhere) => bad(format!(
+                    "its interface {} is not on the card's host: the gateway only follows a card to its own host \
+                         (or to one of the agent's interface_hosts)",
+                    elsewhere.url
+                )),
+                None => bad("no JSON-RPC, HTTP+JSON or gRPC 1.0 interface".into()),
             })?;
         let binding = match interface.protocol_binding.as_str() {
             "JSONRPC" => Binding::JsonRpc(interface.url.clone()),
@@ -274,16 +278,31 @@ impl A2aClient {
 /// The largest agent card read (a card is a few kilobytes).
 pub const CARD_MAX_BYTES: usize = 1 << 20;
 
-/// Whether the interface at `interface` (a URL, or `host:port` for gRPC) is on the host of
-/// `card_url`: same host name, and for an HTTP(S) interface the same scheme and port.
-pub fn same_host(card_url: &str, interface: &str) -> bool {
-    let Ok(card) = url::Url::parse(card_url) else { return false };
+/// Whether the interface at `interface` (a URL, or `host:port` for gRPC) is on `host` (a host
+/// name, any port; or `host:port`, that port only).
+pub fn on_host(host: &str, interface: &str) -> bool {
+    let Some(iface) = interface_url(interface) else { return false };
+    let Ok(want) = url::Url::parse(&format!("grpc://{host}")) else { return false };
+    let name = |u: &url::Url| u.host_str().map(str::to_ascii_lowercase);
+    name(&want).is_some()
+        && name(&want) == name(&iface)
+        && want.port().is_none_or(|p| iface.port_or_known_default() == Some(p))
+}
+
+fn interface_url(interface: &str) -> Option<url::Url> {
     let parsed = if interface.contains("://") {
         url::Url::parse(interface)
     } else {
         url::Url::parse(&format!("grpc://{interface}"))
     };
-    let Ok(iface) = parsed else { return false };
+    parsed.ok()
+}
+
+/// Whether the interface at `interface` (a URL, or `host:port` for gRPC) is on the host of
+/// `card_url`: same host name, and for an HTTP(S) interface the same scheme and port.
+pub fn same_host(card_url: &str, interface: &str) -> bool {
+    let Ok(card) = url::Url::parse(card_url) else { return false };
+    let Some(iface) = interface_url(interface) else { return false };
     let host = |u: &url::Url| u.host_str().map(str::to_ascii_lowercase);
     if host(&card).is_none() || host(&card) != host(&iface) {
         return false;
@@ -503,6 +522,16 @@ mod tests {
         assert!(!same_host("not a url", "http://x/"));
     }
 
+    #[test]
+    fn a_card_is_followed_to_an_interface_host_the_operator_names() {
+        assert!(on_host("api.example.com", "https://api.example.com/a2a"));
+        assert!(on_host("API.example.com:8443", "https://api.example.com:8443/a2a"));
+        assert!(!on_host("api.example.com:8443", "https://api.example.com/a2a"), "that port only");
+        assert!(on_host("api.example.com:50051", "api.example.com:50051"), "gRPC");
+        assert!(!on_host("api.example.com", "https://api.example.com.evil.test/a2a"));
+        assert!(!on_host("api.example.com", "http://169.254.169.254/"));
+    }
+
     /// Before: redirects were followed, the body was read whole, and an interface anywhere
     /// was bound to.
     #[tokio::test]
@@ -516,18 +545,29 @@ mod tests {
                 "supportedInterfaces": [{"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}]})
         };
         let (own, foreign) = (card(format!("{base}/rpc")), card("http://169.254.169.254/rpc".into()));
+        let port = base.rsplit(':').next().unwrap_or_default().to_string();
+        let named = card(format!("http://localhost:{port}/rpc"));
         let app = axum::Router::new()
             .route("/own", get(move || async move { axum::Json(own) }))
+            .route("/named", get(move || async move { axum::Json(named) }))
             .route("/foreign", get(move || async move { axum::Json(foreign) }))
             .route("/moved", get(|| async { axum::response::Redirect::temporary("/own") }))
             .route("/huge", get(|| async { "x".repeat(CARD_MAX_BYTES + 1) }));
         tokio::spawn(async move { axum::serve(listener, app).await });
         let t = Duration::from_secs(5);
-        assert!(A2aClient::discover(&format!("{base}/own"), t).await.is_ok());
+        let none: &[String] = &[];
+        assert!(A2aClient::discover(&format!("{base}/own"), none, t).await.is_ok());
         let err = |r: Result<A2aClient, ClientError>| r.err().map(|e| e.to_string()).unwrap_or_default();
-        assert!(err(A2aClient::discover(&format!("{base}/foreign"), t).await).contains("not on the card's host"));
-        assert!(err(A2aClient::discover(&format!("{base}/moved"), t).await).contains("redirects are not followed"));
-        assert!(err(A2aClient::discover(&format!("{base}/huge"), t).await).contains("larger than"));
+        assert!(err(A2aClient::discover(&format!("{base}/foreign"), none, t).await).contains("not on the card's host"));
+        assert!(
+            err(A2aClient::discover(&format!("{base}/moved"), none, t).await).contains("redirects are not followed")
+        );
+        assert!(err(A2aClient::discover(&format!("{base}/huge"), none, t).await).contains("larger than"));
+        // Another host the operator named (`interface_hosts`) is followed; unnamed, it is not.
+        assert!(err(A2aClient::discover(&format!("{base}/named"), none, t).await).contains("not on the card's host"));
+        assert!(A2aClient::discover(&format!("{base}/named"), &["localhost".to_string()], t).await.is_ok());
+        let foreign_named = A2aClient::discover(&format!("{base}/foreign"), &["localhost".to_string()], t).await;
+        assert!(err(foreign_named).contains("not on the card's host"));
     }
 
     #[tokio::test]

@@ -92,6 +92,11 @@ pub struct AgentConfig {
     /// Kind `upstream`: the agent card URL of the agent to expose.
     #[serde(default)]
     pub card_url: Option<String>,
+    /// Kind `upstream`: hosts (`host`, or `host:port` for that port only) the card's interfaces
+    /// may name besides the card's own host — for an agent whose card is served from one host and
+    /// its endpoint from another. Nothing else a card names is followed.
+    #[serde(default)]
+    pub interface_hosts: Vec<String>,
     /// Kind `upstream`: how long one upstream read may take (default 60 s).
     #[serde(default)]
     pub timeout_ms: Option<u64>,
@@ -207,6 +212,9 @@ impl AgentConfig {
             }
             (AgentKind::Tck | AgentKind::Echo | AgentKind::Tools, Some(_)) => {
                 Err(format!("a2a agent `{}`: card_url is only for kind upstream", self.name).into())
+            }
+            (kind, _) if kind != AgentKind::Upstream && !self.interface_hosts.is_empty() => {
+                Err(format!("a2a agent `{}`: interface_hosts is only for kind upstream", self.name).into())
             }
             (AgentKind::Tools, None) if self.upstreams.is_empty() => {
                 Err(format!("a2a agent `{}`: kind tools needs upstreams (MCP upstream names)", self.name).into())

@@ -98,7 +98,7 @@ impl A2aAgents {
             .filter_map(|a| {
                 let url = a.card_url.clone()?;
                 let timeout = std::time::Duration::from_millis(a.timeout_ms.unwrap_or(60_000));
-                Some((a.name.clone(), proxy::Proxy::new(url, timeout)))
+                Some((a.name.clone(), proxy::Proxy::new(url, timeout, a.interface_hosts.clone())))
             })
             .collect();
         let engine = Arc::new(OnceLock::new());

@@ -50,6 +50,8 @@ pub const UPSTREAM_KEY: &str = "dev.switchyard/upstream";
 #[derive(Debug)]
 pub struct Proxy {
     card_url: String,
+    /// Hosts the card's interfaces may name besides its own.
+    interface_hosts: Vec<String>,
     timeout: Duration,
     client: AsyncMutex<Option<A2aClient>>,
     /// Runs whose cancellation the agent confirmed: only those may end `canceled`.
@@ -186,9 +188,11 @@ fn local(mut m: Message, task: &str, ctx: &str) -> Message {
 }
 
 impl Proxy {
-    pub fn new(card_url: String, timeout: Duration) -> Arc<Self> {
+    /// The agent whose card is at `card_url`, whose interfaces may be on its host or one of
+    /// `interface_hosts`.
+    pub fn new(card_url: String, timeout: Duration, interface_hosts: Vec<String>) -> Arc<Self> {
         let confirmed = Mutex::new(HashSet::new());
-        Arc::new(Self { card_url, timeout, client: AsyncMutex::new(None), confirmed, linger: LINGER })
+        Arc::new(Self { card_url, interface_hosts, timeout, client: AsyncMutex::new(None), confirmed, linger: LINGER })
     }
 
     /// Reads the agent's card if it was not read yet, waiting at most `wait` (the read goes on
@@ -212,7 +216,7 @@ impl Proxy {
         if let Some(c) = slot.as_ref() {
             return Ok(c.clone());
         }
-        let c = A2aClient::discover(&self.card_url, self.timeout).await?;
+        let c = A2aClient::discover(&self.card_url, &self.interface_hosts, self.timeout).await?;
         *slot = Some(c.clone());
         Ok(c)
     }
@@ -714,7 +718,7 @@ mod tests {
         let store = Arc::new(Counting::default());
         let sealer = crate::sealing::CredentialSealer::from_hex(&"ab".repeat(32)).unwrap_or_else(|e| panic!("{e}"));
         let hub = Hub::new(store.clone(), None, 1 << 20, sealer);
-        let proxy = Proxy::new("http://127.0.0.1:9/card".into(), Duration::from_secs(1));
+        let proxy = Proxy::new("http://127.0.0.1:9/card".into(), Duration::from_secs(1), Vec::new());
         let cancel = CancellationToken::new();
         let completed = |req: &RunRequest| {
             let rec = futures::executor::block_on(hub.get(&req.scope, &req.task_id)).ok().flatten();
@@ -755,6 +759,7 @@ mod tests {
         // Within the linger (a long one here, so that the test does not race the clock).
         let lingering = Proxy {
             card_url: String::new(),
+            interface_hosts: Vec::new(),
             timeout: Duration::ZERO,
             client: AsyncMutex::new(None),
             confirmed: Mutex::new(HashSet::new()),
