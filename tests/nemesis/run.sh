@@ -17,4 +17,6 @@ command -v psql >/dev/null || { echo "psql is missing: apt-get install postgresq
 cargo build -q -p switchyard -p switchyard-mcp-fixture
 export SWITCHYARD_NEMESIS_SECONDS=$((minutes * 60)) SWITCHYARD_NEMESIS_OUT="$(realpath -m "$out")"
 [ -n "$seed" ] && export SWITCHYARD_NEMESIS_SEED="$seed"
+# The replicas' data and logs are kept (their path is printed), to study an anomaly.
+export SWITCHYARD_NEMESIS_KEEP=1
 cargo test -q -p switchyard-nemesis --test nemesis -- --nocapture

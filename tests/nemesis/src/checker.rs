@@ -70,6 +70,15 @@ pub fn check(
     let mut found = Vec::new();
     let mut add = |class, op: &Op, detail: String| found.push(Anomaly { class, op: op.id.clone(), detail });
     for op in ops {
+        if !op.write {
+            // A read answers its own text, or nothing.
+            if let Some(Answer::Succeeded { text }) = op.last()
+                && *text != op.id
+            {
+                add("acknowledged_with_another_result", op, format!("read `{}` answered `{text}`", op.id));
+            }
+            continue;
+        }
         let ran = physical.get(&op.id).copied().unwrap_or(0);
         let told_safe = op.attempts.iter().filter(|a| a.answer.retry_safe()).count();
         // A keyless call told retry-safe (not admitted) must not have run: the client's retry is
@@ -121,6 +130,19 @@ pub fn check(
         found.push(Anomaly { class: "audit_chain_does_not_verify", op: String::new(), detail: e });
     }
     found
+}
+
+/// What the store holds for the operation `op` (the invocations its key or its argument names,
+/// and each one's events: kind, attempt, time), for an anomaly's report.
+pub fn explain(url: &str, op: &str) -> String {
+    let sql = format!(
+        "SELECT i.id || ' ' || i.state || ' attempts=' || i.attempts || ' worker=' || COALESCE(i.lease_owner, '-') || ': ' || \
+         string_agg(e.seq || ':' || e.kind || COALESCE('(' || (e.data->>'attempt') || ')', '') || '@' || e.at_ms, ' ' ORDER BY e.seq) \
+         FROM invocations i JOIN invocation_events e ON e.invocation_id = i.id \
+         WHERE i.ingress_key = '{op}' OR i.request->'arguments'->>'key' = '{op}' OR i.request->>'key' = '{op}' \
+         GROUP BY i.id, i.state, i.attempts, i.lease_owner"
+    );
+    switchyard_tests::pg::psql(url, &sql).unwrap_or_else(|e| format!("(not read: {e})"))
 }
 
 /// Anomalies by class.

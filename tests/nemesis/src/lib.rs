@@ -88,7 +88,10 @@ pub async fn run(profile: Profile) -> Report {
         }
     }
     let audit = audit_verifies(&cluster);
-    let anomalies = checker::check(&history, &approvals, &physical, &stored, audit);
+    let mut anomalies = checker::check(&history, &approvals, &physical, &stored, audit);
+    for a in anomalies.iter_mut().filter(|a| !a.op.is_empty()) {
+        a.detail = format!("{}; the store: {}", a.detail, checker::explain(&cluster.store_url, &a.op).trim());
+    }
     let mut recoveries: Vec<u64> = faults.iter().filter_map(|f| f.recovered_ms).collect();
     recoveries.sort_unstable();
     let pct =
@@ -99,8 +102,12 @@ pub async fn run(profile: Profile) -> Report {
     }
     let mut operations = BTreeMap::new();
     for op in &history {
-        let kind = if op.keyed { "keyed" } else { "keyless" };
-        *operations.entry(format!("{kind} {}", op.outcome())).or_default() += 1;
+        let kind = match (op.write, op.keyed) {
+            (false, _) => "read",
+            (true, true) => "keyed write",
+            (true, false) => "keyless write",
+        };
+        *operations.entry(format!("{kind} ({}) {}", op.era, op.outcome())).or_default() += 1;
     }
     Report {
         seed: profile.seed,

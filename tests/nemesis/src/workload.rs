@@ -1,7 +1,9 @@
-//! Clients that behave as real ones do: each operation is a `count_write` whose `key` names it
-//! (so the upstream's record says how often it physically ran); most carry an idempotency key
+//! Clients that behave as real ones do, half of them stateless (2026-07-28) and half in legacy
+//! sessions (2025-11-25). Most operations are a `count_write` whose `key` names it (so the
+//! upstream's record says how often it physically ran); most of those carry an idempotency key
 //! and are retried with it, on another replica, after a timeout or an answer that says retrying
-//! is safe; a quarter carry none and are retried only when told the call was not admitted.
+//! is safe; a quarter carry none and are retried only when told the call was not admitted. The
+//! rest are reads (`echo` of the id), retried on any failure.
 
 use std::time::{Duration, Instant};
 
@@ -16,8 +18,11 @@ pub const CALLER: &str = switchyard_tests::tenants::RED;
 /// The clients' tenant, for the approver.
 const TENANT: &str = "red";
 
-/// The MCP era the clients speak (stateless requests, no session).
-const ERA: &str = "2026-07-28";
+/// The MCP eras the clients speak: stateless requests, and sessions (`initialize`, then
+/// `Mcp-Session-Id` on every request).
+pub const MODERN: &str = "2026-07-28";
+pub const LEGACY: &str = "2025-11-25";
+const NO_SESSION: &str = "no session could be opened";
 
 /// What one attempt was answered.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -59,7 +64,11 @@ pub struct Attempt {
 pub struct Op {
     /// The upstream's key for it (and its idempotency key, when keyed).
     pub id: String,
+    /// A write (`count_write`, recorded by the upstream), or a read (`echo` of the id).
+    pub write: bool,
     pub keyed: bool,
+    /// The MCP era its client speaks: `2026-07-28` (stateless) or `2025-11-25` (sessions).
+    pub era: &'static str,
     pub attempts: Vec<Attempt>,
 }
 
@@ -95,7 +104,7 @@ impl Op {
 /// The JSON-RPC body of a `tools/call`.
 pub fn call_body(tool: &str, args: Value, key: Option<&str>) -> Value {
     let mut meta =
-        json!({"io.modelcontextprotocol/protocolVersion": ERA, "io.modelcontextprotocol/clientCapabilities": {}});
+        json!({"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}});
     if let Some(k) = key {
         meta["dev.switchyard/idempotencyKey"] = json!(k);
     }
@@ -103,30 +112,73 @@ pub fn call_body(tool: &str, args: Value, key: Option<&str>) -> Value {
         "params": {"name": format!("fx__{tool}"), "arguments": args, "_meta": meta}})
 }
 
-/// POSTs one request to a replica's MCP face; the JSON-RPC response (from JSON or SSE).
+/// POSTs one stateless request to a replica's MCP face; the JSON-RPC response (from JSON or SSE).
 pub async fn post(http: &reqwest::Client, base: &str, body: &Value) -> Result<String, String> {
-    let name = body["params"]["name"].as_str().unwrap_or_default().to_string();
-    let resp = http
+    post_in(http, base, body, None).await.map(|(text, _)| text)
+}
+
+/// POSTs one request, in the legacy session `session` when given; the response text and the
+/// session id the answer named.
+async fn post_in(
+    http: &reqwest::Client,
+    base: &str,
+    body: &Value,
+    session: Option<&str>,
+) -> Result<(String, Option<String>), String> {
+    let method = body["method"].as_str().unwrap_or_default().to_string();
+    let mut req = http
         .post(format!("{base}/mcp"))
         .bearer_auth(CALLER)
         .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", ERA)
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", name)
-        .body(body.to_string())
-        .send()
-        .await
-        .map_err(|e| e.to_string())?;
+        .header("accept", "application/json, text/event-stream");
+    req = match session {
+        Some(id) => req.header("mcp-protocol-version", LEGACY).header("mcp-session-id", id),
+        None if method == "initialize" => req,
+        None => {
+            let name = body["params"]["name"].as_str().unwrap_or_default().to_string();
+            req.header("mcp-protocol-version", MODERN).header("mcp-method", method).header("mcp-name", name)
+        }
+    };
+    let resp = req.body(body.to_string()).send().await.map_err(|e| e.to_string())?;
+    let status = resp.status();
+    let named = resp.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_string);
     let text = resp.text().await.map_err(|e| e.to_string())?;
+    if session.is_some() && status == reqwest::StatusCode::NOT_FOUND {
+        return Err(format!("session gone: {status}"));
+    }
     // An SSE answer: the last `data:` line is the response.
     let last = text.lines().rev().find_map(|l| l.strip_prefix("data:")).map(str::trim).map(str::to_string);
-    Ok(last.unwrap_or(text))
+    Ok((last.unwrap_or(text), named))
+}
+
+/// Opens a legacy session on a replica: `initialize`, then `notifications/initialized`.
+async fn open_session(http: &reqwest::Client, base: &str) -> Result<String, String> {
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "nemesis", "version": "1"}}});
+    let (_, id) = post_in(http, base, &init, None).await?;
+    let id = id.ok_or("initialize named no session")?;
+    let done = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    post_in(http, base, &done, Some(&id)).await?;
+    Ok(id)
+}
+
+/// The call as a legacy client sends it: no protocol `_meta`, the idempotency key kept.
+fn legacy_body(body: &Value) -> Value {
+    let mut b = body.clone();
+    if let Some(meta) = b["params"]["_meta"].as_object_mut() {
+        meta.retain(|k, _| !k.starts_with("io.modelcontextprotocol/"));
+    }
+    b
 }
 
 fn classify(raw: Result<String, String>) -> Answer {
     let text = match raw {
         Ok(t) => t,
+        // Nothing was sent (no session could be opened), or the session is gone (the replica
+        // refused the request before reading it): not admitted, as the client knows.
+        Err(why) if why.starts_with("session gone") || why == NO_SESSION => {
+            return Answer::RpcError { code: 404, retry_safe: true, message: why };
+        }
         Err(why) => return Answer::NoAnswer { why },
     };
     let Ok(v) = serde_json::from_str::<Value>(&text) else {
@@ -206,22 +258,46 @@ pub async fn client(c: usize, bases: Vec<String>, seed: u64, start: Instant, dea
         .pool_max_idle_per_host(2)
         .build()
         .unwrap_or_else(|e| panic!("{e}"));
+    // Odd clients keep a session per replica (opened again when one is lost).
+    let era = if c % 2 == 1 { LEGACY } else { MODERN };
+    let mut sessions: Vec<Option<String>> = vec![None; bases.len()];
     let mut ops = Vec::new();
     let mut n = 0;
     while Instant::now() < deadline {
         n += 1;
         let id = format!("c{c}-{n}");
-        let keyed = rng.below(4) != 0;
-        let body =
-            call_body("count_write", json!({"key": id, "delay_ms": rng.below(300)}), keyed.then_some(id.as_str()));
-        let mut op = Op { id, keyed, attempts: Vec::new() };
+        let write = rng.below(8) != 0;
+        let keyed = write && rng.below(4) != 0;
+        let body = if write {
+            call_body("count_write", json!({"key": id, "delay_ms": rng.below(300)}), keyed.then_some(id.as_str()))
+        } else {
+            call_body("echo", json!({"text": id}), None)
+        };
+        let body = if era == LEGACY { legacy_body(&body) } else { body };
+        let mut op = Op { id, write, keyed, era, attempts: Vec::new() };
         let mut replica = c % bases.len();
         let give_up = Instant::now() + Duration::from_secs(30);
         loop {
             let t0 = Instant::now();
-            let answer = classify(post(&http, &bases[replica], &body).await);
+            let raw = if era == LEGACY {
+                if sessions[replica].is_none() {
+                    sessions[replica] = open_session(&http, &bases[replica]).await.ok();
+                }
+                match sessions[replica].clone() {
+                    Some(s) => post_in(&http, &bases[replica], &body, Some(&s)).await.map(|(t, _)| t),
+                    None => Err(NO_SESSION.to_string()),
+                }
+            } else {
+                post(&http, &bases[replica], &body).await
+            };
+            if raw.is_err() {
+                sessions[replica] = None;
+            }
+            let answer = classify(raw);
+            // A read is retried whenever it failed: it has no effect to repeat.
             let retry = match &answer {
                 Answer::Succeeded { .. } => false,
+                _ if !write => true,
                 // Settled: a keyed retry would attach to the same outcome; a keyless one is a
                 // new call, made only when the gateway says this one was not admitted.
                 Answer::ToolError { state, retry_safe, .. }
