@@ -97,8 +97,8 @@ impl Cluster {
         let mut replicas = Vec::new();
         for n in 1..=3 {
             let name = format!("r{n}");
-            let db_link = Link::start(&format!("{name}-db"), host, Target::Unix(socket.clone())).await;
-            let up_link = Link::start(&format!("{name}-up"), host, Target::Tcp(fixture_addr.clone())).await;
+            let db_link = Link::start(host, Target::Unix(socket.clone())).await;
+            let up_link = Link::start(host, Target::Tcp(fixture_addr.clone())).await;
             let data = dir.path().join(&name);
             std::fs::create_dir_all(&data).unwrap_or_else(|e| panic!("{e}"));
             let port = free_port();

@@ -33,16 +33,15 @@ pub struct Link {
     pub addr: SocketAddr,
     /// The mode and the epoch of the connections it lets live (a cut starts a new one).
     mode: watch::Sender<(Mode, u64)>,
-    pub name: String,
 }
 
 impl Link {
     /// A link listening on `bind` (an address of this host, port 0) to `target`.
-    pub async fn start(name: &str, bind: std::net::IpAddr, target: Target) -> Arc<Link> {
+    pub async fn start(bind: std::net::IpAddr, target: Target) -> Arc<Link> {
         let listener = TcpListener::bind((bind, 0)).await.unwrap_or_else(|e| panic!("link bind: {e}"));
         let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
         let (mode, _) = watch::channel((Mode::Up, 0));
-        let link = Arc::new(Link { addr, mode, name: name.to_string() });
+        let link = Arc::new(Link { addr, mode });
         let l = link.clone();
         tokio::spawn(async move {
             while let Ok((inbound, _)) = listener.accept().await {
@@ -80,10 +79,6 @@ impl Link {
         let cut = matches!(old, Mode::HalfOpen | Mode::Down | Mode::Flaky(_)) || mode == Mode::Down;
         let epoch = if cut { epoch + 1 } else { epoch };
         self.mode.send_replace((mode, epoch));
-    }
-
-    pub fn mode(&self) -> Mode {
-        self.mode.borrow().0
     }
 }
 
