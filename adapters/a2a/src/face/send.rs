@@ -1,7 +1,7 @@
 //! SendMessage and SendStreamingMessage: the run request, its durable invocation, and the
 //! first answer (a message, or the task and its stream).
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 
 use super::*;
@@ -21,36 +21,47 @@ const ANSWERED_MAX: usize = 100_000;
 /// Kept in memory: after a restart, or on another replica, a resend attaches (the safe side).
 #[derive(Debug, Default)]
 pub(crate) struct Answered {
-    next: Mutex<(HashMap<String, String>, VecDeque<String>)>,
+    gens: Mutex<Generations>,
+}
+
+/// Each message's latest generation, kept directly (a lookup, never a walk along the chain).
+/// Keys are `<identity>\0<content digest>`.
+#[derive(Debug, Default)]
+struct Generations {
+    /// By the key of a message's first generation, the key of its latest.
+    latest: HashMap<String, String>,
+    /// By the key of each later generation, the key of its message's first.
+    first_of: HashMap<String, String>,
+    /// Later generations' keys, oldest first (the bound).
+    order: VecDeque<String>,
 }
 
 impl Answered {
     /// The content digest a send with `content` (its first generation's) uses now.
     fn current(&self, identity: &str, content: String) -> String {
-        let Ok(guard) = self.next.lock() else { return content };
-        let mut at = content;
-        // Bounded by the table's size: each step is a distinct answered generation.
-        for _ in 0..guard.0.len() {
-            match guard.0.get(&format!("{identity}\0{at}")) {
-                Some(next) => at = next.clone(),
-                None => break,
-            }
+        let Ok(g) = self.gens.lock() else { return content };
+        let prefix = format!("{identity}\0");
+        match g.latest.get(&format!("{prefix}{content}")).and_then(|k| k.strip_prefix(&prefix)) {
+            Some(latest) => latest.to_string(),
+            None => content,
         }
-        at
     }
 
     /// The send with `content` (a generation) was answered: a resend starts the next one.
     fn answered(&self, identity: &str, content: &str, inv: InvocationId) {
-        let Ok(mut guard) = self.next.lock() else { return };
+        let Ok(mut g) = self.gens.lock() else { return };
         let key = format!("{identity}\0{content}");
-        let next = hex::encode(Sha256::digest(format!("{key}\0{inv}").as_bytes()));
-        let (map, order) = &mut *guard;
-        if map.insert(key.clone(), next).is_none() {
-            order.push_back(key);
-        }
-        while order.len() > ANSWERED_MAX {
-            if let Some(old) = order.pop_front() {
-                map.remove(&old);
+        let next = format!("{identity}\0{}", hex::encode(Sha256::digest(format!("{key}\0{inv}").as_bytes())));
+        let first = g.first_of.get(&key).cloned().unwrap_or(key);
+        g.first_of.insert(next.clone(), first.clone());
+        g.latest.insert(first, next.clone());
+        g.order.push_back(next);
+        while g.order.len() > ANSWERED_MAX {
+            let Some(old) = g.order.pop_front() else { break };
+            if let Some(first) = g.first_of.remove(&old)
+                && g.latest.get(&first) == Some(&old)
+            {
+                g.latest.remove(&first);
             }
         }
     }
@@ -423,4 +434,27 @@ fn split_metadata(
         .and_then(Value::as_str)
         .and_then(|p| TraceParent::parse(p, state.as_ref().and_then(Value::as_str)));
     ((!m.is_empty()).then_some(m), grant, trace)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_message_s_latest_generation_is_one_lookup_away() {
+        let a = Answered::default();
+        let (id, other) = ("red/\0echo\0m1", "red/\0echo\0m2");
+        assert_eq!(a.current(id, "c0".into()), "c0", "never answered: its first generation");
+        let mut seen = vec!["c0".to_string()];
+        for _ in 0..5 {
+            let now = a.current(id, "c0".into());
+            a.answered(id, &now, InvocationId::new());
+            let next = a.current(id, "c0".into());
+            assert!(!seen.contains(&next), "each answer starts a new generation");
+            seen.push(next);
+        }
+        assert_eq!(a.current(other, "c0".into()), "c0", "another message is untouched");
+        let g = a.gens.lock().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((g.latest.len(), g.first_of.len()), (1, 5), "one message, five later generations");
+    }
 }
