@@ -236,6 +236,7 @@ impl<D: Dialect> SqlInvocations<D> {
         id: InvocationId,
         tenant: &TenantId,
         key: Option<&IngressKey>,
+        worker: switchyard_contract::WorkerId,
     ) -> Result<Admission, Error> {
         let stmt = Stmt::new(format!("SELECT {COLUMNS} FROM invocations WHERE id = $1 AND tenant = $2"))
             .text(id.to_string())
@@ -255,7 +256,16 @@ impl<D: Dialect> SqlInvocations<D> {
             match sql::optional::<D>(self.pools.write(), stmt.clone()).await {
                 Ok(Some(row)) => {
                     tracing::warn!(invocation.id = %id, "an admission's answer was lost; it was committed");
-                    return decode_invocation(&row).map(Admission::Created);
+                    // Created, to be driven here, only while the lease it was admitted with is
+                    // still this worker's. Meanwhile it may have moved on elsewhere (a held call
+                    // approved and dispatched by another replica, a lease taken over): then the
+                    // caller follows it, as a retry would, and nothing here sends it again.
+                    let inv = decode_invocation(&row)?;
+                    return Ok(if inv.lease.owner == Some(worker) {
+                        Admission::Created(inv)
+                    } else {
+                        Admission::Existing(inv)
+                    });
                 }
                 Ok(None) if key.is_some() => {
                     if let Ok(existing) = by_key::<D>(self.pools.write(), tenant, key).await {
@@ -277,9 +287,10 @@ impl<D: Dialect> InvocationStore for SqlInvocations<D> {
     /// so); not found, it may still commit, and the caller hears that, naming the invocation —
     /// never "nothing was changed, retry".
     async fn admit(&self, draft: NewInvocation) -> Result<Admission, Error> {
-        let (id, tenant, key) = (draft.id, draft.principal.tenant.clone(), draft.ingress_key.clone());
+        let (id, tenant, key, worker) =
+            (draft.id, draft.principal.tenant.clone(), draft.ingress_key.clone(), draft.worker);
         match self.admit_once(draft).await {
-            Err(e) if crate::error::answer_lost(&e) => self.read_back(id, &tenant, key.as_ref()).await,
+            Err(e) if crate::error::answer_lost(&e) => self.read_back(id, &tenant, key.as_ref(), worker).await,
             done => done,
         }
     }
