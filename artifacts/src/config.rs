@@ -52,6 +52,9 @@ pub struct ArtifactsConfig {
     pub retention: BTreeMap<String, String>,
     /// The class used when a producer names none.
     pub default_retention_class: String,
+    /// Signs the short-lived links to an artifact that faces hand its caller (`?grant=…`);
+    /// replicas need the same one. Empty: `<server.data_dir>/artifact-link-key`, generated once.
+    pub link_key: Secret,
 }
 
 impl Default for ArtifactsConfig {
@@ -73,6 +76,7 @@ impl Default for ArtifactsConfig {
             gc_grace_ms: 3_600_000,
             retention: BTreeMap::from([("default".into(), "forever".into())]),
             default_retention_class: "default".into(),
+            link_key: Secret::default(),
         }
     }
 }

@@ -10,8 +10,9 @@
 #   2. an agent on the official Python SDK (a2a-sdk 1.3.0, tests/python/a2a_tck_agent.py) that
 #      behaves as the TCK's system under test, directly and through the gateway side by side
 #      (`--compare`: a gateway in the command's process, `kind = "upstream"`, the gateway's
-#      defaults): nothing that passes directly may fail through the gateway, nothing may fail
-#      through it at all, and the SDK's own failures directly are those in sdk-baseline.txt.
+#      defaults but `message_dedupe = false`, see below): nothing that passes directly may fail
+#      through the gateway, nothing may fail through it at all, and the SDK's own failures
+#      directly are those in sdk-baseline.txt.
 # Reports (report.html, summary.json, the TCK's own) in <results-dir>/<run>/.
 #
 #   conformance/a2a/run.sh [results-dir]        (default: $CARGO_TARGET_DIR/conformance/a2a)
@@ -117,7 +118,12 @@ for profile in full bare; do
     tail -n 30 "$work/builtin-$profile.err"
   }
   stop "$gw"
-  # 2. The SDK agent, directly and through the gateway (its defaults: message_dedupe "retries").
+  # 2. The SDK agent, directly and through the gateway (its defaults, but message_dedupe off:
+  #    the TCK's task helpers send the same messageId and content again and again, each time
+  #    expecting a new task, while the specification makes messageId "the unique identifier of
+  #    the message" and lets an agent use it to detect duplicates (3.3.1); with dedupe on, every
+  #    helper call after the first answers with the first task, and CORE-CANCEL-001,
+  #    CORE-HIST-001..006 and CORE-MULTI-005 skip for want of a fresh INPUT_REQUIRED task).
   "$py" "$root/tests/python/a2a_tck_agent.py" "$profile" >"$work/sdk-$profile.out" 2>"$work/sdk-$profile.err" &
   agent=$!
   pids+=("$agent")
@@ -125,6 +131,7 @@ for profile in full bare; do
   conformance "sdk-$profile" "$agent_url/.well-known/agent-card.json" --compare \
     --baseline "$root/conformance/a2a/sdk-baseline.txt" \
     --upstream-toml "streaming = $on" --upstream-toml "push_notifications = $on" --upstream-toml "extended_card = $on" \
+    --upstream-toml "message_dedupe = false" \
     || failed+=("sdk-$profile")
   stop "$agent"
 done

@@ -4,7 +4,9 @@ a2a_internal_agent.py).
 
 Usage: python mcp_bridge_client.py GATEWAY_MCP_URL MODE PREFIX [KEY]
 MODE is "2026-07-28" or "legacy" (all checks), or "keyed" (one `slow:3` send with idempotency
-key KEY, on 2026-07-28, printing its result: the kill -9 test runs it before and after a restart).
+key KEY, on 2026-07-28, printing its result: the kill -9 test runs it before and after a restart),
+or "cold" (a skill tool called before any tools/list, a skill the agent does not offer, and a
+declined question whose task cancel_task and get_task take by the id the result named).
 Checks: the agent's skills are tools; a skill call answers with text and the A2A task's ids; a
 data artifact is structuredContent; a large artifact is a resource_link whose bytes verify; an
 INPUT_REQUIRED round is answered by elicitation (MRTR or a server->client request); a long task
@@ -114,10 +116,36 @@ async def keyed(url, prefix, key):
         print(json.dumps({"text": text(r), "isError": r.is_error, "meta": meta(r)}), flush=True)
 
 
+async def on_decline(context, params):
+    return types.ElicitResult(action="decline")
+
+
+async def cold(url, prefix):
+    async with Client(server(url), mode="2026-07-28", read_timeout_seconds=30, elicitation_callback=on_decline) as client:
+        r = await client.call_tool(f"{prefix}echo", {"text": "cold"})
+        check("a skill tool called before any listing", not r.is_error and text(r) == "echo: cold", r)
+        try:
+            missing = await client.call_tool(f"{prefix}nosuch", {"text": "x"})
+            check("a skill the agent does not offer is an error", missing.is_error, missing)
+        except Exception as e:  # a JSON-RPC error: the SDK raises it
+            data = getattr(getattr(e, "error", None), "data", None) or {}
+            check("a skill the agent does not offer is not retry-safe", "offers no skill" in str(e) and data.get("retrySafe") is False, (e, data))
+        # Declined: the agent's task still waits; the result names it, and cancel_task takes that id.
+        r = await client.call_tool(f"{prefix}send_message", {"text": "ask"})
+        named = text(r).split("its task `", 1)[-1].split("`", 1)[0]
+        check("a declined question names the waiting task", r.is_error and "still waits for input" in text(r) and named, r)
+        c = await client.call_tool(f"{prefix}cancel_task", {"task_id": named})
+        check("cancel_task cancels the task it named", c.is_error and "canceled" in text(c), c)
+        got = await client.call_tool(f"{prefix}get_task", {"task_id": named})
+        check("get_task reads it by the same id", "canceled" in text(got).lower(), got)
+
+
 async def main():
     url, mode, p = sys.argv[1], sys.argv[2], sys.argv[3]
     if mode == "keyed":
         return await keyed(url, p, sys.argv[4])
+    if mode == "cold":
+        return await cold(url, p)
     if mode == "2026-07-28":
         # A client with the Tasks extension gets a task for a long call, and follows it.
         tasks = Tasks()
@@ -142,11 +170,18 @@ async def main():
         r = await client.call_tool(f"{p}send_message", {"text": f"big:{n}"})
         links = [c for c in r.content if getattr(c, "type", None) == "resource_link"]
         check(f"{mode} large artifact as a resource link", len(links) == 1 and "/artifacts/" in str(links[0].uri), r)
-        async with httpx.AsyncClient(headers=HEADERS) as http:
-            got = await http.get(str(links[0].uri))
+        # The link alone opens it (no credentials: it carries a signed grant for this caller),
+        # and opens nothing else: not without its grant, not another artifact.
+        uri = str(links[0].uri)
+        path, grant = uri.split("?", 1)
+        other = path[:-1] + ("0" if path[-1] != "0" else "1") + "?" + grant
+        async with httpx.AsyncClient() as http:
+            got = await http.get(uri)
+            bare, forged = (await http.get(path)).status_code, (await http.get(other)).status_code
         expected = bytes(i % 251 for i in range(n))
         check(f"{mode} its bytes verify", got.status_code == 200 and hashlib.sha256(got.content).digest() == hashlib.sha256(expected).digest(),
               f"HTTP {got.status_code}, {len(got.content)} bytes")
+        check(f"{mode} the link opens that artifact only", bare == 401 and forged == 401, (bare, forged))
 
         r = await client.call_tool(f"{p}send_message", {"text": "x" * 5000})
         check(f"{mode} a result above the cap is refused, saying so", r.is_error and "mcp.bridge_result_max_bytes = 4096" in text(r), r)

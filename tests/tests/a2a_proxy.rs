@@ -337,27 +337,80 @@ async fn a_direct_message_answer_stays_a_message() {
     assert_eq!(agent.received(), ["say-1", "say-2"], "each message reached the agent once");
 }
 
-/// `message_dedupe = "retries"` (the default for an agent behind the gateway): a resend whose
-/// answer the caller never had (it gave up waiting) attaches to the first send, which runs
-/// once; once the caller has its answer, the same `messageId` is a new message, as the TCK and
-/// SDK agents expect.
+/// A resent message (same caller, `messageId` and content) is the same message whatever the
+/// caller saw of the first send: a stream dropped after its first event, on one binding, then the
+/// same message on another attaches to the run still going, and once it ended the same message
+/// still answers with its task (within the dedupe window, default 10 minutes). The agent (the
+/// official Python SDK's) receives it once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_retry_attaches_until_the_caller_has_its_answer() {
+async fn a_resent_message_attaches_to_its_run_on_every_binding_and_answers_with_it_after() {
+    use futures::StreamExt as _;
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let (agent, gw) = proxied(dir.path());
     let url = format!("{}/a2a/internal", gw.base);
-    let slow = json!({"message": {"messageId": "retry-1", "role": "ROLE_USER", "parts": [{"text": "slow:1.5"}]}});
-    let gave_up =
-        tokio::time::timeout(Duration::from_millis(400), rpc(&gw.http, &url, None, "SendMessage", slow.clone())).await;
-    assert!(gave_up.is_err(), "the first send must still be running when the caller gives up");
-    let (_, retried) = rpc(&gw.http, &url, None, "SendMessage", slow.clone()).await;
-    let task = &retried["result"]["task"];
-    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{retried}");
-    assert_eq!(agent.received(), ["retry-1"], "the retry attached to the first send");
-    let (_, again) = rpc(&gw.http, &url, None, "SendMessage", slow).await;
-    assert_ne!(again["result"]["task"]["id"], task["id"], "answered: the same id is a new message: {again}");
-    assert_eq!(again["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{again}");
-    assert_eq!(agent.received(), ["retry-1", "retry-1"]);
+    let message = json!({"messageId": "resent-1", "role": "ROLE_USER", "parts": [{"text": "slow:2"}]});
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage", "params": {"message": message}});
+    let resp =
+        gw.http.post(&url).header("a2a-version", "1.0").json(&body).send().await.unwrap_or_else(|e| panic!("{e}"));
+    let mut stream = resp.bytes_stream();
+    let mut seen = String::new();
+    while !seen.contains("\n\n") {
+        let chunk = tokio::time::timeout(Duration::from_secs(10), stream.next()).await;
+        let Ok(Some(Ok(bytes))) = chunk else { panic!("no first event: {seen}") };
+        seen.push_str(&String::from_utf8_lossy(&bytes));
+    }
+    let first: serde_json::Value = seen
+        .lines()
+        .find_map(|l| l.strip_prefix("data: "))
+        .and_then(|d| serde_json::from_str(d).ok())
+        .unwrap_or_else(|| panic!("{seen}"));
+    let task_id = first["result"]["task"]["id"].as_str().unwrap_or_else(|| panic!("{first}")).to_string();
+    // The caller had its first event, then its connection dropped while the agent works.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    drop(stream);
+
+    // The same message over HTTP+JSON, blocking: the run still going, followed to its end.
+    let rest = gw
+        .http
+        .post(format!("{url}/rest/message:send"))
+        .header("a2a-version", "1.0")
+        .json(&json!({"message": message}))
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let resent: serde_json::Value = rest.json().await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(resent["task"]["id"], task_id.as_str(), "attached to the first run: {resent}");
+    assert_eq!(resent["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{resent}");
+    // Ended: the same message answers with the same task, over JSON-RPC.
+    let (_, again) = rpc(&gw.http, &url, None, "SendMessage", json!({"message": message})).await;
+    assert_eq!(again["result"]["task"]["id"], task_id.as_str(), "{again}");
+    assert_eq!(agent.received(), ["resent-1"], "the agent received the message once");
     let (_, listed) = rpc(&gw.http, &url, None, "ListTasks", json!({})).await;
-    assert_eq!(listed["result"]["totalSize"], 2, "{listed}");
+    assert_eq!(listed["result"]["totalSize"], 1, "{listed}");
+}
+
+/// After the dedupe window (here 1 s), the same message is a new one: it runs again, in a task
+/// of its own, and a resend of that one attaches to it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_the_dedupe_window_the_same_message_is_a_new_one() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let agent = InternalAgent::start(dir.path());
+    let card = format!("{}/.well-known/agent-card.json", agent.url);
+    let conf = format!(
+        "[[a2a.agents]]\nname = \"internal\"\nkind = \"upstream\"\ncard_url = \"{card}\"\nmessage_dedupe_window_s = 1\n"
+    );
+    let config = write_gateway_config(dir.path(), "anonymous = true", &conf);
+    let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(config), ..Options::default() });
+    let url = format!("{}/a2a/internal", gw.base);
+    let send = json!({"message": {"messageId": "window-1", "role": "ROLE_USER", "parts": [{"text": "hello"}]}});
+    let (_, one) = rpc(&gw.http, &url, None, "SendMessage", send.clone()).await;
+    let (_, same) = rpc(&gw.http, &url, None, "SendMessage", send.clone()).await;
+    assert_eq!(same["result"]["task"]["id"], one["result"]["task"]["id"], "within the window: {same}");
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let (_, two) = rpc(&gw.http, &url, None, "SendMessage", send.clone()).await;
+    assert_eq!(two["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{two}");
+    assert_ne!(two["result"]["task"]["id"], one["result"]["task"]["id"], "after the window: {two}");
+    let (_, attached) = rpc(&gw.http, &url, None, "SendMessage", send).await;
+    assert_eq!(attached["result"]["task"]["id"], two["result"]["task"]["id"], "{attached}");
+    assert_eq!(agent.received(), ["window-1", "window-1"]);
 }

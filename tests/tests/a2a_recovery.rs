@@ -72,11 +72,10 @@ async fn a_send_lost_before_its_task_existed_is_not_applied_and_a_resend_runs() 
     let (_, again) = rpc(&gw.http, &url, None, "SendMessage", message("lost-before-task")).await;
     assert_eq!(again["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{again}");
     assert_eq!(agent.received(), ["lost-before-task"]);
-    // The caller has its answer now: the same message again is a new message (the default
-    // `message_dedupe = "retries"`), in a task of its own.
+    // The same message once more: it ran, so it answers with that run's task.
     let (_, twice) = rpc(&gw.http, &url, None, "SendMessage", message("lost-before-task")).await;
-    assert_ne!(twice["result"]["task"]["id"], again["result"]["task"]["id"], "{twice}");
-    assert_eq!(agent.received(), ["lost-before-task", "lost-before-task"]);
+    assert_eq!(twice["result"]["task"]["id"], again["result"]["task"]["id"], "{twice}");
+    assert_eq!(agent.received(), ["lost-before-task"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

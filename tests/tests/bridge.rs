@@ -247,9 +247,11 @@ async fn the_reference_typescript_server_through_the_bridge() {
     assert_eq!(bad["error"]["code"], -32602, "the pinned schema refuses a string: {bad}");
 }
 
-/// A tool call the policy holds for approval keeps its task `WORKING` for as long as the
-/// approval takes, beyond the engine's attempt timeout: approved, the write runs once and the
-/// task completes, its run made one attempt.
+/// A tool call the policy holds for approval puts its task in `TASK_STATE_AUTH_REQUIRED` (the
+/// A2A state for "human approval before a destructive action", granted out of band) with a
+/// status naming the held invocation, for as long as the approval takes, beyond the engine's
+/// attempt timeout; a blocking send of a held call answers at once with that task. Approved,
+/// the write runs once and the task completes, its run made one attempt.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_held_tool_call_completes_its_task_once_approved() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
@@ -288,10 +290,21 @@ async fn a_held_tool_call_completes_its_task_once_approved() {
     let spent = gw.cpu_time().saturating_sub(cpu);
     assert!(spent < Duration::from_millis(500), "the gateway used {spent:?} of CPU while the call was held");
     let (_, got) = rpc(&gw.http, &url, None, "GetTask", json!({"id": task})).await;
-    assert_eq!(got["result"]["status"]["state"], "TASK_STATE_WORKING", "{got}");
-    assert_eq!(std::fs::read_to_string(&calls).unwrap_or_default().lines().count(), 0);
-
     let id = call["id"].as_str().unwrap_or_default();
+    assert_eq!(got["result"]["status"]["state"], "TASK_STATE_AUTH_REQUIRED", "{got}");
+    let said = got["result"]["status"]["message"]["parts"][0]["text"].as_str().unwrap_or_default();
+    assert!(said.contains(id) && said.contains("approval"), "the status names the held call: {got}");
+    let note = &got["result"]["metadata"]["dev.switchyard/call"];
+    assert_eq!((note["invocation"].as_str(), note["state"].as_str()), (Some(id), Some("awaiting_approval")), "{got}");
+    assert_eq!(std::fs::read_to_string(&calls).unwrap_or_default().lines().count(), 0);
+    // A blocking send (the official SDK's client) whose call is held answers at once.
+    let asked = std::time::Instant::now();
+    let other = format!("k-{}", uuid::Uuid::new_v4().simple());
+    let sent = lines(&py(&["send", &gw.base, "HTTP+JSON", "held-2", &other, "0"]).await);
+    let sent = sent.first().map(|l| l["task"].clone()).unwrap_or_else(|| panic!("{sent:?}"));
+    assert_eq!(sent["status"]["state"], "TASK_STATE_AUTH_REQUIRED", "{sent}");
+    assert!(asked.elapsed() < Duration::from_secs(10), "answered in {:?}, not at the hold's expiry", asked.elapsed());
+
     let (status, approved) = gw
         .post("default", &format!("/admin/v1/invocations/{id}/approve"), json!({}))
         .await
@@ -376,7 +389,7 @@ async fn the_python_mcp_client_calls_an_a2a_sdk_agent_through_the_bridge() {
     };
     let gw = Gateway::start(opts);
     let url = format!("{}/mcp", gw.base);
-    for (mode, checks) in [("2026-07-28", 18), ("legacy", 17)] {
+    for (mode, checks) in [("2026-07-28", 19), ("legacy", 18)] {
         let out = mcp_client(&[&url, mode, "helper__"]).output().await.unwrap_or_else(|e| panic!("python: {e}"));
         let seen = lines(&out);
         assert!(
@@ -475,4 +488,33 @@ async fn a_gateway_killed_mid_bridge_to_an_a2a_agent_sends_the_message_once() {
     assert_eq!(sends[0]["ingress_key"], json!(key), "{}", sends[0]);
     assert_eq!(sends[0]["state"]["state"], "succeeded", "{}", sends[0]);
     assert_eq!(answer["meta"]["dev.switchyard/invocation"], sends[0]["id"], "{answer}");
+}
+
+/// A bridged agent's skill tools work cold: a stateless 2026-07-28 client (or one with a cached
+/// list) calls a skill tool before anyone listed tools, and the gateway reads the card then; a
+/// skill the card does not name is an error that says so and is not retry-safe. A question the
+/// client declines leaves the agent's task waiting, named by the result: `cancel_task` and
+/// `get_task` take that id (the agent is told of the cancel).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_skill_tool_works_before_any_listing() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let agent = switchyard_tests::a2a::InternalAgent::start(dir.path());
+    for direct in [false, true] {
+        let data_dir = dir.path().join(format!("d-{direct}"));
+        let config = Some(a2a_as_mcp_config(dir.path(), &agent, direct));
+        let gw = Gateway::start(Options { data_dir, config, ..Options::default() });
+        let out = mcp_client(&[&format!("{}/mcp", gw.base), "cold", "helper__"])
+            .output()
+            .await
+            .unwrap_or_else(|e| panic!("python: {e}"));
+        let seen = lines(&out);
+        assert!(
+            out.status.success() && seen.iter().all(|c| c["ok"] == true),
+            "direct = {direct}: {seen:#?}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(seen.len(), 5, "every check ran: {seen:#?}");
+    }
+    let (_, cancels) = agent_log(&agent);
+    assert_eq!(cancels.len(), 2, "each declined task's cancel reached the agent: {cancels:?}");
 }

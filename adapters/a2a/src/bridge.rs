@@ -14,7 +14,7 @@ use a2a::{Message, Part as A2aPart, PartContent, Role, Task, TaskState};
 use serde_json::{Map, Value, json};
 use switchyard_contract::{
     Catalog, Content, ContextId, EffectClass, Error, Ingress, IngressKey, Invocation, InvocationState, Invocations,
-    NeedsInput, Operation, Part, Principal, Submission, TaskId, TaskScope,
+    NeedsInput, Operation, Part, Principal, Submission, TaskId, TaskRun, TaskScope,
 };
 
 use crate::agent::AgentKind;
@@ -147,6 +147,35 @@ impl A2aCatalog {
         Ok(task)
     }
 
+    /// Whether `agent` offers `operation`, reading its card first if it was not read yet (a
+    /// call may come before any listing: a stateless client, or one with a cached list). A
+    /// skill the card does not name is the caller's mistake (not retry-safe); a card not read
+    /// yet is the gateway's (retry-safe).
+    async fn offers(&self, agent: &str, operation: &str) -> Result<(), Error> {
+        let known = |s: &Self| s.operations(agent).iter().any(|o| o.name == operation);
+        if known(self) {
+            return Ok(());
+        }
+        let proxy = self.proxies.get(agent);
+        if let Some(p) = proxy.filter(|p| p.discovered().is_none()) {
+            p.discover_within(CARD_WAIT).await;
+            if known(self) {
+                return Ok(());
+            }
+            if p.discovered().is_none() {
+                return Err(Error::unavailable(format!(
+                    "the card of agent `{agent}` could not be read yet, so its skill `{operation}` is not known; try again"
+                )));
+            }
+        }
+        Err(Error::new(
+            switchyard_contract::ErrorKind::NotFound,
+            switchyard_contract::ErrorSource::Client,
+            false,
+            format!("agent `{agent}` offers no skill `{operation}`"),
+        ))
+    }
+
     fn submission(principal: &Principal, cfg: &AgentConfig, run: &RunRequest) -> Result<Submission, Error> {
         Ok(Submission {
             principal: principal.clone(),
@@ -231,9 +260,7 @@ impl Catalog for A2aCatalog {
         key: Option<&IngressKey>,
     ) -> Result<Submission, Error> {
         let cfg = self.agent(agent)?;
-        if !self.operations(agent).iter().any(|o| o.name == operation) {
-            return Err(Error::not_found(format!("agent `{agent}` offers no skill `{operation}`")));
-        }
+        self.offers(agent, operation).await?;
         let a = args(arguments)?;
         let scope = TaskScope::of(principal, "");
         let message_id = match key {
@@ -328,6 +355,19 @@ impl Catalog for A2aCatalog {
 
     fn content(&self, _upstream: &str, result: &Value) -> Result<Content, Error> {
         content_of(result)
+    }
+
+    async fn task_run(&self, principal: &Principal, agent: &str, task: &str) -> Result<Option<TaskRun>, Error> {
+        let Ok(cfg) = self.agent(agent) else { return Ok(None) };
+        let scope = TaskScope::of(principal, "");
+        let rec = self.hub.get(&scope, &TaskId::from(task)).await.map_err(|e| Error::unavailable(e.message))?;
+        let Some(rec) = rec.filter(|r| r.agent == cfg.name) else { return Ok(None) };
+        let ended = task_of(&rec)
+            .ok()
+            .map(|t| t.status.state)
+            .filter(TaskState::is_terminal)
+            .map(|s| crate::hub::state_name(&s));
+        Ok(rec.run_cursor.map(|c| TaskRun { invocation: c.invocation, ended }))
     }
 
     /// CancelTask on the call's task, as the A2A face does it: an agent behind the gateway is

@@ -85,10 +85,15 @@ pub struct AgentConfig {
     /// Extension URIs callers must declare in `A2A-Extensions`.
     #[serde(default)]
     pub required_extensions: Vec<String>,
-    /// What a resent message (same `messageId`, same content) is: see [`Dedupe`]. Default:
-    /// `"retries"`, except for kind `tck` (off).
+    /// A resent message (same caller, `messageId` and content) is the same message: it attaches
+    /// to its first send while that runs, and answers with the same task (or message) for
+    /// `message_dedupe_window_s` after it ended, instead of running again. Default: on, except
+    /// for kind `tck` (the TCK reuses a `messageId` for new messages).
     #[serde(default)]
-    pub message_dedupe: Option<Dedupe>,
+    pub message_dedupe: Option<bool>,
+    /// How long after its run ended a resent message still answers with that run (default 600).
+    #[serde(default)]
+    pub message_dedupe_window_s: Option<u64>,
     /// Kind `upstream`: the agent card URL of the agent to expose.
     #[serde(default)]
     pub card_url: Option<String>,
@@ -123,53 +128,8 @@ fn yes() -> bool {
     true
 }
 
-/// What a resent message (same `messageId`, same content) is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
-#[serde(from = "DedupeSetting", into = "DedupeSetting")]
-pub enum Dedupe {
-    /// Every send is a new message (`false`).
-    Off,
-    /// A retry while the caller has had no answer (its connection was lost, it timed out): it
-    /// attaches to the first send, which never runs twice. Once the caller has its answer, the
-    /// same `messageId` is a new message (`"retries"`) — as the 1.0 TCK and SDK agents expect.
-    Retries,
-    /// Always the first send and its task (`true`), for callers that deliver at least once.
-    Always,
-}
-
-/// `message_dedupe` as written: `true`, `false` or `"retries"`.
-#[derive(Debug, Clone, Deserialize, serde::Serialize)]
-#[serde(untagged)]
-enum DedupeSetting {
-    Flag(bool),
-    Named(DedupeName),
-}
-
-#[derive(Debug, Clone, Deserialize, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-enum DedupeName {
-    Retries,
-}
-
-impl From<DedupeSetting> for Dedupe {
-    fn from(s: DedupeSetting) -> Self {
-        match s {
-            DedupeSetting::Flag(false) => Self::Off,
-            DedupeSetting::Flag(true) => Self::Always,
-            DedupeSetting::Named(DedupeName::Retries) => Self::Retries,
-        }
-    }
-}
-
-impl From<Dedupe> for DedupeSetting {
-    fn from(d: Dedupe) -> Self {
-        match d {
-            Dedupe::Off => Self::Flag(false),
-            Dedupe::Always => Self::Flag(true),
-            Dedupe::Retries => Self::Named(DedupeName::Retries),
-        }
-    }
-}
+/// How long after its run ended a resent message answers with it, by default (10 minutes).
+pub const DEDUPE_WINDOW_S: u64 = 600;
 
 /// The OAuth scope an agent needs when its `scope` is not set.
 pub const DEFAULT_SCOPE: &str = "a2a:call";
@@ -185,14 +145,14 @@ impl AgentConfig {
         format!("a2a-agent-{}", self.name)
     }
 
+    /// Whether a resent message is the same message (see `message_dedupe`).
     pub fn dedupes(&self) -> bool {
-        self.dedupe() != Dedupe::Off
+        self.message_dedupe.unwrap_or(self.kind != AgentKind::Tck)
     }
 
-    /// What a resent message is for this agent.
-    pub fn dedupe(&self) -> Dedupe {
-        let default = if self.kind == AgentKind::Tck { Dedupe::Off } else { Dedupe::Retries };
-        self.message_dedupe.unwrap_or(default)
+    /// How long after its run ended a resent message is still the same message.
+    pub fn dedupe_window(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.message_dedupe_window_s.unwrap_or(DEDUPE_WINDOW_S))
     }
 
     pub fn base_path(&self) -> String {
@@ -237,15 +197,20 @@ mod tests {
     }
 
     #[test]
-    fn message_dedupe_is_retries_by_default_and_reads_true_false_and_retries() {
-        assert_eq!(agent("").dedupe(), Dedupe::Retries);
-        assert_eq!(agent("message_dedupe = true").dedupe(), Dedupe::Always);
-        assert_eq!(agent("message_dedupe = false").dedupe(), Dedupe::Off);
-        assert_eq!(agent("message_dedupe = \"retries\"").dedupe(), Dedupe::Retries);
-        assert!(
-            toml::from_str::<AgentConfig>("name = \"a\"\nkind = \"echo\"\nmessage_dedupe = \"sometimes\"").is_err()
-        );
+    fn message_dedupe_is_on_with_a_ten_minute_window_by_default_and_off_for_the_tck() {
+        let default = agent("");
+        assert!(default.dedupes());
+        assert_eq!(default.dedupe_window(), std::time::Duration::from_secs(600));
+        assert!(!agent("message_dedupe = false").dedupes());
+        assert_eq!(agent("message_dedupe_window_s = 5").dedupe_window(), std::time::Duration::from_secs(5));
+        for bad in ["message_dedupe = \"retries\"", "message_dedupe_window_s = -1"] {
+            let text = format!("name = \"a\"\nkind = \"echo\"\n{bad}");
+            assert!(toml::from_str::<AgentConfig>(&text).is_err(), "{bad}");
+        }
         let tck: AgentConfig = toml::from_str("name = \"t\"\nkind = \"tck\"").unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(tck.dedupe(), Dedupe::Off);
+        assert!(!tck.dedupes());
+        let forced: AgentConfig =
+            toml::from_str("name = \"t\"\nkind = \"tck\"\nmessage_dedupe = true").unwrap_or_else(|e| panic!("{e}"));
+        assert!(forced.dedupes());
     }
 }

@@ -104,7 +104,7 @@ impl Grpc {
             path_tenant: None,
             host: req.extensions().get::<Authority>().map(|a| a.0.clone()),
             binding: "grpc",
-            tenant_wide: grant.is_some_and(|g| g.allows(switchyard_contract::TASKS_ADMIN)),
+            tenant_wide: grant.is_some_and(switchyard_contract::Grant::tenant_wide),
             trace: meta("traceparent").and_then(|t| TraceParent::parse(&t, meta("tracestate").as_deref())),
         };
         self.face.handle(&agent, &who, op).await.map_err(err)

@@ -98,7 +98,7 @@ fn caller(
     let extensions = Caller::parse_extensions(headers.get("a2a-extensions").and_then(|v| v.to_str().ok()));
     let header = |k: &str| headers.get(k).and_then(|v| v.to_str().ok());
     let trace = header("traceparent").and_then(|t| switchyard_contract::TraceParent::parse(t, header("tracestate")));
-    let tenant_wide = grant.is_some_and(|Extension(g)| g.allows(switchyard_contract::TASKS_ADMIN));
+    let tenant_wide = grant.is_some_and(|Extension(g)| g.tenant_wide());
     Ok(Caller { principal, version, extensions, path_tenant: None, host: host(headers), binding, trace, tenant_wide })
 }
 

@@ -2,8 +2,8 @@
 //! three bindings: JSON-RPC and HTTP+JSON with SSE ([`http`]) and gRPC ([`grpc`]). Tasks are
 //! durable rows of the contract's task store, changed only through the [`hub`]; every message
 //! to an agent is an invocation of the engine, so it is recorded before the agent runs, and a
-//! resent message (same `messageId` and content) is the same invocation while its caller has had
-//! no answer (`message_dedupe`).
+//! resent message (same caller, `messageId` and content) is the same invocation while it runs and
+//! for a window after it ended (`message_dedupe`).
 //! Internal agents behind the gateway are reached with [`client`] and mirrored by [`proxy`].
 
 pub mod agent;
@@ -202,7 +202,6 @@ impl A2aAgents {
             proxies: self.proxies.clone(),
             signer: self.signer.clone(),
             security: security.map(Arc::new),
-            answered: Arc::default(),
         }
     }
 

@@ -305,8 +305,23 @@ impl ToolsAgent {
             m.insert(call.invocation, child.id);
         }
         let waited = async {
+            // Whether the task says its call is held (and must say it runs once approved).
+            let mut held = false;
             while !child.state.is_settled() || matches!(child.state, InvocationState::AwaitingApproval) {
-                if matches!(child.state, InvocationState::AwaitingApproval) {
+                if held != matches!(child.state, InvocationState::AwaitingApproval) {
+                    held = !held;
+                    let changes = if held {
+                        let reason = engine.hold_reason(&child).await;
+                        self.held_changes(&child, op, reason, ctx, task)
+                    } else {
+                        let text = format!("approved: the tool call `{}` runs (invocation {})", op.name, child.id);
+                        vec![call_note(&child, op, "approved"), status_saying(TaskState::Working, &text, ctx, task)]
+                    };
+                    hub.apply_all(&req.scope, &req.task_id, None, changes)
+                        .await
+                        .map_err(|e| UpstreamError::Unavailable { message: e.message.to_string() })?;
+                }
+                if held {
                     // `wait` answers a held call at once: wait for its next event (approved,
                     // denied, canceled) instead of asking again and again while it is held.
                     let mut next = engine.watch(call.principal.tenant.clone(), child.id, child.last_seq);
@@ -342,12 +357,29 @@ impl ToolsAgent {
         }
     }
 
+    /// A held tool call's task: `TASK_STATE_AUTH_REQUIRED` (the A2A state for an action that
+    /// needs someone's approval, granted out of band), its status naming the held invocation.
+    fn held_changes(
+        &self,
+        child: &Invocation,
+        op: &Operation,
+        reason: Option<String>,
+        ctx: &str,
+        task: &str,
+    ) -> Vec<Change> {
+        let text = format!(
+            "the tool call `{}` waits for approval{} (invocation {}): it runs once an operator approves it, and the \
+             task is rejected if it is denied or not decided in time",
+            op.name,
+            reason.map(|r| format!(": {r}")).unwrap_or_default(),
+            child.id
+        );
+        vec![call_note(child, op, "awaiting_approval"), status_saying(TaskState::AuthRequired, &text, ctx, task)]
+    }
+
     /// What the tool call's outcome means for the task.
     fn changes(&self, child: &Invocation, op: &Operation, ctx: &str, task: &str) -> Vec<Change> {
-        let note = |state: &str| Change::Annotate {
-            key: CALL_METADATA.into(),
-            value: json!({"invocation": child.id.to_string(), "upstream": op.upstream, "tool": op.name, "state": state}),
-        };
+        let note = |state: &str| call_note(child, op, state);
         match &child.state {
             InvocationState::Succeeded { result, .. } => match self.catalog.content(&op.upstream, result) {
                 Ok(content) if content.size() > self.max_result_bytes => {
@@ -372,8 +404,8 @@ impl ToolsAgent {
                 ],
             },
             InvocationState::Failed { error, .. } => {
-                let state =
-                    if error.code == FailureCode::ApprovalDenied { TaskState::Rejected } else { TaskState::Failed };
+                let refused = matches!(error.code, FailureCode::ApprovalDenied | FailureCode::ApprovalExpired);
+                let state = if refused { TaskState::Rejected } else { TaskState::Failed };
                 let text = format!("the tool call failed ({}): {}", error.code, error.message);
                 vec![note("failed"), status_saying(state, &text, ctx, task)]
             }
@@ -393,6 +425,14 @@ impl ToolsAgent {
                 vec![note(other.name().as_str()), status_saying(TaskState::Failed, &text, ctx, task)]
             }
         }
+    }
+}
+
+/// The task's note of its tool call (`dev.switchyard/call` in its metadata).
+fn call_note(child: &Invocation, op: &Operation, state: &str) -> Change {
+    Change::Annotate {
+        key: CALL_METADATA.into(),
+        value: json!({"invocation": child.id.to_string(), "upstream": op.upstream, "tool": op.name, "state": state}),
     }
 }
 

@@ -156,8 +156,7 @@ async fn a_message_is_one_submission_of_a_run_request() {
     assert_eq!(run.message.message_id, "m1");
     assert!(s.ingress_key.as_ref().is_some_and(|k| k.as_str().starts_with("a2a-")), "echo dedupes resends");
 
-    // The same message again, once the caller had its answer, is a new message (the default
-    // `message_dedupe = "retries"`), on gRPC as well: another key, derived from the first.
+    // The same message again, on gRPC: the same message (the same key), answered by its run.
     let again: a2a_pb::SendMessageResponse =
         grpc(&router, &who("red"), "SendMessage", &grpc_send("m1")).await.unwrap_or_else(|e| panic!("{e}"));
     let back = a2a_pb::pbconv::from_proto_send_message_response(&again);
@@ -165,7 +164,7 @@ async fn a_message_is_one_submission_of_a_run_request() {
     assert_eq!(back["message"]["parts"][0]["text"], "hi back", "{back}");
     let keys: Vec<_> = port.submissions().iter().map(|s| s.ingress_key.clone()).collect();
     assert_eq!(keys.len(), 2);
-    assert_ne!(keys[0], keys[1]);
+    assert_eq!(keys[0], keys[1], "the binding is not part of a message's identity");
 }
 
 /// Every contract error kind at admission, on every binding: its A2A kind (JSON-RPC code,

@@ -142,12 +142,14 @@ impl McpGateway {
     }
 
     /// The routes of every virtual server, on `engine`. `agents`: the A2A agents' catalog,
-    /// for `kind = "a2a"` upstreams.
+    /// for `kind = "a2a"` upstreams; `links`: signs the artifact links results hand out (else
+    /// they open only with the caller's own credentials).
     pub fn router(
         &self,
         engine: Arc<dyn Invocations>,
         request_state_key: &[u8],
         agents: Option<Arc<dyn switchyard_contract::Catalog>>,
+        links: Option<switchyard_contract::ArtifactLinks>,
     ) -> Result<axum::Router, switchyard_contract::InvalidConfig> {
         // The engine's name for each bridged agent: what its `send_message` targets.
         let mut bridges = Vec::new();
@@ -180,6 +182,7 @@ impl McpGateway {
             bridges,
             foreign: agents,
             public_url: self.cfg.public_url.clone(),
+            artifact_links: links,
             bridge_result_max_bytes: self.cfg.bridge_result_max_bytes,
             held: Arc::default(),
             skills: Arc::new(skills::LocalSkills::load(&self.cfg.skills)?),

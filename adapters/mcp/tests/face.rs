@@ -38,7 +38,7 @@ async fn face(port: Arc<MemoryInvocations>, call_wait_ms: u64) -> axum::Router {
     let echo = Tool::new("echo", "Echoes", Arc::new(serde_json::from_value(schema).unwrap_or_default()));
     let listing = Listing { tools: vec![echo], ..Listing::default() };
     gw.catalog().learn("fx", "fx__", listing).await.unwrap_or_else(|e| panic!("{e}"));
-    gw.router(port, KEY, None).unwrap_or_else(|e| panic!("{e}"))
+    gw.router(port, KEY, None, None).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn meta(extra: Value) -> Value {

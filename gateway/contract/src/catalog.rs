@@ -126,6 +126,15 @@ pub struct NeedsInput {
     pub schema: Option<Value>,
 }
 
+/// The latest round on a task of another protocol, and how the task ended if it did (it may
+/// end after that round: a task waiting for input, canceled).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskRun {
+    pub invocation: crate::InvocationId,
+    /// The task's terminal state, as the protocol names it (`TASK_STATE_CANCELED`).
+    pub ended: Option<String>,
+}
+
 /// What the upstreams of one protocol offer, for faces of another. Implemented by the adapter
 /// that owns the upstreams (it knows their wire and applies its face's checks). A `source` is
 /// what the owning adapter calls the upstream (an MCP upstream's name, an A2A agent's name); an
@@ -168,6 +177,13 @@ pub trait Catalog: Send + Sync + std::fmt::Debug {
 
     /// A result of `upstream` (the invocation's stored result) as content.
     fn content(&self, upstream: &str, result: &Value) -> Result<Content, Error>;
+
+    /// The latest round on `source`'s task `task` (the id the owning protocol gave the call,
+    /// such as an A2A task id), if `principal` may see that task. Default: none (the protocol
+    /// has no task ids of its own).
+    async fn task_run(&self, _principal: &Principal, _source: &str, _task: &str) -> Result<Option<TaskRun>, Error> {
+        Ok(None)
+    }
 
     /// Stops the call `invocation` (of `principal`'s tenant) the way its protocol does it,
     /// upstream included, and cancels the invocation. Default: the protocol has no way to ask.

@@ -7,6 +7,7 @@
 //! protocol SDK and no database: stores persist what [`state`] decides.
 
 pub mod artifact;
+pub mod artifact_link;
 pub mod audit;
 pub mod bells;
 pub mod catalog;
@@ -31,8 +32,9 @@ pub use artifact::{
     ArtifactError, ArtifactIndex, ArtifactKeeper, ArtifactMeta, ArtifactPage, ArtifactStore, BlobRef, ByteRange,
     ByteStream, ChunkSums, Commit, ContentDigest, Keep, NewArtifact, OpenedBlob, StagedBlob,
 };
+pub use artifact_link::ArtifactLinks;
 pub use audit::{AuditEntry, AuditKind, AuditLog, AuditRow, AuditStore, ChainHead, StoredCheckpoint};
-pub use catalog::{Catalog, Content, NeedsInput, Operation, Part};
+pub use catalog::{Catalog, Content, NeedsInput, Operation, Part, TaskRun};
 pub use digest::RequestDigest;
 pub use engine::{Engine, EngineConfig, FaultHook, FaultPoint, NoFaults};
 pub use error::{Error, ErrorKind, ErrorSource, FailureCode, FailureRecord, InvalidConfig};

@@ -201,6 +201,8 @@ pub trait Invocations: Send + Sync + std::fmt::Debug {
     async fn wait(&self, tenant: &TenantId, id: InvocationId, limit: Duration) -> Result<Invocation, Error>;
     /// The invocation, if it belongs to `tenant` (else `NotFound`).
     async fn get(&self, tenant: &TenantId, id: InvocationId) -> Result<Invocation, Error>;
+    /// The clock invocations' times are read on (the store's): to compare with them.
+    async fn now(&self) -> Result<Millis, Error>;
     async fn list(&self, tenant: &TenantId, query: ListQuery) -> Result<Page, Error>;
     /// Records a cancellation durably and propagates it (G8).
     async fn cancel(&self, by: &Principal, id: InvocationId) -> Result<Invocation, Error>;

@@ -87,6 +87,12 @@ impl Grant {
             Self::Scopes(s) => s.contains(scope),
         }
     }
+
+    /// Whether the caller reads and cancels every subject's tasks of its tenant, not only its
+    /// own ([`TASKS_ADMIN`]).
+    pub fn tenant_wide(&self) -> bool {
+        self.allows(TASKS_ADMIN)
+    }
 }
 
 /// What an operation does to the world. Taken from local configuration only, never from an

@@ -196,6 +196,12 @@ impl TaskScope {
         Self { all_subjects: true, ..Self::of(principal, space) }
     }
 
+    /// The same scope reading only its owner's tasks (what a new task's run needs, whatever
+    /// the breadth of the credential that sent it).
+    pub fn own(&self) -> Self {
+        Self { all_subjects: false, ..self.clone() }
+    }
+
     /// The scope of a stored row: its `<tenant>/<space>` key and its owner.
     pub fn stored(key: &str, owner: &str) -> Result<Self, Error> {
         let (tenant, space) =

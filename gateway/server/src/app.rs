@@ -37,6 +37,8 @@ pub struct App {
     pub gate: Gatekeeper,
     /// Artifact bytes and metadata, served at `/artifacts/{id}`.
     pub artifacts: switchyard_artifacts::Artifacts,
+    /// Signs and checks the links to an artifact that faces hand its caller.
+    links: switchyard_contract::ArtifactLinks,
     /// Upstream MCP servers, their catalog, and the MCP endpoints' routes (before auth).
     pub mcp: Arc<McpGateway>,
     mcp_routes: Router,
@@ -116,14 +118,17 @@ impl App {
         let a2a_face = a2a.face(invocations.clone(), oauth.as_ref().map(|o| a2a_security(o.config())));
         let gate = Gatekeeper::new(admin_token, oauth);
         let agents: Arc<dyn switchyard_contract::Catalog> = a2a.bridge();
-        let mcp_routes =
-            mcp.router(invocations, request_state_key(cfg)?.0.as_bytes(), Some(agents)).map_err(anyhow::Error::msg)?;
+        let links = artifact_links(cfg)?;
+        let mcp_routes = mcp
+            .router(invocations, request_state_key(cfg)?.0.as_bytes(), Some(agents), Some(links.clone()))
+            .map_err(anyhow::Error::msg)?;
         Ok(Self {
             engine,
             store: stores.invocations,
             token_source,
             gate,
             artifacts,
+            links,
             mcp,
             mcp_routes,
             bindings: stores.bindings,
@@ -153,6 +158,7 @@ impl App {
             .merge(crate::artifacts_http::router(crate::artifacts_http::ArtifactsHttp {
                 artifacts: self.artifacts.clone(),
                 gate: self.gate.clone(),
+                links: self.links.clone(),
             }))
             .merge(crate::mcp_http::protect(
                 self.mcp_routes.clone(),
@@ -307,6 +313,16 @@ fn generated_secret(path: &std::path::Path) -> anyhow::Result<Secret> {
     let secret = Sealer::generate_hex().map_err(anyhow::Error::msg)?;
     write_private(path, &secret).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(Secret(secret))
+}
+
+/// The key artifact links are signed with: `artifacts.link_key`, else
+/// `<data_dir>/artifact-link-key` (generated once).
+fn artifact_links(cfg: &Config) -> anyhow::Result<switchyard_contract::ArtifactLinks> {
+    let key = match &cfg.artifacts.link_key {
+        k if !k.0.is_empty() => k.clone(),
+        _ => generated_secret(&cfg.server.data_dir.join("artifact-link-key"))?,
+    };
+    Ok(switchyard_contract::ArtifactLinks::new(key.0.as_bytes()))
 }
 
 /// The key sealing upstream OAuth tokens: `mcp.token_key`, else `<data_dir>/mcp-token-key`

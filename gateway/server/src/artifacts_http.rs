@@ -3,7 +3,8 @@
 //!
 //! Authorized to the owning tenant only, through the [`Gatekeeper`]: the operator's admin token
 //! with `X-Switchyard-Tenant` (default `default`), or an OAuth credential whose token names the
-//! tenant and grants `artifacts:read`. Another tenant's artifact
+//! tenant and grants `artifacts:read`; or, without credentials, the `grant` of a link a face
+//! handed its caller ([`ArtifactLinks`]: that artifact, that tenant, for an hour). Another tenant's artifact
 //! answers 404, exactly like a missing one, so existence does not leak. Headers: `ETag`
 //! (`"sha256:<hex>"`, strong: the bytes never change), `Content-Type`, `Content-Length`,
 //! `Accept-Ranges`, single-range requests (206 / 416), `If-None-Match` (304). Bytes are served
@@ -11,13 +12,15 @@
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use futures::TryStreamExt;
 use switchyard_artifacts::{Artifacts, Download, RangeSpec};
-use switchyard_contract::{ArtifactError, ArtifactId, ArtifactIndex, Error, TenantId};
+use switchyard_contract::{
+    ArtifactError, ArtifactId, ArtifactIndex, ArtifactLinks, Error, ErrorKind, ErrorSource, TenantId,
+};
 
 use crate::admin::ApiError;
 use crate::auth::{Gatekeeper, scope};
@@ -28,6 +31,14 @@ use crate::config::Config;
 pub struct ArtifactsHttp {
     pub artifacts: Artifacts,
     pub gate: Gatekeeper,
+    /// Checks the `grant` of a link a face handed out.
+    pub links: ArtifactLinks,
+}
+
+/// `?grant=…`: the signed grant of a link a face handed its caller.
+#[derive(Debug, serde::Deserialize)]
+pub struct LinkQuery {
+    grant: Option<String>,
 }
 
 /// Opens the configured byte store and joins it to the artifact index on the store database.
@@ -63,7 +74,27 @@ pub fn parse_range_value(value: &str) -> Option<RangeSpec> {
     }
 }
 
-async fn download(State(state): State<ArtifactsHttp>, Path(id): Path<String>, headers: HeaderMap) -> Response {
+async fn download(
+    State(state): State<ArtifactsHttp>,
+    Path(id): Path<String>,
+    Query(link): Query<LinkQuery>,
+    headers: HeaderMap,
+) -> Response {
+    // A link's grant opens its one artifact, for the tenant it was given to, until it expires.
+    if let Some(grant) = &link.grant {
+        let now_s = u64::try_from(switchyard_contract::wall_clock_ms() / 1000).unwrap_or(0);
+        let granted = id.parse().ok().and_then(|a| state.links.verify(grant, a, now_s));
+        return match granted {
+            Some(who) => serve(&state, &who.tenant, &id, &headers).await.unwrap_or_else(IntoResponse::into_response),
+            None => ApiError::from(Error::new(
+                ErrorKind::Unauthenticated,
+                ErrorSource::Client,
+                false,
+                "this artifact link is not valid or has expired: ask for the result again for a fresh link",
+            ))
+            .into_response(),
+        };
+    }
     let who = match state.gate.identify(&headers).await {
         Ok(who) => who,
         Err(refusal) => return refusal.into_response(),

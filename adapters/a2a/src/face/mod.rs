@@ -127,8 +127,6 @@ pub struct A2aFace {
     pub(crate) signer: Option<Arc<crate::card::CardSigner>>,
     /// The card's `securitySchemes` and `securityRequirements`, when callers must authenticate.
     pub(crate) security: Option<Arc<(Value, Value)>>,
-    /// Sends whose answer reached the caller (a resend of one is a new message).
-    pub(crate) answered: Arc<send::Answered>,
 }
 
 const PAGE_DEFAULT: i32 = 50;

@@ -1,71 +1,15 @@
 //! SendMessage and SendStreamingMessage: the run request, its durable invocation, and the
 //! first answer (a message, or the task and its stream).
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::Mutex;
+use std::collections::HashMap;
 
 use super::*;
+use switchyard_contract::Invocation;
 use switchyard_contract::TraceParent;
-use switchyard_contract::{Invocation, client_stays};
 
-/// How many answered sends a face remembers (oldest forgotten first: a resend of a forgotten
-/// one attaches to it, as a retry would).
-const ANSWERED_MAX: usize = 100_000;
-
-/// The sends (of agents that dedupe) whose answer this face gave to the caller. A resend with
-/// the same `messageId` and content is a retry while the caller has had no answer — it attaches
-/// to the first send and never runs twice — and a new message once it has: the A2A
-/// specification leaves deduplication to the agent ("MAY be idempotent"), and clients (the TCK
-/// among them) reuse a `messageId` for a new message once they have their answer. Each answer
-/// moves the message to its next generation, whose task and key derive from the last one.
-/// Kept in memory: after a restart, or on another replica, a resend attaches (the safe side).
-#[derive(Debug, Default)]
-pub(crate) struct Answered {
-    gens: Mutex<Generations>,
-}
-
-/// Each message's latest generation, kept directly (a lookup, never a walk along the chain).
-/// Keys are `<identity>\0<content digest>`.
-#[derive(Debug, Default)]
-struct Generations {
-    /// By the key of a message's first generation, the key of its latest.
-    latest: HashMap<String, String>,
-    /// By the key of each later generation, the key of its message's first.
-    first_of: HashMap<String, String>,
-    /// Later generations' keys, oldest first (the bound).
-    order: VecDeque<String>,
-}
-
-impl Answered {
-    /// The content digest a send with `content` (its first generation's) uses now.
-    fn current(&self, identity: &str, content: String) -> String {
-        let Ok(g) = self.gens.lock() else { return content };
-        let prefix = format!("{identity}\0");
-        match g.latest.get(&format!("{prefix}{content}")).and_then(|k| k.strip_prefix(&prefix)) {
-            Some(latest) => latest.to_string(),
-            None => content,
-        }
-    }
-
-    /// The send with `content` (a generation) was answered: a resend starts the next one.
-    fn answered(&self, identity: &str, content: &str, inv: InvocationId) {
-        let Ok(mut g) = self.gens.lock() else { return };
-        let key = format!("{identity}\0{content}");
-        let next = format!("{identity}\0{}", hex::encode(Sha256::digest(format!("{key}\0{inv}").as_bytes())));
-        let first = g.first_of.get(&key).cloned().unwrap_or(key);
-        g.first_of.insert(next.clone(), first.clone());
-        g.latest.insert(first, next.clone());
-        g.order.push_back(next);
-        while g.order.len() > ANSWERED_MAX {
-            let Some(old) = g.order.pop_front() else { break };
-            if let Some(first) = g.first_of.remove(&old)
-                && g.latest.get(&first) == Some(&old)
-            {
-                g.latest.remove(&first);
-            }
-        }
-    }
-}
+/// How many earlier generations a resent message may follow to its current one (each link is
+/// an earlier run that never reached the agent, or that ended before the dedupe window).
+const CHAIN_MAX: usize = 32;
 
 /// A decoded send: everything the run needs, checked, before anything is submitted.
 pub(super) struct Send {
@@ -78,8 +22,10 @@ pub(super) struct Send {
     /// event of this run (its end included) follows the first snapshot.
     before: Option<(Task, i64)>,
     pub(super) submission: Submission,
-    /// With dedupe: the message's identity (scope, agent, messageId) and content generation.
-    generation: Option<(String, String)>,
+    /// With dedupe: how long after its run ended a resend still answers with it.
+    window: Option<Duration>,
+    /// The content digest of this generation of the message (with dedupe).
+    content: String,
 }
 
 impl A2aFace {
@@ -95,7 +41,7 @@ impl A2aFace {
         streaming: bool,
     ) -> Result<Reply, A2aError> {
         let blocking = !streaming && req.configuration.as_ref().and_then(|c| c.return_immediately) != Some(true);
-        let send = self.parse_send(agent, who, req).await?;
+        let mut send = self.parse_send(agent, who, req.clone(), None).await?;
         let message_id = send.message_id.clone();
         // A resend with the same id but other content is the caller's mistake, not a conflict of
         // the store: say which message.
@@ -111,32 +57,51 @@ impl A2aFace {
                 A2aError::from(e)
             }
         };
-        let generation = send.generation.clone();
-        let wait = blocking.then(|| Duration::from_millis(self.config.call_wait_ms));
-        let inv = match self.submit_run(send.submission.clone(), wait).await {
-            Ok(submitted) => submitted.invocation,
-            // Refused by the policy: nothing was admitted; the task says why.
-            Err(e) if e.kind == ErrorKind::Forbidden && e.source == switchyard_contract::ErrorSource::Policy => {
-                return self.denied(agent, &send, &e.message, streaming).await;
+        // A resend whose run ended longer ago than the dedupe window is a new message: its next
+        // generation (content, key and new task derived from that run), which may have ended
+        // too — a chain every replica walks alike, since each link is a stored invocation.
+        let mut current = None;
+        for _ in 0..CHAIN_MAX {
+            let submitted = match self.submit_run(send.submission.clone()).await {
+                Ok(submitted) => submitted,
+                // Refused by the policy: nothing was admitted; the task says why.
+                Err(e) if e.kind == ErrorKind::Forbidden && e.source == switchyard_contract::ErrorSource::Policy => {
+                    return self.denied(agent, &send, &e.message, streaming).await;
+                }
+                Err(e) => return Err(resent(e)),
+            };
+            if !self.ended_before(&submitted, send.window).await? {
+                current = Some(submitted.invocation);
+                break;
             }
-            Err(e) => return Err(resent(e)),
-        };
-        let (inv, reply) = if matches!(inv.state, InvocationState::AwaitingApproval) {
-            (inv.id, self.held(agent, &send, &inv, streaming).await?)
-        } else if blocking {
-            (inv.id, self.blocking(&send, inv).await?)
-        } else {
-            (inv.id, self.first(send, inv.id, &who.principal, streaming).await?)
-        };
-        // The caller has its answer (a stream: its first event): a resend is a new message.
-        if let Some((identity, content)) = generation {
-            self.answered.answered(&identity, &content, inv);
+            let after = (send.content.clone(), submitted.invocation.id);
+            send = self.parse_send(agent, who, req.clone(), Some(after)).await?;
         }
-        Ok(reply)
+        let inv = current.ok_or_else(|| {
+            A2aError::invalid_params(format!(
+                "message `{message_id}` was sent too many times; send it with a new messageId"
+            ))
+        })?;
+        if matches!(inv.state, InvocationState::AwaitingApproval) {
+            self.held(agent, &send, &inv, streaming).await
+        } else if blocking {
+            let inv = self.until_answered(&send, inv).await?;
+            self.blocking(&send, inv).await
+        } else {
+            self.first(send, inv.id, &who.principal, streaming).await
+        }
     }
 
-    /// Checks a send and builds its run request and submission; writes nothing.
-    async fn parse_send(&self, agent: &AgentEntry, who: &Caller, req: SendMessageRequest) -> Result<Send, A2aError> {
+    /// Checks a send and builds its run request and submission; writes nothing. `after`: the
+    /// content digest and run of the generation this send follows (its run ended longer ago
+    /// than the dedupe window).
+    async fn parse_send(
+        &self,
+        agent: &AgentEntry,
+        who: &Caller,
+        req: SendMessageRequest,
+        after: Option<(String, InvocationId)>,
+    ) -> Result<Send, A2aError> {
         let cfg = &agent.config;
         let scope = Self::scope(who, req.tenant.as_ref());
         let message = req.message;
@@ -159,16 +124,18 @@ impl A2aFace {
             }
             push::check_url(&p.url, &self.config.push)?;
         }
-        // With dedupe, a resent message (same messageId, same content) whose answer the caller
-        // has not had is the same invocation and the same task ([`Answered`]); without, every
-        // send is new.
+        // With dedupe, a resent message (same caller, messageId and content) is the same
+        // invocation and the same task (its key, see [`submit_run`](Self::submit_run)); without,
+        // every send is new.
         let identity = format!("{}\0{}\0{}", scope.identity(), cfg.name, message.message_id);
-        let retries = cfg.dedupe() == crate::config::Dedupe::Retries;
         let content = if cfg.dedupes() {
             let v = serde_json::json!([&message, &push, &metadata, &modes]);
             let canonical = serde_json_canonicalizer::to_string(&v).map_err(|e| A2aError::internal(e.to_string()))?;
             let first = hex::encode(Sha256::digest(canonical.as_bytes()));
-            if retries { self.answered.current(&identity, first) } else { first }
+            match after {
+                Some((previous, run)) => hex::encode(Sha256::digest(format!("{previous}\0{run}").as_bytes())),
+                None => first,
+            }
         } else {
             uuid::Uuid::now_v7().to_string()
         };
@@ -178,7 +145,9 @@ impl A2aFace {
             tools.check(&who.principal, &message, before.as_ref().map(|(t, _)| t)).await?;
         }
         let run = RunRequest {
-            scope: scope.clone(),
+            // A new task's run reads only its own task: the same message sent with a broader
+            // credential (`tasks:admin`) is the same run request.
+            scope: if new_task { scope.own() } else { scope.clone() },
             agent: cfg.name.clone(),
             task_id: task_id.clone(),
             context_id,
@@ -207,7 +176,6 @@ impl A2aFace {
             parent: None,
             trace,
         };
-        let generation = retries.then_some((identity, content));
         Ok(Send {
             scope,
             task_id,
@@ -216,7 +184,8 @@ impl A2aFace {
             history_length,
             before,
             submission,
-            generation,
+            window: cfg.dedupes().then(|| cfg.dedupe_window()),
+            content,
         })
     }
 
@@ -320,23 +289,19 @@ impl A2aFace {
         Ok(Reply::Stream(first.chain(rest).boxed()))
     }
 
-    /// Submits a run (and with `wait`, waits for it). A resent message whose earlier send was
-    /// reconciled `not applied` — it never reached the agent — runs again, under a key derived
-    /// from that invocation: every resend follows the same chain, so it still runs once.
+    /// Submits a run. A resent message whose earlier send was reconciled `not applied` — it
+    /// never reached the agent — runs again, under a key derived from that invocation (and the
+    /// same task): every resend follows the same chain, so it still runs once.
     async fn submit_run(
         &self,
         mut submission: Submission,
-        wait: Option<Duration>,
     ) -> Result<switchyard_contract::Submitted, switchyard_contract::Error> {
-        for _ in 0..8 {
-            let out = match wait {
-                Some(w) => self.engine.submit_and_wait(submission.clone(), w, client_stays()).await?.submitted,
-                None => self.engine.submit(submission.clone()).await?,
-            };
+        for _ in 0..CHAIN_MAX {
+            let out = self.engine.submit(submission.clone()).await?;
             let not_applied = matches!(&out.invocation.state, InvocationState::Failed { error, .. }
                 if error.code == switchyard_contract::FailureCode::NotApplied);
-            match (&submission.ingress_key, not_applied) {
-                (Some(key), true) => {
+            match &submission.ingress_key {
+                Some(key) if not_applied => {
                     let d = Sha256::digest(format!("{}\0{}", key.as_str(), out.invocation.id).as_bytes());
                     submission.ingress_key = Some(IngressKey::new(format!("a2a-{}", &hex::encode(d)[..40]))?);
                 }
@@ -344,6 +309,50 @@ impl A2aFace {
             }
         }
         Err(switchyard_contract::Error::conflict("this message was reconciled `not applied` too many times"))
+    }
+
+    /// A blocking send's wait (at most `call_wait_ms`): until its run settles, or its task
+    /// is in an interrupted state (`INPUT_REQUIRED`, or `AUTH_REQUIRED` while a tool call waits
+    /// for approval), as A2A's blocking mode asks. The run as it is then.
+    async fn until_answered(&self, send: &Send, inv: Invocation) -> Result<Invocation, A2aError> {
+        if inv.state.is_settled() {
+            return Ok(inv);
+        }
+        let limit = Duration::from_millis(self.config.call_wait_ms);
+        let tenant = inv.principal.tenant.clone();
+        // This run's events: a new task's from its start, a follow-up's after its message.
+        let after = send.before.as_ref().map_or(0, |(_, version)| *version);
+        let interrupted = async {
+            let mut events = self.hub.follow(send.task_id.clone(), after, false);
+            while let Some(event) = events.next().await {
+                if let Ok(StreamResponse::StatusUpdate(s)) = &event
+                    && hub::is_interrupted(&s.status.state)
+                    && let Ok(Some(rec)) = self.hub.get(&send.scope, &send.task_id).await
+                    && task_of(&rec).is_ok_and(|t| hub::is_interrupted(&t.status.state))
+                {
+                    return;
+                }
+            }
+            // Ended: the run settles with it.
+            std::future::pending::<()>().await;
+        };
+        tokio::select! {
+            settled = self.engine.wait(&tenant, inv.id, limit) => Ok(settled?),
+            () = interrupted => Ok(self.engine.get(&tenant, inv.id).await?),
+        }
+    }
+
+    /// Whether `out` is an earlier send of this message (not just admitted) whose run ended
+    /// longer than `window` ago, on the store's clock: a resend then is a new message.
+    async fn ended_before(
+        &self,
+        out: &switchyard_contract::Submitted,
+        window: Option<Duration>,
+    ) -> Result<bool, switchyard_contract::Error> {
+        let inv = &out.invocation;
+        let Some(window) = window.filter(|_| !out.created && inv.state.is_terminal()) else { return Ok(false) };
+        let age = self.engine.now().await?.saturating_sub(inv.updated_at_ms);
+        Ok(age > i64::try_from(window.as_millis()).unwrap_or(i64::MAX))
     }
 
     /// Waits until the run's task exists (a follow-up's does at once), or the run answered
@@ -434,27 +443,4 @@ fn split_metadata(
         .and_then(Value::as_str)
         .and_then(|p| TraceParent::parse(p, state.as_ref().and_then(Value::as_str)));
     ((!m.is_empty()).then_some(m), grant, trace)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_message_s_latest_generation_is_one_lookup_away() {
-        let a = Answered::default();
-        let (id, other) = ("red/\0echo\0m1", "red/\0echo\0m2");
-        assert_eq!(a.current(id, "c0".into()), "c0", "never answered: its first generation");
-        let mut seen = vec!["c0".to_string()];
-        for _ in 0..5 {
-            let now = a.current(id, "c0".into());
-            a.answered(id, &now, InvocationId::new());
-            let next = a.current(id, "c0".into());
-            assert!(!seen.contains(&next), "each answer starts a new generation");
-            seen.push(next);
-        }
-        assert_eq!(a.current(other, "c0".into()), "c0", "another message is untouched");
-        let g = a.gens.lock().unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!((g.latest.len(), g.first_of.len()), (1, 5), "one message, five later generations");
-    }
 }

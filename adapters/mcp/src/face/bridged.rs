@@ -42,7 +42,7 @@ const ASKED_SETTLES_WITHIN: std::time::Duration = std::time::Duration::from_secs
 fn task_tool_schema() -> Map<String, Value> {
     let schema = json!({
         "type": "object",
-        "properties": {"task_id": {"type": "string", "description": "The task (invocation) id a call answered with."}},
+        "properties": {"task_id": {"type": "string", "description": "The agent's task id a call answered with (its invocation id is accepted too)."}},
         "required": ["task_id"],
         "additionalProperties": false
     });
@@ -113,10 +113,12 @@ impl McpFace {
         self.bridges().find_map(|b| name.strip_prefix(b.prefix.as_str()).map(|op| (b.clone(), op.to_string())))
     }
 
-    /// Where this request reached the gateway: links to artifacts are absolute URLs under it.
-    pub(super) fn base_url(&self, ctx: &RequestContext<RoleServer>) -> String {
+    /// Where this request reached the gateway (links to artifacts are absolute URLs under it),
+    /// and the caller the links open for.
+    pub(super) fn link_base(&self, ctx: &RequestContext<RoleServer>) -> LinkBase {
+        let grant = self.shared.artifact_links.clone().zip(principal(ctx).ok());
         if let Some(u) = &self.shared.public_url {
-            return u.trim_end_matches('/').to_string();
+            return LinkBase { url: u.trim_end_matches('/').to_string(), grant };
         }
         let host = ctx
             .extensions
@@ -124,7 +126,7 @@ impl McpFace {
             .and_then(|p| p.headers.get(axum::http::header::HOST))
             .and_then(|h| h.to_str().ok())
             .unwrap_or("localhost");
-        format!("http://{host}")
+        LinkBase { url: format!("http://{host}"), grant }
     }
 
     pub(super) async fn call_bridged(
@@ -138,7 +140,7 @@ impl McpFace {
         let who = principal(&ctx)?;
         let name = params.name.to_string();
         let args = params.arguments.clone().unwrap_or_default();
-        let base = self.base_url(&ctx);
+        let base = self.link_base(&ctx);
         if op == GET_TASK || op == CANCEL_TASK {
             let r = self.task_tool(&bridge, &who, &args, op == CANCEL_TASK, &base).await?;
             return Ok(CallToolResponse::Complete(r));
@@ -244,25 +246,50 @@ impl McpFace {
         who: &Principal,
         args: &Map<String, Value>,
         cancel: bool,
-        base: &str,
+        base: &LinkBase,
     ) -> Result<CallToolResult, ErrorData> {
         let id =
             args.get("task_id").and_then(Value::as_str).ok_or_else(|| invalid("`task_id` (a string) is required"))?;
-        let mut inv = self.bridged_invocation(bridge, who, id).await?;
+        let (mut inv, ended) = match self.bridged_invocation(bridge, who, id).await {
+            Ok(inv) => (inv, None),
+            // The agent's task id (what results name): its latest round.
+            Err(unknown) => {
+                let run = self.foreign()?.task_run(who, &bridge.agent, id).await;
+                match run.map_err(|e| crate::error::rpc_error(&e, None))? {
+                    Some(run) => (self.bridged_invocation(bridge, who, &run.invocation.to_string()).await?, run.ended),
+                    None => return Err(unknown),
+                }
+            }
+        };
+        // A task that waited for input, then ended (canceled): its round's result is stale.
+        if let Some(state) = ended.filter(|_| self.waits_for_input(&inv).unwrap_or(false)) {
+            return Ok(error_result(inv.id, &format!("the agent's task `{id}` ended: {state}")));
+        }
         if cancel {
-            if inv.state.is_settled() {
+            let waits = self.waits_for_input(&inv)?;
+            if inv.state.is_settled() && !waits {
                 return Ok(error_result(inv.id, &format!("the call already ended ({})", inv.state.name().as_str())));
             }
             if let Err(e) = self.foreign()?.cancel(who, &inv).await {
                 return Ok(error_result(inv.id, &format!("the agent did not cancel the task: {}", e.message)));
+            }
+            if waits {
+                let task = task_of(&inv).unwrap_or(id);
+                return Ok(error_result(inv.id, &format!("the agent's task `{task}` was canceled")));
             }
             inv = self.shared.engine.get(&who.tenant, inv.id).await.map_err(|e| crate::error::rpc_error(&e, None))?;
         }
         self.bridged_outcome(bridge, &inv, base)
     }
 
+    /// Whether `inv` ended asking for input (its task waits for the caller's answer).
+    fn waits_for_input(&self, inv: &Invocation) -> Result<bool, ErrorData> {
+        let InvocationState::Succeeded { result, .. } = &inv.state else { return Ok(false) };
+        Ok(self.foreign()?.content(&inv.target.upstream, result).is_ok_and(|c| c.needs_input.is_some()))
+    }
+
     /// [`result_of`], unless the content is larger than this gateway passes on.
-    fn capped(&self, content: &Content, id: InvocationId, base: &str) -> CallToolResult {
+    fn capped(&self, content: &Content, id: InvocationId, base: &LinkBase) -> CallToolResult {
         let max = self.shared.bridge_result_max_bytes;
         if content.size() > max {
             return error_result(
@@ -283,7 +310,7 @@ impl McpFace {
         &self,
         bridge: &Bridge,
         inv: &Invocation,
-        base: &str,
+        base: &LinkBase,
     ) -> Result<CallToolResult, ErrorData> {
         let InvocationState::Succeeded { result, .. } = &inv.state else {
             if !inv.state.is_settled() && !matches!(inv.state, InvocationState::AwaitingApproval) {
@@ -335,20 +362,27 @@ fn declined(previous: &Invocation, action: &str, bridge: &Bridge) -> CallToolRes
     )
 }
 
-/// A call still running: say which task, and how to follow it.
+/// The agent's task id a bridged invocation sends to (its run request's `taskId`).
+fn task_of(inv: &Invocation) -> Option<&str> {
+    inv.request.get("taskId").and_then(Value::as_str)
+}
+
+/// A call still running: say which task, and how to follow it. `task_id` is always the agent's
+/// task id (the invocation is in `structuredContent` and `_meta`; the task tools take either).
 fn running(inv: &Invocation, bridge: &Bridge) -> CallToolResult {
+    let task = task_of(inv).map_or_else(|| inv.id.to_string(), str::to_string);
     let mut r = error_result(
         inv.id,
         &format!(
-            "the agent is still working on this call (task {id}, {state}). Call `{prefix}get_task` with task_id \
-             `{id}` for its outcome, or `{prefix}cancel_task` to stop it.",
-            id = inv.id,
+            "the agent is still working on this call (task {task}, {state}). Call `{prefix}get_task` with task_id \
+             `{task}` for its outcome, or `{prefix}cancel_task` to stop it.",
             state = inv.state.name().as_str(),
             prefix = bridge.prefix
         ),
     );
     r.structured_content = Some(json!({
-        "invocation": inv.id.to_string(), "state": inv.state.name().as_str(), "taskTool": format!("{}{GET_TASK}", bridge.prefix)
+        "invocation": inv.id.to_string(), "taskId": task, "state": inv.state.name().as_str(),
+        "taskTool": format!("{}{GET_TASK}", bridge.prefix)
     }));
     r
 }
@@ -369,10 +403,31 @@ fn elicitation(message: &str, schema: Option<&Value>) -> BTreeMap<String, InputR
     asked.map(|r| BTreeMap::from([(ANSWER.to_string(), r)])).unwrap_or_default()
 }
 
+/// Where the artifact links of a result point: under the URL the request reached, each with a
+/// signed grant for the caller it answers when the gateway signs links (so a caller without
+/// credentials of its own, or whose token lacks `artifacts:read`, can fetch what it was given).
+pub(super) struct LinkBase {
+    url: String,
+    grant: Option<(switchyard_contract::ArtifactLinks, Principal)>,
+}
+
+impl LinkBase {
+    fn artifact(&self, id: switchyard_contract::ArtifactId) -> String {
+        let plain = format!("{}/artifacts/{id}", self.url);
+        match &self.grant {
+            Some((links, who)) => {
+                let now_s = u64::try_from(switchyard_contract::wall_clock_ms() / 1000).unwrap_or(0);
+                format!("{plain}?grant={}", links.grant(who, id, now_s))
+            }
+            None => plain,
+        }
+    }
+}
+
 /// Content as a tool result: text and data parts as text (data also as `structuredContent`),
 /// bytes as image, audio or embedded resources, artifacts as `resource_link`s to
 /// `/artifacts/{id}` under `base`, links as `resource_link`s; the A2A task's ids in `_meta`.
-pub(super) fn result_of(content: &Content, id: InvocationId, base: &str) -> CallToolResult {
+pub(super) fn result_of(content: &Content, id: InvocationId, base: &LinkBase) -> CallToolResult {
     let b64 = |d: &[u8]| base64::engine::general_purpose::STANDARD.encode(d);
     let blocks: Vec<Value> = content
         .parts
@@ -392,7 +447,7 @@ pub(super) fn result_of(content: &Content, id: InvocationId, base: &str) -> Call
                 }
             }
             Part::Artifact { id, size, media_type, name } => json!({
-                "type": "resource_link", "uri": format!("{base}/artifacts/{id}"),
+                "type": "resource_link", "uri": base.artifact(*id),
                 "name": name.clone().unwrap_or_else(|| id.to_string()), "mimeType": media_type, "size": size
             }),
             Part::Link { uri, media_type, name, description } => json!({
@@ -448,7 +503,8 @@ mod tests {
             about: Map::from_iter([("taskId".to_string(), json!("t1"))]),
             ..Content::default()
         };
-        let r = serde_json::to_value(result_of(&content, id, "http://gw")).unwrap_or_default();
+        let r = serde_json::to_value(result_of(&content, id, &LinkBase { url: "http://gw".into(), grant: None }))
+            .unwrap_or_default();
         assert_eq!(r["content"][0], json!({"type": "text", "text": "hello"}));
         assert_eq!(r["content"][1]["text"], json!("{\"n\":1}"));
         assert_eq!(r["content"][2]["type"], json!("image"));

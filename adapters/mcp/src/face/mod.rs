@@ -84,6 +84,8 @@ pub struct Shared {
     pub foreign: Option<Arc<dyn switchyard_contract::Catalog>>,
     /// Base of absolute links the face hands out (artifacts); unset: the request's `Host`.
     pub public_url: Option<String>,
+    /// Signs the artifact links results hand out, for the caller they answer.
+    pub artifact_links: Option<switchyard_contract::ArtifactLinks>,
     pub bridge_result_max_bytes: usize,
     /// 2026-07-28 calls whose legacy upstream waits for the client's answer.
     pub held: Arc<held::Held>,

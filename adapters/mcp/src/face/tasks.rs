@@ -63,7 +63,7 @@ impl McpFace {
             .extensions
             .get::<axum::http::request::Parts>()
             .and_then(|p| p.extensions.get::<switchyard_contract::Grant>())
-            .is_some_and(|g| g.allows(switchyard_contract::TASKS_ADMIN));
+            .is_some_and(switchyard_contract::Grant::tenant_wide);
         if inv.principal.subject != who.subject && !tenant_wide {
             return Err(unknown());
         }
@@ -92,7 +92,7 @@ impl McpFace {
         if let Some(bridge) = self.shared.bridge_for(&inv.target.upstream).cloned()
             && matches!(inv.state, InvocationState::Succeeded { .. })
         {
-            let r = self.bridged_outcome(&bridge, &inv, &self.base_url(ctx))?;
+            let r = self.bridged_outcome(&bridge, &inv, &self.link_base(ctx))?;
             let result = object(serde_json::to_value(r).map_err(|e| internal(e.to_string()))?);
             return Ok(GetTaskResult::new(DetailedTask::new(task, TaskPayload::Completed { result })));
         }

@@ -636,6 +636,10 @@ impl Invocations for Engine {
         self.inner.owned(tenant, id).await
     }
 
+    async fn now(&self) -> Result<Millis, Error> {
+        self.inner.store.now().await
+    }
+
     async fn list(&self, tenant: &TenantId, query: ListQuery) -> Result<Page, Error> {
         query.page_size()?;
         query.after()?;

@@ -318,6 +318,12 @@ impl Invocations for MemoryInvocations {
         self.records().owned(tenant, id)
     }
 
+    /// Its clock moves one millisecond per change from the wall clock at its start, so the wall
+    /// clock is never behind it by more than the changes made.
+    async fn now(&self) -> Result<Millis, Error> {
+        Ok(crate::wall_clock_ms().max(self.records().clock))
+    }
+
     async fn list(&self, tenant: &TenantId, query: ListQuery) -> Result<Page, Error> {
         let size = query.page_size()? as usize;
         let after = query.after()?;
