@@ -99,29 +99,39 @@ fn command(path: &Path, user: Option<(u32, u32)>) -> Command {
     c
 }
 
-fn start() -> Result<Cluster, String> {
-    if let Ok(url) = std::env::var("SWITCHYARD_TEST_PG")
-        && !url.is_empty()
-    {
-        return Ok(Cluster { admin_url: url, _guard: None });
-    }
+/// The user a server runs as (uid, gid), when not this process's.
+type RunAs = Option<(u32, u32)>;
+
+/// A new data directory (`<dir>/data`, owned by the user the server runs as): the server's
+/// binaries, that user, and the directory. `durable`: synced to disk (else `initdb -N`).
+fn init(durable: bool) -> Result<(PathBuf, RunAs, tempfile::TempDir), String> {
     let bin = pg_bin()?;
     let user = run_as()?;
     let dir = tempfile::Builder::new().prefix("switchyard-pg-").tempdir().map_err(|e| e.to_string())?;
     if let Some((uid, gid)) = user {
         std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid)).map_err(|e| format!("chown: {e}"))?;
     }
-    let data = dir.path().join("data");
-    let status = command(&bin.join("initdb"), user)
-        .args(["-D"])
-        .arg(&data)
-        .args(["-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C", "-N", "--no-instructions"])
-        .stdout(Stdio::null())
-        .status()
-        .map_err(|e| format!("initdb: {e}"))?;
+    let mut initdb = command(&bin.join("initdb"), user);
+    initdb.arg("-D").arg(dir.path().join("data"));
+    initdb.args(["-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-instructions"]);
+    if !durable {
+        initdb.arg("-N");
+    }
+    let status = initdb.stdout(Stdio::null()).status().map_err(|e| format!("initdb: {e}"))?;
     if !status.success() {
         return Err(format!("initdb failed ({status})"));
     }
+    Ok((bin, user, dir))
+}
+
+fn start() -> Result<Cluster, String> {
+    if let Ok(url) = std::env::var("SWITCHYARD_TEST_PG")
+        && !url.is_empty()
+    {
+        return Ok(Cluster { admin_url: url, _guard: None });
+    }
+    let (bin, user, dir) = init(false)?;
+    let data = dir.path().join("data");
     let script = format!(
         "'{}' -D '{}' -k '{}' -c listen_addresses= -p 5432 -c fsync=off -c synchronous_commit=off \
          -c full_page_writes=off -c max_connections=200 >'{}/log' 2>&1 & pid=$!; cat >/dev/null; kill -QUIT $pid; wait $pid; rm -rf '{}'",
@@ -171,22 +181,7 @@ pub struct Server {
 
 impl Server {
     pub fn start() -> Result<Server, String> {
-        let bin = pg_bin()?;
-        let user = run_as()?;
-        let dir = tempfile::Builder::new().prefix("switchyard-pg-").tempdir().map_err(|e| e.to_string())?;
-        if let Some((uid, gid)) = user {
-            std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid)).map_err(|e| format!("chown: {e}"))?;
-        }
-        let status = command(&bin.join("initdb"), user)
-            .arg("-D")
-            .arg(dir.path().join("data"))
-            .args(["-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-instructions"])
-            .stdout(Stdio::null())
-            .status()
-            .map_err(|e| format!("initdb: {e}"))?;
-        if !status.success() {
-            return Err(format!("initdb failed ({status})"));
-        }
+        let (bin, user, dir) = init(true)?;
         let url = format!("postgres://postgres@localhost/postgres?host={}&port=5432", dir.path().display());
         let mut server = Server { bin, user, dir, child: None, url };
         server.start_again()?;
