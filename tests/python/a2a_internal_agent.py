@@ -1,7 +1,7 @@
 """An "internal" A2A agent served by the official Python SDK (a2a-sdk 1.3.0) on loopback, for
 the gateway's upstream-agent (proxy) tests and benchmark.
 
-Usage: a2a_internal_agent.py <received-log> [--grpc-only]
+Usage: a2a_internal_agent.py <received-log> [--grpc-only] [--host ADDR]
 Prints "listening http://127.0.0.1:<port>" once it serves JSON-RPC at / and HTTP+JSON at /rest
 (with --grpc-only: the card, whose only interface is gRPC on another port, served by the SDK's
 gRPC handler).
@@ -108,15 +108,17 @@ class Internal(AgentExecutor):
 def main():
     log_path = sys.argv[1]
     grpc_only = "--grpc-only" in sys.argv[2:]
+    # --host ADDR: served on ADDR (an address of this machine) instead of loopback.
+    host = sys.argv[sys.argv.index("--host") + 1] if "--host" in sys.argv[2:] else "127.0.0.1"
 
     port, grpc_port = free_port(), free_port()
-    base = f"http://127.0.0.1:{port}"
+    base = f"http://{host}:{port}"
     interfaces = [
         AgentInterface(url=base, protocol_binding="JSONRPC", protocol_version="1.0"),
         AgentInterface(url=f"{base}/rest", protocol_binding="HTTP+JSON", protocol_version="1.0"),
     ]
     if grpc_only:
-        interfaces = [AgentInterface(url=f"127.0.0.1:{grpc_port}", protocol_binding="GRPC", protocol_version="1.0")]
+        interfaces = [AgentInterface(url=f"{host}:{grpc_port}", protocol_binding="GRPC", protocol_version="1.0")]
     card = AgentCard(
         name="internal",
         description="An internal agent behind the gateway",
@@ -131,7 +133,7 @@ def main():
         ],
     )
     handler = DefaultRequestHandler(agent_executor=Internal(log_path), task_store=InMemoryTaskStore(), agent_card=card)
-    serve(handler, card, port, grpc_port if grpc_only else None)
+    serve(handler, card, port, grpc_port if grpc_only else None, host)
 
 if __name__ == "__main__":
     main()

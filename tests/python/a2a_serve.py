@@ -20,26 +20,26 @@ def free_port():
         return s.getsockname()[1]
 
 
-def serve(handler, card, port, grpc_port=None):
-    """Serves until stopped; prints "listening http://127.0.0.1:<port>" once it does."""
+def serve(handler, card, port, grpc_port=None, host="127.0.0.1"):
+    """Serves until stopped; prints "listening http://<host>:<port>" once it does."""
     routes = (
         create_agent_card_routes(card)
         + create_jsonrpc_routes(handler, rpc_url="/")
         + create_rest_routes(handler, path_prefix="/rest")
     )
-    server = uvicorn.Server(uvicorn.Config(Starlette(routes=routes), host="127.0.0.1", port=port, log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(Starlette(routes=routes), host=host, port=port, log_level="warning"))
 
     async def run():
         grpc_server = None
         if grpc_port is not None:
             grpc_server = grpc.aio.server()
             a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(handler), grpc_server)
-            grpc_server.add_insecure_port(f"127.0.0.1:{grpc_port}")
+            grpc_server.add_insecure_port(f"{host}:{grpc_port}")
             await grpc_server.start()
         serving = asyncio.create_task(server.serve())
         while not server.started:
             await asyncio.sleep(0.05)
-        print(f"listening http://127.0.0.1:{port}", flush=True)
+        print(f"listening http://{host}:{port}", flush=True)
         try:
             await serving
         finally:

@@ -99,6 +99,13 @@ impl InternalAgent {
         Self::spawn(dir, "a2a_internal_agent.py", &[log.as_os_str()], log.clone())
     }
 
+    /// The same agent, served on `host` (an address of this machine, such as a bridge's that
+    /// network namespaces reach) instead of loopback.
+    pub fn start_on(dir: &Path, host: &str) -> InternalAgent {
+        let log = dir.join("internal-received.jsonl");
+        Self::spawn(dir, "a2a_internal_agent.py", &[log.as_os_str(), "--host".as_ref(), host.as_ref()], log.clone())
+    }
+
     /// The same agent, reachable only over gRPC (its card lists one `GRPC` interface).
     pub fn start_grpc_only(dir: &Path) -> InternalAgent {
         let log = dir.join("internal-received.jsonl");
@@ -137,11 +144,16 @@ impl InternalAgent {
 
     /// The message ids it received, in order.
     pub fn received(&self) -> Vec<String> {
+        self.received_messages().into_iter().map(|(id, _)| id).collect()
+    }
+
+    /// The messages it received, in order: each one's id and first text part.
+    pub fn received_messages(&self) -> Vec<(String, String)> {
         std::fs::read_to_string(&self.log)
             .unwrap_or_default()
             .lines()
             .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .filter_map(|v| v["messageId"].as_str().map(str::to_string))
+            .filter_map(|v| Some((v["messageId"].as_str()?.to_string(), v["text"].as_str().unwrap_or("").to_string())))
             .collect()
     }
 }

@@ -73,7 +73,7 @@ pub fn check(
         if !op.write {
             // A read answers its own text, or nothing.
             if let Some(Answer::Succeeded { text }) = op.last()
-                && *text != op.id
+                && *text != op.expect
             {
                 add("acknowledged_with_another_result", op, format!("read `{}` answered `{text}`", op.id));
             }
@@ -115,7 +115,7 @@ pub fn check(
         if let Some(Answer::Succeeded { text }) = op.last() {
             if ran == 0 {
                 add("acknowledged_but_not_executed", op, format!("answered `{text}`, the upstream never ran it"));
-            } else if *text != format!("wrote {}", op.id) {
+            } else if *text != op.expect {
                 add("acknowledged_with_another_result", op, format!("answered `{text}`"));
             }
             if op.keyed && stored.by_key.get(&op.id).is_some_and(|s| s != "succeeded") {

@@ -1,5 +1,6 @@
 //! The system under test: PostgreSQL (a durable server of the run's own), an upstream MCP server that records every physical call
-//! (the fixture's `count_write`, appending its `key` to a log before it answers), and three
+//! (the fixture's `count_write`, appending its `key` to a log before it answers), an A2A agent
+//! of the official Python SDK that records every message it receives, and three
 //! gateway replicas, each reaching the database and the upstream through links of its own (in
 //! a network namespace of its own when the run may make one: [`crate::netns`]). The
 //! policy holds a write for approval when its `delay_ms` is 200 or more (about a third of them).
@@ -8,6 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use switchyard_tests::a2a::InternalAgent;
 use switchyard_tests::fault_proxy::Target;
 use switchyard_tests::gateway::{Gateway, Options, free_port};
 use switchyard_tests::mcp::Fixture;
@@ -26,6 +28,9 @@ pub enum LinkFault {
     /// Both links slow by this much per chunk.
     Slow(Duration),
 }
+
+/// The A2A agent's name on every replica (`/a2a/<name>`).
+pub const AGENT: &str = "internal";
 
 /// The lease a replica holds on a call it drives: short, so a pause past it is seconds.
 pub const LEASE_TTL_MS: u64 = 2000;
@@ -68,6 +73,8 @@ pub struct Cluster {
     pub pg: switchyard_tests::pg::Server,
     /// libfaketime, when installed: each replica's wall clock can be skewed.
     pub faketime: Option<PathBuf>,
+    /// The A2A agent: its log records every message it received.
+    pub agent: InternalAgent,
     _fixture: Fixture,
 }
 
@@ -86,6 +93,11 @@ impl Cluster {
             ("FIXTURE_ALLOWED_HOSTS", &host.to_string()),
         ]);
         let fixture_addr = fixture.url.trim_start_matches("http://").trim_end_matches("/mcp").to_string();
+        // An agent of the official Python A2A SDK, behind every replica's A2A face (reached at
+        // the host's address directly: kills, pauses, clock skew and the database's faults
+        // reach its sends; the links' faults do not).
+        let agent = InternalAgent::start_on(dir.path(), &host.to_string());
+        let card = format!("{}/.well-known/agent-card.json", agent.url);
         // A server of the run's own, durable, that the nemesis may crash and start again.
         let pg = switchyard_tests::pg::Server::start().unwrap_or_else(|e| panic!("PostgreSQL for the nemesis: {e}"));
         let store_url = pg.database("nemesis").unwrap_or_else(|e| panic!("{e}"));
@@ -118,7 +130,10 @@ impl Cluster {
                      [policy]\ngrant_key_file = {:?}\n\n\
                      [[policy.rules]]\nupstream = \"fx\"\noperation = \"count_write\"\ntier = \"routine\"\n\
                      [[policy.rules.when]]\npointer = \"/arguments/delay_ms\"\nmax = 199\n\n\
-                     [audit]\nkey_file = {:?}\ncheckpoint_interval_s = 2\n",
+                     [audit]\nkey_file = {:?}\ncheckpoint_interval_s = 2\n\n\
+                     [a2a]\nallowed_hosts = [\"{address}\", \"{address}:{port}\"]\n\n\
+                     [[a2a.agents]]\nname = \"{AGENT}\"\nkind = \"upstream\"\ncard_url = \"{card}\"\ntimeout_ms = 5000\n\n\
+                     [[mcp.upstreams]]\nname = \"ag\"\nkind = \"a2a\"\nagent = \"{AGENT}\"\n",
                     up_link.addr,
                     dir.path().join("grant-key").display().to_string(),
                     dir.path().join("audit-key").display().to_string(),
@@ -167,7 +182,7 @@ impl Cluster {
                 paused: false,
             });
         }
-        Cluster { dir, store_url, call_log, replicas, net, no_net, pg, faketime, _fixture: fixture }
+        Cluster { dir, store_url, call_log, replicas, net, no_net, pg, faketime, agent, _fixture: fixture }
     }
 
     /// What carries the faults.
@@ -251,12 +266,16 @@ impl Cluster {
         }
     }
 
-    /// Every physical call the upstream made, by key.
+    /// Every physical call the upstreams made, by key: the MCP server's writes, and the
+    /// messages the A2A agent received, by `messageId` (a send to its A2A face) and by text (a
+    /// bridged MCP call, whose text is the operation's id).
     pub fn physical_calls(&self) -> std::collections::HashMap<String, usize> {
         let text = std::fs::read_to_string(&self.call_log).unwrap_or_default();
         let mut calls = std::collections::HashMap::new();
-        for line in text.lines().filter(|l| !l.is_empty()) {
-            *calls.entry(line.to_string()).or_default() += 1;
+        let keys = text.lines().filter(|l| !l.is_empty()).map(str::to_string);
+        let messages = self.agent.received_messages().into_iter().flat_map(|(id, text)| [id, text]);
+        for key in keys.chain(messages) {
+            *calls.entry(key).or_default() += 1;
         }
         calls
     }
@@ -281,7 +300,7 @@ impl Cluster {
         let t0 = std::time::Instant::now();
         let http = reqwest::Client::builder().timeout(Duration::from_secs(2)).build().ok()?;
         while t0.elapsed() < limit {
-            let body = crate::workload::call_body("echo", serde_json::json!({"text": "probe"}), None);
+            let body = crate::workload::call_body("fx__echo", serde_json::json!({"text": "probe"}), None);
             if let Ok(r) = crate::workload::post(&http, &self.replicas[i].base, &body).await
                 && r.contains("probe")
                 && !r.contains("\"isError\":true")

@@ -3,7 +3,12 @@
 //! upstream's record says how often it physically ran); most of those carry an idempotency key
 //! and are retried with it, on another replica, after a timeout or an answer that says retrying
 //! is safe; a quarter carry none and are retried only when told the call was not admitted. The
-//! rest are reads (`echo` of the id), retried on any failure.
+//! rest are reads (`echo` of the id), retried on any failure. One MCP call in six goes through
+//! the bridge instead: the A2A agent's `send_message` with the id as its text, keyed. A quarter
+//! of the operations are
+//! A2A messages to the agent behind the replicas (its `messageId` names them; a streamed send,
+//! or a blocking one on JSON-RPC or HTTP+JSON), resent with the same `messageId` and content —
+//! over blocking JSON-RPC or HTTP+JSON, on another replica — until they are answered.
 
 use std::time::{Duration, Instant};
 
@@ -67,8 +72,11 @@ pub struct Op {
     /// A write (`count_write`, recorded by the upstream), or a read (`echo` of the id).
     pub write: bool,
     pub keyed: bool,
-    /// The MCP era its client speaks: `2026-07-28` (stateless) or `2025-11-25` (sessions).
+    /// The MCP era its client speaks: `2026-07-28` (stateless) or `2025-11-25` (sessions); or
+    /// the A2A binding of its first send (`a2a-stream`, `a2a-jsonrpc`, `a2a-rest`).
     pub era: &'static str,
+    /// The text a success answers.
+    pub expect: String,
     pub attempts: Vec<Attempt>,
 }
 
@@ -101,7 +109,7 @@ impl Op {
     }
 }
 
-/// The JSON-RPC body of a `tools/call`.
+/// The JSON-RPC body of a `tools/call` of `tool` (its name as the gateway exposes it).
 pub fn call_body(tool: &str, args: Value, key: Option<&str>) -> Value {
     let mut meta =
         json!({"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}});
@@ -109,7 +117,7 @@ pub fn call_body(tool: &str, args: Value, key: Option<&str>) -> Value {
         meta["dev.switchyard/idempotencyKey"] = json!(k);
     }
     json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-        "params": {"name": format!("fx__{tool}"), "arguments": args, "_meta": meta}})
+        "params": {"name": tool, "arguments": args, "_meta": meta}})
 }
 
 /// POSTs one stateless request to a replica's MCP face; the JSON-RPC response (from JSON or SSE).
@@ -250,6 +258,73 @@ pub async fn approver(bases: Vec<String>, token: &'static str, start: Instant, d
     done
 }
 
+/// Sends an A2A message to a replica's agent: streamed (`SendStreamingMessage`, read to its
+/// end), or blocking on JSON-RPC or HTTP+JSON. The HTTP status and body.
+async fn a2a_send(http: &reqwest::Client, base: &str, binding: &str, message: &Value) -> Result<(u16, String), String> {
+    let url = format!("{base}/a2a/{}", crate::cluster::AGENT);
+    let (url, body) = match binding {
+        "a2a-rest" => (format!("{url}/rest/message:send"), json!({"message": message})),
+        "a2a-stream" => {
+            (url, json!({"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage", "params": {"message": message}}))
+        }
+        _ => (url, json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}})),
+    };
+    let resp = http
+        .post(url)
+        .bearer_auth(CALLER)
+        .header("a2a-version", "1.0")
+        .json(&body)
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    let status = resp.status().as_u16();
+    Ok((status, resp.text().await.map_err(|e| e.to_string())?))
+}
+
+/// What an A2A send was answered: its task's end (`COMPLETED` with the agent's last word, or
+/// failed), a task still going (the wait ended, or a stream cut before its end), or an error.
+fn classify_a2a(raw: Result<(u16, String), String>) -> Answer {
+    let (status, text) = match raw {
+        Ok(r) => r,
+        Err(why) => return Answer::NoAnswer { why },
+    };
+    let retry_safe = text.contains("\"retrySafe\":\"true\"");
+    let events: Vec<Value> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str(d.trim()).ok())
+        .collect();
+    let streamed = !events.is_empty();
+    let Some(v) = events.into_iter().last().or_else(|| serde_json::from_str::<Value>(&text).ok()) else {
+        return Answer::NoAnswer { why: format!("HTTP {status}: {}", text.chars().take(200).collect::<String>()) };
+    };
+    if let Some(e) = v.get("error") {
+        let message = e["message"].as_str().unwrap_or_default().chars().take(200).collect();
+        return Answer::RpcError { code: e["code"].as_i64().unwrap_or(i64::from(status)), retry_safe, message };
+    }
+    let r = v.get("result").unwrap_or(&v);
+    let state_of =
+        |s: &Value| (s["state"].as_str().unwrap_or_default().to_string(), s["message"]["parts"][0]["text"].clone());
+    let (state, said) = match (r.get("task"), r.get("statusUpdate")) {
+        (Some(t), _) => state_of(&t["status"]),
+        (None, Some(u)) => state_of(&u["status"]),
+        _ => {
+            return Answer::NoAnswer {
+                why: format!("HTTP {status}: no task: {}", text.chars().take(200).collect::<String>()),
+            };
+        }
+    };
+    match state.as_str() {
+        "TASK_STATE_COMPLETED" => Answer::Succeeded { text: said.as_str().unwrap_or_default().to_string() },
+        "TASK_STATE_FAILED" | "TASK_STATE_REJECTED" | "TASK_STATE_CANCELED" => {
+            Answer::ToolError { state: "failed".into(), retry_safe: false, invocation: None }
+        }
+        // A stream cut before its end: the caller has no answer.
+        _ if streamed => Answer::NoAnswer { why: format!("the stream ended at {state}") },
+        _ => Answer::ToolError { state, retry_safe: false, invocation: None },
+    }
+}
+
 /// Runs one client until `deadline`; its operations.
 pub async fn client(c: usize, bases: Vec<String>, seed: u64, start: Instant, deadline: Instant) -> Vec<Op> {
     let mut rng = Rng::new(seed ^ (c as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
@@ -266,15 +341,25 @@ pub async fn client(c: usize, bases: Vec<String>, seed: u64, start: Instant, dea
     while Instant::now() < deadline {
         n += 1;
         let id = format!("c{c}-{n}");
-        let write = rng.below(8) != 0;
-        let keyed = write && rng.below(4) != 0;
-        let body = if write {
-            call_body("count_write", json!({"key": id, "delay_ms": rng.below(300)}), keyed.then_some(id.as_str()))
+        if rng.below(4) == 0 {
+            ops.push(a2a_op(&http, &bases, c, id, &mut rng, start).await);
+            continue;
+        }
+        let (kind, bridged) = (rng.below(8), rng.below(6) == 0);
+        let write = bridged || kind != 0;
+        let keyed = bridged || write && rng.below(4) != 0;
+        let (body, expect) = if bridged {
+            // Through the bridge: the agent's `send_message` as an MCP tool; the agent
+            // answers `echo: <text>` and logs the text, the operation's id.
+            (call_body("ag__send_message", json!({"text": id}), Some(id.as_str())), format!("echo: {id}"))
+        } else if write {
+            let args = json!({"key": id, "delay_ms": rng.below(300)});
+            (call_body("fx__count_write", args, keyed.then_some(id.as_str())), format!("wrote {id}"))
         } else {
-            call_body("echo", json!({"text": id}), None)
+            (call_body("fx__echo", json!({"text": id}), None), id.clone())
         };
         let body = if era == LEGACY { legacy_body(&body) } else { body };
-        let mut op = Op { id, write, keyed, era, attempts: Vec::new() };
+        let mut op = Op { id, write, keyed, era, expect, attempts: Vec::new() };
         let mut replica = c % bases.len();
         let give_up = Instant::now() + Duration::from_secs(30);
         loop {
@@ -325,4 +410,39 @@ pub async fn client(c: usize, bases: Vec<String>, seed: u64, start: Instant, dea
         ops.push(op);
     }
     ops
+}
+
+/// One A2A message (a `slow:` one, which answers `done`), sent and resent until answered.
+async fn a2a_op(http: &reqwest::Client, bases: &[String], c: usize, id: String, rng: &mut Rng, start: Instant) -> Op {
+    let era = ["a2a-stream", "a2a-jsonrpc", "a2a-rest"][rng.below(3) as usize];
+    let tenths = 2 + rng.below(10);
+    let text = format!("slow:{}.{}", tenths / 10, tenths % 10);
+    let message = json!({"messageId": id, "role": "ROLE_USER", "parts": [{"text": text}]});
+    let mut op = Op { id, write: true, keyed: true, era, expect: "done".into(), attempts: Vec::new() };
+    let mut replica = c % bases.len();
+    let mut binding = era;
+    let give_up = Instant::now() + Duration::from_secs(30);
+    loop {
+        let t0 = Instant::now();
+        let answer = classify_a2a(a2a_send(http, &bases[replica], binding, &message).await);
+        let retry = match &answer {
+            Answer::Succeeded { .. } => false,
+            Answer::ToolError { state, .. } => state != "failed",
+            Answer::RpcError { retry_safe, .. } => *retry_safe,
+            Answer::NoAnswer { .. } => true,
+        };
+        op.attempts.push(Attempt {
+            replica,
+            at_ms: t0.duration_since(start).as_millis() as u64,
+            took_ms: t0.elapsed().as_millis() as u64,
+            answer,
+        });
+        if !retry || Instant::now() > give_up {
+            return op;
+        }
+        // The same message again, blocking, on another replica (and binding).
+        replica = (replica + 1) % bases.len();
+        binding = if binding == "a2a-jsonrpc" { "a2a-rest" } else { "a2a-jsonrpc" };
+        tokio::time::sleep(Duration::from_millis(100 + rng.below(200))).await;
+    }
 }
