@@ -31,6 +31,8 @@ pub enum LinkFault {
 
 /// The A2A agent's name on every replica (`/a2a/<name>`).
 pub const AGENT: &str = "internal";
+/// The `tools` agent over the MCP fixture's `count_write`, on every replica.
+pub const TOOLS_AGENT: &str = "tools";
 
 /// The lease a replica holds on a call it drives: short, so a pause past it is seconds.
 pub const LEASE_TTL_MS: u64 = 2000;
@@ -133,6 +135,7 @@ impl Cluster {
                      [audit]\nkey_file = {:?}\ncheckpoint_interval_s = 2\n\n\
                      [a2a]\nallowed_hosts = [\"{address}\", \"{address}:{port}\"]\n\n\
                      [[a2a.agents]]\nname = \"{AGENT}\"\nkind = \"upstream\"\ncard_url = \"{card}\"\ntimeout_ms = 5000\n\n\
+                     [[a2a.agents]]\nname = \"{TOOLS_AGENT}\"\nkind = \"tools\"\nupstreams = [\"fx\"]\ntools = [\"count_write\"]\n\n\
                      [[mcp.upstreams]]\nname = \"ag\"\nkind = \"a2a\"\nagent = \"{AGENT}\"\n",
                     up_link.addr,
                     dir.path().join("grant-key").display().to_string(),

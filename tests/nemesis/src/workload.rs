@@ -6,9 +6,10 @@
 //! rest are reads (`echo` of the id), retried on any failure. One MCP call in six goes through
 //! the bridge instead: the A2A agent's `send_message` with the id as its text, keyed. A quarter
 //! of the operations are
-//! A2A messages to the agent behind the replicas (its `messageId` names them; a streamed send,
-//! or a blocking one on JSON-RPC or HTTP+JSON), resent with the same `messageId` and content —
-//! over blocking JSON-RPC or HTTP+JSON, on another replica — until they are answered.
+//! A2A messages (their `messageId` names them; a streamed send, or a blocking one on JSON-RPC or
+//! HTTP+JSON) to the agent behind the replicas, or to a `tools` agent over the fixture's
+//! `count_write`, resent with the same `messageId` and content — over blocking JSON-RPC or
+//! HTTP+JSON, on another replica — until they are answered.
 
 use std::time::{Duration, Instant};
 
@@ -81,6 +82,12 @@ pub struct Op {
 }
 
 impl Op {
+    /// Records an attempt made on `replica` at `t0` (the run began at `start`).
+    fn attempt(&mut self, replica: usize, start: Instant, t0: Instant, answer: Answer) {
+        let at_ms = t0.duration_since(start).as_millis() as u64;
+        self.attempts.push(Attempt { replica, at_ms, took_ms: t0.elapsed().as_millis() as u64, answer });
+    }
+
     /// The invocations the gateway said this operation waits in for approval.
     pub fn held_as(&self) -> Vec<&str> {
         let held = self.attempts.iter().filter_map(|a| match &a.answer {
@@ -260,8 +267,14 @@ pub async fn approver(bases: Vec<String>, token: &'static str, start: Instant, d
 
 /// Sends an A2A message to a replica's agent: streamed (`SendStreamingMessage`, read to its
 /// end), or blocking on JSON-RPC or HTTP+JSON. The HTTP status and body.
-async fn a2a_send(http: &reqwest::Client, base: &str, binding: &str, message: &Value) -> Result<(u16, String), String> {
-    let url = format!("{base}/a2a/{}", crate::cluster::AGENT);
+async fn a2a_send(
+    http: &reqwest::Client,
+    base: &str,
+    agent: &str,
+    binding: &str,
+    message: &Value,
+) -> Result<(u16, String), String> {
+    let url = format!("{base}/a2a/{agent}");
     let (url, body) = match binding {
         "a2a-rest" => (format!("{url}/rest/message:send"), json!({"message": message})),
         "a2a-stream" => {
@@ -303,19 +316,30 @@ fn classify_a2a(raw: Result<(u16, String), String>) -> Answer {
         return Answer::RpcError { code: e["code"].as_i64().unwrap_or(i64::from(status)), retry_safe, message };
     }
     let r = v.get("result").unwrap_or(&v);
-    let state_of =
-        |s: &Value| (s["state"].as_str().unwrap_or_default().to_string(), s["message"]["parts"][0]["text"].clone());
-    let (state, said) = match (r.get("task"), r.get("statusUpdate")) {
-        (Some(t), _) => state_of(&t["status"]),
-        (None, Some(u)) => state_of(&u["status"]),
+    let (status, task) = match (r.get("task"), r.get("statusUpdate")) {
+        (Some(t), _) => (&t["status"], Some(t)),
+        (None, Some(u)) => (&u["status"], None),
         _ => {
             return Answer::NoAnswer {
                 why: format!("HTTP {status}: no task: {}", text.chars().take(200).collect::<String>()),
             };
         }
     };
+    let state = status["state"].as_str().unwrap_or_default().to_string();
+    // The agent's last word: its status message, else its last artifact (a tool's result).
+    let artifact = |a: &Value| a["parts"][0]["text"].as_str().map(str::to_string);
+    let said = status["message"]["parts"][0]["text"].as_str().map(str::to_string).or_else(|| match task {
+        Some(t) => t["artifacts"].as_array().and_then(|a| a.last()).and_then(artifact),
+        None => events_artifact(&text),
+    });
+    // A tool call held for approval: the task names the held invocation.
+    let call = task.map(|t| &t["metadata"]["dev.switchyard/call"]);
+    if let Some(call) = call.filter(|c| c["state"] == "awaiting_approval" && state == "TASK_STATE_AUTH_REQUIRED") {
+        let invocation = call["invocation"].as_str().map(str::to_string);
+        return Answer::ToolError { state: "awaiting_approval".into(), retry_safe: false, invocation };
+    }
     match state.as_str() {
-        "TASK_STATE_COMPLETED" => Answer::Succeeded { text: said.as_str().unwrap_or_default().to_string() },
+        "TASK_STATE_COMPLETED" => Answer::Succeeded { text: said.unwrap_or_default() },
         "TASK_STATE_FAILED" | "TASK_STATE_REJECTED" | "TASK_STATE_CANCELED" => {
             Answer::ToolError { state: "failed".into(), retry_safe: false, invocation: None }
         }
@@ -323,6 +347,17 @@ fn classify_a2a(raw: Result<(u16, String), String>) -> Answer {
         _ if streamed => Answer::NoAnswer { why: format!("the stream ended at {state}") },
         _ => Answer::ToolError { state, retry_safe: false, invocation: None },
     }
+}
+
+/// The text of the last artifact update of a stream.
+fn events_artifact(text: &str) -> Option<String> {
+    let events =
+        text.lines().filter_map(|l| l.strip_prefix("data:")).filter_map(|d| serde_json::from_str(d.trim()).ok());
+    events
+        .filter_map(|e: Value| {
+            e["result"]["artifactUpdate"]["artifact"]["parts"][0]["text"].as_str().map(str::to_string)
+        })
+        .last()
 }
 
 /// Runs one client until `deadline`; its operations.
@@ -395,12 +430,7 @@ pub async fn client(c: usize, bases: Vec<String>, seed: u64, start: Instant, dea
                 Answer::RpcError { retry_safe, .. } => *retry_safe,
                 Answer::NoAnswer { .. } => keyed,
             };
-            op.attempts.push(Attempt {
-                replica,
-                at_ms: t0.duration_since(start).as_millis() as u64,
-                took_ms: t0.elapsed().as_millis() as u64,
-                answer,
-            });
+            op.attempt(replica, start, t0, answer);
             if !retry || Instant::now() > give_up {
                 break;
             }
@@ -412,31 +442,36 @@ pub async fn client(c: usize, bases: Vec<String>, seed: u64, start: Instant, dea
     ops
 }
 
-/// One A2A message (a `slow:` one, which answers `done`), sent and resent until answered.
+/// One A2A message, sent and resent until answered: to the SDK agent (a `slow:` one, which
+/// answers `done`), or, one in three, to the `tools` agent over the MCP fixture (a `count_write`
+/// of the id, held for approval like any other when its delay is 200 ms or more).
 async fn a2a_op(http: &reqwest::Client, bases: &[String], c: usize, id: String, rng: &mut Rng, start: Instant) -> Op {
-    let era = ["a2a-stream", "a2a-jsonrpc", "a2a-rest"][rng.below(3) as usize];
-    let tenths = 2 + rng.below(10);
-    let text = format!("slow:{}.{}", tenths / 10, tenths % 10);
-    let message = json!({"messageId": id, "role": "ROLE_USER", "parts": [{"text": text}]});
-    let mut op = Op { id, write: true, keyed: true, era, expect: "done".into(), attempts: Vec::new() };
+    let (binding, tools) = (rng.below(3) as usize, rng.below(3) == 0);
+    let bindings = ["a2a-stream", "a2a-jsonrpc", "a2a-rest"];
+    let era = if tools { ["a2a-tools-stream", "a2a-tools-jsonrpc", "a2a-tools-rest"] } else { bindings }[binding];
+    let (agent, parts, expect) = if tools {
+        let call = json!({"skill": "count_write", "arguments": {"key": id, "delay_ms": rng.below(300)}});
+        (crate::cluster::TOOLS_AGENT, json!([{"data": call}]), format!("wrote {id}"))
+    } else {
+        let tenths = 2 + rng.below(10);
+        let text = format!("slow:{}.{}", tenths / 10, tenths % 10);
+        (crate::cluster::AGENT, json!([{"text": text}]), "done".to_string())
+    };
+    let message = json!({"messageId": id, "role": "ROLE_USER", "parts": parts});
+    let mut op = Op { id, write: true, keyed: true, era, expect, attempts: Vec::new() };
     let mut replica = c % bases.len();
-    let mut binding = era;
+    let mut binding = bindings[binding];
     let give_up = Instant::now() + Duration::from_secs(30);
     loop {
         let t0 = Instant::now();
-        let answer = classify_a2a(a2a_send(http, &bases[replica], binding, &message).await);
+        let answer = classify_a2a(a2a_send(http, &bases[replica], agent, binding, &message).await);
         let retry = match &answer {
             Answer::Succeeded { .. } => false,
             Answer::ToolError { state, .. } => state != "failed",
             Answer::RpcError { retry_safe, .. } => *retry_safe,
             Answer::NoAnswer { .. } => true,
         };
-        op.attempts.push(Attempt {
-            replica,
-            at_ms: t0.duration_since(start).as_millis() as u64,
-            took_ms: t0.elapsed().as_millis() as u64,
-            answer,
-        });
+        op.attempt(replica, start, t0, answer);
         if !retry || Instant::now() > give_up {
             return op;
         }
