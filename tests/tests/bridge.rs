@@ -1,7 +1,8 @@
 //! The bridge, MCP tools as an A2A agent: the official Python A2A SDK (on JSON-RPC, HTTP+JSON
 //! and gRPC) calls the fixture MCP server's tools through a `tools` agent; each tool call is its
 //! own invocation, keyed by the message's run; and a `kill -9` of the gateway while a write is
-//! at the MCP server neither loses the task nor sends the write a second time.
+//! at the MCP server neither loses the task nor sends the write a second time: the task waits,
+//! open, until the unknown call is reconciled.
 
 use std::time::Duration;
 
@@ -163,23 +164,22 @@ async fn a_gateway_killed_mid_bridge_sends_the_write_once() {
     gw.kill9();
 
     // After the restart the run is driven again; it attaches to its tool call, whose write was
-    // in flight: its outcome is unknown, shown on the task, and never sent again.
+    // in flight: its outcome is unknown, shown on the task — which stays open (A2A has no
+    // "unknown", and FAILED would tell the caller it did not run) — and never sent again.
     let gw = Gateway::start(opts);
     let url = format!("{}/a2a/tools", gw.base);
-    let mut final_task = Value::Null;
+    let mut waiting = Value::Null;
     for _ in 0..150 {
         let (_, got) = rpc(&gw.http, &url, None, "GetTask", json!({"id": task})).await;
-        let state = got["result"]["status"]["state"].as_str().unwrap_or_default().to_string();
-        if ["TASK_STATE_FAILED", "TASK_STATE_COMPLETED"].contains(&state.as_str()) {
-            final_task = got["result"].clone();
+        if got["result"]["metadata"]["dev.switchyard/call"]["state"] == "unknown" {
+            waiting = got["result"].clone();
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert_eq!(final_task["status"]["state"], "TASK_STATE_FAILED", "{final_task}");
-    let text = final_task["status"]["message"]["parts"][0]["text"].as_str().unwrap_or_default();
-    assert!(text.contains("unknown") && text.contains("not sent again"), "{final_task}");
-    assert_eq!(final_task["metadata"]["dev.switchyard/call"]["state"], "unknown", "{final_task}");
+    assert_eq!(waiting["status"]["state"], "TASK_STATE_WORKING", "{waiting}");
+    let text = waiting["status"]["message"]["parts"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("unknown") && text.contains("not sent again"), "{waiting}");
 
     // The client retries the same message: the same task, and still one write.
     let again = lines(&py(&["send", &gw.base, "JSONRPC", &message_id, &key, "4000"]).await);
@@ -188,14 +188,41 @@ async fn a_gateway_killed_mid_bridge_sends_the_write_once() {
     assert_eq!(received(), 1, "the MCP server received the write exactly once");
 
     // The chain is consistent: one run, one tool call keyed by it, unknown until reconciled.
-    let all = gw.all_settled("default").await;
+    let all = gw.all("default").await;
     let runs: Vec<&Value> = all.iter().filter(|i| i["target"]["upstream"] == "a2a-agent-tools").collect();
     let tool_calls: Vec<&Value> = all.iter().filter(|i| i["target"]["upstream"] == "fx").collect();
     assert_eq!((runs.len(), tool_calls.len()), (1, 1), "{all:#?}");
     assert_eq!(tool_calls[0]["ingress_key"], json!(format!("a2a-tool/{}", runs[0]["id"].as_str().unwrap_or_default())));
     assert_eq!(tool_calls[0]["state"]["state"], "unknown", "{}", tool_calls[0]);
     assert_eq!(tool_calls[0]["parent"], runs[0]["id"], "{}", tool_calls[0]);
-    assert_eq!(runs[0]["state"]["state"], "succeeded", "{}", runs[0]);
+
+    // An operator reconciles it, applied, with the answer the server gave: the task completes
+    // with it, and the run ends.
+    let result = json!({"content": [{"type": "text", "text": format!("wrote {key}")}], "isError": false});
+    let id = tool_calls[0]["id"].as_str().unwrap_or_default();
+    let (status, body) = gw
+        .post(
+            "default",
+            &format!("/admin/v1/invocations/{id}/reconcile"),
+            json!({"decision": "applied", "result": result}),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(status, 200, "{body}");
+    let mut done = Value::Null;
+    for _ in 0..150 {
+        let (_, got) = rpc(&gw.http, &url, None, "GetTask", json!({"id": task})).await;
+        if got["result"]["status"]["state"] == "TASK_STATE_COMPLETED" {
+            done = got["result"].clone();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(done["artifacts"][0]["parts"][0]["text"], json!(format!("wrote {key}")), "{done}");
+    assert_eq!(received(), 1);
+    let all = gw.all_settled("default").await;
+    let run = all.iter().find(|i| i["id"] == runs[0]["id"]).unwrap_or_else(|| panic!("{all:#?}"));
+    assert_eq!(run["state"]["state"], "succeeded", "{run}");
 }
 
 /// A `tools` agent over the reference MCP server of the TypeScript SDK

@@ -305,25 +305,35 @@ impl ToolsAgent {
             m.insert(call.invocation, child.id);
         }
         let waited = async {
-            // Whether the task says its call is held (and must say it runs once approved).
-            let mut held = false;
-            while !child.state.is_settled() || matches!(child.state, InvocationState::AwaitingApproval) {
-                if held != matches!(child.state, InvocationState::AwaitingApproval) {
-                    held = !held;
-                    let changes = if held {
-                        let reason = engine.hold_reason(&child).await;
-                        self.held_changes(&child, op, reason, ctx, task)
-                    } else {
-                        let text = format!("approved: the tool call `{}` runs (invocation {})", op.name, child.id);
-                        vec![call_note(&child, op, "approved"), status_saying(TaskState::Working, &text, ctx, task)]
+            // What the task says of a call parked until someone acts: held for approval, or its
+            // outcome unknown until an operator reconciles it (A2A has no "unknown": the task
+            // stays open, never FAILED for a call that may have run).
+            let mut shown = None;
+            loop {
+                let parked = Parked::of(&child.state);
+                if parked.is_none() && child.state.is_settled() {
+                    break;
+                }
+                if parked != shown {
+                    let changes = match &child.state {
+                        InvocationState::AwaitingApproval => {
+                            let reason = engine.hold_reason(&child).await;
+                            self.held_changes(&child, op, reason, ctx, task)
+                        }
+                        InvocationState::Unknown { reason, .. } => unknown_changes(&child, op, reason, ctx, task),
+                        _ => {
+                            let text = format!("approved: the tool call `{}` runs (invocation {})", op.name, child.id);
+                            vec![call_note(&child, op, "approved"), status_saying(TaskState::Working, &text, ctx, task)]
+                        }
                     };
                     hub.apply_all(&req.scope, &req.task_id, None, changes)
                         .await
                         .map_err(|e| UpstreamError::Unavailable { message: e.message.to_string() })?;
+                    shown = parked;
                 }
-                if held {
-                    // `wait` answers a held call at once: wait for its next event (approved,
-                    // denied, canceled) instead of asking again and again while it is held.
+                if parked.is_some() {
+                    // `wait` answers a parked call at once: wait for its next event (approved,
+                    // denied, reconciled, canceled) instead of asking again and again.
                     let mut next = engine.watch(call.principal.tenant.clone(), child.id, child.last_seq);
                     if let Some(Err(e)) = next.next().await {
                         return Err(UpstreamError::Unavailable { message: e.message.to_string() });
@@ -409,14 +419,6 @@ impl ToolsAgent {
                 let text = format!("the tool call failed ({}): {}", error.code, error.message);
                 vec![note("failed"), status_saying(state, &text, ctx, task)]
             }
-            InvocationState::Unknown { reason, .. } => {
-                let text = format!(
-                    "the outcome of the tool call is unknown ({reason}): it may or may not have taken effect, and it \
-                     is not sent again; an operator reconciles invocation {}",
-                    child.id
-                );
-                vec![note("unknown"), status_saying(TaskState::Failed, &text, ctx, task)]
-            }
             InvocationState::Canceled { .. } => {
                 vec![note("canceled"), status_saying(TaskState::Canceled, "the tool call was canceled", ctx, task)]
             }
@@ -426,6 +428,42 @@ impl ToolsAgent {
             }
         }
     }
+}
+
+/// A tool call that waits for a person.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Parked {
+    /// Held for approval.
+    Held,
+    /// Its outcome is unknown until an operator reconciles it.
+    Unknown,
+}
+
+impl Parked {
+    fn of(state: &InvocationState) -> Option<Self> {
+        match state {
+            InvocationState::AwaitingApproval => Some(Self::Held),
+            InvocationState::Unknown { .. } => Some(Self::Unknown),
+            _ => None,
+        }
+    }
+}
+
+/// A tool call whose outcome is unknown: its task stays `WORKING`, saying so, until the call is
+/// reconciled (applied: its result; not applied: failed, safe to send again).
+fn unknown_changes(child: &Invocation, op: &Operation, reason: &str, ctx: &str, task: &str) -> Vec<Change> {
+    let text = format!(
+        "the outcome of the tool call `{}` is unknown ({reason}): it may or may not have taken effect and is not \
+         sent again; the task stays open until an operator reconciles invocation {}",
+        op.name, child.id
+    );
+    vec![call_note(child, op, "unknown"), status_saying(TaskState::Working, &text, ctx, task)]
+}
+
+/// Whether `task` says its tool call's outcome is unknown (it waits for an operator).
+pub(crate) fn call_unknown(task: &a2a::Task) -> bool {
+    let note = task.metadata.as_ref().and_then(|m| m.get(CALL_METADATA));
+    note.and_then(|n| n.get("state")).and_then(Value::as_str) == Some("unknown")
 }
 
 /// The task's note of its tool call (`dev.switchyard/call` in its metadata).

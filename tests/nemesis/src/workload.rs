@@ -332,11 +332,13 @@ fn classify_a2a(raw: Result<(u16, String), String>) -> Answer {
         Some(t) => t["artifacts"].as_array().and_then(|a| a.last()).and_then(artifact),
         None => events_artifact(&text),
     });
-    // A tool call held for approval: the task names the held invocation.
-    let call = task.map(|t| &t["metadata"]["dev.switchyard/call"]);
-    if let Some(call) = call.filter(|c| c["state"] == "awaiting_approval" && state == "TASK_STATE_AUTH_REQUIRED") {
+    // A tool call held for approval (the task `AUTH_REQUIRED`), or whose outcome is unknown (the
+    // task open until it is reconciled): the task names the invocation.
+    let call = task.map(|t| &t["metadata"]["dev.switchyard/call"]).filter(|_| !state.ends_with("COMPLETED"));
+    if let Some(call) = call.filter(|c| c["state"] == "awaiting_approval" || c["state"] == "unknown") {
         let invocation = call["invocation"].as_str().map(str::to_string);
-        return Answer::ToolError { state: "awaiting_approval".into(), retry_safe: false, invocation };
+        let state = call["state"].as_str().unwrap_or_default().to_string();
+        return Answer::ToolError { state, retry_safe: false, invocation };
     }
     match state.as_str() {
         "TASK_STATE_COMPLETED" => Answer::Succeeded { text: said.unwrap_or_default() },
@@ -357,7 +359,7 @@ fn events_artifact(text: &str) -> Option<String> {
         .filter_map(|e: Value| {
             e["result"]["artifactUpdate"]["artifact"]["parts"][0]["text"].as_str().map(str::to_string)
         })
-        .last()
+        .next_back()
 }
 
 /// Runs one client until `deadline`; its operations.
@@ -467,7 +469,8 @@ async fn a2a_op(http: &reqwest::Client, bases: &[String], c: usize, id: String, 
         let answer = classify_a2a(a2a_send(http, &bases[replica], agent, binding, &message).await);
         let retry = match &answer {
             Answer::Succeeded { .. } => false,
-            Answer::ToolError { state, .. } => state != "failed",
+            // Ended (or parked until an operator reconciles it): a resend answers the same.
+            Answer::ToolError { state, .. } => state != "failed" && state != "unknown",
             Answer::RpcError { retry_safe, .. } => *retry_safe,
             Answer::NoAnswer { .. } => true,
         };

@@ -313,7 +313,8 @@ impl A2aFace {
 
     /// A blocking send's wait (at most `call_wait_ms`): until its run settles, or its task
     /// is in an interrupted state (`INPUT_REQUIRED`, or `AUTH_REQUIRED` while a tool call waits
-    /// for approval), as A2A's blocking mode asks. The run as it is then.
+    /// for approval), as A2A's blocking mode asks — or says its tool call's outcome is unknown
+    /// (it waits for an operator, not for the agent). The run as it is then.
     async fn until_answered(&self, send: &Send, inv: Invocation) -> Result<Invocation, A2aError> {
         if inv.state.is_settled() {
             return Ok(inv);
@@ -325,10 +326,10 @@ impl A2aFace {
         let interrupted = async {
             let mut events = self.hub.follow(send.task_id.clone(), after, false);
             while let Some(event) = events.next().await {
-                if let Ok(StreamResponse::StatusUpdate(s)) = &event
-                    && hub::is_interrupted(&s.status.state)
+                if let Ok(StreamResponse::StatusUpdate(_)) = &event
                     && let Ok(Some(rec)) = self.hub.get(&send.scope, &send.task_id).await
-                    && task_of(&rec).is_ok_and(|t| hub::is_interrupted(&t.status.state))
+                    && task_of(&rec)
+                        .is_ok_and(|t| hub::is_interrupted(&t.status.state) || crate::tools::call_unknown(&t))
                 {
                     return;
                 }
