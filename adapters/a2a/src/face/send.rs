@@ -125,8 +125,8 @@ impl A2aFace {
             push::check_url(&p.url, &self.config.push)?;
         }
         // With dedupe, a resent message (same caller, messageId and content) is the same
-        // invocation and the same task (its key, see [`submit_run`](Self::submit_run)); without,
-        // every send is new.
+        // invocation and the same task (its key; past the dedupe window, the message's next
+        // generation: see [`send`](Self::send)); without, every send is new.
         let identity = format!("{}\0{}\0{}", scope.identity(), cfg.name, message.message_id);
         let content = if cfg.dedupes() {
             let v = serde_json::json!([&message, &push, &metadata, &modes]);
