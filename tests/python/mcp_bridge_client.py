@@ -204,11 +204,12 @@ async def main():
             other = streamable_http_client(url, http_client=create_mcp_http_client(headers={**HEADERS, "x-switchyard-tenant": "globex"}))
             async with Client(other, mode=mode, read_timeout_seconds=30) as intruder:
                 for tool in ["get_task", "cancel_task"]:
-                    try:
-                        leaked = await intruder.call_tool(f"{p}{tool}", {"task_id": sc["invocation"]})
-                    except Exception as e:  # the SDK raises the JSON-RPC error
-                        leaked = e
-                    check(f"{mode} another tenant's {tool} finds no such task", "unknown task" in str(leaked), leaked)
+                    for kind in ["invocation", "taskId"]:  # by either id a result names
+                        try:
+                            leaked = await intruder.call_tool(f"{p}{tool}", {"task_id": sc[kind]})
+                        except Exception as e:  # the SDK raises the JSON-RPC error
+                            leaked = e
+                        check(f"{mode} another tenant's {tool} by {kind} finds no such task", "unknown task" in str(leaked), leaked)
 
         # The agent answers with its task only after 3.5 s: until then a cancel changes nothing
         # and says to try again; once it has, the cancel reaches the agent.

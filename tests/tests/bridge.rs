@@ -51,6 +51,21 @@ tools = ["echo", "count_write", "slow", "test_image_content", "test_error_handli
     a2a
 }
 
+/// Task `task` of the agent at `url` once `ready` holds of it (up to 15 s: these tests share two
+/// cores); else as it was last read.
+async fn task_when(gw: &Gateway, url: &str, task: &str, ready: impl Fn(&Value) -> bool) -> Value {
+    let mut last = Value::Null;
+    for _ in 0..150 {
+        let (_, got) = rpc(&gw.http, url, None, "GetTask", json!({"id": task})).await;
+        last = got["result"].clone();
+        if ready(&last) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    last
+}
+
 /// Waits until the gateway has discovered the upstream (the card lists `skill`).
 async fn discovered(gw: &Gateway, skill: &str) {
     for _ in 0..100 {
@@ -168,15 +183,7 @@ async fn a_gateway_killed_mid_bridge_sends_the_write_once() {
     // "unknown", and FAILED would tell the caller it did not run) — and never sent again.
     let gw = Gateway::start(opts);
     let url = format!("{}/a2a/tools", gw.base);
-    let mut waiting = Value::Null;
-    for _ in 0..150 {
-        let (_, got) = rpc(&gw.http, &url, None, "GetTask", json!({"id": task})).await;
-        if got["result"]["metadata"]["dev.switchyard/call"]["state"] == "unknown" {
-            waiting = got["result"].clone();
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let waiting = task_when(&gw, &url, &task, |t| t["metadata"]["dev.switchyard/call"]["state"] == "unknown").await;
     assert_eq!(waiting["status"]["state"], "TASK_STATE_WORKING", "{waiting}");
     let text = waiting["status"]["message"]["parts"][0]["text"].as_str().unwrap_or_default();
     assert!(text.contains("unknown") && text.contains("not sent again"), "{waiting}");
@@ -209,15 +216,7 @@ async fn a_gateway_killed_mid_bridge_sends_the_write_once() {
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(status, 200, "{body}");
-    let mut done = Value::Null;
-    for _ in 0..150 {
-        let (_, got) = rpc(&gw.http, &url, None, "GetTask", json!({"id": task})).await;
-        if got["result"]["status"]["state"] == "TASK_STATE_COMPLETED" {
-            done = got["result"].clone();
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let done = task_when(&gw, &url, &task, |t| t["status"]["state"] == "TASK_STATE_COMPLETED").await;
     assert_eq!(done["artifacts"][0]["parts"][0]["text"], json!(format!("wrote {key}")), "{done}");
     assert_eq!(received(), 1);
     let all = gw.all_settled("default").await;
@@ -337,16 +336,7 @@ async fn a_held_tool_call_completes_its_task_once_approved() {
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(status, 200, "{approved}");
-    // Up to 15 s: this test shares two cores with the other bridge tests.
-    let mut done = Value::Null;
-    for _ in 0..300 {
-        let (_, got) = rpc(&gw.http, &url, None, "GetTask", json!({"id": task})).await;
-        if got["result"]["status"]["state"] == "TASK_STATE_COMPLETED" {
-            done = got["result"].clone();
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let done = task_when(&gw, &url, &task, |t| t["status"]["state"] == "TASK_STATE_COMPLETED").await;
     assert_eq!(done["artifacts"][0]["parts"][0]["text"], json!(format!("wrote {key}")), "{done}");
     assert_eq!(std::fs::read_to_string(&calls).unwrap_or_default().lines().filter(|l| *l == key).count(), 1);
     let all = gw.all_settled("default").await;
@@ -416,7 +406,7 @@ async fn the_python_mcp_client_calls_an_a2a_sdk_agent_through_the_bridge() {
     };
     let gw = Gateway::start(opts);
     let url = format!("{}/mcp", gw.base);
-    for (mode, checks) in [("2026-07-28", 19), ("legacy", 18)] {
+    for (mode, checks) in [("2026-07-28", 21), ("legacy", 20)] {
         let out = mcp_client(&[&url, mode, "helper__"]).output().await.unwrap_or_else(|e| panic!("python: {e}"));
         let seen = lines(&out);
         assert!(

@@ -129,13 +129,12 @@ impl A2aFace {
         // generation: see [`send`](Self::send)); without, every send is new.
         let identity = format!("{}\0{}\0{}", scope.identity(), cfg.name, message.message_id);
         let content = if cfg.dedupes() {
-            let v = serde_json::json!([&message, &push, &metadata, &modes]);
-            let canonical = serde_json_canonicalizer::to_string(&v).map_err(|e| A2aError::internal(e.to_string()))?;
-            let first = hex::encode(Sha256::digest(canonical.as_bytes()));
-            match after {
-                Some((previous, run)) => hex::encode(Sha256::digest(format!("{previous}\0{run}").as_bytes())),
-                None => first,
-            }
+            let digest = match after {
+                Some((previous, run)) => format!("{previous}\0{run}"),
+                None => serde_json_canonicalizer::to_string(&serde_json::json!([&message, &push, &metadata, &modes]))
+                    .map_err(|e| A2aError::internal(e.to_string()))?,
+            };
+            hex::encode(Sha256::digest(digest.as_bytes()))
         } else {
             uuid::Uuid::now_v7().to_string()
         };
