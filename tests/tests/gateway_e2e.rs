@@ -277,3 +277,59 @@ async fn an_open_stream_costs_little_memory() {
     assert!(per_stream < 40.0, "{per_stream:.1} kB per open stream");
     drop((warm, streams));
 }
+
+/// What a newcomer meets first answers with one line that says what to do: a port in use, an
+/// address the machine does not have, a PostgreSQL that does not answer, a misspelt key, and a
+/// stdio MCP server that is not installed.
+#[tokio::test]
+async fn first_errors_say_what_to_do() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let fails = |args: &[&str], env: &[(&str, &str)]| {
+        let out = Command::new(binary())
+            .args(args)
+            .current_dir(dir.path())
+            .env_remove("SWITCHYARD_CONFIG")
+            .env_remove("SWITCHYARD_STORE_URL")
+            .envs(env.iter().copied())
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(!out.status.success(), "{args:?} should fail");
+        let err = String::from_utf8_lossy(&out.stderr).trim().to_string();
+        assert!(err.starts_with("error: "), "{err}");
+        err
+    };
+    let gw = Gateway::start(Options { data_dir: dir.path().join("d"), ..Options::default() });
+    let taken = gw.base.trim_start_matches("http://").to_string();
+    let err = fails(&["serve", "--listen", &taken, "--data-dir", "other"], &[]);
+    assert!(err.contains("another process listens there") && err.contains("--listen ADDR"), "{err}");
+    let err = fails(&["serve", "--listen", "192.0.2.1:8787", "--data-dir", "other"], &[]);
+    assert!(err.contains("this machine has no such address"), "{err}");
+    let err = fails(
+        &["serve", "--store", "postgres://nobody@127.0.0.1:1/switchyard", "--data-dir", "other"],
+        &[("SWITCHYARD__STORE__ACQUIRE_TIMEOUT_MS", "300")],
+    );
+    assert!(err.contains("is PostgreSQL running") && err.contains("SWITCHYARD__STORE__URL"), "{err}");
+    std::fs::write(dir.path().join("bad.toml"), "[server]\nlisen = \"127.0.0.1:8787\"\n")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let err = fails(&["--config", "bad.toml", "serve"], &[]);
+    assert!(err.contains("unknown field `lisen`") && err.contains("`listen`"), "{err}");
+
+    let config = dir.path().join("stdio.toml");
+    std::fs::write(
+        &config,
+        "[mcp]\nanonymous = true\n[[mcp.upstreams]]\nname = \"local\"\ncommand = [\"no-such-mcp-server\"]\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let gw = Gateway::start(Options { data_dir: dir.path().join("s"), config: Some(config), ..Options::default() });
+    let log = gw.opts.data_dir.join("gateway.log");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut text = String::new();
+    while Instant::now() < deadline && !text.contains("no-such-mcp-server") {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        text = std::fs::read_to_string(&log).unwrap_or_default();
+    }
+    assert!(
+        text.contains("cannot start `no-such-mcp-server`") && text.contains("put it on the gateway's PATH"),
+        "{text}"
+    );
+}

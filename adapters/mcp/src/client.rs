@@ -563,10 +563,15 @@ impl Pool {
         };
         let mut cmd = tokio::process::Command::new(program);
         cmd.args(args).env_clear().envs(self.spec.child_env()).kill_on_drop(true);
-        let (transport, _) = TokioChildProcess::builder(cmd)
-            .stderr(std::process::Stdio::inherit())
-            .spawn()
-            .map_err(|e| fail(format!("cannot start `{program}`: {e}")))?;
+        let (transport, _) =
+            TokioChildProcess::builder(cmd).stderr(std::process::Stdio::inherit()).spawn().map_err(|e| {
+                let hint = if e.kind() == std::io::ErrorKind::NotFound {
+                    " (not found: install it, put it on the gateway's PATH, or give its full path in `command`)"
+                } else {
+                    ""
+                };
+                fail(format!("cannot start `{program}`: {e}{hint}"))
+            })?;
         rmcp::service::serve_client_with_lifecycle(handler, transport, lifecycle).await.map_err(|e| fail(e.to_string()))
     }
 

@@ -415,7 +415,15 @@ async fn open_stores(cfg: &Config) -> anyhow::Result<switchyard_store::Stores> {
         group_commit: cfg.store.group_commit,
         pause_before_shared_commit: crate::faults::pauses_shared_commit(),
     };
-    switchyard_store::connect(&url, &opts).await.with_context(|| format!("cannot open store {}", redact_url(&url)))
+    let hint = if url.starts_with("postgres") {
+        "; is PostgreSQL running and reachable there? Point store.url (or SWITCHYARD__STORE__URL) at a \
+         database that answers, or leave it empty for the embedded SQLite"
+    } else {
+        ""
+    };
+    switchyard_store::connect(&url, &opts)
+        .await
+        .map_err(|e| anyhow::anyhow!("cannot open store {}: {e}{hint}", redact_url(&url)))
 }
 
 /// The configured upstreams, and those the MCP and A2A faces serve (owned by them).
@@ -565,9 +573,18 @@ pub async fn serve_announcing(
 ) -> anyhow::Result<()> {
     let started = std::time::Instant::now();
     let app = App::build(&cfg).await?;
-    let listener = tokio::net::TcpListener::bind(cfg.server.listen)
-        .await
-        .with_context(|| format!("cannot listen on {}", cfg.server.listen))?;
+    let listener = tokio::net::TcpListener::bind(cfg.server.listen).await.map_err(|e| {
+        let hint = match e.kind() {
+            std::io::ErrorKind::AddrInUse => {
+                ": another process listens there; stop it, or choose another address with --listen ADDR"
+            }
+            std::io::ErrorKind::AddrNotAvailable => {
+                ": this machine has no such address; use one of its own with --listen ADDR"
+            }
+            _ => "",
+        };
+        anyhow::anyhow!("cannot listen on {}: {e}{hint}", cfg.server.listen)
+    })?;
     let addr: SocketAddr = listener.local_addr()?;
     // Leases this worker held before a restart end now; the first recovery pass takes them.
     let ended = app.store.release_leases(app.engine.worker()).await.context("cannot release earlier leases")?;

@@ -69,7 +69,7 @@ pub struct AuditConfig {
     /// `<data_dir>/audit-signing-key`, generated once. Replicas share it. It must not be the grant
     /// key: whoever mints grants must not be able to re-sign history.
     pub key_file: Option<PathBuf>,
-    /// This replica's chain. Default: `worker-<worker id>` (one chain per replica, so replicas
+    /// This replica's chain. Default: the worker id (one chain per replica, so replicas
     /// never wait for each other's appends).
     pub partition: Option<String>,
 }
@@ -152,7 +152,7 @@ pub struct EngineSection {
     pub max_attempts: u32,
     pub backoff_base_ms: u64,
     pub backoff_max_ms: u64,
-    /// Send a `read_only` call's first attempt while its admission commits (README, G3).
+    /// Send a `read_only` call's first attempt while its admission commits (docs/guarantees.md, G3).
     pub send_reads_with_admission: bool,
 }
 

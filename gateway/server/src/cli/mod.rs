@@ -6,6 +6,7 @@ mod audit;
 mod auth;
 mod conformance;
 mod grants;
+mod init;
 mod invocations;
 mod migrate;
 mod reconcile;
@@ -36,6 +37,8 @@ pub struct Cli {
 enum Command {
     /// Run the gateway.
     Serve(serve::Args),
+    /// Write a commented starting configuration for one job (`--bridge`, `--guard`, `--expose`).
+    Init(init::Args),
     /// Apply pending database migrations and exit.
     Migrate,
     /// Check a configuration file (default: --config) and exit.
@@ -90,8 +93,10 @@ pub fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
-    if let Command::ValidateConfig(args) = &cli.command {
-        return validate_config::run(args, cli.config.as_deref());
+    match &cli.command {
+        Command::ValidateConfig(args) => return validate_config::run(args, cli.config.as_deref()),
+        Command::Init(args) => return init::run(args),
+        _ => {}
     }
     let cfg = Config::load(cli.config.as_deref(), std::env::vars())?;
     match cli.command {
@@ -106,7 +111,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Upstreams(cmd) => upstreams::run(cmd, &cfg).await,
         Command::Auth(cmd) => auth::run(cmd, &cfg).await,
         Command::Conformance(cmd) => conformance::run(cmd, &cfg).await,
-        Command::ValidateConfig(_) => Ok(()),
+        Command::ValidateConfig(_) | Command::Init(_) => Ok(()),
     }
 }
 
