@@ -2,6 +2,7 @@
 client of the gateway: one JSON line per check, clients per binding, event kinds."""
 
 import json
+import os
 
 import grpc
 import httpx
@@ -15,12 +16,22 @@ def check(name, ok, **detail):
         raise SystemExit(f"check failed: {name} {detail}")
 
 
+def grpc_channel(url):
+    """A gRPC channel to `url`: over TLS trusting the CA in $SWITCHYARD_TEST_CA when that is set
+    (HTTP clients read $SSL_CERT_FILE), else plain."""
+    ca = os.environ.get("SWITCHYARD_TEST_CA")
+    if not ca:
+        return grpc.aio.insecure_channel(url)
+    with open(ca, "rb") as f:
+        return grpc.aio.secure_channel(url, grpc.ssl_channel_credentials(root_certificates=f.read()))
+
+
 async def client_for(base, binding, streaming):
     config = ClientConfig(
         streaming=streaming,
         supported_protocol_bindings=[binding],
         httpx_client=httpx.AsyncClient(timeout=30),
-        grpc_channel_factory=lambda url: grpc.aio.insecure_channel(url),
+        grpc_channel_factory=grpc_channel,
     )
     return await create_client(base, client_config=config)
 

@@ -28,11 +28,11 @@ pub fn security(resource: &str, issuers: &[&str], scope: &str) -> (Value, Value)
     (schemes, json!(requirements))
 }
 
-/// The base URL cards point at: the configured public URL, else `http://<Host>`.
+/// The base URL cards point at: the configured public URL, else `http(s)://<Host>`.
 pub fn base_url(cfg: &A2aConfig, host: Option<&str>) -> String {
     match &cfg.public_url {
         Some(u) => u.trim_end_matches('/').to_string(),
-        None => format!("http://{}", host.unwrap_or("127.0.0.1")),
+        None => format!("{}://{}", if cfg.tls { "https" } else { "http" }, host.unwrap_or("127.0.0.1")),
     }
 }
 

@@ -14,6 +14,10 @@ pub struct A2aConfig {
     /// Base URL written into agent cards (e.g. `https://agents.example.com`). Unset: the
     /// request's `Host`, over plain HTTP (fine on loopback).
     pub public_url: Option<String>,
+    /// The gateway's listener terminates TLS (set from `server.tls`, not a key of its own): cards
+    /// name `https://<Host>` when `public_url` is unset.
+    #[serde(skip)]
+    pub tls: bool,
     /// Serve callers without credentials as tenant `default` (only honoured on loopback).
     pub anonymous: bool,
     /// `Host` names accepted besides loopback names and the host of `public_url`
@@ -49,6 +53,7 @@ impl Default for A2aConfig {
         Self {
             error_profile: Profile::Spec,
             public_url: None,
+            tls: false,
             anonymous: false,
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),

@@ -48,6 +48,10 @@ pub struct McpConfig {
     /// Base URL of absolute links the face hands out (artifacts of bridged A2A agents), e.g.
     /// `https://gw.example.com`. Unset: the request's `Host`, over plain HTTP.
     pub public_url: Option<String>,
+    /// The gateway's listener terminates TLS (set from `server.tls`, not a key of its own): links
+    /// are `https://<Host>/…` when `public_url` is unset.
+    #[serde(skip)]
+    pub tls: bool,
     /// The largest result of a bridged A2A agent (its parts and structured content; artifacts
     /// in the artifact store count as their links) passed on; a larger one is an `isError`
     /// result saying so (the send itself stays recorded as succeeded).
@@ -87,6 +91,7 @@ impl Default for McpConfig {
             page_size: 100,
             connect_timeout_ms: 15_000,
             public_url: None,
+            tls: false,
             bridge_result_max_bytes: 16 << 20,
             skills: Vec::new(),
         }

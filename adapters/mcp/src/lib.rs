@@ -182,6 +182,7 @@ impl McpGateway {
             bridges,
             foreign: agents,
             public_url: self.cfg.public_url.clone(),
+            tls: self.cfg.tls,
             artifact_links: links,
             bridge_result_max_bytes: self.cfg.bridge_result_max_bytes,
             held: Arc::default(),

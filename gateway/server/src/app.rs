@@ -231,6 +231,7 @@ impl App {
             &public,
             &hosts,
         )
+        .over_tls(cfg.server.tls.is_some())
         .with_pins(pins)
         .with_artifacts(self.artifacts.clone())
         .with_protocols(vec![
@@ -606,16 +607,6 @@ pub async fn serve_announcing(
     }
     let undiscovered = app.mcp.discover().await;
     let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
-    // Responses go out as they are written: without TCP_NODELAY a response written in two parts
-    // waits for the client's delayed ACK (about 40 ms) on a kept-alive connection.
-    let listener = {
-        use axum::serve::ListenerExt as _;
-        listener.tap_io(|tcp| {
-            if let Err(e) = tcp.set_nodelay(true) {
-                tracing::debug!(error = %e, "cannot set TCP_NODELAY");
-            }
-        })
-    };
     let metrics_addr = match cfg.server.metrics_listen {
         Some(at) => {
             let listener = tokio::net::TcpListener::bind(at)
@@ -639,10 +630,28 @@ pub async fn serve_announcing(
     // `into_make_service` resolves the routes once: a router handed to `serve` as it is would be
     // rebuilt for every connection (axum 0.8's `with_state(())` per connection: a copy of the route
     // table and a clone of every route's service, ~35 kB that a long-lived stream keeps).
-    let server = axum::serve(listener, app.router(&cfg).into_make_service()).with_graceful_shutdown(async move {
+    let routes = app.router(&cfg).into_make_service();
+    let stopped = async move {
         let _ = stop_rx.wait_for(|s| *s).await;
-    });
-    let server = tokio::spawn(async move { server.await });
+    };
+    let server = match &cfg.server.tls {
+        Some(tls) => {
+            let serve = axum::serve(crate::tls::listen(listener, tls)?, routes).with_graceful_shutdown(stopped);
+            tokio::spawn(async move { serve.await })
+        }
+        None => {
+            // Responses go out as they are written: without TCP_NODELAY a response written in two
+            // parts waits for the client's delayed ACK (about 40 ms) on a kept-alive connection.
+            use axum::serve::ListenerExt as _;
+            let listener = listener.tap_io(|tcp| {
+                if let Err(e) = tcp.set_nodelay(true) {
+                    tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+                }
+            });
+            let serve = axum::serve(listener, routes).with_graceful_shutdown(stopped);
+            tokio::spawn(async move { serve.await })
+        }
+    };
     info!(
         %addr,
         store = %redact_url(&cfg.store_url()),
@@ -682,7 +691,8 @@ pub async fn serve_announcing(
 
 /// What `switchyard serve` prints on stdout once it listens.
 fn banner(cfg: &Config, app: &App, addr: SocketAddr, metrics_addr: Option<SocketAddr>, undiscovered: &[String]) {
-    println!("switchyard ready: listening on http://{addr}");
+    let scheme = if cfg.server.tls.is_some() { "https" } else { "http" };
+    println!("switchyard ready: listening on {scheme}://{addr}");
     println!("  store:       {}", redact_url(&cfg.store_url()));
     println!("  data dir:    {}", cfg.server.data_dir.display());
     println!("  admin token: {}", app.token_source);
@@ -690,11 +700,11 @@ fn banner(cfg: &Config, app: &App, addr: SocketAddr, metrics_addr: Option<Socket
         println!("  metrics:     http://{at}/metrics");
     }
     for server in cfg.mcp.effective_servers() {
-        println!("  mcp:         http://{addr}{}", server.path);
+        println!("  mcp:         {scheme}://{addr}{}", server.path);
     }
     for agent in cfg.a2a.agents.iter().filter(|a| a.exposed) {
         println!(
-            "  a2a:         http://{addr}{} (card: http://{addr}{}/.well-known/agent-card.json)",
+            "  a2a:         {scheme}://{addr}{} (card: {scheme}://{addr}{}/.well-known/agent-card.json)",
             agent.base_path(),
             agent.base_path()
         );

@@ -96,6 +96,9 @@ pub struct ServerConfig {
     /// Serve `GET /metrics` on a listener of its own at this address (still behind the admin
     /// token or `metrics:read`), and not on `listen`. Unset: on `listen`.
     pub metrics_listen: Option<SocketAddr>,
+    /// Terminate TLS on `listen` with this certificate and key (PEM files; replaced files are
+    /// served to the next connection). Unset: plain HTTP, for loopback or behind a proxy.
+    pub tls: Option<crate::tls::TlsConfig>,
 }
 
 impl Default for ServerConfig {
@@ -107,6 +110,7 @@ impl Default for ServerConfig {
             body_limit_bytes: 1024 * 1024,
             max_wait_ms: 60_000,
             metrics_listen: None,
+            tls: None,
         }
     }
 }
@@ -334,6 +338,9 @@ impl Config {
             .map_err(|e: toml::de::Error| ConfigError::Parse { path: origin, message: e.to_string() })?;
         let mut cfg = cfg;
         cfg.validate()?;
+        // The faces write absolute URLs (cards, links) with the scheme the listener serves.
+        cfg.mcp.tls = cfg.server.tls.is_some();
+        cfg.a2a.tls = cfg.server.tls.is_some();
         cfg.add_bridged_agents()?;
         Ok(cfg)
     }
@@ -372,6 +379,9 @@ impl Config {
     /// Checks what types cannot; each message names the key.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let bad = |m: String| Err(ConfigError::Invalid(m));
+        if let Some(tls) = &self.server.tls {
+            crate::tls::load(tls).map_err(|e| ConfigError::Invalid(format!("{e:#}")))?;
+        }
         if self.server.body_limit_bytes < 1024 {
             return bad("server.body_limit_bytes must be at least 1024".into());
         }

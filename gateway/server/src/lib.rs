@@ -16,3 +16,4 @@ pub mod mcp_http;
 pub mod metrics;
 pub mod registry;
 pub mod telemetry;
+pub mod tls;

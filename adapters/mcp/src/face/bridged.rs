@@ -126,7 +126,7 @@ impl McpFace {
             .and_then(|p| p.headers.get(axum::http::header::HOST))
             .and_then(|h| h.to_str().ok())
             .unwrap_or("localhost");
-        LinkBase { url: format!("http://{host}"), grant }
+        LinkBase { url: format!("{}://{host}", if self.shared.tls { "https" } else { "http" }), grant }
     }
 
     pub(super) async fn call_bridged(

@@ -84,6 +84,8 @@ pub struct Shared {
     pub foreign: Option<Arc<dyn switchyard_contract::Catalog>>,
     /// Base of absolute links the face hands out (artifacts); unset: the request's `Host`.
     pub public_url: Option<String>,
+    /// The request reached the gateway over TLS: links without `public_url` are `https://`.
+    pub tls: bool,
     /// Signs the artifact links results hand out, for the caller they answer.
     pub artifact_links: Option<switchyard_contract::ArtifactLinks>,
     pub bridge_result_max_bytes: usize,

@@ -101,6 +101,12 @@ impl std::fmt::Debug for Pins {
 }
 
 impl ConsoleState {
+    /// The gateway's own listener terminates TLS: the session cookie is `Secure`.
+    pub fn over_tls(mut self, tls: bool) -> Self {
+        self.secure |= tls;
+        self
+    }
+
     /// `public_urls` are the gateway's configured public base URLs; `allowed_hosts` more
     /// `Host` names to serve besides loopback names and theirs.
     /// Sessions are kept in `vault` (the store's sealed secrets).
