@@ -18,6 +18,7 @@ pub mod pg;
 pub mod s3;
 pub mod stores;
 pub mod tenants;
+pub mod tls;
 pub mod upstream;
 
 /// A fresh SQLite database URL in its own temporary directory (kept alive by the guard).

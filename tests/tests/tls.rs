@@ -12,95 +12,7 @@ use serde_json::Value;
 use switchyard_tests::a2a::lines;
 use switchyard_tests::gateway::{Gateway, Options, TOKEN};
 use switchyard_tests::mcp::{fixture_binary, python};
-
-fn run(dir: &Path, program: &str, args: &[&str]) -> String {
-    let out = Command::new(program)
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap_or_else(|e| panic!("{program}: {e} (install it: apt-get install {program})"));
-    assert!(out.status.success(), "{program} {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// A test CA in `dir`: `ca.pem`, `ca.key`.
-fn certificate_authority(dir: &Path) {
-    run(
-        dir,
-        "openssl",
-        &[
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-            "-nodes",
-            "-keyout",
-            "ca.key",
-            "-out",
-            "ca.pem",
-            "-days",
-            "2",
-            "-subj",
-            "/CN=switchyard test CA",
-        ],
-    );
-}
-
-/// A server certificate for 127.0.0.1 and localhost signed by the test CA: `<name>.pem` and
-/// `<name>.key`, with `serial`.
-fn server_certificate(dir: &Path, name: &str, serial: u32) -> (PathBuf, PathBuf) {
-    std::fs::write(
-        dir.join(format!("{name}.ext")),
-        "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    let (key, csr, pem, ext) =
-        (format!("{name}.key"), format!("{name}.csr"), format!("{name}.pem"), format!("{name}.ext"));
-    run(
-        dir,
-        "openssl",
-        &[
-            "req",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-            "-nodes",
-            "-keyout",
-            &key,
-            "-out",
-            &csr,
-            "-subj",
-            "/CN=localhost",
-        ],
-    );
-    let serial = serial.to_string();
-    run(
-        dir,
-        "openssl",
-        &[
-            "x509",
-            "-req",
-            "-in",
-            &csr,
-            "-CA",
-            "ca.pem",
-            "-CAkey",
-            "ca.key",
-            "-set_serial",
-            &serial,
-            "-days",
-            "2",
-            "-out",
-            &pem,
-            "-extfile",
-            &ext,
-        ],
-    );
-    (dir.join(pem), dir.join(key))
-}
+use switchyard_tests::tls::{certificate_authority, run, server_certificate, server_section};
 
 /// The serial number of the certificate the gateway serves now, as `openssl` prints it.
 fn served_serial(dir: &Path, port: &str) -> String {
@@ -132,10 +44,10 @@ async fn third_party_clients_over_tls_and_a_certificate_replaced_on_disk() {
     std::fs::write(
         &config,
         format!(
-            "[server]\ntls = {{ cert = {cert:?}, key = {key:?} }}\n\
-             [mcp]\nanonymous = true\n[[mcp.upstreams]]\nname = \"fixture\"\ncommand = [{:?}, \"--stdio\"]\n\
+            "{}[mcp]\nanonymous = true\n[[mcp.upstreams]]\nname = \"fixture\"\ncommand = [{:?}, \"--stdio\"]\n\
              operations = {{ echo = \"read_only\" }}\n\
              [a2a]\nanonymous = true\n[[a2a.agents]]\nname = \"echo\"\nkind = \"echo\"\n",
+            server_section(&cert, &key),
             fixture_binary().display().to_string()
         ),
     )
