@@ -16,29 +16,13 @@ pub fn run(dir: &Path, program: &str, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// `openssl req` making a new P-256 key, unencrypted.
+const NEW_P256_KEY: [&str; 6] = ["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"];
+
 /// A test CA in `dir`: `ca.pem` (the certificate clients trust) and `ca.key`.
 pub fn certificate_authority(dir: &Path) -> PathBuf {
-    run(
-        dir,
-        "openssl",
-        &[
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-            "-nodes",
-            "-keyout",
-            "ca.key",
-            "-out",
-            "ca.pem",
-            "-days",
-            "2",
-            "-subj",
-            "/CN=switchyard test CA",
-        ],
-    );
+    let ca = ["-x509", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=switchyard test CA"];
+    run(dir, "openssl", &[NEW_P256_KEY.as_slice(), &ca].concat());
     dir.join("ca.pem")
 }
 
@@ -52,24 +36,8 @@ pub fn server_certificate(dir: &Path, name: &str, serial: u32) -> (PathBuf, Path
         "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
     )
     .unwrap_or_else(|e| panic!("{e}"));
-    run(
-        dir,
-        "openssl",
-        &[
-            "req",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-            "-nodes",
-            "-keyout",
-            &key,
-            "-out",
-            &csr,
-            "-subj",
-            "/CN=localhost",
-        ],
-    );
+    let request = ["-keyout", key.as_str(), "-out", csr.as_str(), "-subj", "/CN=localhost"];
+    run(dir, "openssl", &[NEW_P256_KEY.as_slice(), &request].concat());
     let serial = serial.to_string();
     run(
         dir,

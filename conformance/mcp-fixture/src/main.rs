@@ -121,8 +121,13 @@ async fn run_http(fixture: Fixture, addr: SocketAddr) -> anyhow::Result<()> {
     let router = axum::Router::new()
         .nest_service("/mcp", service)
         .route("/connections", axum::routing::get(move || async move { count.load(Ordering::Relaxed).to_string() }));
-    let listener = listener.tap_io(move |_| {
+    // Responses go out as they are written: without TCP_NODELAY a kept-alive client calling the
+    // fixture directly stalls on delayed ACKs (tens of ms), and a direct baseline means nothing.
+    let listener = listener.tap_io(move |tcp| {
         accepted.fetch_add(1, Ordering::Relaxed);
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+        }
     });
 
     let mut stdout = std::io::stdout().lock();
