@@ -71,7 +71,12 @@ pub fn server_section(cert: &Path, key: &Path) -> String {
 
 /// A reqwest client that trusts the CA certificate at `ca` (PEM).
 pub fn client_trusting(ca: &Path) -> reqwest::Client {
+    trusting(ca, reqwest::Client::builder())
+}
+
+/// `builder`'s client, trusting the CA certificate at `ca` (PEM) too.
+pub fn trusting(ca: &Path, builder: reqwest::ClientBuilder) -> reqwest::Client {
     let pem = std::fs::read(ca).unwrap_or_else(|e| panic!("{}: {e}", ca.display()));
     let root = reqwest::Certificate::from_pem(&pem).unwrap_or_else(|e| panic!("{e}"));
-    reqwest::Client::builder().add_root_certificate(root).build().unwrap_or_else(|e| panic!("{e}"))
+    builder.add_root_certificate(root).build().unwrap_or_else(|e| panic!("{e}"))
 }

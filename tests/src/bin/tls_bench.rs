@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use switchyard_tests::bench::{Args, Run};
 use switchyard_tests::gateway::{Gateway, Options, TOKEN};
-use switchyard_tests::tls::{certificate_authority, client_trusting, server_certificate, server_section};
+use switchyard_tests::tls::{certificate_authority, client_trusting, server_certificate, server_section, trusting};
 
 const ROUNDS: usize = 3;
 
@@ -72,20 +72,9 @@ async fn main() -> anyhow::Result<()> {
         ..Options::default()
     });
     let kept = [reqwest::Client::new(), client_trusting(&ca)];
-    let fresh = |trust: bool| {
-        let b = reqwest::Client::builder().pool_max_idle_per_host(0);
-        let b = if trust {
-            let pem = std::fs::read(&ca).unwrap_or_default();
-            match reqwest::Certificate::from_pem(&pem) {
-                Ok(root) => b.add_root_certificate(root),
-                Err(_) => b,
-            }
-        } else {
-            b
-        };
-        b.build()
-    };
-    let new_conn = [fresh(false)?, fresh(true)?];
+    // A new connection for every request: no idle connection is kept.
+    let fresh = || reqwest::Client::builder().pool_max_idle_per_host(0);
+    let new_conn = [fresh().build()?, trusting(&ca, fresh())];
     let bases = [plain.base.clone(), tls.base.clone()];
     let mut cells: [[Vec<u64>; 2]; 2] = Default::default(); // [call|connect][plain|tls]
     for _ in 0..ROUNDS {
