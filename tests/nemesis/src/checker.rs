@@ -1,11 +1,12 @@
 //! The history checker: independent of the gateway's code, it reads the clients' history, the
 //! upstream's record of physical calls and the store (with `psql`), and names every anomaly.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::Serialize;
 
-use crate::workload::{Answer, Approval, Op};
+use crate::admin::Approval;
+use crate::workload::{Answer, Op};
 
 /// One anomaly, with the operation it was seen on.
 #[derive(Debug, Clone, Serialize)]
@@ -26,6 +27,10 @@ pub struct Stored {
     pub unknown: usize,
     /// Invocations not settled (still admitted, dispatching or awaiting) after the run.
     pub unsettled: usize,
+    /// The demo upstream's invocations: the `key` of their request and their state.
+    pub demo: HashMap<String, (String, String)>,
+    /// The attempts the journal says were started on the demo upstream.
+    pub demo_dispatched: HashSet<String>,
 }
 
 impl Stored {
@@ -46,6 +51,19 @@ impl Stored {
             .map(str::to_string)
             .collect();
         let count = |sql: &str| q(sql).trim().parse().unwrap_or(0);
+        let demo = q("SELECT id, COALESCE(request->>'key', ''), state FROM invocations WHERE upstream = 'demo'")
+            .lines()
+            .filter_map(|l| {
+                let mut f = l.split('|');
+                Some((f.next()?.to_string(), (f.next()?.to_string(), f.next()?.to_string())))
+            })
+            .collect();
+        let demo_dispatched = q("SELECT e.data->>'attempt' FROM invocation_events e \
+                                 JOIN invocations i ON i.id = e.invocation_id \
+                                 WHERE i.upstream = 'demo' AND e.kind = 'dispatch_started'")
+        .lines()
+        .map(str::to_string)
+        .collect();
         Stored {
             by_key,
             broken_event_logs,
@@ -53,6 +71,8 @@ impl Stored {
             unsettled: count(
                 "SELECT COUNT(*) FROM invocations WHERE state NOT IN ('succeeded', 'failed', 'canceled', 'unknown')",
             ),
+            demo,
+            demo_dispatched,
         }
     }
 }
@@ -63,11 +83,33 @@ pub fn check(
     approvals: &[Approval],
     physical: &HashMap<String, usize>,
     stored: &Stored,
+    demo_calls: &[(String, String)],
     audit_ok: Result<(), String>,
 ) -> Vec<Anomaly> {
     let approved: std::collections::HashSet<&str> =
         approvals.iter().filter(|a| a.status == 200).map(|a| a.invocation.as_str()).collect();
     let mut found = Vec::new();
+    // The demo upstream names each physical call's invocation and attempt: one invocation runs
+    // at most once, and only an attempt its journal started.
+    let mut per_invocation: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (invocation, attempt) in demo_calls {
+        per_invocation.entry(invocation).or_default().push(attempt);
+    }
+    for (invocation, attempts) in &per_invocation {
+        let op = stored.demo.get(*invocation).map_or(String::new(), |(key, _)| key.clone());
+        if attempts.len() > 1 {
+            let detail = format!("{invocation} ran {} times: {attempts:?}", attempts.len());
+            found.push(Anomaly { class: "executed_twice_for_one_invocation", op: op.clone(), detail });
+        }
+        for attempt in attempts.iter().filter(|a| !stored.demo_dispatched.contains(**a)) {
+            let detail = format!("{invocation} ran attempt {attempt}, which its journal never started");
+            found.push(Anomaly { class: "executed_without_journal", op: op.clone(), detail });
+        }
+    }
+    let mut demo_states: HashMap<&str, Vec<&str>> = HashMap::new();
+    for (key, state) in stored.demo.values() {
+        demo_states.entry(key).or_default().push(state);
+    }
     let mut add = |class, op: &Op, detail: String| found.push(Anomaly { class, op: op.id.clone(), detail });
     for op in ops {
         if !op.write {
@@ -118,9 +160,23 @@ pub fn check(
             } else if *text != op.expect {
                 add("acknowledged_with_another_result", op, format!("answered `{text}`"));
             }
-            if op.keyed && stored.by_key.get(&op.id).is_some_and(|s| s != "succeeded") {
-                add("outcome_lost", op, format!("acknowledged, the store says `{}`", stored.by_key[&op.id]));
-            }
+        }
+        // An end reported is the end: every later report and the store say the same (an
+        // admin call's reports all name one invocation; elsewhere only a success is compared).
+        let admin = op.era == "admin";
+        let ends: Vec<&str> = op.attempts.iter().filter_map(|a| a.answer.terminal()).collect();
+        if admin && ends.iter().any(|e| Some(e) != ends.first()) {
+            add("outcome_lost", op, format!("reported {ends:?} in turn"));
+        }
+        let in_store = match op.keyed {
+            true => stored.by_key.get(&op.id).map(String::as_str),
+            false => demo_states.get(op.id.as_str()).and_then(|s| (s.len() == 1).then(|| s[0])),
+        };
+        let end = op.last().and_then(Answer::terminal).filter(|e| admin || *e == "succeeded");
+        if let (Some(end), Some(state)) = (end, in_store)
+            && end != state
+        {
+            add("outcome_lost", op, format!("reported `{end}`, the store says `{state}`"));
         }
     }
     for id in &stored.broken_event_logs {
@@ -152,4 +208,58 @@ pub fn by_class(anomalies: &[Anomaly]) -> BTreeMap<&'static str, usize> {
         *m.entry(a.class).or_default() += 1;
     }
     m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::Attempt;
+
+    fn admin_op(id: &str, answers: Vec<Answer>) -> Op {
+        let attempts = answers.into_iter().map(|answer| Attempt { replica: 0, at_ms: 0, took_ms: 0, answer }).collect();
+        Op { id: id.into(), write: true, keyed: false, era: "admin", expect: format!("counted {id}"), attempts }
+    }
+
+    fn ended(state: &str) -> Answer {
+        Answer::ToolError { state: state.into(), retry_safe: false, invocation: Some("inv-1".into()) }
+    }
+
+    fn classes(ops: &[Op], stored: &Stored, demo_calls: &[(String, String)]) -> Vec<&'static str> {
+        let physical = HashMap::from([("c0-1".to_string(), demo_calls.len())]);
+        check(ops, &[], &physical, stored, demo_calls, Ok(())).iter().map(|a| a.class).collect()
+    }
+
+    fn stored(state: &str) -> Stored {
+        Stored {
+            demo: HashMap::from([("inv-1".into(), ("c0-1".into(), state.into()))]),
+            demo_dispatched: HashSet::from(["att-1".to_string()]),
+            ..Stored::default()
+        }
+    }
+
+    #[test]
+    fn a_clean_admin_history_has_no_anomaly() {
+        let op = admin_op("c0-1", vec![ended("dispatching"), Answer::Succeeded { text: "counted c0-1".into() }]);
+        assert!(classes(&[op], &stored("succeeded"), &[("inv-1".into(), "att-1".into())]).is_empty());
+    }
+
+    #[test]
+    fn one_invocation_run_twice_or_without_its_journal_is_named() {
+        let op = admin_op("c0-1", vec![Answer::Succeeded { text: "counted c0-1".into() }]);
+        let twice = [("inv-1".into(), "att-1".into()), ("inv-1".into(), "att-1".into())];
+        assert!(
+            classes(std::slice::from_ref(&op), &stored("succeeded"), &twice)
+                .contains(&"executed_twice_for_one_invocation")
+        );
+        let unjournaled = [("inv-1".into(), "att-2".into())];
+        assert_eq!(classes(&[op], &stored("succeeded"), &unjournaled), ["executed_without_journal"]);
+    }
+
+    #[test]
+    fn an_end_that_changes_is_an_outcome_lost() {
+        let flipped = admin_op("c0-1", vec![ended("canceled"), Answer::Succeeded { text: "counted c0-1".into() }]);
+        assert_eq!(classes(&[flipped], &stored("succeeded"), &[("inv-1".into(), "att-1".into())]), ["outcome_lost"]);
+        let told_canceled = admin_op("c0-1", vec![ended("canceled")]);
+        assert_eq!(classes(&[told_canceled], &stored("succeeded"), &[]), ["outcome_lost"]);
+    }
 }

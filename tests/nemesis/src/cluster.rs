@@ -132,6 +132,8 @@ impl Cluster {
                      [policy]\ngrant_key_file = {:?}\n\n\
                      [[policy.rules]]\nupstream = \"fx\"\noperation = \"count_write\"\ntier = \"routine\"\n\
                      [[policy.rules.when]]\npointer = \"/arguments/delay_ms\"\nmax = 199\n\n\
+                     [[policy.rules]]\nupstream = \"demo\"\noperation = \"count\"\ntier = \"routine\"\n\
+                     [[policy.rules.when]]\npointer = \"/delay_ms\"\nmax = 999\n\n\
                      [audit]\nkey_file = {:?}\ncheckpoint_interval_s = 2\n\n\
                      [a2a]\nallowed_hosts = [\"{address}\", \"{address}:{port}\"]\n\n\
                      [[a2a.agents]]\nname = \"{AGENT}\"\nkind = \"upstream\"\ncard_url = \"{card}\"\ntimeout_ms = 5000\n\n\
@@ -281,6 +283,14 @@ impl Cluster {
             *calls.entry(key).or_default() += 1;
         }
         calls
+    }
+
+    /// The demo upstream's physical calls on every replica: (invocation, attempt).
+    pub fn demo_calls(&self) -> Vec<(String, String)> {
+        let logs = self.replicas.iter().map(|r| r.opts.data_dir.join("demo-calls.log"));
+        let text: String = logs.map(|p| std::fs::read_to_string(p).unwrap_or_default()).collect();
+        let lines = text.lines().filter_map(|l| l.split_once(' '));
+        lines.map(|(i, a)| (i.to_string(), a.to_string())).collect()
     }
 
     /// Heals everything: the database running, links up, every replica resumed and running.

@@ -7,6 +7,7 @@
 //! also carry slow links); where namespaces cannot be made (not root), the links carry every
 //! fault. The report says which ran.
 
+pub mod admin;
 pub mod checker;
 pub mod cluster;
 pub mod link;
@@ -50,7 +51,7 @@ pub struct Report {
     pub not_recovered: usize,
     pub history: Vec<workload::Op>,
     /// Approvals the gateway did not accept (refused, or no answer).
-    pub approvals_not_accepted: Vec<workload::Approval>,
+    pub approvals_not_accepted: Vec<admin::Approval>,
 }
 
 /// Runs the profile: start, load with faults, heal, let the system settle, check.
@@ -64,7 +65,7 @@ pub async fn run(profile: Profile) -> Report {
         .collect();
     // The approver goes on a while after the clients stop, so no held call is left waiting.
     let settled = deadline + Duration::from_secs(10);
-    let approver = tokio::spawn(workload::approver(bases.clone(), switchyard_tests::gateway::TOKEN, start, settled));
+    let approver = tokio::spawn(admin::approver(bases.clone(), start, settled));
     let faults = nemesis::run(&mut cluster, profile.seed, start, deadline).await;
     let mut history = Vec::new();
     for c in clients {
@@ -80,7 +81,12 @@ pub async fn run(profile: Profile) -> Report {
         tokio::time::sleep(Duration::from_millis(500)).await;
         stored = checker::Stored::read(&cluster.store_url);
     }
-    let physical = cluster.physical_calls();
+    let demo_calls = cluster.demo_calls();
+    let mut physical = cluster.physical_calls();
+    for (invocation, _) in &demo_calls {
+        let key = stored.demo.get(invocation).map_or(invocation, |(key, _)| key);
+        *physical.entry(key.clone()).or_default() += 1;
+    }
     if std::env::var_os("SWITCHYARD_NEMESIS_KEEP").is_some() {
         let dir = tempfile::TempDir::new().map(|d| std::mem::replace(&mut cluster.dir, d));
         if let Ok(dir) = dir {
@@ -88,7 +94,7 @@ pub async fn run(profile: Profile) -> Report {
         }
     }
     let audit = audit_verifies(&cluster);
-    let mut anomalies = checker::check(&history, &approvals, &physical, &stored, audit);
+    let mut anomalies = checker::check(&history, &approvals, &physical, &stored, &demo_calls, audit);
     for a in anomalies.iter_mut().filter(|a| !a.op.is_empty()) {
         a.detail = format!("{}; the store: {}", a.detail, checker::explain(&cluster.store_url, &a.op).trim());
     }

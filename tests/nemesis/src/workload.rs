@@ -9,7 +9,8 @@
 //! A2A messages (their `messageId` names them; a streamed send, or a blocking one on JSON-RPC or
 //! HTTP+JSON) to the agent behind the replicas, or to a `tools` agent over the fixture's
 //! `count_write`, resent with the same `messageId` and content — over blocking JSON-RPC or
-//! HTTP+JSON, on another replica — until they are answered.
+//! HTTP+JSON, on another replica — until they are answered. One in eight of the rest are calls
+//! submitted at the admin API ([`crate::admin`]).
 
 use std::time::{Duration, Instant};
 
@@ -21,8 +22,6 @@ use crate::rng::Rng;
 /// Every client's API key (tenant `red`): the replicas listen on their namespaces' addresses,
 /// where anonymous callers are refused.
 pub const CALLER: &str = switchyard_tests::tenants::RED;
-/// The clients' tenant, for the approver.
-const TENANT: &str = "red";
 
 /// The MCP eras the clients speak: stateless requests, and sessions (`initialize`, then
 /// `Mcp-Session-Id` on every request).
@@ -54,6 +53,23 @@ impl Answer {
     pub fn retry_safe(&self) -> bool {
         matches!(self, Answer::ToolError { retry_safe: true, .. } | Answer::RpcError { retry_safe: true, .. })
     }
+
+    /// The invocation the answer names, if any.
+    pub fn invocation(&self) -> Option<&str> {
+        match self {
+            Answer::ToolError { invocation, .. } => invocation.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// The end it reports: `succeeded`, `failed` or `canceled`.
+    pub fn terminal(&self) -> Option<&str> {
+        match self {
+            Answer::Succeeded { .. } => Some("succeeded"),
+            Answer::ToolError { state, .. } if matches!(state.as_str(), "failed" | "canceled") => Some(state),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -74,7 +90,7 @@ pub struct Op {
     pub write: bool,
     pub keyed: bool,
     /// The MCP era its client speaks: `2026-07-28` (stateless) or `2025-11-25` (sessions); or
-    /// the A2A binding of its first send (`a2a-stream`, `a2a-jsonrpc`, `a2a-rest`).
+    /// the A2A binding of its first send (`a2a-stream`, `a2a-jsonrpc`, `a2a-rest`); or `admin`.
     pub era: &'static str,
     /// The text a success answers.
     pub expect: String,
@@ -83,7 +99,7 @@ pub struct Op {
 
 impl Op {
     /// Records an attempt made on `replica` at `t0` (the run began at `start`).
-    fn attempt(&mut self, replica: usize, start: Instant, t0: Instant, answer: Answer) {
+    pub(crate) fn attempt(&mut self, replica: usize, start: Instant, t0: Instant, answer: Answer) {
         let at_ms = t0.duration_since(start).as_millis() as u64;
         self.attempts.push(Attempt { replica, at_ms, took_ms: t0.elapsed().as_millis() as u64, answer });
     }
@@ -109,6 +125,7 @@ impl Op {
             Some(Answer::Succeeded { .. }) => "succeeded",
             Some(Answer::ToolError { state, .. }) if state == "unknown" => "unknown",
             Some(Answer::ToolError { state, .. }) if state == "failed" || state == "denied" => "failed",
+            Some(Answer::ToolError { state, .. }) if state == "canceled" => "canceled",
             Some(Answer::ToolError { .. }) => "pending",
             Some(Answer::RpcError { .. }) => "error",
             Some(Answer::NoAnswer { .. }) | None => "no_answer",
@@ -217,52 +234,6 @@ fn classify(raw: Result<String, String>) -> Answer {
     }
     let text = r["content"][0]["text"].as_str().unwrap_or_default().to_string();
     Answer::Succeeded { text }
-}
-
-/// One approval the approver made: the invocation and whether the gateway accepted it.
-#[derive(Debug, Clone, Serialize)]
-pub struct Approval {
-    pub invocation: String,
-    pub replica: usize,
-    pub at_ms: u64,
-    /// The HTTP status (0: no answer).
-    pub status: u16,
-    /// A refusal's `retry_safe`: the gateway says nothing was changed.
-    pub retry_safe: bool,
-}
-
-/// The approver: a person at the admin API who approves every held call it sees, through
-/// whichever replica answers, until `deadline`.
-pub async fn approver(bases: Vec<String>, token: &'static str, start: Instant, deadline: Instant) -> Vec<Approval> {
-    let http = reqwest::Client::builder().timeout(Duration::from_secs(3)).build().unwrap_or_else(|e| panic!("{e}"));
-    let mut done = Vec::new();
-    let mut turn = 0usize;
-    while Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        turn += 1;
-        let replica = turn % bases.len();
-        let base = &bases[replica];
-        let listed = http
-            .get(format!("{base}/admin/v1/invocations?state=awaiting_approval&limit=100"))
-            .bearer_auth(token)
-            .header("x-switchyard-tenant", TENANT)
-            .send()
-            .await;
-        let Ok(listed) = listed else { continue };
-        let Ok(page) = listed.json::<Value>().await else { continue };
-        for id in page["items"].as_array().into_iter().flatten().filter_map(|i| i["id"].as_str()) {
-            let at_ms = start.elapsed().as_millis() as u64;
-            let approve = http.post(format!("{base}/admin/v1/invocations/{id}/approve"));
-            let sent = approve.bearer_auth(token).header("x-switchyard-tenant", TENANT).send().await;
-            let (status, body) = match sent {
-                Ok(r) => (r.status().as_u16(), r.json::<Value>().await.unwrap_or_default()),
-                Err(_) => (0, Value::Null),
-            };
-            let retry_safe = body["error"]["retry_safe"].as_bool().unwrap_or(false);
-            done.push(Approval { invocation: id.to_string(), replica, at_ms, status, retry_safe });
-        }
-    }
-    done
 }
 
 /// Sends an A2A message to a replica's agent: streamed (`SendStreamingMessage`, read to its
@@ -380,6 +351,10 @@ pub async fn client(c: usize, bases: Vec<String>, seed: u64, start: Instant, dea
         let id = format!("c{c}-{n}");
         if rng.below(4) == 0 {
             ops.push(a2a_op(&http, &bases, c, id, &mut rng, start).await);
+            continue;
+        }
+        if rng.below(6) == 0 {
+            ops.push(crate::admin::op(&http, &bases, c, id, &mut rng, start).await);
             continue;
         }
         let (kind, bridged) = (rng.below(8), rng.below(6) == 0);
