@@ -42,6 +42,7 @@ on_both!(
     g4_a_write_that_times_out_is_unknown,
     g5_read_only_is_retried_with_bounded_attempts,
     g6_a_worker_whose_lease_expired_cannot_commit,
+    g6_an_answer_recorded_late_before_recovery_settles_the_call,
     g7_recovery_takes_over_an_invocation_its_worker_abandoned,
     g8_cancellation_before_and_during_dispatch,
     g9_watch_resumes_without_gaps_or_duplicates,
@@ -298,6 +299,37 @@ async fn g6_a_worker_whose_lease_expired_cannot_commit(db: Db) {
         }
         let expected_calls = if op == "gate" { 2 } else { 1 };
         assert_eq!(up.calls().len(), expected_calls, "{op}: a write is never re-dispatched by the new worker");
+    }
+}
+
+/// Engine A's lease runs out while its upstream works (A cannot reach the database to renew
+/// it); the reply then arrives before anyone took the call over, and A's commit is recorded as
+/// a late outcome. Engine B, recovering the call, finds that answer in the journal and settles
+/// the call with it: the gateway holds the evidence, so the outcome is not `unknown`.
+async fn g6_an_answer_recorded_late_before_recovery_settles_the_call(db: Db) {
+    for (op, settled) in [("w_gate", StateName::Succeeded), ("gate", StateName::Succeeded)] {
+        let up = Scripted::new(false);
+        let a_store = Partition::new(db.open().await);
+        let a = engine(a_store.clone(), &up, Arc::new(NoFaults), config(500));
+        let inv = submit(&a, op).await;
+        up.wait_for_calls(1).await;
+        a_store.set_cut(true);
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        a_store.set_cut(false);
+        up.open_gate();
+        let b = engine(db.open().await, &up, Arc::new(NoFaults), config(500));
+        for _ in 0..300 {
+            if kinds(&events(&b, inv.id).await).contains(&"late_outcome") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(b.recover_once().await.ok(), Some(1), "{op}: B takes the expired lease");
+        let done = until(&b, inv.id, settled).await;
+        let evs = kinds(&events(&b, inv.id).await);
+        assert_eq!(evs[evs.len() - 2..], ["late_outcome", "succeeded"], "{op}: {evs:?}");
+        assert_eq!(done.lease.fence.0, 2);
+        assert_eq!(up.calls().len(), 1, "{op}: nothing is sent again");
     }
 }
 

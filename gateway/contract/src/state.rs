@@ -228,6 +228,17 @@ impl AttemptOutcome {
         }
     }
 
+    /// The answer a late outcome kept (its [`summary`](Self::summary) and
+    /// [`detail`](Self::detail)): a result or a failure; `None` for anything else.
+    pub fn from_late(summary: &str, detail: Option<&Value>) -> Option<Self> {
+        let detail = detail?;
+        if summary == "succeeded" {
+            return Some(Self::Succeeded(detail.clone()));
+        }
+        let failed = summary.starts_with("failed: ");
+        failed.then(|| serde_json::from_value(detail.clone()).ok().map(Self::Failed)).flatten()
+    }
+
     /// What a late outcome keeps for reconciliation: the result, or the failure.
     fn detail(&self) -> Option<Value> {
         match self {

@@ -25,6 +25,9 @@ pub struct Stored {
     pub broken_event_logs: Vec<String>,
     /// Invocations left `unknown`.
     pub unknown: usize,
+    /// Invocations left `unknown` although their journal holds the upstream's answer (a late
+    /// outcome that is a result or a failure): the gateway could have known.
+    pub unknown_but_answered: Vec<String>,
     /// Invocations not settled (still admitted, dispatching or awaiting) after the run.
     pub unsettled: usize,
     /// The demo upstream's invocations: the `key` of their request and their state.
@@ -51,6 +54,13 @@ impl Stored {
             .map(str::to_string)
             .collect();
         let count = |sql: &str| q(sql).trim().parse().unwrap_or(0);
+        let unknown_but_answered = q("SELECT DISTINCT i.id FROM invocations i \
+             JOIN invocation_events e ON e.invocation_id = i.id \
+             WHERE i.state = 'unknown' AND e.kind = 'late_outcome' \
+             AND (e.data->>'outcome' = 'succeeded' OR e.data->>'outcome' LIKE 'failed: %')")
+        .lines()
+        .map(str::to_string)
+        .collect();
         let demo = q("SELECT id, COALESCE(request->>'key', ''), state FROM invocations WHERE upstream = 'demo'")
             .lines()
             .filter_map(|l| {
@@ -71,6 +81,7 @@ impl Stored {
             unsettled: count(
                 "SELECT COUNT(*) FROM invocations WHERE state NOT IN ('succeeded', 'failed', 'canceled', 'unknown')",
             ),
+            unknown_but_answered,
             demo,
             demo_dispatched,
         }
@@ -179,6 +190,10 @@ pub fn check(
             add("outcome_lost", op, format!("reported `{end}`, the store says `{state}`"));
         }
     }
+    for id in &stored.unknown_but_answered {
+        let detail = "unknown, though its journal holds the upstream's answer".to_string();
+        found.push(Anomaly { class: "unknown_although_answered", op: id.clone(), detail });
+    }
     for id in &stored.broken_event_logs {
         found.push(Anomaly { class: "event_log_gap_or_repeat", op: id.clone(), detail: String::new() });
     }
@@ -195,7 +210,7 @@ pub fn explain(url: &str, op: &str) -> String {
         "SELECT i.id || ' ' || i.state || ' attempts=' || i.attempts || ' worker=' || COALESCE(i.lease_owner, '-') || ': ' || \
          string_agg(e.seq || ':' || e.kind || COALESCE('(' || (e.data->>'attempt') || ')', '') || '@' || e.at_ms, ' ' ORDER BY e.seq) \
          FROM invocations i JOIN invocation_events e ON e.invocation_id = i.id \
-         WHERE i.ingress_key = '{op}' OR i.request->'arguments'->>'key' = '{op}' OR i.request->>'key' = '{op}' \
+         WHERE i.id = '{op}' OR i.ingress_key = '{op}' OR i.request->'arguments'->>'key' = '{op}' OR i.request->>'key' = '{op}' \
          GROUP BY i.id, i.state, i.attempts, i.lease_owner"
     );
     switchyard_tests::pg::psql(url, &sql).unwrap_or_else(|e| format!("(not read: {e})"))

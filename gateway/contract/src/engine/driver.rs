@@ -18,10 +18,11 @@ use super::{FaultPoint, Inner};
 use crate::Millis;
 use crate::error::{Error, ErrorKind, FailureCode};
 use crate::event::EventKind;
+use crate::id::AttemptId;
 use crate::ports::{CancelAck, DispatchCall, Upstream, UpstreamError};
 use crate::principal::EffectClass;
 use crate::relay::CallContext;
-use crate::state::{Fence, Invocation, InvocationState, StateName};
+use crate::state::{AttemptOutcome, Fence, Invocation, InvocationState, StateName};
 use crate::trace::TARGET;
 
 pub(super) async fn drive(
@@ -140,8 +141,6 @@ async fn run(
     context: Option<CallContext>,
     (mut started, mut early): (bool, Option<Early>),
 ) -> Result<InvocationState, Error> {
-    let fence = inv.lease.fence;
-    let worker = inner.cfg.worker;
     loop {
         // A read admitted with its first attempt recorded goes straight to the dispatch (once),
         // or takes up the reply of that attempt, sent while the admission committed.
@@ -153,9 +152,8 @@ async fn run(
                     let wait = retry_at_ms.saturating_sub(inner.store.now().await?);
                     tokio::time::sleep(Duration::from_millis(u64::try_from(wait).unwrap_or(0))).await;
                 }
-                InvocationState::Dispatching { .. } => {
-                    let max = inner.cfg.retry.max_attempts;
-                    inv = apply(inner, &inv, move |i, now| i.recover_lost_attempt(worker, fence, now, max)).await?;
+                InvocationState::Dispatching { attempt, .. } => {
+                    inv = recover(inner, inv.clone(), *attempt).await?;
                     continue;
                 }
                 _ => return Ok(inv.state),
@@ -242,6 +240,35 @@ where
     inner.committed("transition", started);
     if !events.is_empty() {
         inner.notify_changed(&inv);
+    }
+    Ok(inv)
+}
+
+/// Recovers an attempt its worker lost. Its answer may be in the journal already, recorded late
+/// because the worker's lease ran out before it could commit it: that answer settles the call.
+/// Only an outcome truly lost makes a write `unknown` (G4) or a read tried again (G5). The
+/// journal is read, then the change is made only if nothing was appended since (else read again).
+async fn recover(inner: &Inner, mut inv: Invocation, attempt: AttemptId) -> Result<Invocation, Error> {
+    let (worker, fence, ttl, max) =
+        (inner.cfg.worker, inv.lease.fence, inner.cfg.ttl_ms(), inner.cfg.retry.max_attempts);
+    for _ in 0..5 {
+        let journal = inner.store.events(inv.id, inv.last_seq.saturating_sub(100), 1000).await?;
+        let seen = journal.last().map_or(inv.last_seq, |e| e.seq);
+        let answer = journal.iter().rev().find_map(|e| match &e.kind {
+            EventKind::LateOutcome { attempt: a, outcome, detail, .. } if *a == attempt => {
+                AttemptOutcome::from_late(outcome, detail.as_ref())
+            }
+            _ => None,
+        });
+        let change = move |i: &mut Invocation, now| match &answer {
+            _ if i.last_seq != seen => Ok(Vec::new()),
+            Some(answer) => Ok(i.record_outcome(worker, fence, attempt, answer.clone(), now, ttl)),
+            None => i.recover_lost_attempt(worker, fence, now, max),
+        };
+        inv = apply(inner, &inv, change).await?;
+        if !matches!(inv.state, InvocationState::Dispatching { attempt: a, .. } if a == attempt) {
+            break;
+        }
     }
     Ok(inv)
 }
