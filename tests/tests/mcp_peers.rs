@@ -321,7 +321,13 @@ async fn a_fastmcp_server_behind_the_gateway_answers_both_client_eras_as_it_does
     let config = config_with(dir.path(), "fm", format!("exec {}", quoted(&command)), &["add", "greet", "chart"]);
     let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(config), ..Options::default() });
     let url = format!("{}/mcp", gw.base);
-    let checks = vec![
+    let checks = fastmcp_checks();
+    same_as_direct("FastMCP 4.2.3 (2026-07-28)", &url, &command, &checks, true).await;
+}
+
+/// The matrix's checks against the FastMCP server.
+fn fastmcp_checks() -> Vec<(&'static str, Value)> {
+    vec![
         ("call read (structured)", json!(["call", "add", {"a": 2, "b": 3}])),
         ("call read (text)", json!(["call", "greet", {"name": "Ada"}])),
         ("call read (image)", json!(["call", "chart", {}])),
@@ -333,8 +339,40 @@ async fn a_fastmcp_server_behind_the_gateway_answers_both_client_eras_as_it_does
         ("resources/read", json!(["read", "data://motd"])),
         ("prompts/list", json!(["prompts"])),
         ("prompts/get", json!(["prompt", "review", {"topic": "gateways"}])),
-    ];
-    same_as_direct("FastMCP 4.2.3 (2026-07-28)", &url, &command, &checks, true).await;
+    ]
+}
+
+/// `command` behind `switchyard stdio` (data in `data`), as a client's `stdio:` server.
+fn behind_stdio(data: &std::path::Path, command: &[String], read_only: &[&str]) -> String {
+    let mut wrapped = vec![switchyard_tests::gateway::binary().display().to_string(), "stdio".into()];
+    wrapped.extend(["--data-dir".to_string(), data.display().to_string()]);
+    for read in read_only {
+        wrapped.extend(["--read-only".to_string(), read.to_string()]);
+    }
+    wrapped.push("--".into());
+    wrapped.extend(command.iter().cloned());
+    format!("stdio:{}", json!(wrapped))
+}
+
+/// `switchyard stdio` launched by each client in place of the FastMCP server, as a desktop client
+/// launches it from its configuration: the same answers as the server launched directly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fastmcp_server_behind_switchyard_stdio_answers_each_client_as_it_does_directly() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let peer = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("python/fastmcp_peer.py");
+    let command = vec![switchyard_tests::mcp::python().display().to_string(), peer.display().to_string()];
+    let through = behind_stdio(&dir.path().join("d"), &command, &["add", "greet", "chart"]);
+    same_as_direct("FastMCP 4.2.3 behind switchyard stdio", &through, &command, &fastmcp_checks(), true).await;
+}
+
+/// The reference server behind `switchyard stdio`: its questions during a call (elicitation,
+/// sampling, roots) reach the client that launched the wrapper, as they do directly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reference_server_behind_switchyard_stdio_answers_each_client_as_it_does_directly() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let command = server_everything();
+    let through = behind_stdio(&dir.path().join("d"), &command, &["echo", "get-sum"]);
+    same_as_direct("server-everything behind switchyard stdio", &through, &command, &everything_checks(), false).await;
 }
 
 /// The rounds of a held call, driven by hand: the answered round gets the upstream's result; a

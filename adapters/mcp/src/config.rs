@@ -52,6 +52,10 @@ pub struct McpConfig {
     /// are `https://<Host>/…` when `public_url` is unset.
     #[serde(skip)]
     pub tls: bool,
+    /// A held call waits for its decision before it answers (set by `switchyard stdio`, whose
+    /// client cannot come back for it; not a key of its own).
+    #[serde(skip)]
+    pub wait_for_approval: bool,
     /// The largest result of a bridged A2A agent (its parts and structured content; artifacts
     /// in the artifact store count as their links) passed on; a larger one is an `isError`
     /// result saying so (the send itself stays recorded as succeeded).
@@ -92,6 +96,7 @@ impl Default for McpConfig {
             connect_timeout_ms: 15_000,
             public_url: None,
             tls: false,
+            wait_for_approval: false,
             bridge_result_max_bytes: 16 << 20,
             skills: Vec::new(),
         }

@@ -27,6 +27,7 @@ pub mod http;
 pub mod oauth;
 pub mod sessions;
 pub mod skills;
+pub mod stdio;
 pub mod upstream;
 pub mod vault;
 
@@ -151,43 +152,7 @@ impl McpGateway {
         agents: Option<Arc<dyn switchyard_contract::Catalog>>,
         links: Option<switchyard_contract::ArtifactLinks>,
     ) -> Result<axum::Router, switchyard_contract::InvalidConfig> {
-        // The engine's name for each bridged agent: what its `send_message` targets.
-        let mut bridges = Vec::new();
-        for u in self.cfg.upstreams.iter().filter(|u| u.kind == UpstreamKind::A2a) {
-            let agent = u.agent_name();
-            let upstream = agents
-                .as_ref()
-                .and_then(|a| a.operations(&agent).first().map(|op| op.upstream.clone()))
-                .ok_or_else(|| format!("mcp upstream `{}`: no A2A agent `{agent}` to bridge to", u.name))?;
-            bridges.push(face::Bridge {
-                name: u.name.clone(),
-                prefix: u.prefix(),
-                agent,
-                upstream,
-                tasks: u.tasks.clone(),
-            });
-        }
-        let codec = RequestStateCodec::try_new(request_state_key.to_vec())
-            .map_err(|e| format!("mcp.request_state_key: {e}"))?;
-        let shared = Arc::new(Shared {
-            engine,
-            catalog: self.catalog.clone(),
-            pools: self.pools.clone(),
-            codec,
-            state_ttl: Duration::from_millis(self.cfg.request_state_ttl_ms),
-            call_wait: Duration::from_millis(self.cfg.call_wait_ms),
-            task_after: Duration::from_millis(self.cfg.task_after_ms),
-            task_poll_ms: self.cfg.task_poll_interval_ms,
-            page_size: self.cfg.page_size,
-            bridges,
-            foreign: agents,
-            public_url: self.cfg.public_url.clone(),
-            tls: self.cfg.tls,
-            artifact_links: links,
-            bridge_result_max_bytes: self.cfg.bridge_result_max_bytes,
-            held: Arc::default(),
-            skills: Arc::new(skills::LocalSkills::load(&self.cfg.skills)?),
-        });
+        let shared = self.shared(engine, request_state_key, agents, links)?;
         let hosts: Vec<String> =
             LOOPBACK_HOSTS.iter().map(|s| s.to_string()).chain(self.cfg.allowed_hosts.iter().cloned()).collect();
         let origins: Vec<String> =
@@ -210,6 +175,69 @@ impl McpGateway {
             router = router.nest_service(&path, service);
         }
         Ok(router.layer(axum::middleware::from_fn_with_state(owners, sessions::bind)))
+    }
+
+    /// The default virtual server's face on its own, for a transport of the caller's choosing
+    /// (`switchyard stdio`); arguments as for [`router`](Self::router).
+    pub fn face(
+        &self,
+        engine: Arc<dyn Invocations>,
+        request_state_key: &[u8],
+        agents: Option<Arc<dyn switchyard_contract::Catalog>>,
+        links: Option<switchyard_contract::ArtifactLinks>,
+    ) -> Result<McpFace, switchyard_contract::InvalidConfig> {
+        let shared = self.shared(engine, request_state_key, agents, links)?;
+        let server =
+            self.cfg.effective_servers().into_iter().next().ok_or_else(|| "no MCP server is configured".to_string())?;
+        Ok(McpFace::new(shared, server))
+    }
+
+    /// What every face of this gateway shares.
+    fn shared(
+        &self,
+        engine: Arc<dyn Invocations>,
+        request_state_key: &[u8],
+        agents: Option<Arc<dyn switchyard_contract::Catalog>>,
+        links: Option<switchyard_contract::ArtifactLinks>,
+    ) -> Result<Arc<Shared>, switchyard_contract::InvalidConfig> {
+        // The engine's name for each bridged agent: what its `send_message` targets.
+        let mut bridges = Vec::new();
+        for u in self.cfg.upstreams.iter().filter(|u| u.kind == UpstreamKind::A2a) {
+            let agent = u.agent_name();
+            let upstream = agents
+                .as_ref()
+                .and_then(|a| a.operations(&agent).first().map(|op| op.upstream.clone()))
+                .ok_or_else(|| format!("mcp upstream `{}`: no A2A agent `{agent}` to bridge to", u.name))?;
+            bridges.push(face::Bridge {
+                name: u.name.clone(),
+                prefix: u.prefix(),
+                agent,
+                upstream,
+                tasks: u.tasks.clone(),
+            });
+        }
+        let codec = RequestStateCodec::try_new(request_state_key.to_vec())
+            .map_err(|e| format!("mcp.request_state_key: {e}"))?;
+        Ok(Arc::new(Shared {
+            engine,
+            catalog: self.catalog.clone(),
+            pools: self.pools.clone(),
+            codec,
+            state_ttl: Duration::from_millis(self.cfg.request_state_ttl_ms),
+            call_wait: Duration::from_millis(self.cfg.call_wait_ms),
+            task_after: Duration::from_millis(self.cfg.task_after_ms),
+            task_poll_ms: self.cfg.task_poll_interval_ms,
+            page_size: self.cfg.page_size,
+            bridges,
+            foreign: agents,
+            public_url: self.cfg.public_url.clone(),
+            tls: self.cfg.tls,
+            artifact_links: links,
+            bridge_result_max_bytes: self.cfg.bridge_result_max_bytes,
+            held: Arc::default(),
+            skills: Arc::new(skills::LocalSkills::load(&self.cfg.skills)?),
+            wait_for_approval: self.cfg.wait_for_approval,
+        }))
     }
 
     /// Each upstream's sessions now: (upstream, carrying a call, idle, most allowed), by name.

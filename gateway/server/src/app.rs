@@ -142,6 +142,52 @@ impl App {
         })
     }
 
+    /// Starts the loops every running gateway keeps (recovery, A2A push, audit checkpoints,
+    /// artifact collection) in one set, after ending the leases this worker held before a
+    /// restart (the first recovery pass takes them).
+    pub async fn start_background(&self, cfg: &Config) -> anyhow::Result<tokio::task::JoinSet<()>> {
+        let ended = self.store.release_leases(self.engine.worker()).await.context("cannot release earlier leases")?;
+        if ended > 0 {
+            info!(leases = ended, "taking back this worker's leases from before the restart");
+        }
+        let mut background = tokio::task::JoinSet::new();
+        background.spawn(self.engine.recovery());
+        if let Some(push) = self.a2a.background() {
+            background.spawn(push);
+        }
+        if let Some(store) = &self.audit {
+            let every = Duration::from_secs(cfg.audit.checkpoint_interval_s);
+            background.spawn(audit_checkpoints(store.clone(), audit_key(cfg)?, every));
+        }
+        if cfg.artifacts.gc_interval_ms > 0 {
+            background.spawn(self.artifacts.collector(Duration::from_millis(cfg.artifacts.gc_interval_ms)));
+        }
+        Ok(background)
+    }
+
+    /// After the engine stopped: stops the background loops, signs the audit log's tail since
+    /// the last checkpoint, and ends the upstream sessions (stdio children exit).
+    pub async fn finish(&self, cfg: &Config, mut background: tokio::task::JoinSet<()>) {
+        background.shutdown().await;
+        if let (Some(store), Ok(key)) = (&self.audit, audit_key(cfg)) {
+            match store.heads().await {
+                Ok(heads) => {
+                    sign_checkpoint(store.as_ref(), &key, &heads).await;
+                }
+                Err(e) => warn!(error = %e, "audit heads not read at shutdown; the tail stays unsigned"),
+            }
+        }
+        self.mcp.close().await;
+    }
+
+    /// The MCP face on its own, for `switchyard stdio`.
+    pub fn mcp_face(&self, cfg: &Config) -> anyhow::Result<switchyard_mcp::McpFace> {
+        let invocations: Arc<dyn Invocations> = Arc::new(self.engine.clone());
+        let key = request_state_key(cfg)?;
+        let agents: Arc<dyn switchyard_contract::Catalog> = self.a2a.bridge();
+        self.mcp.face(invocations, key.0.as_bytes(), Some(agents), Some(self.links.clone())).map_err(anyhow::Error::msg)
+    }
+
     /// All HTTP routes.
     pub fn router(&self, cfg: &Config) -> Router {
         let admin = admin::router(AdminState {
@@ -587,24 +633,7 @@ pub async fn serve_announcing(
         anyhow::anyhow!("cannot listen on {}: {e}{hint}", cfg.server.listen)
     })?;
     let addr: SocketAddr = listener.local_addr()?;
-    // Leases this worker held before a restart end now; the first recovery pass takes them.
-    let ended = app.store.release_leases(app.engine.worker()).await.context("cannot release earlier leases")?;
-    if ended > 0 {
-        info!(leases = ended, "taking back this worker's leases from before the restart");
-    }
-    // Every background loop runs in one set; shutdown stops and drains them all.
-    let mut background = tokio::task::JoinSet::new();
-    background.spawn(app.engine.recovery());
-    if let Some(push) = app.a2a.background() {
-        background.spawn(push);
-    }
-    if let Some(store) = &app.audit {
-        let every = Duration::from_secs(cfg.audit.checkpoint_interval_s);
-        background.spawn(audit_checkpoints(store.clone(), audit_key(&cfg)?, every));
-    }
-    if cfg.artifacts.gc_interval_ms > 0 {
-        background.spawn(app.artifacts.collector(Duration::from_millis(cfg.artifacts.gc_interval_ms)));
-    }
+    let mut background = app.start_background(&cfg).await?;
     let undiscovered = app.mcp.discover().await;
     let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
     let metrics_addr = match cfg.server.metrics_listen {
@@ -614,8 +643,8 @@ pub async fn serve_announcing(
                 .with_context(|| format!("cannot listen on {at} for /metrics"))?;
             let bound = listener.local_addr()?;
             let mut stop = stop_rx.clone();
-            let metrics =
-                axum::serve(listener, app.metrics_router().into_make_service()).with_graceful_shutdown(async move {
+            let metrics = axum::serve(nodelay(listener), app.metrics_router().into_make_service())
+                .with_graceful_shutdown(async move {
                     let _ = stop.wait_for(|s| *s).await;
                 });
             background.spawn(async move {
@@ -640,15 +669,7 @@ pub async fn serve_announcing(
             tokio::spawn(async move { serve.await })
         }
         None => {
-            // Responses go out as they are written: without TCP_NODELAY a response written in two
-            // parts waits for the client's delayed ACK (about 40 ms) on a kept-alive connection.
-            use axum::serve::ListenerExt as _;
-            let listener = listener.tap_io(|tcp| {
-                if let Err(e) = tcp.set_nodelay(true) {
-                    tracing::debug!(error = %e, "cannot set TCP_NODELAY");
-                }
-            });
-            let serve = axum::serve(listener, routes).with_graceful_shutdown(stopped);
+            let serve = axum::serve(nodelay(listener), routes).with_graceful_shutdown(stopped);
             tokio::spawn(async move { serve.await })
         }
     };
@@ -674,19 +695,21 @@ pub async fn serve_announcing(
     if http.is_err() {
         warn!("HTTP connections still open after the grace period; closing them");
     }
-    background.shutdown().await;
-    // The log's tail since the last checkpoint is signed before the process ends.
-    if let (Some(store), Ok(key)) = (&app.audit, audit_key(&cfg)) {
-        match store.heads().await {
-            Ok(heads) => {
-                sign_checkpoint(store.as_ref(), &key, &heads).await;
-            }
-            Err(e) => warn!(error = %e, "audit heads not read at shutdown; the tail stays unsigned"),
-        }
-    }
-    app.mcp.close().await;
+    app.finish(&cfg, background).await;
     engine?;
     Ok(())
+}
+
+/// The listener, its connections with TCP_NODELAY: responses go out as they are written
+/// (without it, a response written in two parts waits for the client's delayed ACK, about 40 ms,
+/// on a kept-alive connection).
+fn nodelay(listener: tokio::net::TcpListener) -> impl axum::serve::Listener<Addr = SocketAddr> {
+    use axum::serve::ListenerExt as _;
+    listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+        }
+    })
 }
 
 /// What `switchyard serve` prints on stdout once it listens.

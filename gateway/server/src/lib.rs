@@ -15,5 +15,6 @@ pub mod faults;
 pub mod mcp_http;
 pub mod metrics;
 pub mod registry;
+pub mod stdio;
 pub mod telemetry;
 pub mod tls;

@@ -123,7 +123,7 @@ impl McpFace {
                     self.run_round(submission, wait, &ctx, &who, keyed, relay.questions.clone()).await?
                 }
             };
-            let inv = match ran {
+            let mut inv = match ran {
                 Ran::Settled(inv) => inv,
                 Ran::Answer(answer) => return Ok(CallToolResponse::Complete(answer)),
                 Ran::Asked(submitted) => return self.hold(submitted, relay, &round, &who, &name),
@@ -131,6 +131,9 @@ impl McpFace {
             // Questions the upstream asks from here on have no one to answer them.
             if let Some(q) = &relay.questions {
                 q.close();
+            }
+            if self.shared.wait_for_approval && !tasks {
+                inv = self.decided(inv, &who, &ctx).await?;
             }
             // A task: the call is still running or waits for approval, or the tool always
             // answers with one (unless this round only asks for input, which stays an MRTR round).
@@ -208,6 +211,28 @@ impl McpFace {
             return Ok(Ran::Answer(self.client_gone(ctx.id.clone(), who, &waited.submitted, keyed)));
         }
         Ok(Ran::Settled(waited.submitted.invocation))
+    }
+
+    /// A held call, waited for until a person decides it (approved and run, denied, or expired)
+    /// or its client gives up: where the client cannot come back for it (`switchyard stdio`).
+    async fn decided(
+        &self,
+        mut inv: Invocation,
+        who: &Principal,
+        ctx: &RequestContext<RoleServer>,
+    ) -> Result<Invocation, ErrorData> {
+        let engine = &self.shared.engine;
+        while matches!(inv.state, InvocationState::AwaitingApproval) {
+            tokio::select! {
+                () = ctx.ct.cancelled() => return Ok(inv),
+                () = tokio::time::sleep(Duration::from_millis(250)) => {}
+            }
+            inv = engine.get(&who.tenant, inv.id).await.map_err(|e| crate::error::rpc_error(&e, Some(inv.id)))?;
+        }
+        engine
+            .wait(&who.tenant, inv.id, self.shared.call_wait)
+            .await
+            .map_err(|e| crate::error::rpc_error(&e, Some(inv.id)))
     }
 
     /// The catalog entry for `name`, if this endpoint exposes it and its schema is approved.

@@ -93,6 +93,9 @@ pub struct Shared {
     pub held: Arc<held::Held>,
     /// The local skill directories (`[[mcp.skills]]`).
     pub skills: Arc<crate::skills::LocalSkills>,
+    /// A held call waits for its decision before it answers (a client that cannot come back
+    /// for it: `switchyard stdio`), instead of answering at once that it is held.
+    pub wait_for_approval: bool,
 }
 
 impl std::fmt::Debug for Shared {

@@ -1,6 +1,8 @@
 //! `switchyard init --bridge|--guard|--expose [FILE]`: write a commented starting configuration
 //! for one job. The files are the quick starts' own (`config/quickstart/`), so what `init`
-//! writes is what the README runs.
+//! writes is what the README runs. `switchyard init --client NAME -- COMMAND…` prints the entry
+//! of a desktop client's configuration that launches a server through `switchyard stdio`
+//! (printed only: no file of the user's is changed).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -19,12 +21,92 @@ pub struct Args {
     /// Expose an internal A2A agent, with its own card, on every A2A binding.
     #[arg(long, group = "job")]
     expose: bool,
+    /// Print the entry of a desktop client's MCP configuration that launches the server after
+    /// `--` through `switchyard stdio` (printed only).
+    #[arg(long, group = "job", value_enum, value_name = "CLIENT")]
+    client: Option<Client>,
+    /// With --client: the server's name in the client's list (default: the command's file name).
+    #[arg(long, requires = "client")]
+    name: Option<String>,
     /// Where to write it.
     #[arg(default_value = "switchyard.toml")]
     file: PathBuf,
     /// Replace the file if it exists.
     #[arg(long)]
     force: bool,
+    /// With --client: the MCP server's command and arguments.
+    #[arg(last = true, requires = "client", value_name = "COMMAND")]
+    command: Vec<String>,
+}
+
+/// The desktop clients whose configuration format `init --client` knows.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum Client {
+    /// Claude Desktop (`claude_desktop_config.json`).
+    ClaudeDesktop,
+    /// Cursor (`~/.cursor/mcp.json`, or `.cursor/mcp.json` in a project).
+    Cursor,
+    /// VS Code (`.vscode/mcp.json` in a workspace, or the user profile's `mcp.json`).
+    Vscode,
+}
+
+impl Client {
+    /// Where the entry goes.
+    fn file(self) -> &'static str {
+        match self {
+            Client::ClaudeDesktop => {
+                "claude_desktop_config.json (macOS: ~/Library/Application Support/Claude/; Windows: %APPDATA%\\Claude\\)"
+            }
+            Client::Cursor => "~/.cursor/mcp.json, or .cursor/mcp.json in a project",
+            Client::Vscode => ".vscode/mcp.json in the workspace, or mcp.json in your user profile",
+        }
+    }
+
+    /// The configuration with one server, `name`, launching `args` through `switchyard`.
+    fn entry(self, name: &str, switchyard: &str, args: &[String]) -> serde_json::Value {
+        let server = serde_json::json!({ "command": switchyard, "args": args });
+        match self {
+            Client::ClaudeDesktop | Client::Cursor => serde_json::json!({ "mcpServers": { name: server } }),
+            Client::Vscode => {
+                let mut server = server;
+                server["type"] = "stdio".into();
+                serde_json::json!({ "servers": { name: server } })
+            }
+        }
+    }
+}
+
+/// A name for the server from its command: the program's, or for a launcher (`npx`, `uvx`,
+/// `python`, …) its first argument that is not a flag — a package's name without its scope and
+/// version, or a script's without its extension.
+fn server_name(command: &[String]) -> String {
+    const LAUNCHERS: &[&str] = &["npx", "bunx", "pnpx", "uvx", "uv", "node", "deno", "python", "python3", "docker"];
+    let stem = |s: &str| {
+        let last = s.rsplit('/').next().unwrap_or(s);
+        let last = last.split('@').find(|p| !p.is_empty()).unwrap_or(last);
+        std::path::Path::new(last).file_stem().map_or_else(|| last.to_string(), |s| s.to_string_lossy().into_owned())
+    };
+    let program = command.first().map(|p| stem(p)).unwrap_or_default();
+    let named = match LAUNCHERS.contains(&program.as_str()) {
+        true => command.iter().skip(1).find(|a| !a.starts_with('-')).map(|a| stem(a)),
+        false => None,
+    };
+    named.filter(|n| !n.is_empty()).unwrap_or(program)
+}
+
+/// `init --client`: the entry, on stdout; where it goes, on stderr.
+fn print_client(client: Client, name: Option<&str>, command: &[String]) -> anyhow::Result<()> {
+    if command.is_empty() {
+        anyhow::bail!("give the server's command after `--`: switchyard init --client CLIENT -- COMMAND [ARG…]");
+    }
+    let name = name.map_or_else(|| server_name(command), str::to_string);
+    // Desktop clients launch with a short PATH: the entry names this binary by its full path.
+    let switchyard = std::env::current_exe().map_or_else(|_| "switchyard".into(), |p| p.display().to_string());
+    let mut args = vec!["stdio".to_string(), "--".to_string()];
+    args.extend(command.iter().cloned());
+    println!("{}", serde_json::to_string_pretty(&client.entry(&name, &switchyard, &args))?);
+    eprintln!("add `{name}` to {} (merge it with the servers already there)", client.file());
+    Ok(())
 }
 
 const BRIDGE: &str = include_str!("../../../../config/quickstart/bridge.toml");
@@ -44,6 +126,9 @@ impl Args {
 }
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
+    if let Some(client) = args.client {
+        return print_client(client, args.name.as_deref(), &args.command);
+    }
     let mut options = std::fs::OpenOptions::new();
     options.write(true);
     if args.force {
@@ -66,6 +151,21 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
 mod tests {
     use super::*;
     use crate::config::Config;
+
+    #[test]
+    fn a_client_entry_launches_the_server_through_switchyard_stdio() {
+        let args = ["stdio".to_string(), "--".into(), "npx".into(), "server-x".into()];
+        let claude = Client::ClaudeDesktop.entry("x", "/bin/switchyard", &args);
+        assert_eq!(claude["mcpServers"]["x"]["command"], "/bin/switchyard");
+        assert_eq!(claude["mcpServers"]["x"]["args"], serde_json::json!(["stdio", "--", "npx", "server-x"]));
+        let vscode = Client::Vscode.entry("x", "/bin/switchyard", &args);
+        assert_eq!(vscode["servers"]["x"]["type"], "stdio");
+        assert!(print_client(Client::Cursor, None, &[]).is_err(), "no command: a clear error");
+        let name = |c: &[&str]| server_name(&c.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(name(&["npx", "-y", "@modelcontextprotocol/server-filesystem@1.2", "/tmp"]), "server-filesystem");
+        assert_eq!(name(&["python3", "tools/fastmcp_peer.py"]), "fastmcp_peer");
+        assert_eq!(name(&["/usr/local/bin/mcp-git", "--repo", "."]), "mcp-git");
+    }
 
     /// Each template is a configuration `serve` accepts as it is.
     #[test]

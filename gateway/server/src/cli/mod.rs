@@ -11,6 +11,7 @@ mod invocations;
 mod migrate;
 mod reconcile;
 mod serve;
+mod stdio;
 mod upstreams;
 mod validate_config;
 
@@ -37,6 +38,9 @@ pub struct Cli {
 enum Command {
     /// Run the gateway.
     Serve(serve::Args),
+    /// Run the gateway in front of one local MCP server, on stdin and stdout: what a desktop
+    /// client launches instead of the server (`switchyard stdio -- <command> [args…]`).
+    Stdio(stdio::Args),
     /// Write a commented starting configuration for one job (`--bridge`, `--guard`, `--expose`).
     Init(init::Args),
     /// Apply pending database migrations and exit.
@@ -101,6 +105,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     let cfg = Config::load(cli.config.as_deref(), std::env::vars())?;
     match cli.command {
         Command::Serve(args) => serve::run(args, cfg).await,
+        Command::Stdio(args) => stdio::run(args, cfg, cli.config.as_deref()).await,
         Command::Migrate => migrate::run(&cfg).await,
         Command::Invocations(cmd) => invocations::run(cmd, &cfg).await,
         Command::Reconcile(args) => reconcile::run(args, &cfg).await,

@@ -40,7 +40,7 @@ pub async fn run(args: Args, mut cfg: Config) -> anyhow::Result<()> {
 
 /// Logs to stderr (filtered by `log.filter` or `RUST_LOG`) and, when `[telemetry]` names an
 /// endpoint, the invocation spans to OTLP whatever the log filter; returns what to flush at exit.
-fn init_tracing(cfg: &Config) -> anyhow::Result<Option<opentelemetry_sdk::trace::SdkTracerProvider>> {
+pub(super) fn init_tracing(cfg: &Config) -> anyhow::Result<Option<opentelemetry_sdk::trace::SdkTracerProvider>> {
     use tracing_subscriber::Layer as _;
     use tracing_subscriber::layer::SubscriberExt as _;
     use tracing_subscriber::util::SubscriberInitExt as _;
