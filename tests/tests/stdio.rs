@@ -11,9 +11,11 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rmcp::service::ClientLifecycleMode;
+use rmcp::model::{ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction};
+use rmcp::service::{ClientLifecycleMode, RequestContext, RunningService};
+use rmcp::{ClientHandler, RoleClient};
 use serde_json::{Value, json};
-use switchyard_tests::mcp::{Client, TestClient, call, python};
+use switchyard_tests::mcp::{TestClient, call, python};
 use tokio::io::AsyncBufReadExt as _;
 
 const POLICY: &str = r#"
@@ -31,14 +33,46 @@ operation = "steps"
 tier = "routine"
 "#;
 
-struct Wrapper {
+struct Wrapper<C: ClientHandler> {
     process: tokio::process::Child,
-    client: Client,
+    client: RunningService<RoleClient, C>,
     stderr: Arc<Mutex<String>>,
 }
 
-/// Launches `switchyard stdio` (data in `dir/d`) in front of the FastMCP peer, and connects.
-async fn launch(dir: &Path, config: &Path) -> Wrapper {
+/// The person at a desktop client that asks them: answers the approval form with `approve`, and
+/// keeps what it was shown.
+#[derive(Clone)]
+struct Desk {
+    approve: bool,
+    shown: Arc<Mutex<Vec<String>>>,
+}
+
+impl ClientHandler for Desk {
+    fn get_info(&self) -> ClientConfig {
+        let mut caps = ClientCapabilities::default();
+        caps.elicitation = Some(Default::default());
+        let mut info = ClientConfig::default();
+        info.capabilities = caps;
+        info
+    }
+
+    async fn create_elicitation(
+        &self,
+        asked: ElicitRequestParams,
+        _: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        let message =
+            serde_json::to_value(&asked).unwrap_or_default()["message"].as_str().unwrap_or_default().to_string();
+        if let Ok(mut shown) = self.shown.lock() {
+            shown.push(message);
+        }
+        Ok(ElicitResult::new(ElicitationAction::Accept).with_content(json!({"approve": self.approve})))
+    }
+}
+
+/// Launches `switchyard stdio` (data in `dir/d`) in front of the FastMCP peer, and connects as
+/// `client`.
+async fn launch<C: ClientHandler>(dir: &Path, config: &Path, client: C) -> Wrapper<C> {
     let peer = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("python/fastmcp_peer.py");
     let mut process = tokio::process::Command::new(switchyard_tests::gateway::binary())
         .arg("--config")
@@ -69,8 +103,7 @@ async fn launch(dir: &Path, config: &Path) -> Wrapper {
             }
         }
     });
-    let connect =
-        rmcp::service::serve_client_with_lifecycle(TestClient, (stdout, stdin), ClientLifecycleMode::Initialize);
+    let connect = rmcp::service::serve_client_with_lifecycle(client, (stdout, stdin), ClientLifecycleMode::Initialize);
     let client = match tokio::time::timeout(Duration::from_secs(30), connect).await {
         Ok(Ok(client)) => client,
         Ok(Err(e)) => panic!("connect: {e}: {}", text(&stderr)),
@@ -83,7 +116,7 @@ fn text(s: &Mutex<String>) -> String {
     s.lock().map(|s| s.clone()).unwrap_or_default()
 }
 
-async fn tool(client: &Client, name: &str, args: Value) -> Value {
+async fn tool<C: ClientHandler>(client: &RunningService<RoleClient, C>, name: &str, args: Value) -> Value {
     let result = client.peer().call_tool(call(name, args)).await.unwrap_or_else(|e| panic!("{name}: {e}"));
     serde_json::to_value(result).unwrap_or_default()
 }
@@ -112,7 +145,9 @@ async fn a_desktop_client_behind_switchyard_stdio_is_decided_held_and_never_told
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let config = dir.path().join("desk.toml");
     std::fs::write(&config, POLICY).unwrap_or_else(|e| panic!("{e}"));
-    let mut w = launch(dir.path(), &config).await;
+    // The test client declares elicitation but answers the approval form without its field:
+    // no decision there, so the call waits for the terminal.
+    let mut w = launch(dir.path(), &config, TestClient).await;
 
     // The server's own tool names, unprefixed.
     let tools = w.client.peer().list_all_tools().await.unwrap_or_else(|e| panic!("{e}"));
@@ -184,4 +219,30 @@ async fn a_desktop_client_behind_switchyard_stdio_is_decided_held_and_never_told
     }
     let (ok, verified) = shell(&format!("{cli} audit verify"));
     assert!(ok, "{verified}");
+}
+
+/// A client that can ask its person: the held call is put to them as a form naming the tool and
+/// its arguments; yes runs it once, no refuses it (and nothing runs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_call_is_decided_by_the_person_at_the_client() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let config = dir.path().join("desk.toml");
+    std::fs::write(&config, POLICY).unwrap_or_else(|e| panic!("{e}"));
+    for approve in [true, false] {
+        let desk = Desk { approve, shown: Arc::default() };
+        let w = launch(dir.path(), &config, desk.clone()).await;
+        let name = if approve { "Ada" } else { "Bob" };
+        let answer =
+            tokio::time::timeout(Duration::from_secs(30), tool(&w.client, "greet", json!({"name": name}))).await;
+        let answer = answer.unwrap_or_else(|_| panic!("no answer: {}", text(&w.stderr)));
+        let shown = desk.shown.lock().map(|s| s.clone()).unwrap_or_default();
+        assert!(shown.len() == 1 && shown[0].contains("`greet`") && shown[0].contains(name), "{shown:?}");
+        if approve {
+            assert_eq!(said(&answer), "Hello, Ada!", "{answer}");
+        } else {
+            assert_eq!(answer["isError"], true, "{answer}");
+            assert!(answer.to_string().contains("approval_denied"), "{answer}");
+        }
+        let _ = w.client.cancel().await;
+    }
 }

@@ -5,6 +5,7 @@
 
 use super::relay::Questions;
 use super::*;
+use rmcp::model::{ClientResult, ElicitationAction, ServerRequest};
 use switchyard_contract::{ErrorKind, ErrorSource, Invocation, Submitted, TraceParent};
 
 /// Where a call is in its rounds. Round 1 is the client's request; each later round answers the
@@ -215,6 +216,7 @@ impl McpFace {
 
     /// A held call, waited for until a person decides it (approved and run, denied, or expired)
     /// or its client gives up: where the client cannot come back for it (`switchyard stdio`).
+    /// A client that declared elicitation is asked too, and its person's answer decides it.
     async fn decided(
         &self,
         mut inv: Invocation,
@@ -222,9 +224,26 @@ impl McpFace {
         ctx: &RequestContext<RoleServer>,
     ) -> Result<Invocation, ErrorData> {
         let engine = &self.shared.engine;
+        let held = inv.clone();
+        let mut asking = std::pin::pin!(self.ask_person(&held, ctx));
+        let mut asked = false;
         while matches!(inv.state, InvocationState::AwaitingApproval) {
             tokio::select! {
                 () = ctx.ct.cancelled() => return Ok(inv),
+                answer = &mut asking, if !asked => {
+                    asked = true;
+                    // Recorded as the person at the client, not as the caller (who may not
+                    // approve its own call); one decided elsewhere first stays decided.
+                    let by = Principal::new(who.tenant.clone(), format!("{} (in the MCP client)", who.subject));
+                    let decided = match answer {
+                        Some(true) => engine.approve(&by, inv.id).await.map(drop),
+                        Some(false) => engine.deny(&by, inv.id, "declined in the MCP client".into()).await.map(drop),
+                        None => Ok(()),
+                    };
+                    if let Err(e) = decided {
+                        tracing::debug!(error = %e, "the client's decision was not recorded");
+                    }
+                }
                 () = tokio::time::sleep(Duration::from_millis(250)) => {}
             }
             inv = engine.get(&who.tenant, inv.id).await.map_err(|e| crate::error::rpc_error(&e, Some(inv.id)))?;
@@ -233,6 +252,35 @@ impl McpFace {
             .wait(&who.tenant, inv.id, self.shared.call_wait)
             .await
             .map_err(|e| crate::error::rpc_error(&e, Some(inv.id)))
+    }
+
+    /// Asks the person at the client (form elicitation, when the client declared it) whether the
+    /// held call may run, showing its tool and arguments: `Some(true)` approve, `Some(false)`
+    /// deny; `None` no answer (the form canceled, or answered without the field), and never
+    /// when the client cannot be asked.
+    async fn ask_person(&self, inv: &Invocation, ctx: &RequestContext<RoleServer>) -> Option<bool> {
+        let declared = ctx.peer.peer_info().is_some_and(|i| i.capabilities.elicitation.is_some());
+        if !declared {
+            return std::future::pending().await;
+        }
+        let reason = self.shared.engine.hold_reason(inv).await.unwrap_or_else(|| "held by the policy".into());
+        let arguments = inv.request.get("arguments").cloned().unwrap_or_default();
+        let message = format!("`{}` waits for your approval ({reason}). Arguments: {arguments}", inv.target.operation);
+        let params = serde_json::from_value(json!({"mode": "form", "message": message, "requestedSchema": {
+            "type": "object",
+            "properties": {"approve": {"type": "boolean", "title": "Run this call",
+                "description": "Yes runs it once, with exactly these arguments; no refuses it."}},
+            "required": ["approve"]}}))
+        .ok()?;
+        let request = ServerRequest::ElicitRequest(rmcp::model::ElicitRequest::new(params));
+        match ctx.peer.send_request(request).await {
+            Ok(ClientResult::ElicitResult(r)) => match r.action {
+                ElicitationAction::Accept => r.content.as_ref().and_then(|c| c.get("approve")).and_then(Value::as_bool),
+                ElicitationAction::Decline => Some(false),
+                _ => None,
+            },
+            _ => None,
+        }
     }
 
     /// The catalog entry for `name`, if this endpoint exposes it and its schema is approved.
