@@ -11,7 +11,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rmcp::model::{ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction};
+use rmcp::model::{ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction};
 use rmcp::service::{ClientLifecycleMode, RequestContext, RunningService};
 use rmcp::{ClientHandler, RoleClient};
 use serde_json::{Value, json};
@@ -49,11 +49,7 @@ struct Desk {
 
 impl ClientHandler for Desk {
     fn get_info(&self) -> ClientConfig {
-        let mut caps = ClientCapabilities::default();
-        caps.elicitation = Some(Default::default());
-        let mut info = ClientConfig::default();
-        info.capabilities = caps;
-        info
+        TestClient.get_info() // declares elicitation
     }
 
     async fn create_elicitation(
