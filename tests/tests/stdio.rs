@@ -242,3 +242,58 @@ async fn a_held_call_is_decided_by_the_person_at_the_client() {
         let _ = w.client.cancel().await;
     }
 }
+
+/// Bad input from the client gets the JSON-RPC error for it, reaches nothing, and the session
+/// goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_line_that_is_no_message_is_answered_with_its_error_and_the_session_goes_on() {
+    use tokio::io::AsyncWriteExt as _;
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let fixture = switchyard_tests::mcp::fixture_binary();
+    let mut process = tokio::process::Command::new(switchyard_tests::gateway::binary())
+        .args(["stdio", "--data-dir"])
+        .arg(dir.path().join("d"))
+        .arg("--")
+        .arg(fixture)
+        .arg("--stdio")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap_or_else(|e| panic!("switchyard stdio: {e}"));
+    let (Some(mut stdin), Some(stdout)) = (process.stdin.take(), process.stdout.take()) else { panic!("no pipes") };
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let script = [
+        init.to_string(),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string(),
+        "this is not json".into(),
+        r#"{"jsonrpc": "2.0", "id": 5, "method": 7}"#.into(),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string(),
+    ];
+    for line in script {
+        stdin.write_all(format!("{line}\n").as_bytes()).await.unwrap_or_else(|e| panic!("{e}"));
+    }
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let mut answers = Vec::new();
+    while answers.len() < 4 {
+        let next = tokio::time::timeout(Duration::from_secs(20), lines.next_line()).await;
+        match next {
+            Ok(Ok(Some(line))) => answers.push(serde_json::from_str::<Value>(&line).unwrap_or_default()),
+            other => panic!("{other:?} after {answers:?}"),
+        }
+    }
+    assert_eq!(
+        (answers[1]["id"].clone(), answers[1]["error"]["code"].clone()),
+        (Value::Null, json!(-32700)),
+        "{answers:?}"
+    );
+    assert_eq!(
+        (answers[2]["id"].clone(), answers[2]["error"]["code"].clone()),
+        (json!(5), json!(-32600)),
+        "{answers:?}"
+    );
+    assert_eq!(answers[3]["id"], 2, "{answers:?}");
+    assert!(answers[3]["result"]["tools"].as_array().is_some_and(|t| !t.is_empty()), "{answers:?}");
+}
