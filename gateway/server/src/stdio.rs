@@ -35,8 +35,9 @@ pub fn data_dir(command: &[String]) -> anyhow::Result<PathBuf> {
     Ok(base.join("switchyard/stdio").join(hex::encode(&digest[..8])))
 }
 
-/// The child as a stdio upstream: no prefix (the client sees the server's own names); every
-/// tool a `write` unless named in `read_only`.
+/// The child as a stdio upstream: one process, as the client would have launched (its state
+/// and its questions stay those of one session); no prefix (the client sees the server's own
+/// names); every tool a `write` unless named in `read_only`.
 pub fn upstream(command: Vec<String>, read_only: &[String], inherit_env: Vec<String>) -> McpUpstreamConfig {
     McpUpstreamConfig {
         name: UPSTREAM.into(),
@@ -51,7 +52,7 @@ pub fn upstream(command: Vec<String>, read_only: &[String], inherit_env: Vec<Str
         operations: read_only.iter().map(|t| (t.clone(), EffectClass::ReadOnly)).collect(),
         tasks: BTreeMap::new(),
         oauth: None,
-        max_sessions: None,
+        max_sessions: Some(1),
     }
 }
 
