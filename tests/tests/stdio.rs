@@ -66,24 +66,20 @@ impl ClientHandler for Desk {
     }
 }
 
+/// Starts `command` (a `switchyard stdio`) with its stdin, stdout and stderr piped.
+fn spawn(mut command: tokio::process::Command) -> tokio::process::Child {
+    command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
+    command.spawn().unwrap_or_else(|e| panic!("switchyard stdio: {e}"))
+}
+
 /// Launches `switchyard stdio` (data in `dir/d`) in front of the FastMCP peer, and connects as
 /// `client`.
 async fn launch<C: ClientHandler>(dir: &Path, config: &Path, client: C) -> Wrapper<C> {
     let peer = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("python/fastmcp_peer.py");
-    let mut process = tokio::process::Command::new(switchyard_tests::gateway::binary())
-        .arg("--config")
-        .arg(config)
-        .args(["stdio", "--data-dir"])
-        .arg(dir.join("d"))
-        .args(["--read-only", "add", "--"])
-        .arg(python())
-        .arg(peer)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap_or_else(|e| panic!("switchyard stdio: {e}"));
+    let mut wrapper = tokio::process::Command::new(switchyard_tests::gateway::binary());
+    wrapper.arg("--config").arg(config).args(["stdio", "--data-dir"]).arg(dir.join("d"));
+    wrapper.args(["--read-only", "add", "--"]).arg(python()).arg(peer);
+    let mut process = spawn(wrapper);
     let (Some(stdout), Some(stdin), Some(err)) = (process.stdout.take(), process.stdin.take(), process.stderr.take())
     else {
         panic!("no pipes")
@@ -250,18 +246,9 @@ async fn a_line_that_is_no_message_is_answered_with_its_error_and_the_session_go
     use tokio::io::AsyncWriteExt as _;
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let fixture = switchyard_tests::mcp::fixture_binary();
-    let mut process = tokio::process::Command::new(switchyard_tests::gateway::binary())
-        .args(["stdio", "--data-dir"])
-        .arg(dir.path().join("d"))
-        .arg("--")
-        .arg(fixture)
-        .arg("--stdio")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap_or_else(|e| panic!("switchyard stdio: {e}"));
+    let mut wrapper = tokio::process::Command::new(switchyard_tests::gateway::binary());
+    wrapper.args(["stdio", "--data-dir"]).arg(dir.path().join("d")).arg("--").arg(fixture).arg("--stdio");
+    let mut process = spawn(wrapper);
     let (Some(mut stdin), Some(stdout)) = (process.stdin.take(), process.stdout.take()) else { panic!("no pipes") };
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
