@@ -6,7 +6,10 @@ Usage: python mcp_bridge_client.py GATEWAY_MCP_URL MODE PREFIX [KEY]
 MODE is "2026-07-28" or "legacy" (all checks), or "keyed" (one `slow:3` send with idempotency
 key KEY, on 2026-07-28, printing its result: the kill -9 test runs it before and after a restart),
 or "cold" (a skill tool called before any tools/list, a skill the agent does not offer, and a
-declined question whose task cancel_task and get_task take by the id the result named).
+declined question whose task cancel_task and get_task take by the id the result named), or
+"policy" (each skill and send_message is its own policy target, its arguments at
+/arguments/<name>: the gateway's rules of bridge.rs's per-skill test deny `echo` of a text
+starting "secret" and `send_message` of a text starting "wire").
 Checks: the agent's skills are tools; a skill call answers with text and the A2A task's ids; a
 data artifact is structuredContent; a large artifact is a resource_link whose bytes verify; an
 INPUT_REQUIRED round is answered by elicitation (MRTR or a server->client request); a long task
@@ -140,8 +143,27 @@ async def cold(url, prefix):
         check("get_task reads it by the same id", "canceled" in text(got).lower(), got)
 
 
+async def policy(url, prefix):
+    async with Client(server(url), mode="2026-07-28", read_timeout_seconds=30) as client:
+        async def call(tool, text_):
+            return await client.call_tool(f"{prefix}{tool}", {"text": text_})
+
+        r = await call("echo", "secret plans")
+        check("a rule on a skill's argument denies that skill's call", r.is_error and "no secrets to echo" in text(r), r)
+        r = await call("echo", "fine")
+        check("the same skill with other arguments runs", not r.is_error and text(r) == "echo: fine", r)
+        r = await call("send_message", "secret plans")
+        check("the skill's rule is not send_message's", not r.is_error and text(r) == "echo: secret plans", r)
+        r = await call("send_message", "wire 500")
+        check("send_message is a target of its own", r.is_error and "wires go through the desk" in text(r), r)
+        r = await call("report", "wire 5")
+        check("send_message's rule is not a skill's", not r.is_error and text(r) == "echo: wire 5", r)
+
+
 async def main():
     url, mode, p = sys.argv[1], sys.argv[2], sys.argv[3]
+    if mode == "policy":
+        return await policy(url, p)
     if mode == "keyed":
         return await keyed(url, p, sys.argv[4])
     if mode == "cold":

@@ -437,7 +437,8 @@ async fn the_python_mcp_client_calls_an_a2a_sdk_agent_through_the_bridge() {
     // and an answered round continues the task that asked.
     let all = gw.all("default").await;
     let sends: Vec<&Value> = all.iter().filter(|i| i["target"]["upstream"] == "a2a-agent-internal").collect();
-    assert!(sends.iter().all(|i| i["target"]["operation"] == "SendMessage"), "{sends:#?}");
+    let called = ["send_message", "echo", "report"];
+    assert!(sends.iter().all(|i| called.iter().any(|c| i["target"]["operation"] == *c)), "{sends:#?}");
     let keyed: Vec<&&Value> = sends.iter().filter(|i| i["ingress_key"] == "legacy-helper__-key").collect();
     assert_eq!(keyed.len(), 1, "{sends:#?}");
     let answers: Vec<&&Value> =
@@ -534,4 +535,64 @@ async fn a_skill_tool_works_before_any_listing() {
     }
     let (_, cancels) = agent_log(&agent);
     assert_eq!(cancels.len(), 2, "each declined task's cancel reached the agent: {cancels:?}");
+}
+
+/// Each skill of a bridged agent, and `send_message`, is a policy target of its own (operation =
+/// the skill), with the call's arguments at `/arguments/<name>` as for any MCP tool: a rule on
+/// one skill's argument neither touches another skill nor makes plain sends unevaluable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_skill_of_a_bridged_agent_is_a_policy_target_of_its_own() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let agent = switchyard_tests::a2a::InternalAgent::start(dir.path());
+    let config = a2a_as_mcp_config(dir.path(), &agent, false);
+    let rules = r#"
+[[policy.rules]]
+upstream = "a2a-agent-internal"
+tier = "routine"
+
+[[policy.rules]]
+id = "echo-no-secrets"
+upstream = "a2a-agent-internal"
+operation = "echo"
+deny = true
+reason = "no secrets to echo"
+[[policy.rules.when]]
+pointer = "/arguments/text"
+prefix = "secret"
+
+[[policy.rules]]
+id = "no-wires"
+upstream = "a2a-agent-internal"
+operation = "send_message"
+deny = true
+reason = "wires go through the desk"
+[[policy.rules.when]]
+pointer = "/arguments/text"
+prefix = "wire"
+"#;
+    let text = std::fs::read_to_string(&config).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&config, format!("{text}\n[policy]\n{rules}")).unwrap_or_else(|e| panic!("{e}"));
+    let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(config), ..Options::default() });
+    let out = mcp_client(&[&format!("{}/mcp", gw.base), "policy", "helper__"])
+        .output()
+        .await
+        .unwrap_or_else(|e| panic!("python: {e}"));
+    let seen = lines(&out);
+    assert!(
+        out.status.success() && seen.iter().all(|c| c["ok"] == true),
+        "{seen:#?}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(seen.len(), 5, "every check ran: {seen:#?}");
+    // The denied calls never reached the agent; the allowed ones did, once each.
+    let (texts, _) = agent_log(&agent);
+    assert_eq!(texts, ["fine", "secret plans", "wire 5"], "{texts:?}");
+    let all = gw.all_settled("default").await;
+    let mut ops: Vec<&str> = all
+        .iter()
+        .filter(|i| i["target"]["upstream"] == "a2a-agent-internal")
+        .filter_map(|i| i["target"]["operation"].as_str())
+        .collect();
+    ops.sort_unstable();
+    assert_eq!(ops, ["echo", "report", "send_message"], "{all:#?}");
 }

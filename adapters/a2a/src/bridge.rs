@@ -1,10 +1,11 @@
 //! The A2A side of the bridge: the contract's [`Catalog`] over the configured agents, so that
 //! a face of another protocol (the MCP face's `kind = "a2a"` upstreams) can send them
 //! messages. Each agent offers `send_message` and one operation per card skill, all taking
-//! `{text, data?, context_id?, task_id?}`; a call is the agent's own `SendMessage` invocation
-//! (the run the A2A face would submit), so the task it starts is the same durable task an A2A
-//! caller of that tenant sees. Results are read from the stored task (mapping table in this
-//! crate's README).
+//! `{text, data?, context_id?, task_id?}`; a call is a run of the agent (the run the A2A face
+//! would submit), so the task it starts is the same durable task an A2A caller of that tenant
+//! sees. Its invocation's operation is the one called (the skill, or `send_message`), and its
+//! request carries the call's arguments, so that each skill is a policy target of its own.
+//! Results are read from the stored task (mapping table in this crate's README).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -176,11 +177,16 @@ impl A2aCatalog {
         ))
     }
 
-    fn submission(principal: &Principal, cfg: &AgentConfig, run: &RunRequest) -> Result<Submission, Error> {
+    fn submission(
+        principal: &Principal,
+        cfg: &AgentConfig,
+        operation: &str,
+        run: &RunRequest,
+    ) -> Result<Submission, Error> {
         Ok(Submission {
             principal: principal.clone(),
             upstream: cfg.upstream(),
-            operation: "SendMessage".into(),
+            operation: operation.into(),
             request: serde_json::to_value(run).map_err(|e| Error::internal(e.to_string()))?,
             ingress_key: None,
             // The A2A face's checks were applied here: the call enters as the A2A face's own.
@@ -261,6 +267,7 @@ impl Catalog for A2aCatalog {
     ) -> Result<Submission, Error> {
         let cfg = self.agent(agent)?;
         self.offers(agent, operation).await?;
+        let given = arguments.clone();
         let a = args(arguments)?;
         let scope = TaskScope::of(principal, "");
         let message_id = match key {
@@ -306,8 +313,9 @@ impl Catalog for A2aCatalog {
             push: None,
             metadata: None,
             accepted_output_modes: None,
+            arguments: Some(given),
         };
-        Self::submission(principal, cfg, &run)
+        Self::submission(principal, cfg, operation, &run)
     }
 
     /// The follow-up message on the task that asked: the answer's `text` as a text part when
@@ -333,7 +341,7 @@ impl Catalog for A2aCatalog {
         let task = self.open_task(&scope, cfg, &prev.task_id).await?;
         let part = match answer.get("text") {
             Some(Value::String(t)) if answer.len() == 1 => A2aPart::text(t.clone()),
-            _ => A2aPart::data(Value::Object(answer)),
+            _ => A2aPart::data(Value::Object(answer.clone())),
         };
         let mut message = Message::new(Role::User, vec![part]);
         message.message_id = message_id(&[&scope.identity(), &cfg.name, "answer", &previous.id.to_string()]);
@@ -349,8 +357,10 @@ impl Catalog for A2aCatalog {
             push: None,
             metadata: None,
             accepted_output_modes: None,
+            arguments: Some(answer),
         };
-        Self::submission(principal, cfg, &run)
+        // The answer is a round of the same call: the same policy target.
+        Self::submission(principal, cfg, &previous.target.operation, &run)
     }
 
     fn content(&self, _upstream: &str, result: &Value) -> Result<Content, Error> {

@@ -39,7 +39,9 @@ pub use error::{A2aError, Profile};
 pub struct RegisteredAgent {
     pub name: String,
     pub upstream: Arc<dyn Upstream>,
-    pub operations: Vec<(String, EffectClass)>,
+    /// The effect of every operation: the A2A face's `SendMessage`, the bridge's `send_message`
+    /// and skills.
+    pub effect: EffectClass,
 }
 
 impl std::fmt::Debug for RegisteredAgent {
@@ -156,11 +158,7 @@ impl A2aAgents {
                 let tools = self.tools.get(&a.name).cloned();
                 let up: Arc<dyn Upstream> =
                     agent::AgentUpstream::new(a.name.clone(), a.kind, self.hub.clone(), proxy, tools);
-                RegisteredAgent {
-                    name: a.upstream(),
-                    upstream: up,
-                    operations: vec![("SendMessage".to_string(), effect)],
-                }
+                RegisteredAgent { name: a.upstream(), upstream: up, effect }
             })
             .collect()
     }

@@ -680,6 +680,7 @@ mod tests {
             push: None,
             metadata: None,
             accepted_output_modes: None,
+            arguments: None,
         }
     }
 

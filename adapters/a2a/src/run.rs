@@ -30,6 +30,10 @@ pub struct RunRequest {
     pub metadata: Option<std::collections::HashMap<String, serde_json::Value>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accepted_output_modes: Option<Vec<String>>,
+    /// A bridged call's tool arguments as its caller gave them, so that policy rules address
+    /// them at `/arguments/<name>` as for any MCP tool. Never sent to the agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 impl RunRequest {

@@ -13,7 +13,9 @@ use axum::extract::{DefaultBodyLimit, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::get;
-use switchyard_contract::{BindingStore, Engine, FaultHook, Ingress, InvocationStore, Invocations, NoFaults, WorkerId};
+use switchyard_contract::{
+    BindingStore, EffectClass, Engine, FaultHook, Ingress, InvocationStore, Invocations, NoFaults, WorkerId,
+};
 use switchyard_mcp::{McpGateway, Sealer};
 use switchyard_store::{StoreOptions, redact_url};
 use tower_http::trace::TraceLayer;
@@ -477,10 +479,10 @@ async fn open_stores(cfg: &Config) -> anyhow::Result<switchyard_store::Stores> {
 fn registry(cfg: &Config, mcp: &McpGateway, a2a: &switchyard_a2a::A2aAgents) -> Registry {
     let mut registry = Registry::from_config(&cfg.upstreams, &cfg.server.data_dir);
     for u in mcp.upstreams() {
-        registry.add(u.name, Ingress::Mcp, u.upstream, u.operations);
+        registry.add(u.name, Ingress::Mcp, u.upstream, u.operations, EffectClass::Write);
     }
     for u in a2a.upstreams() {
-        registry.add(u.name, Ingress::A2a, u.upstream, u.operations);
+        registry.add(u.name, Ingress::A2a, u.upstream, [], u.effect);
     }
     registry
 }

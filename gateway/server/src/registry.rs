@@ -1,5 +1,6 @@
 //! The configured upstreams, resolved once at start-up. Effect classes come from the
-//! configuration only; an operation the configuration does not name is a `write`.
+//! configuration only; an operation the configuration does not name has its upstream's default
+//! effect: a `write`, except for an agent, whose every operation has the agent's effect.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -13,6 +14,8 @@ use crate::demo::Demo;
 struct Entry {
     upstream: Arc<dyn Upstream>,
     operations: HashMap<String, EffectClass>,
+    /// The effect of an operation `operations` does not name.
+    other: EffectClass,
     /// The face that serves this upstream, when one does (then only that face may call it).
     owner: Option<Ingress>,
 }
@@ -37,6 +40,7 @@ impl Registry {
                 let entry = Entry {
                     upstream: Arc::new(Demo::new(log)),
                     operations: u.operations.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+                    other: EffectClass::Write,
                     owner: None,
                 };
                 (u.name.clone(), entry)
@@ -46,16 +50,17 @@ impl Registry {
     }
 
     /// Adds an upstream that the face `owner` serves (MCP servers, A2A agents): only calls that
-    /// come through that face reach it.
+    /// come through that face reach it. `other`: the effect of an operation not listed.
     pub fn add(
         &mut self,
         name: String,
         owner: Ingress,
         upstream: Arc<dyn Upstream>,
         operations: impl IntoIterator<Item = (String, EffectClass)>,
+        other: EffectClass,
     ) {
         let operations = operations.into_iter().collect();
-        self.entries.insert(name, Entry { upstream, operations, owner: Some(owner) });
+        self.entries.insert(name, Entry { upstream, operations, other, owner: Some(owner) });
     }
 }
 
@@ -66,7 +71,7 @@ impl UpstreamRegistry for Registry {
         if operation.is_empty() || operation.len() > 200 {
             return Err(Error::invalid_input("operation must be 1-200 characters"));
         }
-        let effect = entry.operations.get(operation).copied().unwrap_or(EffectClass::Write);
+        let effect = entry.operations.get(operation).copied().unwrap_or(entry.other);
         Ok(Target { upstream: upstream.to_string(), operation: operation.to_string(), effect })
     }
 

@@ -156,6 +156,7 @@ impl A2aFace {
             push: push.map(|p| self.hub.sealer().seal_config(&task_id, p)).transpose()?,
             metadata,
             accepted_output_modes: modes,
+            arguments: None,
         };
         let key = if cfg.dedupes() {
             let d = Sha256::digest(format!("{identity}\0{content}").as_bytes());
