@@ -82,6 +82,11 @@ class Internal(AgentExecutor):
             await asyncio.sleep(float(text.split(":", 1)[1]))
             await updater.add_artifact([Part(text="part-2")], artifact_id="out", append=True, last_chunk=True)
             await updater.complete(updater.new_agent_message([Part(text="done")]))
+        elif text.startswith("slowask:"):
+            # Works a while, then asks once; the answer (a follow-up) completes the task.
+            await updater.start_work()
+            await asyncio.sleep(float(text.split(":", 1)[1]))
+            await updater.requires_input(updater.new_agent_message([Part(text="which colour?")]))
         elif text.startswith("big:"):
             n = int(text.split(":", 1)[1])
             data = bytes(i % 251 for i in range(n))

@@ -7,6 +7,8 @@ MODE is "2026-07-28" or "legacy" (all checks), or "keyed" (one `slow:3` send wit
 key KEY, on 2026-07-28, printing its result: the kill -9 test runs it before and after a restart),
 or "cold" (a skill tool called before any tools/list, a skill the agent does not offer, and a
 declined question whose task cancel_task and get_task take by the id the result named), or
+"task-start" (a `slowask:5` send as an MCP task: prints its task id) and "task-finish" TASK_ID
+(follows that task with tasks/get, answers its question with tasks/update, gets the result), or
 "policy" (each skill and send_message is its own policy target, its arguments at
 /arguments/<name>: the gateway's rules of bridge.rs's per-skill test deny `echo` of a text
 starting "secret" and `send_message` of a text starting "wire").
@@ -82,6 +84,12 @@ class TasksGet(types.Request[dict[str, Any], Literal["tasks/get"]]):
     params: dict[str, Any]
 
 
+class TasksUpdate(types.Request[dict[str, Any], Literal["tasks/update"]]):
+    name_param: ClassVar[str] = "taskId"
+    method: Literal["tasks/update"] = "tasks/update"
+    params: dict[str, Any]
+
+
 class TaskPolled(Result):
     model_config = {"extra": "allow"}
 
@@ -143,6 +151,63 @@ async def cold(url, prefix):
         check("get_task reads it by the same id", "canceled" in text(got).lower(), got)
 
 
+class TaskId(Tasks):
+    """Takes a task answer as it comes: the call's result is the task id."""
+
+    async def resolve(self, created, ctx):
+        return types.CallToolResult(content=[types.TextContent(type="text", text=created.task_id)])
+
+
+async def task_start(url, prefix):
+    async with Client(server(url), mode="2026-07-28", read_timeout_seconds=30, extensions=[TaskId()]) as client:
+        r = await client.call_tool(f"{prefix}send_message", {"text": "slowask:5"})
+        print(json.dumps({"task": text(r)}), flush=True)
+
+
+async def task_finish(url, task_id):
+    async with Client(server(url), mode="2026-07-28", read_timeout_seconds=30, extensions=[Tasks()]) as client:
+        async def get():
+            polled = await client.session.send_request(TasksGet(params={"taskId": task_id}), TaskPolled)
+            return polled.model_dump(by_alias=True)
+
+        async def update(responses):
+            return await client.session.send_request(TasksUpdate(params={"taskId": task_id, "inputResponses": responses}), TaskPolled)
+
+        body = await get()
+        seen = [body.get("status")]
+        for _ in range(300):
+            if body.get("status") != "working":
+                break
+            await anyio.sleep(0.1)
+            body = await get()
+        check("the task id from before the restart is the same task", body.get("taskId") == task_id and seen[0] in ("working", "input_required"), body)
+        requests = body.get("inputRequests") or {}
+        check("the agent's question is the task's input request", body.get("status") == "input_required" and len(requests) == 1
+              and next(iter(requests.values()))["params"]["message"] == "which colour?", body)
+        key = next(iter(requests))
+        try:
+            await update({"nosuch": {"action": "accept", "content": {"text": "red"}}})
+            check("an answer to no outstanding request is refused", False, "accepted")
+        except Exception as e:  # the SDK raises the JSON-RPC error
+            check("an answer to no outstanding request is refused", key in str(e), e)
+        answer = {key: {"action": "accept", "content": {"text": "green"}}}
+        await update(answer)
+        try:  # the same answer again: it attaches to the one follow-up, or nothing waits for it any more
+            await update(answer)
+            repeated = "attached"
+        except Exception as e:
+            repeated = str(e)
+        check("a repeated answer sends nothing more", repeated == "attached" or "not waiting for input" in repeated, repeated)
+        for _ in range(300):
+            body = await get()
+            if body.get("status") in ("completed", "failed", "cancelled"):
+                break
+            await anyio.sleep(0.1)
+        result = body.get("result") or {}
+        said = "\n".join(c.get("text", "") for c in result.get("content", []))
+        check("the same task completes with the answer's result", body.get("status") == "completed" and said == "echo: green", body)
+
+
 async def policy(url, prefix):
     async with Client(server(url), mode="2026-07-28", read_timeout_seconds=30) as client:
         async def call(tool, text_):
@@ -164,6 +229,10 @@ async def main():
     url, mode, p = sys.argv[1], sys.argv[2], sys.argv[3]
     if mode == "policy":
         return await policy(url, p)
+    if mode == "task-start":
+        return await task_start(url, p)
+    if mode == "task-finish":
+        return await task_finish(url, sys.argv[4])
     if mode == "keyed":
         return await keyed(url, p, sys.argv[4])
     if mode == "cold":

@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
 use switchyard_contract::{
-    Admission, Error, Event, Invocation, InvocationId, InvocationStore, ListQuery, NewInvocation, Page, TenantId,
-    Transition, WorkerId,
+    Admission, Error, Event, IngressKey, Invocation, InvocationId, InvocationStore, ListQuery, NewInvocation, Page,
+    TenantId, Transition, WorkerId,
 };
 use tokio::sync::watch;
 
@@ -59,6 +59,10 @@ impl InvocationStore for Partition {
     async fn get(&self, t: Option<&TenantId>, id: InvocationId) -> Result<Option<Invocation>, Error> {
         self.check()?;
         self.inner.get(t, id).await
+    }
+    async fn by_key(&self, t: &TenantId, key: &IngressKey) -> Result<Option<Invocation>, Error> {
+        self.check()?;
+        self.inner.by_key(t, key).await
     }
     async fn list(&self, t: &TenantId, q: &ListQuery) -> Result<Page, Error> {
         self.check()?;

@@ -596,3 +596,60 @@ prefix = "wire"
     ops.sort_unstable();
     assert_eq!(ops, ["echo", "report", "send_message"], "{all:#?}");
 }
+
+/// A bridged call that takes long is one MCP task across the A2A task's rounds: the official
+/// Python MCP client (Tasks extension declared) sends to the a2a-sdk agent, which works 5 s and
+/// then asks once; the gateway is killed with `kill -9` while the agent works and restarted; a
+/// new client follows the same task id with `tasks/get`, answers the question with
+/// `tasks/update` (twice), and gets the result. The agent saw each message once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bridged_task_asks_answers_and_completes_across_a_restart() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let agent = switchyard_tests::a2a::InternalAgent::start(dir.path());
+    let opts = Options {
+        data_dir: dir.path().join("d"),
+        config: Some(a2a_as_mcp_config(dir.path(), &agent, false)),
+        ..Options::default()
+    };
+    let mut gw = Gateway::start(opts.clone());
+    let out = mcp_client(&[&format!("{}/mcp", gw.base), "task-start", "helper__"])
+        .output()
+        .await
+        .unwrap_or_else(|e| panic!("python: {e}"));
+    let task = lines(&out).first().and_then(|l| l["task"].as_str().map(str::to_string));
+    let task = task.unwrap_or_else(|| panic!("no task: {}", String::from_utf8_lossy(&out.stderr)));
+    let sent = |text: &str| agent_log(&agent).0.iter().filter(|t| *t == text).count();
+    for _ in 0..100 {
+        if sent("slowask:5") > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(sent("slowask:5"), 1, "the message reached the agent");
+    gw.kill9();
+
+    let gw = Gateway::start(opts);
+    let out = mcp_client(&[&format!("{}/mcp", gw.base), "task-finish", "helper__", &task])
+        .output()
+        .await
+        .unwrap_or_else(|e| panic!("python: {e}"));
+    let seen = lines(&out);
+    assert!(
+        out.status.success() && seen.iter().all(|c| c["ok"] == true),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(seen.len(), 5, "every check ran: {seen:#?}");
+    assert_eq!(
+        (sent("slowask:5"), sent("green")),
+        (1, 1),
+        "each message reached the agent once: {:?}",
+        agent_log(&agent).0
+    );
+    let all = gw.all_settled("default").await;
+    let rounds: Vec<&Value> = all.iter().filter(|i| i["target"]["upstream"] == "a2a-agent-internal").collect();
+    assert_eq!(rounds.len(), 2, "the question's round and the answer's: {rounds:#?}");
+    assert!(rounds.iter().all(|r| r["state"]["state"] == "succeeded"), "{rounds:#?}");
+    assert_eq!(rounds[0]["request"]["taskId"], rounds[1]["request"]["taskId"], "one A2A task: {rounds:#?}");
+}

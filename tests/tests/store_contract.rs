@@ -130,6 +130,15 @@ async fn ingress_key_returns_the_existing_invocation(store: Arc<dyn InvocationSt
     let other = created(&store, draft("b", Some("k1"), json!({"n": 1}), 30_000)).await;
     assert_ne!(other.id, first.id);
     assert_eq!(store.events(first.id, 0, 10).await.map(|e| e.len()).ok(), Some(1), "no event for the duplicate");
+    // Found by its key, in its tenant only.
+    let key = |k: &str| IngressKey::new(k).unwrap_or_else(|e| panic!("{e}"));
+    let tenant = |t: &str| TenantId::new(t).unwrap_or_else(|e| panic!("{e}"));
+    let found = store.by_key(&tenant("a"), &key("k1")).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(found.map(|i| i.id), Some(first.id));
+    let found = store.by_key(&tenant("b"), &key("k1")).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(found.map(|i| i.id), Some(other.id));
+    assert!(store.by_key(&tenant("c"), &key("k1")).await.is_ok_and(|f| f.is_none()), "another tenant's key is absent");
+    assert!(store.by_key(&tenant("a"), &key("k2")).await.is_ok_and(|f| f.is_none()));
 }
 
 async fn concurrent_admissions_with_one_key_create_one_invocation(store: Arc<dyn InvocationStore>) {

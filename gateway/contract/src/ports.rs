@@ -201,6 +201,9 @@ pub trait Invocations: Send + Sync + std::fmt::Debug {
     async fn wait(&self, tenant: &TenantId, id: InvocationId, limit: Duration) -> Result<Invocation, Error>;
     /// The invocation, if it belongs to `tenant` (else `NotFound`).
     async fn get(&self, tenant: &TenantId, id: InvocationId) -> Result<Invocation, Error>;
+    /// The tenant's invocation submitted with ingress key `key`, if there is one (a later round
+    /// of a call whose rounds derive their keys from the round they continue).
+    async fn by_key(&self, tenant: &TenantId, key: &IngressKey) -> Result<Option<Invocation>, Error>;
     /// The clock invocations' times are read on (the store's): to compare with them.
     async fn now(&self) -> Result<Millis, Error>;
     async fn list(&self, tenant: &TenantId, query: ListQuery) -> Result<Page, Error>;
@@ -299,6 +302,9 @@ pub trait InvocationStore: Send + Sync {
 
     /// The invocation; with `tenant`, only if it belongs to that tenant.
     async fn get(&self, tenant: Option<&TenantId>, id: InvocationId) -> Result<Option<Invocation>, Error>;
+
+    /// The tenant's invocation admitted under ingress key `key`, if there is one.
+    async fn by_key(&self, tenant: &TenantId, key: &IngressKey) -> Result<Option<Invocation>, Error>;
 
     /// A page of the tenant's invocations, newest first.
     async fn list(&self, tenant: &TenantId, query: &ListQuery) -> Result<Page, Error>;

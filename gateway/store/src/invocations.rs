@@ -325,6 +325,13 @@ impl<D: Dialect> InvocationStore for SqlInvocations<D> {
         sql::optional::<D>(self.pools.read(), stmt).await?.as_ref().map(decode_invocation).transpose()
     }
 
+    async fn by_key(&self, tenant: &TenantId, key: &IngressKey) -> Result<Option<Invocation>, Error> {
+        let stmt = Stmt::new(format!("SELECT {COLUMNS} FROM invocations WHERE tenant = $1 AND ingress_key = $2"))
+            .text(tenant.as_str())
+            .text(key.as_str());
+        sql::optional::<D>(self.pools.read(), stmt).await?.as_ref().map(decode_invocation).transpose()
+    }
+
     async fn list(&self, tenant: &TenantId, query: &ListQuery) -> Result<Page, Error> {
         let limit = query.page_size()?;
         let after = query.after()?;

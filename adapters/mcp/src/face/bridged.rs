@@ -67,7 +67,7 @@ impl Shared {
 }
 
 impl McpFace {
-    fn foreign(&self) -> Result<&Arc<dyn Foreign>, ErrorData> {
+    pub(super) fn foreign(&self) -> Result<&Arc<dyn Foreign>, ErrorData> {
         self.shared.foreign.as_ref().ok_or_else(|| internal("no A2A agents are configured to bridge to"))
     }
 
@@ -165,7 +165,7 @@ impl McpFace {
                 Some(prev) => {
                     let previous = self.bridged_invocation(&bridge, &who, prev).await?;
                     let previous = self.settled(&who, previous).await;
-                    match answer_of(round.responses.take())? {
+                    match answer_of(round.responses.take(), ANSWER)? {
                         Ok(answer) => foreign.prepare_answer(&who, &previous, answer).await,
                         Err(action) => return Ok(CallToolResponse::Complete(declined(&previous, &action, &bridge))),
                     }
@@ -283,7 +283,7 @@ impl McpFace {
     }
 
     /// Whether `inv` ended asking for input (its task waits for the caller's answer).
-    fn waits_for_input(&self, inv: &Invocation) -> Result<bool, ErrorData> {
+    pub(super) fn waits_for_input(&self, inv: &Invocation) -> Result<bool, ErrorData> {
         let InvocationState::Succeeded { result, .. } = &inv.state else { return Ok(false) };
         Ok(self.foreign()?.content(&inv.target.upstream, result).is_ok_and(|c| c.needs_input.is_some()))
     }
@@ -333,16 +333,19 @@ impl McpFace {
     }
 }
 
-/// The client's answer to the one input request of a bridged round: its content when it
-/// accepted, else the action it took (`decline`, `cancel`).
-fn answer_of(responses: Option<InputResponses>) -> Result<Result<Map<String, Value>, String>, ErrorData> {
-    let answer = responses.and_then(|mut r| r.remove(ANSWER)).ok_or_else(|| {
-        invalid(format!("inputResponses must answer `{ANSWER}`, the input request of the previous round"))
-    })?;
+/// The client's answer to the one input request (`key`) of a bridged round: its content when
+/// it accepted, else the action it took (`decline`, `cancel`).
+pub(super) fn answer_of(
+    responses: Option<InputResponses>,
+    key: &str,
+) -> Result<Result<Map<String, Value>, String>, ErrorData> {
+    let answer = responses
+        .and_then(|mut r| r.remove(key))
+        .ok_or_else(|| invalid(format!("inputResponses must answer `{key}`, the outstanding input request")))?;
     match answer.get("action").and_then(Value::as_str) {
         Some("accept") => Ok(Ok(answer.get("content").and_then(Value::as_object).cloned().unwrap_or_default())),
         Some(other) => Ok(Err(other.to_string())),
-        None => Err(invalid(format!("inputResponses.{ANSWER} is not an elicitation result"))),
+        None => Err(invalid(format!("inputResponses.{key} is not an elicitation result"))),
     }
 }
 
@@ -363,7 +366,7 @@ fn declined(previous: &Invocation, action: &str, bridge: &Bridge) -> CallToolRes
 }
 
 /// The agent's task id a bridged invocation sends to (its run request's `taskId`).
-fn task_of(inv: &Invocation) -> Option<&str> {
+pub(super) fn task_of(inv: &Invocation) -> Option<&str> {
     inv.request.get("taskId").and_then(Value::as_str)
 }
 
@@ -389,7 +392,7 @@ fn running(inv: &Invocation, bridge: &Bridge) -> CallToolResult {
 
 /// The elicitation that asks a request for input: its requested schema when an MCP form can
 /// carry it (flat, primitive properties), else one text field.
-fn elicitation(message: &str, schema: Option<&Value>) -> BTreeMap<String, InputRequest> {
+pub(super) fn elicitation(message: &str, schema: Option<&Value>) -> BTreeMap<String, InputRequest> {
     let text = json!({"type": "object", "properties": {"text": {"type": "string", "description": "Your answer"}},
                       "required": ["text"]});
     let request = |schema: &Value| {
@@ -533,11 +536,11 @@ mod tests {
     fn answers_are_read_from_the_one_input_response() {
         let accept = InputResponses::from([(ANSWER.into(), json!({"action": "accept", "content": {"text": "blue"}}))]);
         assert_eq!(
-            answer_of(Some(accept)).ok().and_then(Result::ok).and_then(|m| m.get("text").cloned()),
+            answer_of(Some(accept), ANSWER).ok().and_then(Result::ok).and_then(|m| m.get("text").cloned()),
             Some(json!("blue"))
         );
         let decline = InputResponses::from([(ANSWER.into(), json!({"action": "decline"}))]);
-        assert_eq!(answer_of(Some(decline)).ok().and_then(Result::err), Some("decline".to_string()));
-        assert!(answer_of(None).is_err());
+        assert_eq!(answer_of(Some(decline), ANSWER).ok().and_then(Result::err), Some("decline".to_string()));
+        assert!(answer_of(None, ANSWER).is_err());
     }
 }

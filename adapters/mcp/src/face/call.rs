@@ -30,16 +30,22 @@ impl Round {
     /// `requestState` attaches to the round's one invocation instead of calling the upstream
     /// again.
     pub(super) fn ingress_key(&self) -> Result<Option<IngressKey>, ErrorData> {
-        match (&self.key, &self.prev) {
-            (Some(k), None) => Some(k.clone()),
-            (Some(k), Some(p)) => Some(format!("{k}/{p}")),
-            (None, Some(p)) => Some(format!("mrtr/{p}")),
-            (None, None) => None,
-        }
-        .map(IngressKey::new)
-        .transpose()
-        .map_err(|e| invalid(e.message.to_string()))
+        round_key(self.key.as_deref(), self.prev.as_deref())
     }
+}
+
+/// The ingress key of a round: the client's `key` for the first, and for one that continues
+/// invocation `prev`, a key derived from it (and the client's key, if any).
+pub(super) fn round_key(key: Option<&str>, prev: Option<&str>) -> Result<Option<IngressKey>, ErrorData> {
+    match (key, prev) {
+        (Some(k), None) => Some(k.to_string()),
+        (Some(k), Some(p)) => Some(format!("{k}/{p}")),
+        (None, Some(p)) => Some(format!("mrtr/{p}")),
+        (None, None) => None,
+    }
+    .map(IngressKey::new)
+    .transpose()
+    .map_err(|e| invalid(e.message.to_string()))
 }
 
 impl Round {

@@ -44,6 +44,7 @@ use crate::upstream::ToolRequest;
 use relay::McpRelay;
 
 mod bridged;
+mod bridged_task;
 mod call;
 mod gone;
 mod held;
@@ -685,9 +686,9 @@ impl ServerHandler for McpFace {
         self.cancel_task_of(&request.task_id, &ctx).await
     }
 
-    /// `tasks/update`: refused (the gateway's tasks never wait for input).
+    /// `tasks/update`: the answer to a bridged task's question; refused for any other task.
     async fn update_task(&self, request: UpdateTaskParams, ctx: RequestContext<RoleServer>) -> Result<(), ErrorData> {
-        self.update_task_of(&request.task_id, &ctx).await
+        self.update_task_of(&request.task_id, request.input_responses, &ctx).await
     }
 
     /// rmcp has already canceled the request's token (the waiting tools/call stops waiting);

@@ -2,7 +2,7 @@
 //! the durable invocation behind a long tools/call (task id = invocation id), read from the
 //! store on every `tasks/get`, so any replica answers and a restart loses nothing.
 
-use rmcp::model::{DetailedTask, GetTaskResult, InputRequiredResult, Task, TaskPayload, TaskStatus};
+use rmcp::model::{DetailedTask, GetTaskResult, InputRequiredResult, InputResponses, Task, TaskPayload, TaskStatus};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer};
 use serde_json::{Value, json};
@@ -79,32 +79,35 @@ impl McpFace {
     }
 
     /// `tasks/get`: the invocation behind the task, as a DetailedTask (the result inlined once
-    /// terminal; a lost `write` outcome is `completed` with an `isError` result saying so).
+    /// terminal; a lost `write` outcome is `completed` with an `isError` result saying so). A
+    /// bridged task follows its A2A task's rounds.
     pub(super) async fn task_detail(
         &self,
         task_id: &str,
         ctx: &RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
         let inv = self.task_invocation(task_id, ctx).await?;
-        let task = self.task_of(&inv);
-        let object = |v: Value| v.as_object().cloned().unwrap_or_default();
-        // A bridged call's answer (whatever the agent's task came to) is the tool result.
-        if let Some(bridge) = self.shared.bridge_for(&inv.target.upstream).cloned()
-            && matches!(inv.state, InvocationState::Succeeded { .. })
-        {
-            let r = self.bridged_outcome(&bridge, &inv, &self.link_base(ctx))?;
-            let result = object(serde_json::to_value(r).map_err(|e| internal(e.to_string()))?);
-            return Ok(GetTaskResult::new(DetailedTask::new(task, TaskPayload::Completed { result })));
+        if let Some(bridge) = self.shared.bridge_for(&inv.target.upstream).cloned() {
+            return self.bridged_task(&bridge, &inv, ctx).await;
         }
-        let payload = match &inv.state {
-            InvocationState::Succeeded { result, .. } if asks_input(&inv) => {
+        self.task_detail_of(&inv, &inv)
+    }
+
+    /// Task `first` as its round `round` stands (the same invocation, but for a bridged task).
+    pub(super) fn task_detail_of(&self, first: &Invocation, round: &Invocation) -> Result<GetTaskResult, ErrorData> {
+        let mut task = self.task_of(round);
+        task.task_id = first.id.to_string();
+        task.created_at = switchyard_contract::iso8601(first.created_at_ms);
+        let object = |v: Value| v.as_object().cloned().unwrap_or_default();
+        let payload = match &round.state {
+            InvocationState::Succeeded { result, .. } if asks_input(round) => {
                 let asked: InputRequiredResult =
                     serde_json::from_value(result.clone()).map_err(|e| internal(e.to_string()))?;
                 TaskPayload::InputRequired { input_requests: asked.input_requests.unwrap_or_default() }
             }
             InvocationState::Succeeded { result, .. } => TaskPayload::Completed { result: object(result.clone()) },
             InvocationState::Unknown { reason, .. } => {
-                let r = unknown_result(inv.id, reason);
+                let r = unknown_result(round.id, reason);
                 TaskPayload::Completed { result: object(serde_json::to_value(r).map_err(|e| internal(e.to_string()))?) }
             }
             InvocationState::Failed { error, .. } => {
@@ -122,7 +125,8 @@ impl McpFace {
         Ok(GetTaskResult::new(DetailedTask::new(task, payload)))
     }
 
-    /// `tasks/cancel`: cancels the invocation; acknowledged even when it already ended.
+    /// `tasks/cancel`: cancels the invocation (a bridged task's latest round); acknowledged even
+    /// when it already ended.
     pub(super) async fn cancel_task_of(
         &self,
         task_id: &str,
@@ -130,20 +134,29 @@ impl McpFace {
     ) -> Result<(), ErrorData> {
         let inv = self.task_invocation(task_id, ctx).await?;
         let who = principal(ctx)?;
-        if let Err(e) = self.shared.cancel(&who, inv.id).await {
+        let canceled = match self.shared.bridge_for(&inv.target.upstream).cloned() {
+            Some(bridge) => self.cancel_bridged_task(&bridge, &inv, &who).await,
+            None => self.shared.cancel(&who, inv.id).await,
+        };
+        if let Err(e) = canceled {
             info!(invocation.id = %inv.id, error = %e, "tasks/cancel on a task that cannot be canceled now");
         }
         Ok(())
     }
 
-    /// `tasks/update`: the gateway's tasks never wait for input inside the task (an upstream
-    /// asking for input is answered through MRTR rounds before a task exists).
+    /// `tasks/update`: the answer to a bridged task's question. The gateway's other tasks never
+    /// wait for input inside the task (an upstream asking for input is answered through MRTR
+    /// rounds before a task exists).
     pub(super) async fn update_task_of(
         &self,
         task_id: &str,
+        responses: InputResponses,
         ctx: &RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.task_invocation(task_id, ctx).await?;
+        let inv = self.task_invocation(task_id, ctx).await?;
+        if let Some(bridge) = self.shared.bridge_for(&inv.target.upstream).cloned() {
+            return self.update_bridged_task(&bridge, &inv, responses, ctx).await;
+        }
         Err(ErrorData::invalid_params(
             format!("task `{task_id}` is not waiting for input: this gateway does not take input inside a task"),
             None,

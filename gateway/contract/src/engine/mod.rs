@@ -636,6 +636,10 @@ impl Invocations for Engine {
         self.inner.owned(tenant, id).await
     }
 
+    async fn by_key(&self, tenant: &TenantId, key: &crate::IngressKey) -> Result<Option<Invocation>, Error> {
+        self.inner.store.by_key(tenant, key).await
+    }
+
     async fn now(&self) -> Result<Millis, Error> {
         self.inner.store.now().await
     }

@@ -318,6 +318,11 @@ impl Invocations for MemoryInvocations {
         self.records().owned(tenant, id)
     }
 
+    async fn by_key(&self, tenant: &TenantId, key: &IngressKey) -> Result<Option<Invocation>, Error> {
+        let r = self.records();
+        r.keys.get(&(tenant.clone(), key.clone())).map(|id| r.owned(tenant, *id)).transpose()
+    }
+
     /// Its clock moves one millisecond per change from the wall clock at its start, so the wall
     /// clock is never behind it by more than the changes made.
     async fn now(&self) -> Result<Millis, Error> {
