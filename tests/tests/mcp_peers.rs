@@ -365,6 +365,23 @@ async fn a_fastmcp_server_behind_switchyard_stdio_answers_each_client_as_it_does
     same_as_direct("FastMCP 4.2.3 behind switchyard stdio", &through, &command, &fastmcp_checks(), true).await;
 }
 
+/// `switchyard connect` to the gateway's `/mcp`, launched by each client as a stdio server: the
+/// same answers (progress, cancel, questions included) as the client gets over HTTP from the
+/// same gateway. Here "directly" is through `connect`, and "through the gateway" is over HTTP.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gateway_through_switchyard_connect_answers_each_client_as_over_http() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let peer = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("python/fastmcp_peer.py");
+    let command = vec![switchyard_tests::mcp::python().display().to_string(), peer.display().to_string()];
+    let config = config_with(dir.path(), "fm", format!("exec {}", quoted(&command)), &["add", "greet", "chart"]);
+    let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(config), ..Options::default() });
+    let url = format!("{}/mcp", gw.base);
+    let data = dir.path().join("c").display().to_string();
+    let bin = switchyard_tests::gateway::binary().display().to_string();
+    let connect = vec![bin, "connect".into(), url.clone(), "--data-dir".into(), data];
+    same_as_direct("the gateway through switchyard connect", &url, &connect, &fastmcp_checks(), true).await;
+}
+
 /// The reference server behind `switchyard stdio`: its questions during a call (elicitation,
 /// sampling, roots) reach the client that launched the wrapper, as they do directly.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -21,6 +21,7 @@ pub mod bridge;
 pub mod catalog;
 pub mod client;
 pub mod config;
+pub mod connect;
 pub mod error;
 pub mod face;
 pub mod http;

@@ -94,6 +94,11 @@ impl VaultStore {
         Self { name: credentials_name(upstream), vault, sealer }
     }
 
+    /// Whether credentials are stored (without opening them).
+    pub async fn holds_credentials(&self) -> bool {
+        self.vault.get(&self.name).await.is_ok_and(|v| v.is_some())
+    }
+
     /// Deletes the stored credentials.
     pub async fn forget(&self) -> Result<(), SealError> {
         self.vault.delete(&self.name).await.map_err(|e| SealError(e.to_string()))

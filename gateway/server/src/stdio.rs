@@ -22,17 +22,18 @@ pub const UPSTREAM: &str = "local";
 /// Who calls: the person at the desktop client (tenant `default`, so the CLI finds the calls).
 const SUBJECT: &str = "stdio";
 
-/// Where a launch of `command` keeps its store, pins and audit log:
-/// `$XDG_DATA_HOME/switchyard/stdio/<digest of the command>` (`~/.local/share` without it), so a
-/// second launch of the same server finds its history, pins and grants.
-pub fn data_dir(command: &[String]) -> anyhow::Result<PathBuf> {
+/// Where a launch keeps what it must find again: `$XDG_DATA_HOME/switchyard/<kind>/<digest of
+/// what it was launched for>` (`~/.local/share` without it). For `stdio`, `key` is the command,
+/// so a second launch of the same server finds its history, pins and grants; for `connect`, the
+/// URL, so a second launch finds its tokens.
+pub fn data_dir(kind: &str, key: &[String]) -> anyhow::Result<PathBuf> {
     let base = match (std::env::var_os("XDG_DATA_HOME"), std::env::var_os("HOME")) {
         (Some(d), _) if !d.is_empty() => PathBuf::from(d),
         (_, Some(h)) if !h.is_empty() => Path::new(&h).join(".local/share"),
         _ => anyhow::bail!("neither XDG_DATA_HOME nor HOME is set: give the data directory with --data-dir DIR"),
     };
-    let digest = sha2::Sha256::digest(command.join("\0").as_bytes());
-    Ok(base.join("switchyard/stdio").join(hex::encode(&digest[..8])))
+    let digest = sha2::Sha256::digest(key.join("\0").as_bytes());
+    Ok(base.join("switchyard").join(kind).join(hex::encode(&digest[..8])))
 }
 
 /// The child as a stdio upstream: one process, as the client would have launched (its state

@@ -87,7 +87,7 @@ fn registration(o: &UpstreamOAuth) -> anyhow::Result<Registration> {
 }
 
 /// Accepts one request on the loopback listener and returns the full redirect URL.
-async fn callback(listener: &tokio::net::TcpListener, port: u16) -> Result<String, OAuthFlowError> {
+pub(super) async fn callback(listener: &tokio::net::TcpListener, port: u16) -> Result<String, OAuthFlowError> {
     loop {
         let (mut socket, _) = listener.accept().await.map_err(|e| OAuthFlowError(e.to_string()))?;
         let mut buf = vec![0u8; 8192];

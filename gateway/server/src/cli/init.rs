@@ -1,8 +1,9 @@
 //! `switchyard init --bridge|--guard|--expose [FILE]`: write a commented starting configuration
 //! for one job. The files are the quick starts' own (`config/quickstart/`), so what `init`
 //! writes is what the README runs. `switchyard init --client NAME -- COMMAND…` prints the entry
-//! of a desktop client's configuration that launches a server through `switchyard stdio`
-//! (printed only: no file of the user's is changed).
+//! of a desktop client's configuration that launches a server through `switchyard stdio`, and
+//! `switchyard init --client NAME --connect URL` one that reaches a remote gateway through
+//! `switchyard connect` (printed only: no file of the user's is changed).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -25,9 +26,14 @@ pub struct Args {
     /// `--` through `switchyard stdio` (printed only).
     #[arg(long, group = "job", value_enum, value_name = "CLIENT")]
     client: Option<Client>,
-    /// With --client: the server's name in the client's list (default: the command's file name).
+    /// With --client: the server's name in the client's list (default: the command's file name,
+    /// or the remote's host).
     #[arg(long, requires = "client")]
     name: Option<String>,
+    /// With --client: an entry that launches `switchyard connect URL` (a remote gateway's
+    /// `/mcp`) instead of a local server.
+    #[arg(long, requires = "client", conflicts_with = "command", value_name = "URL")]
+    connect: Option<String>,
     /// Where to write it.
     #[arg(default_value = "switchyard.toml")]
     file: PathBuf,
@@ -94,16 +100,29 @@ fn server_name(command: &[String]) -> String {
     named.filter(|n| !n.is_empty()).unwrap_or(program)
 }
 
+/// The host a remote URL names, as a server's name.
+fn host_of(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    rest.split(['/', ':', '?']).next().unwrap_or(rest).to_string()
+}
+
 /// `init --client`: the entry, on stdout; where it goes, on stderr.
-fn print_client(client: Client, name: Option<&str>, command: &[String]) -> anyhow::Result<()> {
-    if command.is_empty() {
-        anyhow::bail!("give the server's command after `--`: switchyard init --client CLIENT -- COMMAND [ARG…]");
-    }
-    let name = name.map_or_else(|| server_name(command), str::to_string);
+fn print_client(client: Client, name: Option<&str>, command: &[String], connect: Option<&str>) -> anyhow::Result<()> {
+    let (args, default_name) = match connect {
+        Some(url) => (vec!["connect".to_string(), url.to_string()], host_of(url)),
+        None if command.is_empty() => anyhow::bail!(
+            "give the server's command after `--` (switchyard init --client CLIENT -- COMMAND [ARG…]), or a remote \
+             gateway with --connect URL"
+        ),
+        None => {
+            let mut args = vec!["stdio".to_string(), "--".to_string()];
+            args.extend(command.iter().cloned());
+            (args, server_name(command))
+        }
+    };
+    let name = name.map_or(default_name, str::to_string);
     // Desktop clients launch with a short PATH: the entry names this binary by its full path.
     let switchyard = std::env::current_exe().map_or_else(|_| "switchyard".into(), |p| p.display().to_string());
-    let mut args = vec!["stdio".to_string(), "--".to_string()];
-    args.extend(command.iter().cloned());
     println!("{}", serde_json::to_string_pretty(&client.entry(&name, &switchyard, &args))?);
     eprintln!("add `{name}` to {} (merge it with the servers already there)", client.file());
     Ok(())
@@ -127,7 +146,7 @@ impl Args {
 
 pub fn run(args: &Args) -> anyhow::Result<()> {
     if let Some(client) = args.client {
-        return print_client(client, args.name.as_deref(), &args.command);
+        return print_client(client, args.name.as_deref(), &args.command, args.connect.as_deref());
     }
     let mut options = std::fs::OpenOptions::new();
     options.write(true);
@@ -160,7 +179,9 @@ mod tests {
         assert_eq!(claude["mcpServers"]["x"]["args"], serde_json::json!(["stdio", "--", "npx", "server-x"]));
         let vscode = Client::Vscode.entry("x", "/bin/switchyard", &args);
         assert_eq!(vscode["servers"]["x"]["type"], "stdio");
-        assert!(print_client(Client::Cursor, None, &[]).is_err(), "no command: a clear error");
+        assert!(print_client(Client::Cursor, None, &[], None).is_err(), "no command: a clear error");
+        assert_eq!(host_of("https://gw.example.com:8443/mcp"), "gw.example.com");
+        assert_eq!(host_of("http://127.0.0.1:8787/mcp"), "127.0.0.1");
         let name = |c: &[&str]| server_name(&c.iter().map(|s| s.to_string()).collect::<Vec<_>>());
         assert_eq!(name(&["npx", "-y", "@modelcontextprotocol/server-filesystem@1.2", "/tmp"]), "server-filesystem");
         assert_eq!(name(&["python3", "tools/fastmcp_peer.py"]), "fastmcp_peer");

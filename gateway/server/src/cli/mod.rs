@@ -5,6 +5,7 @@ mod artifacts;
 mod audit;
 mod auth;
 mod conformance;
+mod connect;
 mod grants;
 mod init;
 mod invocations;
@@ -41,6 +42,9 @@ enum Command {
     /// Run the gateway in front of one local MCP server, on stdin and stdout: what a desktop
     /// client launches instead of the server (`switchyard stdio -- <command> [args…]`).
     Stdio(stdio::Args),
+    /// Relay stdin and stdout to a remote MCP server over Streamable HTTP, for clients that
+    /// launch only stdio servers (`switchyard connect <url> [--token T | --login]`).
+    Connect(connect::Args),
     /// Write a commented starting configuration for one job (`--bridge`, `--guard`, `--expose`).
     Init(init::Args),
     /// Apply pending database migrations and exit.
@@ -106,6 +110,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Serve(args) => serve::run(args, cfg).await,
         Command::Stdio(args) => stdio::run(args, cfg, cli.config.as_deref()).await,
+        Command::Connect(args) => connect::run(args, cfg).await,
         Command::Migrate => migrate::run(&cfg).await,
         Command::Invocations(cmd) => invocations::run(cmd, &cfg).await,
         Command::Reconcile(args) => reconcile::run(args, &cfg).await,

@@ -27,7 +27,7 @@ pub struct Args {
 pub async fn run(args: Args, mut cfg: Config, config_file: Option<&Path>) -> anyhow::Result<()> {
     cfg.server.data_dir = match args.data_dir {
         Some(dir) => dir,
-        None => crate::stdio::data_dir(&args.command)?,
+        None => crate::stdio::data_dir("stdio", &args.command)?,
     };
     std::fs::create_dir_all(&cfg.server.data_dir)?;
     cfg.mcp.upstreams.push(crate::stdio::upstream(args.command, &args.read_only, args.inherit_env));
