@@ -333,47 +333,133 @@ async fn a_task_client_gets_a_task_and_can_follow_and_cancel_it() {
     assert_eq!(got["result"]["status"], "cancelled", "{got}");
 }
 
+/// Another protocol's agent for the bridge: one operation, `ask`, whose call is a submission
+/// to `a2a-agent-desk`.
+#[derive(Debug)]
+struct Agent;
+
+#[async_trait::async_trait]
+impl switchyard_contract::Catalog for Agent {
+    fn operations(&self, source: &str) -> Vec<switchyard_contract::Operation> {
+        if source != "desk" {
+            return Vec::new();
+        }
+        vec![switchyard_contract::Operation {
+            upstream: "a2a-agent-desk".into(),
+            name: "ask".into(),
+            title: None,
+            description: None,
+            input_schema: json!({"type": "object", "properties": {"text": {"type": "string"}}}),
+            output_schema: None,
+            effect: switchyard_contract::EffectClass::Write,
+        }]
+    }
+
+    async fn prepare(
+        &self,
+        principal: &Principal,
+        _source: &str,
+        operation: &str,
+        arguments: serde_json::Map<String, Value>,
+        _key: Option<&switchyard_contract::IngressKey>,
+    ) -> Result<Submission, Error> {
+        Ok(Submission {
+            principal: principal.clone(),
+            upstream: "a2a-agent-desk".into(),
+            operation: operation.into(),
+            request: json!({"arguments": arguments}),
+            ingress_key: None,
+            ingress: Ingress::A2a,
+            context: None,
+            grant: None,
+            parent: None,
+            trace: None,
+        })
+    }
+
+    async fn prepare_answer(
+        &self,
+        _: &Principal,
+        _: &switchyard_contract::Invocation,
+        _: serde_json::Map<String, Value>,
+    ) -> Result<Submission, Error> {
+        Err(Error::invalid_input("no questions here"))
+    }
+
+    fn content(&self, _upstream: &str, _result: &Value) -> Result<switchyard_contract::Content, Error> {
+        Ok(switchyard_contract::Content::default())
+    }
+}
+
+/// [`face`] with a bridged agent too: tools `desk__ask` (and the task tools).
+async fn face_with_bridge(port: Arc<MemoryInvocations>, call_wait_ms: u64) -> axum::Router {
+    let cfg: McpConfig = serde_json::from_value(json!({
+        "upstreams": [{"name": "fx", "command": ["/nonexistent/fixture"]}, {"name": "desk", "kind": "a2a", "agent": "desk"}],
+        "call_wait_ms": call_wait_ms,
+        "task_after_ms": call_wait_ms,
+    }))
+    .unwrap_or_else(|e| panic!("{e}"));
+    let gw = McpGateway::new(cfg, Arc::new(MemoryBindings::default()), None);
+    let schema = json!({"type": "object", "properties": {"text": {"type": "string"}}});
+    let echo = Tool::new("echo", "Echoes", Arc::new(serde_json::from_value(schema).unwrap_or_default()));
+    let listing = Listing { tools: vec![echo], ..Listing::default() };
+    gw.catalog().learn("fx", "fx__", listing).await.unwrap_or_else(|e| panic!("{e}"));
+    gw.router(port, KEY, Some(Arc::new(Agent)), None).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Sends one message of a legacy (2025-11-25) session, returning the session id the answer
+/// names and the JSON-RPC answer in it.
+async fn legacy(router: &axum::Router, body: Value, session: Option<String>) -> (Option<String>, Option<Value>) {
+    let mut req = Request::post("/mcp")
+        .header("host", "127.0.0.1")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream");
+    if let Some(id) = session {
+        req = req.header("mcp-session-id", id).header("mcp-protocol-version", "2025-11-25");
+    }
+    let mut req = req.body(Body::from(body.to_string())).unwrap_or_else(|e| panic!("{e}"));
+    req.extensions_mut().insert(principal());
+    let resp = router.clone().oneshot(req).await.unwrap_or_else(|e| panic!("{e}"));
+    let session = resp.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_string);
+    let bytes = axum::body::to_bytes(resp.into_body(), 1 << 20).await.unwrap_or_else(|e| panic!("{e}"));
+    let text = String::from_utf8_lossy(&bytes).to_string();
+    let answer = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+        .find(|v| v.get("id").is_some());
+    (session, answer)
+}
+
 /// A legacy (2025-11-25) session's call is never answered with a task — not even when its
 /// `initialize` declared the Tasks extension: SEP-2663 tasks are a 2026-07-28 extension, and a
-/// legacy client asked for none (it used to get one once `task_after_ms` passed).
+/// legacy client asked for none (it used to get one once `task_after_ms` passed). The same for a
+/// native tool and a bridged agent's operation, while a 2026-07-28 client that declared the
+/// extension gets a task from both.
 #[tokio::test]
 async fn a_legacy_client_never_gets_a_task() {
     let port = MemoryInvocations::new(|_| Reply::Pending);
-    let router = face(port.clone(), 50).await;
-    let post = |body: Value, session: Option<String>| {
-        let mut req = Request::post("/mcp")
-            .header("host", "127.0.0.1")
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream");
-        if let Some(id) = session {
-            req = req.header("mcp-session-id", id).header("mcp-protocol-version", "2025-11-25");
-        }
-        let mut req = req.body(Body::from(body.to_string())).unwrap_or_else(|e| panic!("{e}"));
-        req.extensions_mut().insert(principal());
-        let router = router.clone();
-        async move {
-            let resp = router.oneshot(req).await.unwrap_or_else(|e| panic!("{e}"));
-            let session = resp.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_string);
-            let bytes = axum::body::to_bytes(resp.into_body(), 1 << 20).await.unwrap_or_else(|e| panic!("{e}"));
-            let text = String::from_utf8_lossy(&bytes).to_string();
-            let answer = text
-                .lines()
-                .filter_map(|l| l.strip_prefix("data:"))
-                .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
-                .find(|v| v.get("id").is_some());
-            (session, answer)
-        }
-    };
+    let router = face_with_bridge(port.clone(), 50).await;
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
         "capabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}, "clientInfo": {"name": "legacy", "version": "1"}}});
-    let (session, _) = post(init, None).await;
+    let (session, _) = legacy(&router, init, None).await;
     let session = session.unwrap_or_else(|| panic!("no session"));
-    let _ = post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}), Some(session.clone())).await;
-    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-        "params": {"name": "fx__echo", "arguments": {"text": "x"}}});
-    let (_, answer) = post(call, Some(session)).await;
-    let result = answer.map(|a| a["result"].clone()).unwrap_or_else(|| panic!("no answer"));
-    assert!(result.get("taskId").is_none() && result.get("resultType").is_none(), "{result}");
-    assert_eq!(result["isError"], true, "a call still running is said to be so: {result}");
-    assert_eq!(port.submissions().len(), 1);
+    let _ =
+        legacy(&router, json!({"jsonrpc": "2.0", "method": "notifications/initialized"}), Some(session.clone())).await;
+    for (i, tool) in ["fx__echo", "desk__ask"].into_iter().enumerate() {
+        let call = json!({"jsonrpc": "2.0", "id": 2 + i, "method": "tools/call",
+            "params": {"name": tool, "arguments": {"text": "x"}}});
+        let (_, answer) = legacy(&router, call, Some(session.clone())).await;
+        let result = answer.map(|a| a["result"].clone()).unwrap_or_else(|| panic!("{tool}: no answer"));
+        assert!(result.get("taskId").is_none() && result.get("resultType").is_none(), "{tool}: {result}");
+        assert_eq!(result["isError"], true, "{tool}: a call still running is said to be so: {result}");
+    }
+    assert_eq!(port.submissions().len(), 2);
+    let tasks =
+        json!({"io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}});
+    for tool in ["fx__echo", "desk__ask"] {
+        let answer =
+            rpc(&router, "tools/call", tool, json!({"name": tool, "arguments": {"text": "x"}}), tasks.clone()).await;
+        assert_eq!(answer["result"]["resultType"], "task", "{tool}: {answer}");
+    }
 }

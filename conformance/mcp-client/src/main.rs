@@ -132,6 +132,23 @@ fn arguments(tool: &Tool) -> JsonObject {
     answers(&Value::Object(tool.input_schema.as_ref().clone()))
 }
 
+/// [`arguments`], except that an object argument named `schema` whose description names another
+/// listed tool gets that tool's `inputSchema` exactly as this client received it (the
+/// `json-schema-2020-12-preservation` scenario's round trip: what the client's parsing kept is
+/// what it sends back).
+fn echoing(tool: &Tool, all: &[Tool]) -> JsonObject {
+    let mut args = arguments(tool);
+    let asked = tool.input_schema.get("properties").and_then(|p| p.get("schema"));
+    let said = asked.filter(|s| s.get("type") == Some(&json!("object"))).and_then(|s| s.get("description"));
+    let named = said
+        .and_then(Value::as_str)
+        .and_then(|d| all.iter().filter(|t| t.name != tool.name).find(|t| d.contains(t.name.as_ref())));
+    if let Some(other) = named {
+        args.insert("schema".into(), Value::Object(other.input_schema.as_ref().clone()));
+    }
+    args
+}
+
 fn protocol() -> Option<ProtocolVersion> {
     std::env::var("MCP_CONFORMANCE_PROTOCOL_VERSION").ok().and_then(|v| serde_json::from_value(json!(v)).ok())
 }
@@ -242,7 +259,10 @@ impl Run {
             }
         };
         let calls: Vec<CallToolRequestParams> = if self.ctx.tool_calls.is_empty() {
-            tools.iter().map(|t| CallToolRequestParams::new(t.name.clone()).with_arguments(arguments(t))).collect()
+            tools
+                .iter()
+                .map(|t| CallToolRequestParams::new(t.name.clone()).with_arguments(echoing(t, &tools)))
+                .collect()
         } else {
             self.ctx
                 .tool_calls
@@ -372,5 +392,26 @@ async fn main() -> std::process::ExitCode {
             eprintln!("{scenario}: timed out after 25 s");
             std::process::ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool(name: &str, schema: Value) -> Tool {
+        serde_json::from_value(json!({"name": name, "inputSchema": schema})).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn a_schema_argument_naming_another_tool_gets_its_schema_as_received() {
+        let rich = json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
+                          "$defs": {"a": {"$anchor": "x", "type": "string"}}, "additionalProperties": false});
+        let echo = json!({"type": "object", "required": ["schema"], "properties": {"schema": {"type": "object",
+                          "description": "The inputSchema the client observed for rich_tool, passed back verbatim."}}});
+        let tools = [tool("rich_tool", rich.clone()), tool("echo_schema", echo)];
+        assert_eq!(echoing(&tools[1], &tools).get("schema"), Some(&rich));
+        let plain = tool("plain", json!({"type": "object", "properties": {"schema": {"type": "object"}}}));
+        assert_ne!(echoing(&plain, &tools).get("schema"), Some(&rich), "no tool named: generated as usual");
     }
 }

@@ -72,6 +72,13 @@ pub struct Ruling {
 pub trait PolicyPoint: Send + Sync + std::fmt::Debug {
     async fn decide(&self, facts: &CallFacts<'_>) -> Ruling;
 
+    /// What [`decide`](Self::decide) would rule on `facts` now, changing nothing: no quota token
+    /// or concurrency slot is taken (one already used up still says so). The policy simulator.
+    /// The default asks `decide`, for a policy point whose decisions change nothing.
+    async fn simulate(&self, facts: &CallFacts<'_>) -> Ruling {
+        self.decide(facts).await
+    }
+
     /// The call `invocation` no longer runs here: it was not admitted to run after an `Allow`
     /// (its key named an earlier call, or its admission failed), or its driver on this replica
     /// ended. A concurrency slot it took is free again. Called for every admission attempt

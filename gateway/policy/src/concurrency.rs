@@ -86,6 +86,20 @@ impl InFlight {
         req: &DecisionRequest,
         id: InvocationId,
     ) -> Result<(), (String, u32)> {
+        self.claim(limits, req, Some(id))
+    }
+
+    /// What [`take`](Self::take) would answer now, taking nothing (the policy simulator).
+    pub(crate) fn would_take(&self, limits: &[Concurrency], req: &DecisionRequest) -> Result<(), (String, u32)> {
+        self.claim(limits, req, None)
+    }
+
+    fn claim(
+        &self,
+        limits: &[Concurrency],
+        req: &DecisionRequest,
+        id: Option<InvocationId>,
+    ) -> Result<(), (String, u32)> {
         let mine: Vec<(usize, &Concurrency)> = limits
             .iter()
             .enumerate()
@@ -101,6 +115,7 @@ impl InFlight {
                 return Err((c.name(*i), c.share()));
             }
         }
+        let Some(id) = id else { return Ok(()) };
         for key in &keys {
             *slots.counts.entry(key.clone()).or_default() += 1;
         }

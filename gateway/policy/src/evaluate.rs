@@ -112,6 +112,12 @@ impl Evaluator {
 
     /// Decides one call; `grant`: the claims of a grant it presented, already verified.
     pub fn evaluate_with(&self, req: &DecisionRequest, grant: Option<&GrantClaims>) -> Outcome {
+        self.evaluate_as(req, grant, true)
+    }
+
+    /// [`evaluate_with`](Self::evaluate_with); `spend`: take a quota token (a simulation takes
+    /// none, and says what a call would be told now).
+    fn evaluate_as(&self, req: &DecisionRequest, grant: Option<&GrantClaims>, spend: bool) -> Outcome {
         let outcome = |decision, tier, basis: String| Outcome {
             decision,
             tier,
@@ -126,7 +132,11 @@ impl Evaluator {
         }
         // Quotas: a call over one waits its turn (deferred, nothing admitted). A denied call
         // above spent no token.
-        if let Err((quota, retry_after_ms)) = self.buckets.take(&self.config.quotas, req, Instant::now()) {
+        let quotas = match spend {
+            true => self.buckets.take(&self.config.quotas, req, Instant::now()),
+            false => self.buckets.would_take(&self.config.quotas, req, Instant::now()),
+        };
+        if let Err((quota, retry_after_ms)) = quotas {
             let reason = format!("over quota `{quota}`");
             return outcome(Verdict::Defer { retry_after_ms, reason }, None, quota);
         }
@@ -259,12 +269,13 @@ fn suggested(req: &DecisionRequest) -> Option<Tier> {
     }
 }
 
-#[async_trait]
-impl PolicyPoint for Evaluator {
-    async fn decide(&self, facts: &CallFacts<'_>) -> Ruling {
+impl Evaluator {
+    /// The ruling on one call; `commit`: take its quota token and concurrency slot (a
+    /// simulation takes neither, and is told what a call would be told now).
+    async fn rule(&self, facts: &CallFacts<'_>, commit: bool) -> Ruling {
         let (grant, set_aside) = self.accepted(facts.grant).await;
         let req = DecisionRequest::from_facts(facts);
-        let mut outcome = self.evaluate_with(&req, grant.as_ref());
+        let mut outcome = self.evaluate_as(&req, grant.as_ref(), commit);
         // A call that reached the tiers (no envelope, deny rule or quota stopped it) and that no
         // grant lets run is the external decision point's to decide, for its tenants.
         let undecided = outcome.tier.is_some() && outcome.grant.is_none();
@@ -298,8 +309,12 @@ impl PolicyPoint for Evaluator {
             outcome.basis = format!("cedar {}: {}{}", cedar.hash(), decided.basis, cached(hit));
         }
         // A call that may run takes a concurrency slot, or waits its turn (nothing admitted).
+        let slot = |req: &DecisionRequest| match commit {
+            true => self.in_flight.take(&self.config.concurrency, req, facts.invocation),
+            false => self.in_flight.would_take(&self.config.concurrency, req),
+        };
         if outcome.decision == Verdict::Allow
-            && let Err((limit, share)) = self.in_flight.take(&self.config.concurrency, &req, facts.invocation)
+            && let Err((limit, share)) = slot(&req)
         {
             let reason = format!("over the concurrency limit `{limit}` ({share} calls in flight here)");
             outcome.decision = Verdict::Defer { retry_after_ms: CONCURRENCY_RETRY_MS, reason };
@@ -309,6 +324,17 @@ impl PolicyPoint for Evaluator {
         let note = set_aside.map(|n| format!("; {n}")).unwrap_or_default();
         let basis = format!("policy {}: {}{tier}{note}", outcome.policy, outcome.basis);
         Ruling { verdict: outcome.decision, basis }
+    }
+}
+
+#[async_trait]
+impl PolicyPoint for Evaluator {
+    async fn decide(&self, facts: &CallFacts<'_>) -> Ruling {
+        self.rule(facts, true).await
+    }
+
+    async fn simulate(&self, facts: &CallFacts<'_>) -> Ruling {
+        self.rule(facts, false).await
     }
 
     fn release(&self, invocation: switchyard_contract::InvocationId) {

@@ -122,6 +122,20 @@ impl Buckets {
     /// Takes one token from every quota that names the call, or none if any is empty: then the
     /// id of that quota and how long until it has a token again.
     pub(crate) fn take(&self, quotas: &[Quota], req: &DecisionRequest, now: Instant) -> Result<(), (String, u64)> {
+        self.spend(quotas, req, now, true)
+    }
+
+    /// What [`take`](Self::take) would answer now, taking nothing (the policy simulator).
+    pub(crate) fn would_take(
+        &self,
+        quotas: &[Quota],
+        req: &DecisionRequest,
+        now: Instant,
+    ) -> Result<(), (String, u64)> {
+        self.spend(quotas, req, now, false)
+    }
+
+    fn spend(&self, quotas: &[Quota], req: &DecisionRequest, now: Instant, commit: bool) -> Result<(), (String, u64)> {
         let Ok(mut map) = self.map.lock() else { return Err(("quotas".into(), 1000)) };
         let mut taken = Vec::new();
         for (i, q) in quotas.iter().enumerate().filter(|(_, q)| q.names(req)) {
@@ -136,6 +150,9 @@ impl Buckets {
             }
             bucket.tokens -= 1.0;
             taken.push((key, bucket));
+        }
+        if !commit {
+            return Ok(());
         }
         if map.len() + taken.len() > MAX_BUCKETS {
             map.retain(|(i, _), b| {

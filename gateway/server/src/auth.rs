@@ -20,6 +20,8 @@ pub mod scope {
     /// Approve or deny calls the policy enforcement point held.
     pub const APPROVE: &str = "invocations:approve";
     pub const ARTIFACTS_READ: &str = "artifacts:read";
+    /// Ask the policy simulator what the policy would rule on a call.
+    pub const POLICY_READ: &str = "policy:read";
     /// Read `GET /metrics`.
     pub const METRICS: &str = "metrics:read";
     /// Use the MCP endpoints (list and call tools, read resources, get prompts).

@@ -146,12 +146,7 @@ impl McpFace {
             return Ok(CallToolResponse::Complete(r));
         }
         let support = bridge.tasks.get(&op).copied().unwrap_or_default();
-        let tasks = support != TaskSupport::Forbidden && declares_tasks(&ctx);
-        if support == TaskSupport::Required && !tasks {
-            return Err(ErrorData::missing_required_client_capability(
-                ClientCapabilities::builder().enable_tasks().build(),
-            ));
-        }
+        let tasks = super::tasks::may_become_task(support, &ctx)?;
         let wait = if tasks { self.shared.task_after } else { self.shared.call_wait };
         let mut round = self.first_round(&params, &ctx, &who, &name)?;
         let grant = request_meta(&params, &ctx, GRANT_META).and_then(Value::as_str).map(str::to_string);

@@ -311,22 +311,15 @@ impl McpFace {
         Ok(entry)
     }
 
-    /// The tool's task support and whether this call may be answered with a task (a 2026-07-28
-    /// client that declared the Tasks extension: a legacy session never gets one, whatever its
-    /// `initialize` said); a tool that requires tasks refuses clients without it.
+    /// The tool's task support and whether this call may be answered with a task
+    /// ([`super::tasks::may_become_task`]).
     fn task_mode(
         &self,
         entry: &crate::catalog::ToolEntry,
         ctx: &RequestContext<RoleServer>,
     ) -> Result<(TaskSupport, bool), ErrorData> {
         let support = self.task_support(&entry.upstream, &entry.tool.name);
-        let tasks = support != TaskSupport::Forbidden && super::modern(ctx) && declares_tasks(ctx);
-        if support == TaskSupport::Required && !tasks {
-            return Err(ErrorData::missing_required_client_capability(
-                ClientCapabilities::builder().enable_tasks().build(),
-            ));
-        }
-        Ok((support, tasks))
+        Ok((support, super::tasks::may_become_task(support, ctx)?))
     }
 
     /// The call's first round: a fresh call (with the client's idempotency key, if any), or the

@@ -22,8 +22,8 @@ use rmcp::model::{
     UnsubscribeRequestParams,
 };
 use rmcp::model::{
-    CancelTaskParams, ClientCapabilities, CreateTaskResult, GetTaskParams, GetTaskResult, LoggingLevel,
-    RequestStateCodec, TASKS_EXTENSION_ID, UpdateTaskParams,
+    CancelTaskParams, CreateTaskResult, GetTaskParams, GetTaskResult, LoggingLevel, RequestStateCodec,
+    TASKS_EXTENSION_ID, UpdateTaskParams,
 };
 use rmcp::model::{
     GetSkillRequestParams, GetSkillResult, ListSkillsResult, ReadResourceDirectoryRequestParams,
@@ -56,7 +56,7 @@ mod tasks;
 pub use bridged::{A2A_META, Bridge};
 use gone::{Cancels, pending_result};
 use mrtr::Sealed;
-use tasks::{asks_input, declares_tasks};
+use tasks::asks_input;
 
 /// The `_meta` key a client sets to make a tools/call idempotent: a retry with the same key
 /// (and the same arguments) attaches to the original invocation instead of calling again.

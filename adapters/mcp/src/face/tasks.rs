@@ -17,6 +17,19 @@ pub(super) fn declares_tasks(ctx: &RequestContext<RoleServer>) -> bool {
     ctx.client_capabilities().and_then(|c| c.extensions).is_some_and(|e| e.contains_key(TASKS_EXTENSION_ID))
 }
 
+/// Whether a call of a tool with `support` may be answered with a task: only for a 2026-07-28
+/// client that declared the Tasks extension (a legacy session never gets one, whatever its
+/// `initialize` said). A tool that requires tasks refuses every other client.
+pub(super) fn may_become_task(support: TaskSupport, ctx: &RequestContext<RoleServer>) -> Result<bool, ErrorData> {
+    let tasks = support != TaskSupport::Forbidden && super::modern(ctx) && declares_tasks(ctx);
+    if support == TaskSupport::Required && !tasks {
+        return Err(ErrorData::missing_required_client_capability(
+            rmcp::model::ClientCapabilities::builder().enable_tasks().build(),
+        ));
+    }
+    Ok(tasks)
+}
+
 /// Whether the invocation's upstream answer was another MRTR round.
 pub(super) fn asks_input(inv: &Invocation) -> bool {
     matches!(&inv.state, InvocationState::Succeeded { result, .. }

@@ -127,6 +127,34 @@ impl Engine {
     }
 }
 
+impl Engine {
+    /// What the policy enforcement point would rule on `s` now, changing nothing: nothing is
+    /// admitted, audited or counted, no quota token or concurrency slot is taken. The target
+    /// resolves as a submission's does (an unknown upstream is an error), or, for a `passage`,
+    /// as a `read_only` operation (see [`Passage`]). Which face may call the upstream is not
+    /// checked: `s.ingress` names the face the call would come through.
+    pub async fn simulate(&self, s: &Submission, passage: bool) -> Result<(Target, Ruling), Error> {
+        let target = match passage {
+            true => {
+                Target { upstream: s.upstream.clone(), operation: s.operation.clone(), effect: EffectClass::ReadOnly }
+            }
+            false => self.inner.upstreams.target(&s.upstream, &s.operation)?,
+        };
+        let digest = RequestDigest::compute(&target.upstream, &target.operation, &s.request)?;
+        let facts = CallFacts {
+            principal: &s.principal,
+            ingress: s.ingress,
+            target: &target,
+            digest: &digest,
+            request: &s.request,
+            grant: s.grant.as_deref(),
+            invocation: InvocationId::new(),
+        };
+        let ruling = self.inner.policy.simulate(&facts).await;
+        Ok((target, ruling))
+    }
+}
+
 impl Inner {
     /// The policy enforcement point's ruling on `facts`, counted.
     async fn decide(&self, facts: &CallFacts<'_>) -> Ruling {

@@ -3,10 +3,12 @@
 //! through the [`Gatekeeper`]: the operator's admin token (tenant from `X-Switchyard-Tenant`,
 //! default `default`; subject from `X-Switchyard-Subject`, default `admin`), or an OAuth
 //! credential whose token names the tenant and grants the scopes each operation needs
-//! (`invocations:read`, `invocations:write`, `invocations:reconcile`).
+//! (`invocations:read`, `invocations:write`, `invocations:reconcile`, `invocations:approve`,
+//! `policy:read` for the policy simulator).
 
 mod error;
 mod invocations;
+mod policy;
 
 use axum::Router;
 use axum::extract::{Request, State};
@@ -40,6 +42,7 @@ pub fn router(state: AdminState) -> Router {
         .route("/admin/v1/invocations/{id}/reconcile", post(invocations::reconcile))
         .route("/admin/v1/invocations/{id}/approve", post(invocations::approve))
         .route("/admin/v1/invocations/{id}/deny", post(invocations::deny))
+        .route("/admin/v1/policy/decide", post(policy::decide))
         .route_layer(middleware::from_fn_with_state(state.clone(), authorize))
         .with_state(state)
 }
@@ -48,6 +51,7 @@ pub fn router(state: AdminState) -> Router {
 fn needed(method: &Method, path: &str) -> &'static str {
     match (method, path) {
         (&Method::GET, _) => scope::READ,
+        (_, "/admin/v1/policy/decide") => scope::POLICY_READ,
         (_, p) if p.ends_with("/reconcile") => scope::RECONCILE,
         (_, p) if p.ends_with("/approve") || p.ends_with("/deny") => scope::APPROVE,
         _ => scope::WRITE,

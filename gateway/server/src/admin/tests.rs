@@ -216,3 +216,86 @@ async fn metrics_count_what_the_engine_did_for_the_operator_only() {
         assert!(text.contains(line), "no `{line}` in:\n{text}");
     }
 }
+
+/// A harness with a policy: `demo` writes wait for approval, `count` is routine up to 5, a
+/// `delay_ms` above 1000 is denied, one call per second per tenant.
+async fn with_policy() -> Harness {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let text = format!(
+        r#"[server]
+data_dir = "{}"
+[admin]
+token = "{TOKEN}"
+[policy]
+[[policy.rules]]
+id = "slow-is-refused"
+upstream = "demo"
+deny = true
+reason = "too slow"
+[[policy.rules.when]]
+pointer = "/delay_ms"
+min = 1001
+[[policy.rules]]
+upstream = "demo"
+operation = "count"
+tier = "routine"
+[[policy.quotas]]
+id = "one-a-second"
+upstream = "demo"
+rate_per_s = 1.0
+burst = 1
+"#,
+        dir.path().display()
+    );
+    let cfg = Config::from_text(&text, "test", std::iter::empty()).unwrap_or_else(|e| panic!("{e}"));
+    let app = App::build(&cfg).await.unwrap_or_else(|e| panic!("{e:#}"));
+    Harness { router: app.router(&cfg), _dir: dir }
+}
+
+/// The policy simulator answers what a call would be told — allowed, held, denied with the
+/// rule, deferred by an empty quota — from the same core, and changes nothing: no invocation,
+/// no quota token spent (the same question asked twice gets the same answer, and a real call
+/// afterwards still has its token).
+#[tokio::test]
+async fn the_policy_simulator_rules_like_a_call_and_changes_nothing() {
+    let h = with_policy().await;
+    let decide = |body: Value| {
+        let h = &h;
+        async move { call(h, "POST", "/admin/v1/policy/decide", "acme", Some(body.to_string())).await }
+    };
+    let count = json!({"upstream": "demo", "operation": "count", "request": {"delay_ms": 0}});
+    for _ in 0..3 {
+        let (status, got) = decide(count.clone()).await;
+        assert_eq!(status, StatusCode::OK, "{got}");
+        assert_eq!(got["decision"], "allow", "{got}");
+        assert!(got["basis"].as_str().is_some_and(|b| b.contains("tier routine")), "{got}");
+        assert_eq!(got["target"]["effect"], "write", "{got}");
+    }
+    let (_, held) =
+        decide(json!({"upstream": "demo", "operation": "wipe", "subject": "bob", "request": {"delay_ms": 0}})).await;
+    assert_eq!((held["decision"].clone(), held["subject"]["subject"].clone()), (json!("hold"), json!("bob")), "{held}");
+    let (_, denied) = decide(json!({"upstream": "demo", "operation": "count", "request": {"delay_ms": 5000}})).await;
+    assert_eq!(denied["decision"], "deny", "{denied}");
+    assert!(denied["reason"].as_str().is_some_and(|r| r.contains("too slow")), "{denied}");
+    assert!(denied["basis"].as_str().is_some_and(|b| b.contains("slow-is-refused")), "{denied}");
+    // Nothing was admitted, and the quota's one token is still there for a real call.
+    let (_, listed) = call(&h, "GET", "/admin/v1/invocations", "acme", None).await;
+    assert_eq!(listed["items"].as_array().map(Vec::len), Some(0), "{listed}");
+    let (status, _) =
+        call(&h, "POST", "/admin/v1/invocations", "acme", submit("count", "k1", json!({"delay_ms": 0}))).await;
+    assert_eq!(status, StatusCode::CREATED);
+    // Now it is spent: the simulator says so, without spending more.
+    let (_, deferred) = decide(count.clone()).await;
+    assert_eq!(deferred["decision"], "defer", "{deferred}");
+    assert!(deferred["retry_after_ms"].as_u64().is_some_and(|ms| ms > 0), "{deferred}");
+    // Bad input changes nothing and says what is wrong.
+    for bad in [
+        json!({"upstream": "demo"}),
+        json!({"upstream": "nosuch", "operation": "count"}),
+        json!({"upstream": "demo", "operation": "count", "request": {}, "arguments": {}}),
+        json!({"upstream": "demo", "operation": "count", "ingress": "carrier-pigeon"}),
+    ] {
+        let (status, got) = decide(bad.clone()).await;
+        assert!(status.is_client_error(), "{bad}: {status} {got}");
+    }
+}

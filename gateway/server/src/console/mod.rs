@@ -18,6 +18,7 @@ mod approvals;
 mod artifacts;
 mod audit;
 mod invocations;
+mod policy;
 mod sessions;
 mod tasks;
 mod upstreams;
@@ -195,6 +196,7 @@ pub fn router(state: ConsoleState) -> Router {
         .route("/console/artifacts", get(artifacts::list))
         .route("/console/artifacts/{id}/download", get(artifacts::download))
         .route("/console/audit", get(audit::verify))
+        .route("/console/policy", get(policy::simulate))
         .route("/console/upstreams", get(upstreams::list))
         .route("/console/upstreams/{upstream}/approve", post(upstreams::approve))
         .route_layer(middleware::from_fn_with_state(state.clone(), guard))
@@ -523,7 +525,7 @@ fn page(title: &str, session: Option<&Session>, body: &str) -> Html<String> {
          <header><nav><a href=\"/console/approvals\" class=\"brand\">Switchyard</a> \
          <a href=\"/console/approvals\">Held calls</a> <a href=\"/console/invocations\">Calls</a> \
          <a href=\"/console/invocations?state=unknown\">Unknown</a> <a href=\"/console/tasks\">A2A tasks</a> <a href=\"/console/artifacts\">Artifacts</a> \
-         <a href=\"/console/upstreams\">Upstreams</a> <a href=\"/console/audit\">Audit</a></nav>{who}</header>\
+         <a href=\"/console/upstreams\">Upstreams</a> <a href=\"/console/policy\">Policy</a> <a href=\"/console/audit\">Audit</a></nav>{who}</header>\
          <main><h1>{t}</h1>{body}</main></body></html>",
         t = esc(title)
     ))
@@ -535,7 +537,7 @@ header a{color:#fff;text-decoration:none;font-weight:600;margin-right:1em}tr.unk
 table{border-collapse:collapse;width:100%;background:#fff}th,td{text-align:left;padding:.45em .6em;border-bottom:1px solid #dde1e6;vertical-align:top}\
 th{background:#eef0f3}code,pre{font:13px ui-monospace,monospace}pre{background:#fff;border:1px solid #dde1e6;padding:.8em;overflow:auto}\
 .error{color:#a4161a;font-weight:600}.notice{color:#1b5e20;font-weight:600}.hint{color:#5b6573}\
-label{display:block;margin:.4em 0}.login input{margin-left:.5em}.actions{display:flex;gap:2em;margin-top:1em}\
+label{display:block;margin:.4em 0}textarea{display:block;font:13px ui-monospace,monospace}.login input{margin-left:.5em}.actions{display:flex;gap:2em;margin-top:1em}\
 button{padding:.35em 1em;cursor:pointer}dl{display:grid;grid-template-columns:max-content 1fr;gap:.3em 1em}dt{font-weight:600}";
 
 /// `s` safe inside HTML text and double-quoted attributes.

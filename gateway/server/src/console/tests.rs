@@ -10,6 +10,7 @@ use tower::ServiceExt;
 use super::{csrf_token, host_name, host_of_url, same_origin};
 use crate::app::App;
 use crate::config::Config;
+use switchyard_contract::{Invocations as _, TenantId};
 
 const TOKEN: &str = "test-token-0123456789";
 const HOST: &str = "127.0.0.1:8787";
@@ -347,4 +348,30 @@ async fn calls_are_filtered_by_protocol_and_upstream() {
     }
     let page = listed("/console/invocations?protocol=mcp").await;
     assert_eq!(page.status, StatusCode::BAD_REQUEST, "no MCP upstream here: {}", page.body);
+}
+
+/// The policy simulator page: the ruling on the question in its form, from the same core as a
+/// call (an unlisted `demo` write would be held), with the arguments shown back escaped; bad
+/// arguments are said so; and nothing was admitted.
+#[tokio::test]
+async fn the_policy_page_rules_on_a_question_and_admits_nothing() {
+    let h = harness().await;
+    let cookie = sign_in(&h, "acme").await;
+    let empty = send(&h, get("/console/policy", Some(&cookie))).await;
+    assert_eq!(empty.status, StatusCode::OK);
+    assert!(empty.body.contains("id=\"simulate\"") && !empty.body.contains("id=\"ruling\""), "{}", empty.body);
+
+    let asked = "/console/policy?subject=bob&upstream=demo&operation=count&ingress=admin&arguments=%7B%22n%22%3A%22%3Cb%3E%22%7D";
+    let sent = send(&h, get(asked, Some(&cookie))).await;
+    assert_eq!(sent.status, StatusCode::OK, "{}", sent.body);
+    assert!(sent.body.contains("data-decision=\"hold\""), "{}", sent.body);
+    assert!(sent.body.contains("&lt;b&gt;") && !sent.body.contains("<b>\""), "arguments are escaped: {}", sent.body);
+
+    let bad = send(&h, get("/console/policy?upstream=demo&operation=count&arguments=%5B1%5D", Some(&cookie))).await;
+    assert!(bad.body.contains("must be a JSON object"), "{}", bad.body);
+    let unknown = send(&h, get("/console/policy?upstream=nosuch&operation=x", Some(&cookie))).await;
+    assert!(unknown.body.contains("no upstream named"), "{}", unknown.body);
+
+    let listed = h.app.engine.list(&TenantId::new("acme").unwrap_or_else(|e| panic!("{e}")), Default::default()).await;
+    assert!(listed.is_ok_and(|p| p.items.is_empty()), "nothing was admitted");
 }
