@@ -182,7 +182,11 @@ mod tests {
         let limits = [limit(2, 1)];
         let slots = InFlight::default();
         let ids: Vec<InvocationId> = (0..4).map(|_| InvocationId::new()).collect();
+        for _ in 0..3 {
+            assert!(slots.would_take(&limits, &acme).is_ok(), "a simulation takes no slot");
+        }
         assert!(slots.take(&limits, &acme, ids[0]).is_ok() && slots.take(&limits, &acme, ids[1]).is_ok());
+        assert_eq!(slots.would_take(&limits, &acme), Err(("l".into(), 2)), "and says when a call would wait");
         assert_eq!(slots.take(&limits, &acme, ids[2]), Err(("l".into(), 2)), "the third waits");
         assert!(slots.take(&limits, &globex, ids[3]).is_ok(), "another tenant has its own");
         slots.release(ids[0]);
