@@ -79,6 +79,12 @@ pub trait PolicyPoint: Send + Sync + std::fmt::Debug {
         self.decide(facts).await
     }
 
+    /// The policy in force, for people to read: its version (what every decision records) and
+    /// its configuration as JSON. `None` (the default) where there is no policy to show.
+    fn in_force(&self) -> Option<(String, serde_json::Value)> {
+        None
+    }
+
     /// The call `invocation` no longer runs here: it was not admitted to run after an `Allow`
     /// (its key named an earlier call, or its admission failed), or its driver on this replica
     /// ended. A concurrency slot it took is free again. Called for every admission attempt

@@ -341,6 +341,10 @@ impl PolicyPoint for Evaluator {
         self.in_flight.release(invocation);
     }
 
+    fn in_force(&self) -> Option<(String, serde_json::Value)> {
+        Some((self.version.clone(), serde_json::to_value(&self.config).ok()?))
+    }
+
     /// A single-use grant bound to the held call `inv` (its id and digest), valid for the
     /// approval time, recorded (listed, revocable) before it is handed out.
     async fn approval_grant(&self, inv: &Invocation, by: &Principal) -> Result<Option<ApprovalGrant>, Error> {

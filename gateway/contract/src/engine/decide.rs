@@ -128,6 +128,11 @@ impl Engine {
 }
 
 impl Engine {
+    /// The policy in force: its version and configuration (see [`crate::PolicyPoint::in_force`]).
+    pub fn policy_in_force(&self) -> Option<(String, serde_json::Value)> {
+        self.inner.policy.in_force()
+    }
+
     /// What the policy enforcement point would rule on `s` now, changing nothing: nothing is
     /// admitted, audited or counted, no quota token or concurrency slot is taken. The target
     /// resolves as a submission's does (an unknown upstream is an error), or, for a `passage`,

@@ -1,8 +1,10 @@
-//! `/console/policy`: the policy simulator. Enter a subject (of the signed-in tenant), an
-//! upstream, an operation, the face the call would come through and its arguments; the page
-//! shows what the policy enforcement point would rule and on what basis, from the same core as
-//! `POST /admin/v1/policy/decide` — nothing admitted, audited or spent. The form is a GET: it
-//! changes nothing, and the question stays in the address for sharing.
+//! `/console/policy`: the policy in force — its version, the default tiers and what each tier
+//! does, and the envelope, rules, quotas and concurrency limits as tables — and the policy
+//! simulator. Enter a subject (of the signed-in tenant), an upstream, an operation, the face the
+//! call would come through and its arguments; the page shows what the policy enforcement point
+//! would rule and on what basis, from the same core as `POST /admin/v1/policy/decide` — nothing
+//! admitted, audited or spent. The form is a GET: it changes nothing, and the question stays in
+//! the address for sharing.
 
 use std::collections::HashMap;
 
@@ -28,8 +30,74 @@ pub(super) async fn simulate(
     let field = |k: &str| q.get(k).map(|v| v.trim().to_string()).unwrap_or_default();
     let asked = !field("upstream").is_empty() || !field("operation").is_empty();
     let result = if asked { ruling(&state, &s, &field).await } else { String::new() };
-    let body = format!("{}{result}", form(&s, &field));
-    page("Policy simulator", Some(&s), &body).into_response()
+    let body = format!("{}{result}{}", form(&s, &field), in_force(&state));
+    page("Policy", Some(&s), &body).into_response()
+}
+
+/// The policy in force, as tables.
+fn in_force(state: &ConsoleState) -> String {
+    let Some((version, config)) = state.engine.policy_in_force() else {
+        return "<h2>In force</h2><p id=\"in-force\">No policy is configured (no <code>[policy]</code>): every call \
+                runs.</p>"
+            .into();
+    };
+    let text = |v: &Value| v.as_str().map_or_else(|| v.to_string(), str::to_string);
+    let mut out = format!(
+        "<h2>In force</h2><p id=\"in-force\">Policy <code>{}</code> (recorded with every decision). A write no rule \
+         names is <b>{}</b>, a read <b>{}</b>; <b>routine</b> calls {}, <b>sensitive</b> ones {}, <b>critical</b> ones \
+         {}. A held call waits {} s for approval.</p>",
+        esc(&version),
+        esc(&text(&config["default_write_tier"])),
+        esc(&text(&config["default_read_tier"])),
+        esc(&text(&config["tiers"]["routine"])),
+        esc(&text(&config["tiers"]["sensitive"])),
+        esc(&text(&config["tiers"]["critical"])),
+        esc(&text(&config["approval_ttl_s"])),
+    );
+    for (key, title, about) in [
+        ("envelope", "Envelope", "hard denies: nothing overrides them"),
+        ("rules", "Rules", "denies, then the most severe tier a matching rule assigns"),
+        ("quotas", "Quotas", "a call over one is told to retry later"),
+        ("concurrency", "Concurrency limits", "a call over one waits its turn"),
+    ] {
+        out.push_str(&format!("<h3>{title}</h3><p class=\"hint\">{about}</p>{}", table(key, &config[key])));
+    }
+    for (key, title) in [("authzen", "AuthZEN decision point"), ("cedar", "Cedar policy set")] {
+        if let Some(o) = config.get(key).filter(|v| !v.is_null()) {
+            out.push_str(&format!("<h3>{title}</h3>{}", table(key, &Value::Array(vec![o.clone()]))));
+        }
+    }
+    out
+}
+
+/// A list of objects as a table: a column per key, in the order keys first appear.
+fn table(id: &str, list: &Value) -> String {
+    let rows = list.as_array().map(Vec::as_slice).unwrap_or_default();
+    if rows.is_empty() {
+        return format!("<p id=\"{id}\">None.</p>");
+    }
+    let mut columns: Vec<&String> = Vec::new();
+    for key in rows.iter().filter_map(Value::as_object).flat_map(|o| o.keys()) {
+        if !columns.contains(&key) {
+            columns.push(key);
+        }
+    }
+    let cell = |v: Option<&Value>| match v {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(s)) => esc(s),
+        Some(other) => format!("<code>{}</code>", esc(&other.to_string())),
+    };
+    let head: String = columns.iter().map(|c| format!("<th>{}</th>", esc(c))).collect();
+    let body: String = rows
+        .iter()
+        .map(|r| {
+            format!(
+                "<tr>{}</tr>",
+                columns.iter().map(|c| format!("<td>{}</td>", cell(r.get(c.as_str())))).collect::<String>()
+            )
+        })
+        .collect();
+    format!("<table id=\"{id}\"><tr>{head}</tr>{body}</table>")
 }
 
 fn form(s: &Session, field: &(dyn Fn(&str) -> String + Sync)) -> String {
@@ -115,4 +183,27 @@ async fn ruling(state: &ConsoleState, s: &Session, field: &(dyn Fn(&str) -> Stri
         operation = esc(&target.operation),
         effect = esc(target.effect.as_str()),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_list_is_a_table_with_a_column_per_key_in_first_seen_order() {
+        let rules = json!([
+            {"id": "no-<wires>", "upstream": "bank", "deny": true},
+            {"upstream": "bank", "operation": "pay", "when": [{"pointer": "/arguments/amount", "min": 100.0}]}
+        ]);
+        let html = table("rules", &rules);
+        assert!(
+            html.starts_with(
+                "<table id=\"rules\"><tr><th>id</th><th>upstream</th><th>deny</th><th>operation</th><th>when</th></tr>"
+            ),
+            "{html}"
+        );
+        assert!(html.contains("<td>no-&lt;wires&gt;</td>") && html.contains("<td><code>true</code></td>"), "{html}");
+        assert!(html.contains("/arguments/amount"), "{html}");
+        assert_eq!(table("quotas", &json!([])), "<p id=\"quotas\">None.</p>");
+    }
 }

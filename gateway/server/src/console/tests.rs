@@ -360,6 +360,10 @@ async fn the_policy_page_rules_on_a_question_and_admits_nothing() {
     let empty = send(&h, get("/console/policy", Some(&cookie))).await;
     assert_eq!(empty.status, StatusCode::OK);
     assert!(empty.body.contains("id=\"simulate\"") && !empty.body.contains("id=\"ruling\""), "{}", empty.body);
+    // The policy in force: its version, the defaults, and each list (empty here).
+    assert!(empty.body.contains("<p id=\"in-force\">Policy <code>"), "{}", empty.body);
+    assert!(empty.body.contains("A write no rule names is <b>sensitive</b>"), "{}", empty.body);
+    assert!(empty.body.contains("<p id=\"rules\">None.</p>"), "{}", empty.body);
 
     let asked = "/console/policy?subject=bob&upstream=demo&operation=count&ingress=admin&arguments=%7B%22n%22%3A%22%3Cb%3E%22%7D";
     let sent = send(&h, get(asked, Some(&cookie))).await;
