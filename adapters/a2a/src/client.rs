@@ -465,44 +465,101 @@ fn segment(id: &str) -> String {
 /// The largest server-sent event taken from an agent; a longer one ends the stream as lost.
 const MAX_EVENT_BYTES: usize = 16 << 20;
 
-/// The `data` of each server-sent event (multi-line data joined with `\n`). Bytes are buffered
-/// and decoded per event, so a character or a line ending split across reads stays whole; at
-/// most [`MAX_EVENT_BYTES`] are buffered.
+/// The `data` of each server-sent event (multi-line data joined with `\n`), parsed as the HTML
+/// standard's event stream: lines end at CR LF, LF or a lone CR (also split across reads); a
+/// line starting with `:` is a comment; fields other than `data` are ignored, and a line without
+/// a colon is a field with an empty value; a blank line ends an event (one without data is
+/// skipped). At most [`MAX_EVENT_BYTES`] are buffered.
+///
+/// Written here rather than taken from a crate: `sse-stream` (already in the build through rmcp)
+/// refuses a line without a colon and an unknown field, which the standard says to ignore, and
+/// `eventsource-stream` would add a parser-combinator crate to the build for these few lines.
 pub fn sse_data<S>(bytes: S) -> impl Stream<Item = Result<String, ClientError>> + Send + 'static
 where
     S: Stream<Item = reqwest::Result<bytes::Bytes>> + Send + 'static,
 {
-    futures::stream::unfold((Box::pin(bytes), Vec::<u8>::new(), false), |(mut bytes, mut buf, done)| async move {
+    futures::stream::unfold((Box::pin(bytes), Events::default(), false), |(mut bytes, mut ev, done)| async move {
         if done {
             return None;
         }
         loop {
-            if let Some(end) = buf.windows(2).position(|w| w == b"\n\n") {
-                let block: Vec<u8> = buf.drain(..end + 2).collect();
-                let text = String::from_utf8_lossy(&block);
-                let data: Vec<&str> = text
-                    .lines()
-                    .filter_map(|l| l.strip_prefix("data:").map(|d| d.strip_prefix(' ').unwrap_or(d)))
-                    .collect();
-                if data.is_empty() {
-                    continue; // a comment or keep-alive
-                }
-                return Some((Ok(data.join("\n")), (bytes, buf, false)));
+            if let Some(data) = ev.next_event() {
+                return Some((Ok(data), (bytes, ev, false)));
             }
             match bytes.next().await {
-                // CR LF and LF end lines alike: dropping CR keeps the framing whole.
                 Some(Ok(chunk)) => {
-                    buf.extend(chunk.iter().copied().filter(|b| *b != b'\r'));
-                    if buf.len() > MAX_EVENT_BYTES {
+                    ev.feed(&chunk);
+                    if ev.buffered() > MAX_EVENT_BYTES {
                         let e = ClientError::Lost(format!("an event from the agent exceeds {MAX_EVENT_BYTES} bytes"));
-                        return Some((Err(e), (bytes, Vec::new(), true)));
+                        return Some((Err(e), (bytes, Events::default(), true)));
                     }
                 }
-                Some(Err(e)) => return Some((Err(ClientError::Lost(e.to_string())), (bytes, buf, true))),
+                Some(Err(e)) => return Some((Err(ClientError::Lost(e.to_string())), (bytes, ev, true))),
+                // An event the stream ended in the middle of is dropped, as the standard says.
                 None => return None,
             }
         }
     })
+}
+
+/// The event stream parser's state: bytes not yet cut into lines, and the event being read.
+#[derive(Debug, Default)]
+struct Events {
+    unread: Vec<u8>,
+    /// The last line ended with a CR at the end of a read: an LF starting the next is its end.
+    after_cr: bool,
+    data: String,
+    has_data: bool,
+}
+
+impl Events {
+    fn feed(&mut self, chunk: &[u8]) {
+        let chunk = match (self.after_cr, chunk.first()) {
+            (true, Some(b'\n')) => &chunk[1..],
+            _ => chunk,
+        };
+        self.after_cr = false;
+        self.unread.extend_from_slice(chunk);
+    }
+
+    fn buffered(&self) -> usize {
+        self.unread.len() + self.data.len()
+    }
+
+    /// The data of the next whole event in what was fed, if there is one.
+    fn next_event(&mut self) -> Option<String> {
+        while let Some(end) = self.unread.iter().position(|b| *b == b'\n' || *b == b'\r') {
+            let mut consumed = end + 1;
+            if self.unread[end] == b'\r' {
+                match self.unread.get(end + 1) {
+                    Some(b'\n') => consumed += 1,
+                    None => self.after_cr = true,
+                    Some(_) => {}
+                }
+            }
+            let line: Vec<u8> = self.unread.drain(..consumed).take(end).collect();
+            if line.is_empty() {
+                if std::mem::take(&mut self.has_data) {
+                    return Some(std::mem::take(&mut self.data));
+                }
+                continue;
+            }
+            let line = String::from_utf8_lossy(&line);
+            let (field, value) = match line.split_once(':') {
+                Some(("", _)) => continue, // a comment
+                Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
+                None => (line.as_ref(), ""),
+            };
+            if field == "data" {
+                if self.has_data {
+                    self.data.push('\n');
+                }
+                self.data.push_str(value);
+                self.has_data = true;
+            }
+        }
+        None
+    }
 }
 
 #[cfg(test)]
@@ -583,6 +640,21 @@ mod tests {
         ];
         let got: Vec<_> = sse_data(futures::stream::iter(chunks)).collect().await;
         assert_eq!(got, vec![Ok("{\"a\":1}".to_string()), Ok("x\n\u{2603}".to_string())]);
+    }
+
+    #[tokio::test]
+    async fn lone_cr_line_endings_end_lines_even_across_reads() {
+        let chunks: Vec<reqwest::Result<bytes::Bytes>> = vec![
+            Ok(bytes::Bytes::from("data: a\rdata: b\r")),
+            Ok(bytes::Bytes::from("\ndata: c\r\r")),
+            Ok(bytes::Bytes::from("data: d\r\n\r\nevent: x\rid: 7\rretry: 5\rdata\rnonsense\r\r")),
+            Ok(bytes::Bytes::from("data: cut off")),
+        ];
+        let got: Vec<_> = sse_data(futures::stream::iter(chunks)).collect().await;
+        // "a", "b" (its CR, then an LF in the next read: one line end), "c"; a blank line ends
+        // the event. Unknown fields and a line without a colon are ignored but for `data` (an
+        // empty line of data); the last event never ended.
+        assert_eq!(got, vec![Ok("a\nb\nc".to_string()), Ok("d".to_string()), Ok(String::new())]);
     }
 
     #[tokio::test]
