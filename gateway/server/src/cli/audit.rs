@@ -39,7 +39,7 @@ pub async fn run(cmd: Command, cfg: &Config) -> anyhow::Result<()> {
     let store = super::open_store(cfg).await?.audit;
     match cmd {
         Command::Verify { json } => {
-            let (key, legacy) = (crate::app::audit_key(cfg)?, crate::app::grant_key(cfg)?);
+            let (key, legacy) = (crate::keys::audit_key(cfg)?, crate::keys::grant_key(cfg)?);
             let report = audit::verify(store.as_ref(), &key, Some(&legacy)).await?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
@@ -72,7 +72,7 @@ pub async fn run(cmd: Command, cfg: &Config) -> anyhow::Result<()> {
             let since = since.as_deref().map(since_ms).transpose()?.unwrap_or(0);
             export(store.as_ref(), since).await?;
         }
-        Command::Checkpoint => match audit::checkpoint(store.as_ref(), &crate::app::audit_key(cfg)?, None).await? {
+        Command::Checkpoint => match audit::checkpoint(store.as_ref(), &crate::keys::audit_key(cfg)?, None).await? {
             Some((stored, heads)) => println!("checkpoint {} over {} partitions", stored.id, heads.len()),
             None => println!("the audit log is empty: nothing to sign"),
         },

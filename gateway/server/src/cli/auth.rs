@@ -30,7 +30,7 @@ pub enum Command {
 
 pub async fn run(cmd: Command, cfg: &Config) -> anyhow::Result<()> {
     let stores = super::open_store(cfg).await?;
-    let sealer = crate::app::mcp_sealer(cfg)?;
+    let sealer = crate::keys::mcp_sealer(cfg)?;
     let (name, timeout_s) = match &cmd {
         Command::Login { upstream, timeout_s } => (upstream.clone(), *timeout_s),
         Command::Logout { upstream } => (upstream.clone(), 0),

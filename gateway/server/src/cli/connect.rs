@@ -82,7 +82,7 @@ pub async fn run(args: Args, mut cfg: Config) -> anyhow::Result<()> {
 /// `None` after `--logout`.
 async fn stored(args: &Args, cfg: &Config) -> anyhow::Result<Option<Credentials>> {
     let stores = super::open_store(cfg).await?;
-    let sealer = crate::app::mcp_sealer(cfg)?;
+    let sealer = crate::keys::mcp_sealer(cfg)?;
     let store = VaultStore::new("connect", stores.vault.clone(), sealer);
     if args.logout {
         store.forget().await.map_err(anyhow::Error::msg)?;

@@ -64,7 +64,7 @@ pub async fn run(cmd: Command, cfg: &Config) -> anyhow::Result<()> {
                 exp: now + expires_in_s,
                 approval: None,
             };
-            let token = crate::app::grant_key(cfg)?.mint(claims.clone())?;
+            let token = crate::keys::grant_key(cfg)?.mint(claims.clone())?;
             // Recorded in the audit log first: a grant that cannot be audited is not minted.
             let detail = serde_json::json!({ "grant": claims.jti, "claims": claims });
             super::audit::record(cfg, &stores.audit, entry(AuditKind::GrantMinted, &tenant, detail)).await?;
