@@ -51,6 +51,8 @@ pub struct App {
     a2a_face: switchyard_a2a::face::A2aFace,
     /// With `[audit]` on: the audit store.
     pub audit: Option<Arc<dyn switchyard_contract::AuditStore>>,
+    /// With a `[policy]`: where the console mints, lists and revokes grants.
+    grants: Option<crate::grants::GrantDesk>,
     /// The engine's counts and timings, served at `/metrics`.
     pub metrics: Arc<crate::metrics::Metrics>,
     /// The A2A push outbox (its depth is a metric).
@@ -102,9 +104,17 @@ impl App {
         )?;
         let audit = cfg.audited().then(|| {
             let partition = cfg.audit.partition.clone().unwrap_or_else(|| worker.to_string());
-            engine.attach_audit(audit_log(&stores.audit, partition));
-            stores.audit.clone()
+            let log = audit_log(&stores.audit, partition);
+            engine.attach_audit(log.clone());
+            (stores.audit.clone(), log)
         });
+        let grants = match &cfg.policy {
+            Some(_) => {
+                Some(crate::grants::GrantDesk::new(grant_key(cfg)?, stores.grants.clone(), audit.clone().map(|a| a.1)))
+            }
+            None => None,
+        };
+        let audit = audit.map(|a| a.0);
         let metrics = Arc::new(crate::metrics::Metrics::default());
         engine.attach_meter(metrics.clone());
         if let Some(feed) = stores.feed.clone() {
@@ -137,6 +147,7 @@ impl App {
             a2a,
             a2a_face,
             audit,
+            grants,
             metrics,
             outbox: stores.outbox,
             tasks: stores.tasks,
@@ -292,6 +303,10 @@ impl App {
             state
         } else {
             state.with_tasks(crate::console::Tasks { store: self.tasks.clone(), agents: Arc::new(agents) })
+        };
+        let state = match self.grants.clone() {
+            Some(desk) => state.with_grants(desk),
+            None => state,
         };
         match (&self.audit, audit_key(cfg), grant_key(cfg)) {
             (Some(store), Ok(key), Ok(legacy)) => state.with_audit(store.clone(), key, legacy),

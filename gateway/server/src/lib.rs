@@ -12,6 +12,7 @@ pub mod conformance;
 pub mod console;
 pub mod demo;
 pub mod faults;
+pub mod grants;
 pub mod keys;
 pub mod mcp_http;
 pub mod metrics;

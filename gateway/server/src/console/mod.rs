@@ -17,6 +17,7 @@
 mod approvals;
 mod artifacts;
 mod audit;
+mod grants;
 mod invocations;
 mod policy;
 mod sessions;
@@ -65,6 +66,8 @@ pub struct ConsoleState {
     tasks: Option<Tasks>,
     /// The protocols the calls list filters by, each with the upstreams that speak it.
     protocols: Arc<Vec<(String, Vec<String>)>>,
+    /// Where the grants page mints, lists and revokes, when a policy is configured.
+    grants: Option<crate::grants::GrantDesk>,
 }
 
 /// Where the tasks page reads: the task store and the exposed agents.
@@ -137,6 +140,7 @@ impl ConsoleState {
             audit: None,
             tasks: None,
             protocols: Arc::default(),
+            grants: None,
         }
     }
 
@@ -170,6 +174,12 @@ impl ConsoleState {
         self
     }
 
+    /// With the grants page over `desk`.
+    pub fn with_grants(mut self, desk: crate::grants::GrantDesk) -> Self {
+        self.grants = Some(desk);
+        self
+    }
+
     /// With the upstreams page over these pins.
     pub fn with_pins(mut self, pins: Pins) -> Self {
         self.pins = Some(pins);
@@ -197,6 +207,8 @@ pub fn router(state: ConsoleState) -> Router {
         .route("/console/artifacts/{id}/download", get(artifacts::download))
         .route("/console/audit", get(audit::verify))
         .route("/console/policy", get(policy::simulate))
+        .route("/console/grants", get(grants::list).post(grants::mint))
+        .route("/console/grants/{id}/revoke", post(grants::revoke))
         .route("/console/upstreams", get(upstreams::list))
         .route("/console/upstreams/{upstream}/approve", post(upstreams::approve))
         .route_layer(middleware::from_fn_with_state(state.clone(), guard))
@@ -525,7 +537,7 @@ fn page(title: &str, session: Option<&Session>, body: &str) -> Html<String> {
          <header><nav><a href=\"/console/approvals\" class=\"brand\">Switchyard</a> \
          <a href=\"/console/approvals\">Held calls</a> <a href=\"/console/invocations\">Calls</a> \
          <a href=\"/console/invocations?state=unknown\">Unknown</a> <a href=\"/console/tasks\">A2A tasks</a> <a href=\"/console/artifacts\">Artifacts</a> \
-         <a href=\"/console/upstreams\">Upstreams</a> <a href=\"/console/policy\">Policy</a> <a href=\"/console/audit\">Audit</a></nav>{who}</header>\
+         <a href=\"/console/upstreams\">Upstreams</a> <a href=\"/console/policy\">Policy</a> <a href=\"/console/grants\">Grants</a> <a href=\"/console/audit\">Audit</a></nav>{who}</header>\
          <main><h1>{t}</h1>{body}</main></body></html>",
         t = esc(title)
     ))

@@ -379,3 +379,59 @@ async fn the_policy_page_rules_on_a_question_and_admits_nothing() {
     let listed = h.app.engine.list(&TenantId::new("acme").unwrap_or_else(|e| panic!("{e}")), Default::default()).await;
     assert!(listed.is_ok_and(|p| p.items.is_empty()), "nothing was admitted");
 }
+
+/// The grants page: the operator mints a grant in the signed-in tenant (its token shown once,
+/// and it works: the held write runs under it), sees it listed as active, revokes it (audited,
+/// as the CLI does), and a form without its CSRF token, or another tenant's grant, changes
+/// nothing.
+#[tokio::test]
+async fn the_operator_mints_lists_and_revokes_grants_from_the_console() {
+    let h = harness().await;
+    let cookie = sign_in(&h, "acme").await;
+    let csrf = csrf_of(&cookie);
+    let empty = send(&h, get("/console/grants", Some(&cookie))).await;
+    assert!(empty.body.contains("id=\"mint\"") && empty.body.contains("No grants in this tenant"), "{}", empty.body);
+
+    let forged = send(&h, post("/console/grants", Some(&cookie), Some(ORIGIN), "subject=agent&ceiling=critical")).await;
+    assert_eq!(forged.status, StatusCode::FORBIDDEN, "{}", forged.body);
+    let bad = format!("csrf={csrf}&subject=agent&ceiling=godlike");
+    assert_eq!(
+        send(&h, post("/console/grants", Some(&cookie), Some(ORIGIN), &bad)).await.status,
+        StatusCode::BAD_REQUEST
+    );
+
+    let form = format!("csrf={csrf}&subject=agent&upstream=demo&operation=count&ceiling=sensitive&expires_in_s=600");
+    let minted = send(&h, post("/console/grants", Some(&cookie), Some(ORIGIN), &form)).await;
+    assert_eq!(minted.status, StatusCode::OK, "{}", minted.body);
+    let token =
+        minted.body.split("id=\"minted\" readonly size=\"80\" value=\"").nth(1).and_then(|r| r.split('"').next());
+    let token = token.unwrap_or_else(|| panic!("no token: {}", minted.body)).to_string();
+    let id = minted.body.split("Grant <code>").nth(1).and_then(|r| r.split('<').next()).unwrap_or_default().to_string();
+    assert!(id.starts_with("grt_"), "{}", minted.body);
+
+    // The grant works: the write that would wait for approval runs for `agent`.
+    let body = json!({"upstream": "demo", "operation": "count", "request": {"n": 1}}).to_string();
+    let req = Request::builder()
+        .method("POST")
+        .uri("/admin/v1/invocations")
+        .header("authorization", format!("Bearer {TOKEN}"))
+        .header("x-switchyard-tenant", "acme")
+        .header("x-switchyard-subject", "agent")
+        .header("switchyard-grant", token)
+        .body(Body::from(body))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let ran = send(&h, req).await;
+    assert_eq!(ran.status, StatusCode::CREATED, "the grant lets it run: {}", ran.body);
+    assert!(!ran.body.contains("awaiting_approval"), "{}", ran.body);
+
+    let listed = send(&h, get("/console/grants", Some(&cookie))).await;
+    assert!(listed.body.contains(&id) && listed.body.contains("<td>active</td>"), "{}", listed.body);
+    let other = sign_in(&h, "globex").await;
+    let elsewhere = format!("/console/grants/{id}/revoke");
+    let denied = send(&h, post(&elsewhere, Some(&other), Some(ORIGIN), &format!("csrf={}", csrf_of(&other)))).await;
+    assert_eq!(denied.status, StatusCode::NOT_FOUND, "another tenant's grant is not found: {}", denied.body);
+    let revoked = send(&h, post(&elsewhere, Some(&cookie), Some(ORIGIN), &format!("csrf={csrf}"))).await;
+    assert_eq!(revoked.status, StatusCode::SEE_OTHER, "{}", revoked.body);
+    let listed = send(&h, get("/console/grants", Some(&cookie))).await;
+    assert!(listed.body.contains("revoked by reviewer"), "{}", listed.body);
+}
