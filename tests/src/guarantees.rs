@@ -79,6 +79,7 @@ pub fn call(op: &str, request: Value, key: Option<&str>) -> Submission {
         request,
         ingress_key: key.map(|k| IngressKey::new(k).unwrap_or_else(|e| panic!("{e}"))),
         ingress: switchyard_contract::Ingress::Admin,
+        caller: None,
         context: None,
         grant: None,
         parent: None,

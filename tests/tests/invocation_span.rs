@@ -90,6 +90,7 @@ async fn the_driver_span_is_a_child_of_the_submitting_span_which_names_the_invoc
         request: json!({}),
         ingress_key: None::<IngressKey>,
         ingress: switchyard_contract::Ingress::Admin,
+        caller: None,
         context: None,
         grant: None,
         parent: None,

@@ -218,3 +218,39 @@ async fn metrics_can_have_a_listener_of_their_own() {
     assert_eq!(status, 200);
     assert!(samples.iter().any(|s| s["name"] == "switchyard_lease_takeovers_total"), "{samples:#?}");
 }
+
+/// A bridged call is counted under the protocol its caller spoke: an MCP client's message to an
+/// A2A agent (the built-in echo agent, as an MCP upstream) is an `mcp` admission and ruling,
+/// though it passes the A2A face's checks; an A2A client's message to the same agent is `a2a`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bridged_mcp_call_is_counted_as_mcp() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let config = dir.path().join("switchyard.toml");
+    let text = "[mcp]\nanonymous = true\n\n[a2a]\nanonymous = true\n\n[[a2a.agents]]\nname = \"echo\"\nkind = \"echo\"\n\n\
+                [[mcp.upstreams]]\nname = \"assistant\"\nkind = \"a2a\"\nagent = \"echo\"\n";
+    std::fs::write(&config, text).unwrap_or_else(|e| panic!("{e}"));
+    let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(config), ..Options::default() });
+    let client = switchyard_tests::mcp::connect(&format!("{}/mcp", gw.base), true).await;
+    for i in 0..2 {
+        let params = switchyard_tests::mcp::call("assistant__send_message", json!({"text": format!("hi {i}")}));
+        let r = client.call_tool(params).await.unwrap_or_else(|e| panic!("{e}"));
+        assert_ne!(r.is_error, Some(true), "{r:?}");
+    }
+    let message = switchyard_tests::a2a::message("direct");
+    let (status, sent) = switchyard_tests::a2a::rpc(
+        &gw.http,
+        &format!("{}/a2a/echo", gw.base),
+        None,
+        "SendMessage",
+        json!({"message": message}),
+    )
+    .await;
+    assert_eq!(status, 200, "{sent}");
+    let (_, samples) = scrape(&gw, TOKEN).await;
+    let upstream = ("upstream", "a2a-agent-echo");
+    let admitted =
+        |ingress| value(&samples, "switchyard_invocations_admitted_total", &[("ingress", ingress), upstream]);
+    assert_eq!((admitted("mcp"), admitted("a2a")), (2.0, 1.0), "{samples:#?}");
+    let decided = |ingress| value(&samples, "switchyard_policy_decisions_total", &[("ingress", ingress)]);
+    assert_eq!((decided("mcp"), decided("a2a")), (2.0, 1.0), "{samples:#?}");
+}

@@ -191,6 +191,8 @@ impl A2aCatalog {
             ingress_key: None,
             // The A2A face's checks were applied here: the call enters as the A2A face's own.
             ingress: Ingress::A2a,
+            // The calling face says whose protocol its caller spoke.
+            caller: None,
             context: None,
             grant: None,
             parent: None,

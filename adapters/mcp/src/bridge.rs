@@ -168,6 +168,7 @@ fn submission(principal: &Principal, upstream: &str, request: &ToolRequest) -> R
         ingress_key: None,
         // The MCP face's checks were applied here: the call enters as the MCP face's own.
         ingress: Ingress::Mcp,
+        caller: None,
         context: None,
         grant: None,
         parent: None,

@@ -370,6 +370,7 @@ impl switchyard_contract::Catalog for Agent {
             request: json!({"arguments": arguments}),
             ingress_key: None,
             ingress: Ingress::A2a,
+            caller: None,
             context: None,
             grant: None,
             parent: None,

@@ -28,8 +28,13 @@ pub struct Submission {
     pub operation: String,
     pub request: Value,
     pub ingress_key: Option<IngressKey>,
-    /// The entry point the call came through; see [`Ingress`].
+    /// The entry point whose checks the call passed (the owner check holds it to that face's
+    /// upstreams); see [`Ingress`].
     pub ingress: Ingress,
+    /// The protocol its caller spoke, where that is another face's (a bridged call: an MCP
+    /// client's message to an A2A agent passes the A2A face's checks). What metrics count it
+    /// under; `None`: [`ingress`](Self::ingress).
+    pub caller: Option<Ingress>,
     /// In-process companions of this call (where to relay its progress and questions). Never
     /// stored: an attempt driven after a restart or by another replica has none, and upstreams
     /// must work without it.
@@ -43,6 +48,13 @@ pub struct Submission {
     /// The caller's trace context (W3C `traceparent`), if it sent one: the invocation's span
     /// joins that trace when tracing is on. Never stored.
     pub trace: Option<crate::trace::TraceParent>,
+}
+
+impl Submission {
+    /// The protocol its caller spoke: [`caller`](Self::caller), else the entry point's.
+    pub fn caller(&self) -> Ingress {
+        self.caller.unwrap_or(self.ingress)
+    }
 }
 
 /// A request that reaches an upstream without an invocation of its own: an MCP resource read or

@@ -3,7 +3,8 @@
 //! scope. [`Metrics`] is the contract's [`Meter`], attached to the engine at start.
 //!
 //! - `switchyard_policy_decisions_total{ingress, verdict}`: every ruling of the policy
-//!   enforcement point (`allow`, `deny`, `hold`, `defer`);
+//!   enforcement point (`allow`, `deny`, `hold`, `defer`); `ingress` is always the protocol the
+//!   caller spoke (a bridged call counts under its caller's, not the face whose checks it passed);
 //! - `switchyard_invocations_admitted_total{ingress, upstream}`: calls admitted (a retry that
 //!   attaches to an earlier call is not counted again);
 //! - `switchyard_invocations_settled_total{upstream, state}`: calls entering `succeeded`,

@@ -171,6 +171,7 @@ impl A2aFace {
             request: serde_json::to_value(&run).map_err(|e| A2aError::internal(e.to_string()))?,
             ingress_key: key,
             ingress: switchyard_contract::Ingress::A2a,
+            caller: None,
             context: None,
             grant,
             parent: None,

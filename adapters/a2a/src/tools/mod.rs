@@ -14,8 +14,9 @@ use a2a::{Artifact, Message, Part, PartContent, TaskState};
 use futures::StreamExt;
 use serde_json::{Map, Value, json};
 use switchyard_contract::{
-    CallContext, CallRelay, Catalog, Content, DispatchCall, FailureCode, IngressKey, Interim, Invocation, InvocationId,
-    InvocationState, Invocations, Operation, Question, RelayError, Submission, TaskId, TaskScope, UpstreamError,
+    CallContext, CallRelay, Catalog, Content, DispatchCall, FailureCode, Ingress, IngressKey, Interim, Invocation,
+    InvocationId, InvocationState, Invocations, Operation, Question, RelayError, Submission, TaskId, TaskScope,
+    UpstreamError,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -298,6 +299,8 @@ impl ToolsAgent {
         };
         submission.context = Some(CallContext::new(Arc::new(relay)));
         submission.parent = Some(call.invocation);
+        // An A2A caller's tool call: counted as A2A, though it passed the MCP face's checks.
+        submission.caller = Some(Ingress::A2a);
         let submitted = match engine.submit(submission).await {
             Ok(s) => s,
             Err(e) if e.source == switchyard_contract::ErrorSource::Policy => {

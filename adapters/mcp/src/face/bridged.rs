@@ -169,6 +169,8 @@ impl McpFace {
             let mut submission = prepared.map_err(|e| crate::error::rpc_error(&e, None))?;
             submission.ingress_key = round.ingress_key()?;
             submission.grant.clone_from(&grant);
+            // An MCP caller's message: counted as MCP, though it passed the A2A face's checks.
+            submission.caller = Some(Ingress::Mcp);
             submission.trace = trace.clone().or(submission.trace);
             // No questions to wait for: an agent asks for input through its task's state.
             let inv = match self.run_round(submission, wait, &ctx, &who, round.key.is_some(), None).await? {

@@ -132,6 +132,7 @@ impl McpFace {
         let client_key = first.ingress_key.as_ref().map(|k| k.as_str());
         submission.ingress_key = round_key(client_key, Some(&latest.round.id.to_string()))?;
         submission.grant = ctx.meta.get(GRANT_META).and_then(Value::as_str).map(str::to_string);
+        submission.caller = Some(switchyard_contract::Ingress::Mcp);
         self.shared.engine.submit(submission).await.map_err(|e| crate::error::rpc_error(&e, None))?;
         Ok(())
     }

@@ -73,6 +73,7 @@ impl Round {
             request: serde_json::to_value(&request).map_err(|e| internal(e.to_string()))?,
             ingress_key: self.ingress_key()?,
             ingress: switchyard_contract::Ingress::Mcp,
+            caller: None,
             context: Some(CallContext::new(relay.clone())),
             grant: grant.map(str::to_string),
             parent: None,

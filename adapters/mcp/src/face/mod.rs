@@ -33,7 +33,8 @@ use rmcp::service::{PeerRequestOptions, RequestContext};
 use rmcp::{RoleServer, ServerHandler};
 use serde_json::{Value, json};
 use switchyard_contract::{
-    CallContext, FailureCode, IngressKey, InvocationId, InvocationState, Invocations, Passage, Principal, Submission,
+    CallContext, FailureCode, Ingress, IngressKey, InvocationId, InvocationState, Invocations, Passage, Principal,
+    Submission,
 };
 use tracing::warn;
 

@@ -151,6 +151,7 @@ impl McpFace {
             request: serde_json::to_value(&read).map_err(|e| internal(e.to_string()))?,
             ingress_key: None,
             ingress: switchyard_contract::Ingress::Mcp,
+            caller: None,
             context: Some(CallContext::new(self.relay(ctx))),
             grant: None,
             parent: None,

@@ -11,7 +11,7 @@ use crate::digest::RequestDigest;
 use crate::error::Error;
 use crate::id::InvocationId;
 use crate::policy::{CallFacts, Ruling, Verdict};
-use crate::ports::{Passage, Submission};
+use crate::ports::{Ingress, Passage, Submission};
 use crate::principal::{EffectClass, Target};
 use crate::state::Hold;
 
@@ -37,7 +37,7 @@ impl Engine {
             grant: s.grant.as_deref(),
             invocation: id,
         };
-        let ruling = self.inner.decide(&facts).await;
+        let ruling = self.inner.decide(&facts, s.caller()).await;
         let mut with_admission = None;
         if let Some(log) = self.inner.audit.get() {
             let entry = audit::decision(&facts, id, s.ingress_key.as_ref(), &ruling);
@@ -90,7 +90,7 @@ impl Engine {
             grant: p.grant.as_deref(),
             invocation: id,
         };
-        let ruling = self.inner.decide(&facts).await;
+        let ruling = self.inner.decide(&facts, p.ingress).await;
         self.inner.policy.release(id); // a passage holds no concurrency slot
         if let Some(log) = self.inner.audit.get() {
             let mut entry = audit::decision(&facts, id, None, &ruling);
@@ -161,11 +161,12 @@ impl Engine {
 }
 
 impl Inner {
-    /// The policy enforcement point's ruling on `facts`, counted.
-    async fn decide(&self, facts: &CallFacts<'_>) -> Ruling {
+    /// The policy enforcement point's ruling on `facts`, counted under the protocol the caller
+    /// spoke.
+    async fn decide(&self, facts: &CallFacts<'_>, caller: Ingress) -> Ruling {
         let ruling = self.policy.decide(facts).await;
         if let Some(m) = self.meter.get() {
-            m.decided(facts.ingress, ruling.verdict.name());
+            m.decided(caller, ruling.verdict.name());
         }
         ruling
     }

@@ -223,7 +223,7 @@ impl Engine {
         if *inner.stopping.borrow() {
             return Err(Error::unavailable("the gateway is shutting down; nothing was admitted"));
         }
-        let (ingress, context) = (s.ingress, s.context.take());
+        let (ingress, caller, context) = (s.ingress, s.caller(), s.context.take());
         let admission = tracing::debug_span!(target: crate::trace::TARGET, parent: span, "admission");
         let subject = s.principal.subject.clone();
         let (digest, admitted, early) = self.admission(s, id, context.as_ref()).instrument(admission).await?;
@@ -234,7 +234,7 @@ impl Engine {
             Admission::Created(inv) => {
                 inner.notify_changed(&inv);
                 if let Some(m) = inner.meter.get() {
-                    m.admitted(ingress, &inv.target);
+                    m.admitted(caller, &inv.target);
                 }
                 span.record("effect", tracing::field::debug(inv.target.effect));
                 if inv.state.name().is_active() {

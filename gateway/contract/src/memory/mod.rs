@@ -577,6 +577,7 @@ mod tests {
             request,
             ingress_key: key.map(|k| IngressKey::new(k).unwrap_or_else(|e| panic!("{e}"))),
             ingress: Ingress::Admin,
+            caller: None,
             context: None,
             grant: None,
             parent: None,

@@ -94,6 +94,7 @@ pub(super) async fn submit(
         request: b.request,
         ingress_key: key,
         ingress: switchyard_contract::Ingress::Admin,
+        caller: None,
         context: None,
         grant: headers.get("switchyard-grant").and_then(|v| v.to_str().ok()).map(str::to_string),
         parent: None,

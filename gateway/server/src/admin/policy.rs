@@ -67,6 +67,7 @@ pub(super) async fn decide(
         request,
         ingress_key: None,
         ingress: b.ingress,
+        caller: None,
         context: None,
         grant: b.grant,
         parent: None,

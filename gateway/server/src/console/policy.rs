@@ -155,6 +155,7 @@ async fn ruling(state: &ConsoleState, s: &Session, field: &(dyn Fn(&str) -> Stri
         request,
         ingress_key: None,
         ingress,
+        caller: None,
         context: None,
         grant: None,
         parent: None,
