@@ -354,6 +354,23 @@ fn mcp_client(args: &[&str]) -> tokio::process::Command {
     cmd
 }
 
+/// `mcp_bridge_client.py` in `mode` against the gateway's `/mcp`: every check it printed passed,
+/// and there were `checks` of them; the checks.
+async fn checks_pass(gw: &Gateway, mode: &str, checks: usize, what: &str) -> Vec<Value> {
+    let out = mcp_client(&[&format!("{}/mcp", gw.base), mode, "helper__"])
+        .output()
+        .await
+        .unwrap_or_else(|e| panic!("python: {e}"));
+    let seen = lines(&out);
+    assert!(
+        out.status.success() && seen.iter().all(|c| c["ok"] == true),
+        "{what}: {seen:#?}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(seen.len(), checks, "{what}: every check ran: {seen:#?}");
+    seen
+}
+
 /// The a2a-sdk agent as the tools of MCP upstream `helper`: configured as agent `internal`
 /// (also served on the A2A face), or, `direct`, named by the upstream's `card_url` (agent
 /// `mcp-helper`, reachable only through the bridge).
@@ -521,17 +538,7 @@ async fn a_skill_tool_works_before_any_listing() {
         let data_dir = dir.path().join(format!("d-{direct}"));
         let config = Some(a2a_as_mcp_config(dir.path(), &agent, direct));
         let gw = Gateway::start(Options { data_dir, config, ..Options::default() });
-        let out = mcp_client(&[&format!("{}/mcp", gw.base), "cold", "helper__"])
-            .output()
-            .await
-            .unwrap_or_else(|e| panic!("python: {e}"));
-        let seen = lines(&out);
-        assert!(
-            out.status.success() && seen.iter().all(|c| c["ok"] == true),
-            "direct = {direct}: {seen:#?}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert_eq!(seen.len(), 5, "every check ran: {seen:#?}");
+        checks_pass(&gw, "cold", 5, &format!("direct = {direct}")).await;
     }
     let (_, cancels) = agent_log(&agent);
     assert_eq!(cancels.len(), 2, "each declined task's cancel reached the agent: {cancels:?}");
@@ -573,17 +580,7 @@ prefix = "wire"
     let text = std::fs::read_to_string(&config).unwrap_or_else(|e| panic!("{e}"));
     std::fs::write(&config, format!("{text}\n[policy]\n{rules}")).unwrap_or_else(|e| panic!("{e}"));
     let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(config), ..Options::default() });
-    let out = mcp_client(&[&format!("{}/mcp", gw.base), "policy", "helper__"])
-        .output()
-        .await
-        .unwrap_or_else(|e| panic!("python: {e}"));
-    let seen = lines(&out);
-    assert!(
-        out.status.success() && seen.iter().all(|c| c["ok"] == true),
-        "{seen:#?}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(seen.len(), 5, "every check ran: {seen:#?}");
+    checks_pass(&gw, "policy", 5, "per-skill policy").await;
     // The denied calls never reached the agent; the allowed ones did, once each.
     let (texts, _) = agent_log(&agent);
     assert_eq!(texts, ["fine", "secret plans", "wire 5"], "{texts:?}");

@@ -316,13 +316,19 @@ async fn a_legacy_reference_server_behind_the_gateway_answers_both_client_eras_a
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fastmcp_server_behind_the_gateway_answers_both_client_eras_as_it_does_directly() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let peer = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("python/fastmcp_peer.py");
-    let command = vec![switchyard_tests::mcp::python().display().to_string(), peer.display().to_string()];
-    let config = config_with(dir.path(), "fm", format!("exec {}", quoted(&command)), &["add", "greet", "chart"]);
-    let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(config), ..Options::default() });
+    let (gw, command) = fastmcp_gateway(dir.path());
     let url = format!("{}/mcp", gw.base);
     let checks = fastmcp_checks();
     same_as_direct("FastMCP 4.2.3 (2026-07-28)", &url, &command, &checks, true).await;
+}
+
+/// A gateway in front of the FastMCP server (its reads marked `read_only`), and the server's
+/// command.
+fn fastmcp_gateway(dir: &std::path::Path) -> (Gateway, Vec<String>) {
+    let peer = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("python/fastmcp_peer.py");
+    let command = vec![switchyard_tests::mcp::python().display().to_string(), peer.display().to_string()];
+    let config = config_with(dir, "fm", format!("exec {}", quoted(&command)), &["add", "greet", "chart"]);
+    (Gateway::start(Options { data_dir: dir.join("d"), config: Some(config), ..Options::default() }), command)
 }
 
 /// The matrix's checks against the FastMCP server.
@@ -371,10 +377,7 @@ async fn a_fastmcp_server_behind_switchyard_stdio_answers_each_client_as_it_does
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_gateway_through_switchyard_connect_answers_each_client_as_over_http() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let peer = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("python/fastmcp_peer.py");
-    let command = vec![switchyard_tests::mcp::python().display().to_string(), peer.display().to_string()];
-    let config = config_with(dir.path(), "fm", format!("exec {}", quoted(&command)), &["add", "greet", "chart"]);
-    let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(config), ..Options::default() });
+    let (gw, _) = fastmcp_gateway(dir.path());
     let url = format!("{}/mcp", gw.base);
     let data = dir.path().join("c").display().to_string();
     let bin = switchyard_tests::gateway::binary().display().to_string();

@@ -27,8 +27,21 @@ fn principal() -> Principal {
 
 /// A face over one upstream `fx` offering `echo`, answering from `port`.
 async fn face(port: Arc<MemoryInvocations>, call_wait_ms: u64) -> axum::Router {
+    face_over(port, call_wait_ms, None).await
+}
+
+/// [`face`], and with `agent` a bridged agent too: tools `desk__ask` (and the task tools).
+async fn face_over(
+    port: Arc<MemoryInvocations>,
+    call_wait_ms: u64,
+    agent: Option<Arc<dyn switchyard_contract::Catalog>>,
+) -> axum::Router {
+    let mut upstreams = vec![json!({"name": "fx", "command": ["/nonexistent/fixture"]})];
+    if agent.is_some() {
+        upstreams.push(json!({"name": "desk", "kind": "a2a", "agent": "desk"}));
+    }
     let cfg: McpConfig = serde_json::from_value(json!({
-        "upstreams": [{"name": "fx", "command": ["/nonexistent/fixture"]}],
+        "upstreams": upstreams,
         "call_wait_ms": call_wait_ms,
         "task_after_ms": call_wait_ms,
     }))
@@ -38,7 +51,7 @@ async fn face(port: Arc<MemoryInvocations>, call_wait_ms: u64) -> axum::Router {
     let echo = Tool::new("echo", "Echoes", Arc::new(serde_json::from_value(schema).unwrap_or_default()));
     let listing = Listing { tools: vec![echo], ..Listing::default() };
     gw.catalog().learn("fx", "fx__", listing).await.unwrap_or_else(|e| panic!("{e}"));
-    gw.router(port, KEY, None, None).unwrap_or_else(|e| panic!("{e}"))
+    gw.router(port, KEY, agent, None).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn meta(extra: Value) -> Value {
@@ -392,22 +405,6 @@ impl switchyard_contract::Catalog for Agent {
     }
 }
 
-/// [`face`] with a bridged agent too: tools `desk__ask` (and the task tools).
-async fn face_with_bridge(port: Arc<MemoryInvocations>, call_wait_ms: u64) -> axum::Router {
-    let cfg: McpConfig = serde_json::from_value(json!({
-        "upstreams": [{"name": "fx", "command": ["/nonexistent/fixture"]}, {"name": "desk", "kind": "a2a", "agent": "desk"}],
-        "call_wait_ms": call_wait_ms,
-        "task_after_ms": call_wait_ms,
-    }))
-    .unwrap_or_else(|e| panic!("{e}"));
-    let gw = McpGateway::new(cfg, Arc::new(MemoryBindings::default()), None);
-    let schema = json!({"type": "object", "properties": {"text": {"type": "string"}}});
-    let echo = Tool::new("echo", "Echoes", Arc::new(serde_json::from_value(schema).unwrap_or_default()));
-    let listing = Listing { tools: vec![echo], ..Listing::default() };
-    gw.catalog().learn("fx", "fx__", listing).await.unwrap_or_else(|e| panic!("{e}"));
-    gw.router(port, KEY, Some(Arc::new(Agent)), None).unwrap_or_else(|e| panic!("{e}"))
-}
-
 /// Sends one message of a legacy (2025-11-25) session, returning the session id the answer
 /// names and the JSON-RPC answer in it.
 async fn legacy(router: &axum::Router, body: Value, session: Option<String>) -> (Option<String>, Option<Value>) {
@@ -440,7 +437,7 @@ async fn legacy(router: &axum::Router, body: Value, session: Option<String>) -> 
 #[tokio::test]
 async fn a_legacy_client_never_gets_a_task() {
     let port = MemoryInvocations::new(|_| Reply::Pending);
-    let router = face_with_bridge(port.clone(), 50).await;
+    let router = face_over(port.clone(), 50, Some(Arc::new(Agent))).await;
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
         "capabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}, "clientInfo": {"name": "legacy", "version": "1"}}});
     let (session, _) = legacy(&router, init, None).await;

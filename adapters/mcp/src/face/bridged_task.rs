@@ -31,8 +31,10 @@ struct Latest {
 
 impl McpFace {
     /// The latest round of the bridged task that `first` started: from `first`, each round
-    /// that asked for input followed by the round keyed after it, while there is one.
-    async fn latest(&self, bridge: &Bridge, who: &Principal, first: &Invocation) -> Result<Latest, ErrorData> {
+    /// that asked for input followed by the round keyed after it, while there is one. Read as
+    /// the task's owner sees it (a tenant-wide reader may be asking).
+    async fn latest(&self, bridge: &Bridge, first: &Invocation) -> Result<Latest, ErrorData> {
+        let who = &first.principal;
         let client_key = first.ingress_key.as_ref().map(|k| k.as_str());
         let mut round = first.clone();
         for _ in 0..=MAX_ROUNDS {
@@ -60,8 +62,7 @@ impl McpFace {
         first: &Invocation,
         ctx: &RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
-        let who = principal(ctx)?;
-        let latest = self.latest(bridge, &who, first).await?;
+        let latest = self.latest(bridge, first).await?;
         let round = &latest.round;
         let object = |r: rmcp::model::CallToolResult| -> Result<_, ErrorData> {
             let v = serde_json::to_value(r).map_err(|e| internal(e.to_string()))?;
@@ -115,7 +116,7 @@ impl McpFace {
         ctx: &RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let who = principal(ctx)?;
-        let latest = self.latest(bridge, &who, first).await?;
+        let latest = self.latest(bridge, first).await?;
         if !latest.waits || latest.ended.is_some() {
             return Err(ErrorData::invalid_params(format!("task `{}` is not waiting for input", first.id), None));
         }
@@ -145,7 +146,7 @@ impl McpFace {
         who: &Principal,
     ) -> Result<(), switchyard_contract::Error> {
         let latest =
-            self.latest(bridge, who, first).await.map_err(|e| switchyard_contract::Error::invalid_input(e.message))?;
+            self.latest(bridge, first).await.map_err(|e| switchyard_contract::Error::invalid_input(e.message))?;
         if latest.waits {
             return self
                 .foreign()

@@ -217,16 +217,9 @@ async fn metrics_count_what_the_engine_did_for_the_operator_only() {
     }
 }
 
-/// A harness with a policy: `demo` writes wait for approval, `count` is routine up to 5, a
+/// The policy of [`with_policy`]: `demo` writes wait for approval, `count` is routine, a
 /// `delay_ms` above 1000 is denied, one call per second per tenant.
-async fn with_policy() -> Harness {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let text = format!(
-        r#"[server]
-data_dir = "{}"
-[admin]
-token = "{TOKEN}"
-[policy]
+const POLICY: &str = r#"[policy]
 [[policy.rules]]
 id = "slow-is-refused"
 upstream = "demo"
@@ -244,9 +237,16 @@ id = "one-a-second"
 upstream = "demo"
 rate_per_s = 1.0
 burst = 1
-"#,
-        dir.path().display()
-    );
+"#;
+
+async fn with_policy() -> Harness {
+    policy_harness(POLICY).await
+}
+
+/// A harness whose configuration adds `policy` (TOML).
+async fn policy_harness(policy: &str) -> Harness {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let text = format!("[server]\ndata_dir = \"{}\"\n[admin]\ntoken = \"{TOKEN}\"\n{policy}", dir.path().display());
     let cfg = Config::from_text(&text, "test", std::iter::empty()).unwrap_or_else(|e| panic!("{e}"));
     let app = App::build(&cfg).await.unwrap_or_else(|e| panic!("{e:#}"));
     Harness { router: app.router(&cfg), _dir: dir }
@@ -297,5 +297,56 @@ async fn the_policy_simulator_rules_like_a_call_and_changes_nothing() {
     ] {
         let (status, got) = decide(bad.clone()).await;
         assert!(status.is_client_error(), "{bad}: {status} {got}");
+    }
+}
+
+/// The simulator and the admission decide alike: each case is asked first, then submitted, and
+/// the submission is told what the simulator said (allow → 201, hold → 202, deny → 403, defer →
+/// 429) — over the shipped `config/policy.toml` (a routine read, a held write, the envelope) and
+/// over [`POLICY`] (a deny rule on an argument, and a quota whose one token the first admission
+/// spends, so both then defer).
+#[tokio::test]
+async fn the_simulator_and_the_admission_decide_alike() {
+    let shipped = include_str!("../../../../config/policy.toml");
+    let cases: [(&str, &[(&str, Value)]); 2] = [
+        (
+            shipped,
+            &[
+                ("echo", json!({"n": 1})),
+                ("count", json!({"n": 1})),
+                ("drop_table", json!({})),
+                ("echo", json!({"n": 2})),
+            ],
+        ),
+        (
+            POLICY,
+            &[
+                ("count", json!({"delay_ms": 0})),
+                ("count", json!({"delay_ms": 0})),
+                ("count", json!({"delay_ms": 5000})),
+                ("wipe", json!({"delay_ms": 0})),
+            ],
+        ),
+    ];
+    for (policy, calls) in cases {
+        let h = policy_harness(policy).await;
+        let mut seen = Vec::new();
+        for (i, (op, request)) in calls.iter().enumerate() {
+            let asked = json!({"upstream": "demo", "operation": op, "request": request});
+            let (_, said) = call(&h, "POST", "/admin/v1/policy/decide", "acme", Some(asked.to_string())).await;
+            let (status, _) =
+                call(&h, "POST", "/admin/v1/invocations", "acme", submit(op, &format!("k{i}"), request.clone())).await;
+            let expected = match said["decision"].as_str() {
+                Some("allow") => StatusCode::CREATED,
+                Some("hold") => StatusCode::ACCEPTED,
+                Some("deny") => StatusCode::FORBIDDEN,
+                Some("defer") => StatusCode::TOO_MANY_REQUESTS,
+                other => panic!("{op}: no decision: {other:?} in {said}"),
+            };
+            assert_eq!(status, expected, "{op} {request}: the simulator said {said}");
+            seen.push(said["decision"].as_str().unwrap_or_default().to_string());
+        }
+        let all: std::collections::BTreeSet<&str> = seen.iter().map(String::as_str).collect();
+        assert!(all.len() >= 3, "the cases cover several decisions: {seen:?}");
     }
 }
