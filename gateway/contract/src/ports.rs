@@ -240,9 +240,16 @@ pub trait Invocations: Send + Sync + std::fmt::Debug {
     /// Why the policy enforcement point held `inv`, as its admission event says (`None` for a
     /// call that was not held, or when the event cannot be read).
     async fn hold_reason(&self, inv: &Invocation) -> Option<String> {
+        self.hold_of(inv).await.map(|h| h.reason)
+    }
+
+    /// Why the policy held `inv` and what decided it (its admission's [`Hold`]), if it held it.
+    ///
+    /// [`Hold`]: crate::state::Hold
+    async fn hold_of(&self, inv: &Invocation) -> Option<crate::state::Hold> {
         let first = self.events(&inv.principal.tenant, inv.id, 0, 1).await.ok()?;
         first.into_iter().find_map(|e| match e.kind {
-            EventKind::Admitted { held: Some(h), .. } => Some(h.reason),
+            EventKind::Admitted { held: Some(h), .. } => Some(h),
             _ => None,
         })
     }

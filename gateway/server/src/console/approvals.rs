@@ -72,11 +72,15 @@ pub(super) async fn show(State(state): State<ConsoleState>, headers: HeaderMap, 
     };
     let request = serde_json::to_string_pretty(&inv.request).unwrap_or_default();
     let id = inv.id.to_string();
+    let hold = state.engine.hold_of(&inv).await;
+    let basis = hold.as_ref().map_or_else(String::new, |h| {
+        format!("<dt>Decided by</dt><dd><code id=\"basis\">{}</code></dd>", esc(&h.basis))
+    });
     let mut body = format!(
         "<dl><dt>Call</dt><dd><code id=\"call\">{id}</code></dd><dt>State</dt><dd id=\"state\">{}</dd>\
-         <dt>Caller</dt><dd>{}</dd><dt>Target</dt><dd><code>{}</code> ({})</dd><dt>Why it waits</dt><dd>{}</dd>\
+         <dt>Caller</dt><dd>{}</dd><dt>Target</dt><dd><code>{}</code> ({})</dd><dt>Why it waits</dt><dd>{}</dd>{basis}\
          <dt>Request digest</dt><dd><code>{}</code></dd><dt>Waiting since</dt><dd>{}</dd></dl>\
-         <h2>Arguments</h2><pre id=\"request\">{}</pre>",
+         <h2>Arguments</h2>{}<details><summary>The request as submitted</summary><pre id=\"request\">{}</pre></details>",
         esc(inv.state.name().as_str()),
         esc(&inv.principal.subject),
         esc(&inv.target.to_string()),
@@ -84,6 +88,7 @@ pub(super) async fn show(State(state): State<ConsoleState>, headers: HeaderMap, 
         esc(&held_because(&state, &inv).await),
         esc(&inv.digest.to_string()),
         switchyard_contract::iso8601(inv.created_at_ms),
+        arguments_table(&inv.request),
         esc(&request)
     );
     if matches!(inv.state, InvocationState::AwaitingApproval) {
@@ -96,6 +101,26 @@ pub(super) async fn show(State(state): State<ConsoleState>, headers: HeaderMap, 
         ));
     }
     page("Held call", Some(&s), &body).into_response()
+}
+
+/// The call's arguments as a table of name and value: a tool call's (and a bridged call's)
+/// `arguments`, else the request's own fields.
+fn arguments_table(request: &serde_json::Value) -> String {
+    let fields = request.get("arguments").and_then(serde_json::Value::as_object).or_else(|| request.as_object());
+    let Some(fields) = fields.filter(|f| !f.is_empty()) else {
+        return "<p id=\"arguments\">No arguments.</p>".into();
+    };
+    let rows: String = fields
+        .iter()
+        .map(|(name, value)| {
+            let shown = match value {
+                serde_json::Value::String(s) => esc(s),
+                other => format!("<code>{}</code>", esc(&serde_json::to_string_pretty(other).unwrap_or_default())),
+            };
+            format!("<tr><th scope=\"row\">{}</th><td>{shown}</td></tr>", esc(name))
+        })
+        .collect();
+    format!("<table id=\"arguments\">{rows}</table>")
 }
 
 /// `POST /console/approvals/{id}/approve` (form: `csrf`).

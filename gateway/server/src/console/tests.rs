@@ -149,6 +149,13 @@ async fn a_form_post_needs_this_origin_and_the_sessions_csrf_token() {
     let csrf = csrf_of(&cookie);
     let show = send(&h, get(&format!("/console/approvals/{id}"), Some(&cookie))).await;
     assert!(show.body.contains(&format!("value=\"{csrf}\"")), "the form carries the token: {}", show.body);
+    // The arguments as a table, and what decided the hold (the policy's version and tier).
+    assert!(
+        show.body.contains("<table id=\"arguments\"><tr><th scope=\"row\">n</th><td><code>1</code></td></tr>"),
+        "{}",
+        show.body
+    );
+    assert!(show.body.contains("<code id=\"basis\">policy "), "{}", show.body);
     let uri = format!("/console/approvals/{id}/approve");
 
     let cross = send(&h, post(&uri, Some(&cookie), Some("http://127.0.0.1:9999"), &format!("csrf={csrf}"))).await;
