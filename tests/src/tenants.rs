@@ -12,8 +12,7 @@ pub const CRIMSON: &str = "sk_crimson_7d3e9a1f20";
 pub const SCARLET: &str = "sk_scarlet_4e8b2c9d31";
 
 /// Every scope the gateway knows.
-pub const ALL_SCOPES: &str =
-    r#"["invocations:read", "invocations:write", "invocations:reconcile", "artifacts:read", "a2a:call", "mcp:call"]"#;
+pub const ALL_SCOPES: &str = r#"["invocations:read", "invocations:write", "invocations:reconcile", "artifacts:read", "a2a:call", "mcp:call", "policy:read"]"#;
 
 fn sha256_hex(s: &str) -> String {
     use sha2::Digest;

@@ -206,13 +206,33 @@ async fn nothing_crosses_between_tenants_on_any_route() {
     answers.push(("POST /admin/v1/invocations (red's key)".into(), 404, text));
     let (s, text) = p.send(BLUE, "GET", &format!("/artifacts/{artifact}"), None).await;
     answers.push(("GET /artifacts".into(), s, text));
+    // The policy simulator answers for the caller's own tenant only: naming red's subject asks
+    // about blue's subject of that name, and a body naming a tenant is refused.
+    let asked =
+        json!({"subject": "red-bot", "upstream": "demo", "operation": "echo", "request": {"secret": "red-admin"}});
+    let (s, text) = p.send(BLUE, "POST", "/admin/v1/policy/decide", Some(asked)).await;
+    assert_eq!(s, 200, "{text}");
+    assert_eq!(serde_json::from_str::<Value>(&text).unwrap_or_default()["subject"]["tenant"], "blue", "{text}");
+    let (s, text) = p
+        .send(
+            BLUE,
+            "POST",
+            "/admin/v1/policy/decide",
+            Some(json!({"tenant": "red", "upstream": "demo", "operation": "echo"})),
+        )
+        .await;
+    assert_eq!(s, 400, "{text}");
     // MCP: tasks/get and tasks/cancel on red's call, by another tenant and by another subject of
     // red's tenant (a task is its caller's: the same answer as an id that does not exist).
     let missing = format!("inv_{}", "0".repeat(32));
     let not_there = mcp(&mut p, RED, "tasks/get", &missing, mcp_method("tasks/get", json!({"taskId": missing}))).await;
     for who in [BLUE, CRIMSON] {
-        for method in ["tasks/get", "tasks/cancel"] {
-            let text = mcp(&mut p, who, method, &mcp_inv, mcp_method(method, json!({"taskId": mcp_inv}))).await;
+        for method in ["tasks/get", "tasks/cancel", "tasks/update"] {
+            let params = match method {
+                "tasks/update" => json!({"taskId": mcp_inv, "inputResponses": {}}),
+                _ => json!({"taskId": mcp_inv}),
+            };
+            let text = mcp(&mut p, who, method, &mcp_inv, mcp_method(method, params)).await;
             assert!(text.contains("unknown task") || text.contains("-32602"), "{method}: {text}");
             assert_eq!(text.replace(&mcp_inv, "ID"), not_there.replace(&missing, "ID"), "{method} differs from a miss");
             answers.push((method.into(), 404, text));
