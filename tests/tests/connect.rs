@@ -151,3 +151,38 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     files
 }
+
+/// Lines piped in and stdin closed at once: a line that is not JSON is answered `-32700` and
+/// not sent; the request after it is answered from the remote before `connect` ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_piped_request_is_answered_before_connect_ends_and_a_bad_line_is_refused() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let fixture = UpstreamSpec { prefix: Some(String::new()), ..UpstreamSpec::stdio("fx", &[]) };
+    let config = switchyard_tests::mcp::write_config(dir.path(), &[fixture], "");
+    let gw = Gateway::start(Options { data_dir: dir.path().join("gw"), config: Some(config), ..Options::default() });
+    let url = format!("{}/mcp", gw.base);
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}});
+    let list = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {"_meta": meta}});
+    let mut child = tokio::process::Command::new(switchyard_tests::gateway::binary())
+        .args(&connect(&url, &dir.path().join("c"), &[])[1..])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut stdin = child.stdin.take().unwrap_or_else(|| panic!("stdin"));
+    stdin.write_all(format!("not json\n{list}\n").as_bytes()).await.unwrap_or_else(|e| panic!("{e}"));
+    drop(stdin);
+    let out = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output())
+        .await
+        .unwrap_or_else(|_| panic!("connect did not end"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let answers = switchyard_tests::a2a::lines(&out);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(answers.len(), 2, "{answers:?}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(answers[0]["error"]["code"], -32700, "{answers:?}");
+    let tools = answers[1]["result"]["tools"].as_array().cloned().unwrap_or_default();
+    assert_eq!(answers[1]["id"], 7, "{answers:?}");
+    assert!(tools.iter().any(|t| t["name"] == "echo"), "{answers:?}");
+}

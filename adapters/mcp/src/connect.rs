@@ -26,6 +26,8 @@ use crate::oauth::OAuthHttp;
 
 const SESSION: &str = "mcp-session-id";
 const VERSION: &str = "mcp-protocol-version";
+/// How long, once stdin closed, the answers to requests in flight are still waited for.
+const DRAIN: Duration = Duration::from_secs(10);
 /// Where a 2026-07-28 request names its protocol version.
 const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 
@@ -135,6 +137,10 @@ where
             _ => relay.forward(message).await,
         }
     }
+    // The client is done sending: the answers still coming are written (a piped request gets
+    // its answer), for a bounded time.
+    let answered = async { while tasks.join_next().await.is_some() {} };
+    let _ = tokio::time::timeout(DRAIN, answered).await;
     tasks.abort_all();
     relay.end().await;
     Ok(())

@@ -22,6 +22,7 @@ use crate::auth::{Gatekeeper, scope};
 
 pub use error::ApiError;
 pub(crate) use error::status;
+pub(crate) use policy::question;
 
 /// What the admin handlers share.
 #[derive(Debug, Clone)]

@@ -41,6 +41,30 @@ fn admin() -> Ingress {
     Ingress::Admin
 }
 
+/// A call to put to the simulator: `principal`'s call of `operation` on `upstream` with
+/// `request`, through the face `ingress`.
+pub(crate) fn question(
+    principal: Principal,
+    upstream: String,
+    operation: String,
+    request: Value,
+    ingress: Ingress,
+) -> Submission {
+    Submission {
+        principal,
+        upstream,
+        operation,
+        request,
+        ingress_key: None,
+        ingress,
+        caller: None,
+        context: None,
+        grant: None,
+        parent: None,
+        trace: None,
+    }
+}
+
 pub(super) async fn decide(
     State(state): State<AdminState>,
     Extension(who): Extension<Identity>,
@@ -60,19 +84,8 @@ pub(super) async fn decide(
         return Err(ApiError::invalid("subject must not be empty"));
     }
     let principal = Principal::new(who.principal.tenant.clone(), subject);
-    let s = Submission {
-        principal: principal.clone(),
-        upstream: b.upstream,
-        operation: b.operation,
-        request,
-        ingress_key: None,
-        ingress: b.ingress,
-        caller: None,
-        context: None,
-        grant: b.grant,
-        parent: None,
-        trace: None,
-    };
+    let mut s = question(principal.clone(), b.upstream, b.operation, request, b.ingress);
+    s.grant = b.grant;
     let (target, ruling) = state.engine.simulate(&s, b.passage).await?;
     let mut answer = json!({
         "decision": ruling.verdict.name(),

@@ -12,7 +12,7 @@ use axum::extract::{Query, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
-use switchyard_contract::{Ingress, Principal, Submission, Verdict};
+use switchyard_contract::{Ingress, Principal, Verdict};
 
 use super::{ConsoleState, Session, caller, esc, page};
 use crate::auth::scope;
@@ -148,19 +148,8 @@ async fn ruling(state: &ConsoleState, s: &Session, field: &(dyn Fn(&str) -> Stri
     // An MCP tool's arguments are read at /arguments/<name>; the other faces' request as it is.
     let request = if ingress == Ingress::Mcp { json!({ "arguments": arguments }) } else { arguments };
     let subject = Some(field("subject")).filter(|v| !v.is_empty()).unwrap_or_else(|| s.who.principal.subject.clone());
-    let submission = Submission {
-        principal: Principal::new(s.who.principal.tenant.clone(), subject),
-        upstream: field("upstream"),
-        operation: field("operation"),
-        request,
-        ingress_key: None,
-        ingress,
-        caller: None,
-        context: None,
-        grant: None,
-        parent: None,
-        trace: None,
-    };
+    let principal = Principal::new(s.who.principal.tenant.clone(), subject);
+    let submission = crate::admin::question(principal, field("upstream"), field("operation"), request, ingress);
     let (target, ruling) = match state.engine.simulate(&submission, false).await {
         Ok(r) => r,
         Err(e) => return error(&e.message),
