@@ -203,6 +203,7 @@ pub fn router(state: ConsoleState) -> Router {
         .route("/console/invocations/{id}/events", get(invocations::events))
         .route("/console/assets/live.js", get(invocations::live_js))
         .route("/console/tasks", get(tasks::list))
+        .route("/console/tasks/{agent}/{id}", get(tasks::show))
         .route("/console/artifacts", get(artifacts::list))
         .route("/console/artifacts/{id}/download", get(artifacts::download))
         .route("/console/audit", get(audit::verify))

@@ -442,3 +442,48 @@ async fn the_operator_mints_lists_and_revokes_grants_from_the_console() {
     let listed = send(&h, get("/console/grants", Some(&cookie))).await;
     assert!(listed.body.contains("revoked by reviewer"), "{}", listed.body);
 }
+
+/// An A2A task as a conversation: the caller's message and the agent's answer in order, with
+/// the status changes; another tenant's session gets "not found" for the same id.
+#[tokio::test]
+async fn an_a2a_task_reads_as_a_conversation_for_its_tenant_only() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let text = format!(
+        "[server]\ndata_dir = \"{}\"\n[admin]\ntoken = \"{TOKEN}\"\n[[a2a.agents]]\nname = \"echo\"\nkind = \"echo\"\n",
+        dir.path().display()
+    );
+    let cfg = Config::from_text(&text, "test", std::iter::empty()).unwrap_or_else(|e| panic!("{e}"));
+    let app = App::build(&cfg).await.unwrap_or_else(|e| panic!("{e:#}"));
+    let h = Harness { router: app.router(&cfg), app, _dir: dir };
+    let send_message = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
+        "messageId": "m-console-1", "role": "ROLE_USER", "parts": [{"text": "hello <console>"}]}}});
+    let req = Request::builder()
+        .method("POST")
+        .uri("/a2a/echo")
+        .header(header::HOST, HOST)
+        .header("authorization", format!("Bearer {TOKEN}"))
+        .header("x-switchyard-tenant", "acme")
+        .header("content-type", "application/json")
+        .header("a2a-version", "1.0")
+        .body(Body::from(send_message.to_string()))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let sent = send(&h, req).await;
+    let answer: Value = serde_json::from_str(&sent.body).unwrap_or_default();
+    let task = answer["result"]["task"]["id"].as_str().unwrap_or_else(|| panic!("{}", sent.body)).to_string();
+
+    let cookie = sign_in(&h, "acme").await;
+    let listed = send(&h, get("/console/tasks", Some(&cookie))).await;
+    assert!(listed.body.contains(&format!("/console/tasks/echo/{task}")), "{}", listed.body);
+    let shown = send(&h, get(&format!("/console/tasks/echo/{task}"), Some(&cookie))).await;
+    assert_eq!(shown.status, StatusCode::OK, "{}", shown.body);
+    let said = shown.body.find("hello &lt;console&gt;").unwrap_or_else(|| panic!("{}", shown.body));
+    let done = shown.body.rfind("completed").unwrap_or_else(|| panic!("{}", shown.body));
+    assert!(said < done, "the caller's message comes before the end: {}", shown.body);
+    assert!(shown.body.contains("class=\"agent\""), "the agent's answer is a turn: {}", shown.body);
+
+    let other = sign_in(&h, "globex").await;
+    let hidden = send(&h, get(&format!("/console/tasks/echo/{task}"), Some(&other))).await;
+    assert_eq!(hidden.status, StatusCode::NOT_FOUND, "{}", hidden.body);
+    let nowhere = send(&h, get("/console/tasks/nosuch/x", Some(&cookie))).await;
+    assert_eq!(nowhere.status, StatusCode::NOT_FOUND);
+}
