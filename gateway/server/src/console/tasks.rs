@@ -1,5 +1,6 @@
-//! `/console/tasks`: the signed-in tenant's A2A tasks, newest status first, per exposed agent,
-//! each with the run (invocation) that last wrote it. Another tenant's tasks never show.
+//! `/console/tasks`: the signed-in caller's A2A tasks (its tenant's, for a tenant-wide reader),
+//! newest status first, per exposed agent, each with the run (invocation) that last wrote it.
+//! Another tenant's tasks never show, nor another subject's to a caller who reads only its own.
 //! `/console/tasks/{agent}/{id}`: one task as a conversation, read from its event log in order —
 //! the messages (the caller's and the agent's), each part by its type (text; data as formatted
 //! JSON; files and links as links, a kept artifact as its download), the status changes between
@@ -34,7 +35,7 @@ pub(super) async fn list(State(state): State<ConsoleState>, headers: HeaderMap) 
     let mut body = String::new();
     for agent in tasks.agents.iter() {
         let query = TaskQuery {
-            scope: TaskScope::tenant_wide(&s.who.principal, ""),
+            scope: scope_of(&s),
             agent: agent.clone(),
             context_id: None,
             state: None,
@@ -80,6 +81,15 @@ pub(super) async fn list(State(state): State<ConsoleState>, headers: HeaderMap) 
     page("A2A tasks", Some(&s), &body).into_response()
 }
 
+/// The tasks `s` reads: every subject's of the tenant for a tenant-wide reader (the operator,
+/// `tasks:admin`), else only its own — another subject's task is as absent as a missing one.
+fn scope_of(s: &super::Session) -> TaskScope {
+    match s.who.tenant_wide() {
+        true => TaskScope::tenant_wide(&s.who.principal, ""),
+        false => TaskScope::of(&s.who.principal, ""),
+    }
+}
+
 /// `s` as one URL path segment.
 fn segment(s: &str) -> String {
     form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>().replace('+', "%20")
@@ -98,10 +108,7 @@ pub(super) async fn show(
     };
     let missing = || refusal(StatusCode::NOT_FOUND, &format!("task `{id}` not found"));
     let Some(tasks) = state.tasks.as_ref().filter(|t| t.agents.contains(&agent)) else { return missing() };
-    let scope = match s.who.tenant_wide() {
-        true => TaskScope::tenant_wide(&s.who.principal, ""),
-        false => TaskScope::of(&s.who.principal, ""),
-    };
+    let scope = scope_of(&s);
     let task_id = TaskId::from(id.as_str());
     let rec = match tasks.store.get(&scope, &task_id).await {
         Ok(Some(rec)) if rec.agent == agent => rec,

@@ -487,3 +487,63 @@ async fn an_a2a_task_reads_as_a_conversation_for_its_tenant_only() {
     let nowhere = send(&h, get("/console/tasks/nosuch/x", Some(&cookie))).await;
     assert_eq!(nowhere.status, StatusCode::NOT_FOUND);
 }
+
+/// A caller who reads only its own calls sees only its own A2A tasks: another subject's task of
+/// the same tenant is neither listed nor opened (the same "not found" as a missing one).
+#[tokio::test]
+async fn another_subjects_task_is_neither_listed_nor_opened() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let key = |name: &str, secret: &str| {
+        use sha2::Digest as _;
+        format!(
+            "[[auth.api_keys]]\nname = \"{name}\"\nsha256 = \"{}\"\ntenant = \"acme\"\nsubject = \"{name}\"\n\
+             scopes = [\"invocations:read\", \"a2a:call\"]\n",
+            hex::encode(sha2::Sha256::digest(secret.as_bytes()))
+        )
+    };
+    let text = format!(
+        "[server]\ndata_dir = \"{}\"\n[admin]\ntoken = \"{TOKEN}\"\n[auth]\nresource = \"http://127.0.0.1:8787\"\n{}{}\n\
+         [[a2a.agents]]\nname = \"echo\"\nkind = \"echo\"\n",
+        dir.path().display(),
+        key("amber", "amber-key-0123456789abcdef"),
+        key("jade", "jade-key-0123456789abcdef0"),
+    );
+    let cfg = Config::from_text(&text, "test", std::iter::empty()).unwrap_or_else(|e| panic!("{e}"));
+    let app = App::build(&cfg).await.unwrap_or_else(|e| panic!("{e:#}"));
+    let h = Harness { router: app.router(&cfg), app, _dir: dir };
+    let send_message = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
+        "messageId": "m-amber-1", "role": "ROLE_USER", "parts": [{"text": "amber's own"}]}}});
+    let req = Request::builder()
+        .method("POST")
+        .uri("/a2a/echo")
+        .header(header::HOST, HOST)
+        .header("authorization", "Bearer amber-key-0123456789abcdef")
+        .header("content-type", "application/json")
+        .header("a2a-version", "1.0")
+        .body(Body::from(send_message.to_string()))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let sent = send(&h, req).await;
+    let answer: Value = serde_json::from_str(&sent.body).unwrap_or_default();
+    let task = answer["result"]["task"]["id"].as_str().unwrap_or_else(|| panic!("{}", sent.body)).to_string();
+    let login = |token: &str| {
+        let form = format!("token={token}&tenant=acme&name=x");
+        send(&h, post("/console/login", None, Some(ORIGIN), &form))
+    };
+    let cookie_of = |sent: Sent| {
+        let set = sent.headers.get(header::SET_COOKIE).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+        set.split(';').next().unwrap_or_default().to_string()
+    };
+    let amber = cookie_of(login("amber-key-0123456789abcdef").await);
+    let jade = cookie_of(login("jade-key-0123456789abcdef0").await);
+    assert!(send(&h, get("/console/tasks", Some(&amber))).await.body.contains(&task), "its own task is listed");
+    assert!(!send(&h, get("/console/tasks", Some(&jade))).await.body.contains(&task), "another subject's is not");
+    let theirs = send(&h, get(&format!("/console/tasks/echo/{task}"), Some(&jade))).await;
+    let missing = send(&h, get("/console/tasks/echo/no-such-task", Some(&jade))).await;
+    assert_eq!((theirs.status, missing.status), (StatusCode::NOT_FOUND, StatusCode::NOT_FOUND));
+    assert_eq!(theirs.body.replace(&task, "ID"), missing.body.replace("no-such-task", "ID"), "exactly a miss");
+    let operator = sign_in(&h, "acme").await;
+    assert!(
+        send(&h, get("/console/tasks", Some(&operator))).await.body.contains(&task),
+        "the operator reads the tenant"
+    );
+}
