@@ -22,6 +22,19 @@ fn connect(url: &str, data: &std::path::Path, extra: &[&str]) -> Vec<String> {
     c
 }
 
+/// `command` (a `connect` command line) running with its stdio piped and `env` set.
+fn spawn(command: &[String], env: &[(&str, &str)]) -> tokio::process::Child {
+    tokio::process::Command::new(&command[0])
+        .args(&command[1..])
+        .envs(env.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
 /// The Python SDK's stdio client launching `command`: one echo call; its answer lines and what
 /// it said on stderr.
 async fn echo_through(command: &[String], mode: &str) -> (Vec<Value>, String) {
@@ -64,15 +77,10 @@ async fn connect_logs_in_once_and_later_launches_use_the_sealed_tokens() {
     assert!(refused(&seen, &said), "an unauthorized request fails, saying how to log in: {seen:?}\n{said}");
 
     // Log in: the test is the browser.
-    let mut login = tokio::process::Command::new(switchyard_tests::gateway::binary())
-        .args(&connect(&url, &data, &["--login", "--client-id", SERVICE_CLIENT.0])[1..])
-        .env("SWITCHYARD_CONNECT_CLIENT_SECRET", SERVICE_CLIENT.1)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap_or_else(|e| panic!("{e}"));
+    let mut login = spawn(
+        &connect(&url, &data, &["--login", "--client-id", SERVICE_CLIENT.0]),
+        &[("SWITCHYARD_CONNECT_CLIENT_SECRET", SERVICE_CLIENT.1)],
+    );
     let stderr = login.stderr.take().unwrap_or_else(|| panic!("stderr"));
     let mut err_lines = tokio::io::BufReader::new(stderr).lines();
     let mut told = Vec::new();
@@ -163,14 +171,7 @@ async fn a_piped_request_is_answered_before_connect_ends_and_a_bad_line_is_refus
     let url = format!("{}/mcp", gw.base);
     let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}});
     let list = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {"_meta": meta}});
-    let mut child = tokio::process::Command::new(switchyard_tests::gateway::binary())
-        .args(&connect(&url, &dir.path().join("c"), &[])[1..])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap_or_else(|e| panic!("{e}"));
+    let mut child = spawn(&connect(&url, &dir.path().join("c"), &[]), &[]);
     let mut stdin = child.stdin.take().unwrap_or_else(|| panic!("stdin"));
     stdin.write_all(format!("not json\n{list}\n").as_bytes()).await.unwrap_or_else(|e| panic!("{e}"));
     drop(stdin);

@@ -14,11 +14,10 @@ use switchyard_contract::{TaskId, TaskQuery, TaskScope};
 
 use super::{ConsoleState, caller, esc, failure, page, refusal};
 use crate::auth::scope;
+use switchyard_a2a::hub::KEPT_SCHEME;
 
 /// The most events of one task the conversation page reads.
 const MAX_EVENTS: u32 = 500;
-/// Where a kept artifact's bytes are (the A2A hub's scheme for them).
-const KEPT_SCHEME: &str = "switchyard-artifact:";
 
 /// How many tasks of each agent the page shows.
 const PER_AGENT: u32 = 50;

@@ -443,33 +443,41 @@ async fn the_operator_mints_lists_and_revokes_grants_from_the_console() {
     assert!(listed.body.contains("revoked by reviewer"), "{}", listed.body);
 }
 
+/// A harness over the configuration `text` (its data directory is added).
+async fn harness_with(extra: &str) -> Harness {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let text = format!("[server]\ndata_dir = \"{}\"\n[admin]\ntoken = \"{TOKEN}\"\n{extra}", dir.path().display());
+    let cfg = Config::from_text(&text, "test", std::iter::empty()).unwrap_or_else(|e| panic!("{e}"));
+    let app = App::build(&cfg).await.unwrap_or_else(|e| panic!("{e:#}"));
+    Harness { router: app.router(&cfg), app, _dir: dir }
+}
+
+/// Sends `text` to the built-in echo agent with `headers` (the credential); the task's id.
+async fn send_to_echo(h: &Harness, headers: &[(&str, &str)], id: &str, text: &str) -> String {
+    let send_message = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
+        "messageId": id, "role": "ROLE_USER", "parts": [{"text": text}]}}});
+    let mut req = Request::builder()
+        .method("POST")
+        .uri("/a2a/echo")
+        .header(header::HOST, HOST)
+        .header("content-type", "application/json")
+        .header("a2a-version", "1.0");
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let sent = send(h, req.body(Body::from(send_message.to_string())).unwrap_or_else(|e| panic!("{e}"))).await;
+    let answer: Value = serde_json::from_str(&sent.body).unwrap_or_default();
+    answer["result"]["task"]["id"].as_str().unwrap_or_else(|| panic!("{}", sent.body)).to_string()
+}
+
 /// An A2A task as a conversation: the caller's message and the agent's answer in order, with
 /// the status changes; another tenant's session gets "not found" for the same id.
 #[tokio::test]
 async fn an_a2a_task_reads_as_a_conversation_for_its_tenant_only() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let text = format!(
-        "[server]\ndata_dir = \"{}\"\n[admin]\ntoken = \"{TOKEN}\"\n[[a2a.agents]]\nname = \"echo\"\nkind = \"echo\"\n",
-        dir.path().display()
-    );
-    let cfg = Config::from_text(&text, "test", std::iter::empty()).unwrap_or_else(|e| panic!("{e}"));
-    let app = App::build(&cfg).await.unwrap_or_else(|e| panic!("{e:#}"));
-    let h = Harness { router: app.router(&cfg), app, _dir: dir };
-    let send_message = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
-        "messageId": "m-console-1", "role": "ROLE_USER", "parts": [{"text": "hello <console>"}]}}});
-    let req = Request::builder()
-        .method("POST")
-        .uri("/a2a/echo")
-        .header(header::HOST, HOST)
-        .header("authorization", format!("Bearer {TOKEN}"))
-        .header("x-switchyard-tenant", "acme")
-        .header("content-type", "application/json")
-        .header("a2a-version", "1.0")
-        .body(Body::from(send_message.to_string()))
-        .unwrap_or_else(|e| panic!("{e}"));
-    let sent = send(&h, req).await;
-    let answer: Value = serde_json::from_str(&sent.body).unwrap_or_default();
-    let task = answer["result"]["task"]["id"].as_str().unwrap_or_else(|| panic!("{}", sent.body)).to_string();
+    let h = harness_with("[[a2a.agents]]\nname = \"echo\"\nkind = \"echo\"\n").await;
+    let bearer = format!("Bearer {TOKEN}");
+    let headers = [("authorization", bearer.as_str()), ("x-switchyard-tenant", "acme")];
+    let task = send_to_echo(&h, &headers, "m-console-1", "hello <console>").await;
 
     let cookie = sign_in(&h, "acme").await;
     let listed = send(&h, get("/console/tasks", Some(&cookie))).await;
@@ -492,7 +500,6 @@ async fn an_a2a_task_reads_as_a_conversation_for_its_tenant_only() {
 /// the same tenant is neither listed nor opened (the same "not found" as a missing one).
 #[tokio::test]
 async fn another_subjects_task_is_neither_listed_nor_opened() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let key = |name: &str, secret: &str| {
         use sha2::Digest as _;
         format!(
@@ -501,30 +508,14 @@ async fn another_subjects_task_is_neither_listed_nor_opened() {
             hex::encode(sha2::Sha256::digest(secret.as_bytes()))
         )
     };
-    let text = format!(
-        "[server]\ndata_dir = \"{}\"\n[admin]\ntoken = \"{TOKEN}\"\n[auth]\nresource = \"http://127.0.0.1:8787\"\n{}{}\n\
-         [[a2a.agents]]\nname = \"echo\"\nkind = \"echo\"\n",
-        dir.path().display(),
+    let h = harness_with(&format!(
+        "[auth]\nresource = \"http://127.0.0.1:8787\"\n{}{}\n[[a2a.agents]]\nname = \"echo\"\nkind = \"echo\"\n",
         key("amber", "amber-key-0123456789abcdef"),
         key("jade", "jade-key-0123456789abcdef0"),
-    );
-    let cfg = Config::from_text(&text, "test", std::iter::empty()).unwrap_or_else(|e| panic!("{e}"));
-    let app = App::build(&cfg).await.unwrap_or_else(|e| panic!("{e:#}"));
-    let h = Harness { router: app.router(&cfg), app, _dir: dir };
-    let send_message = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
-        "messageId": "m-amber-1", "role": "ROLE_USER", "parts": [{"text": "amber's own"}]}}});
-    let req = Request::builder()
-        .method("POST")
-        .uri("/a2a/echo")
-        .header(header::HOST, HOST)
-        .header("authorization", "Bearer amber-key-0123456789abcdef")
-        .header("content-type", "application/json")
-        .header("a2a-version", "1.0")
-        .body(Body::from(send_message.to_string()))
-        .unwrap_or_else(|e| panic!("{e}"));
-    let sent = send(&h, req).await;
-    let answer: Value = serde_json::from_str(&sent.body).unwrap_or_default();
-    let task = answer["result"]["task"]["id"].as_str().unwrap_or_else(|| panic!("{}", sent.body)).to_string();
+    ))
+    .await;
+    let task =
+        send_to_echo(&h, &[("authorization", "Bearer amber-key-0123456789abcdef")], "m-amber-1", "amber's own").await;
     let login = |token: &str| {
         let form = format!("token={token}&tenant=acme&name=x");
         send(&h, post("/console/login", None, Some(ORIGIN), &form))
