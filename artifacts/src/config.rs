@@ -14,7 +14,7 @@ use crate::fs::FsStore;
 use crate::s3::{S3Settings, S3Store};
 
 /// `fs` (default) or `s3`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Backend {
     #[default]
@@ -22,7 +22,7 @@ pub enum Backend {
     S3,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct ArtifactsConfig {
     pub backend: Backend,

@@ -68,7 +68,8 @@ impl Drop for Fixture {
     }
 }
 
-/// One `[[mcp.upstreams]]` entry.
+/// One MCP server entry, written in the older `[[mcp.upstreams]]` form (still loaded, with a
+/// warning): the tests that use it keep that form covered.
 #[derive(Debug, Clone)]
 pub struct UpstreamSpec {
     pub name: String,

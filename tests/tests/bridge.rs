@@ -371,9 +371,9 @@ async fn checks_pass(gw: &Gateway, mode: &str, checks: usize, what: &str) -> Vec
     seen
 }
 
-/// The a2a-sdk agent as the tools of MCP upstream `helper`: configured as agent `internal`
-/// (also served on the A2A face), or, `direct`, named by the upstream's `card_url` (agent
-/// `mcp-helper`, reachable only through the bridge).
+/// The a2a-sdk agent's skills as MCP tools `helper__…`: one `[[upstreams]]` entry, agent
+/// `internal`, served on both faces; or, `direct`, the older form (an `[[mcp.upstreams]]` entry
+/// `helper` naming the card, still loaded): agent `helper`, reachable only through the bridge.
 fn a2a_as_mcp_config(
     dir: &std::path::Path,
     agent: &switchyard_tests::a2a::InternalAgent,
@@ -381,17 +381,14 @@ fn a2a_as_mcp_config(
 ) -> std::path::PathBuf {
     let path = dir.join("bridge-a2a.toml");
     let card = format!("{}/.well-known/agent-card.json", agent.url);
-    let (reach, agents) = if direct {
-        (format!("card_url = \"{card}\""), String::new())
+    let upstream = if direct {
+        format!("[[mcp.upstreams]]\nname = \"helper\"\nkind = \"a2a\"\ncard_url = \"{card}\"\n")
     } else {
-        (
-            "agent = \"internal\"".to_string(),
-            format!("[[a2a.agents]]\nname = \"internal\"\nkind = \"upstream\"\ncard_url = \"{card}\"\n"),
+        format!(
+            "[[upstreams]]\nkind = \"a2a\"\nname = \"internal\"\ncard_url = \"{card}\"\nexpose = [\"a2a\", \"mcp\"]\nprefix = \"helper__\"\n"
         )
     };
-    let text = format!(
-        "[mcp]\ncall_wait_ms = 2000\ntask_after_ms = 250\nbridge_result_max_bytes = 4096\n\n[[mcp.upstreams]]\nname = \"helper\"\nkind = \"a2a\"\n{reach}\n\n{agents}"
-    );
+    let text = format!("[mcp]\ncall_wait_ms = 2000\ntask_after_ms = 250\nbridge_result_max_bytes = 4096\n\n{upstream}");
     std::fs::write(&path, text).unwrap_or_else(|e| panic!("{e}"));
     path
 }
@@ -412,6 +409,7 @@ fn agent_log(agent: &switchyard_tests::a2a::InternalAgent) -> (Vec<String>, Vec<
 /// the official Python A2A SDK through a `kind = "a2a"` upstream — skills as tools, text,
 /// structured and artifact content, an elicitation round, a long task through the Tasks
 /// extension and through `get_task`, cancel both ways, and a keyed retry that is one message.
+/// The same one entry serves the agent to the official Python A2A client on the A2A face.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_python_mcp_client_calls_an_a2a_sdk_agent_through_the_bridge() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
@@ -466,6 +464,19 @@ async fn the_python_mcp_client_calls_an_a2a_sdk_agent_through_the_bridge() {
         let asked = sends.iter().find(|i| i["request"]["taskId"] == a["request"]["taskId"] && i["id"] != a["id"]);
         assert!(asked.is_some_and(|i| i["request"]["message"]["parts"][0]["text"] == "ask"), "{a}");
     }
+    // The one entry serves the agent on the A2A face too, to the official Python A2A client.
+    let agent_url = format!("{}/a2a/internal", gw.base);
+    let a2a = switchyard_tests::a2a::py_script(
+        "a2a_client_e2e.py",
+        &["route", &agent_url, "JSONRPC", "hi", switchyard_tests::gateway::TOKEN],
+    )
+    .await;
+    let routed = lines(&a2a).pop().unwrap_or_default();
+    assert_eq!(
+        (routed["state"].as_str(), routed["reply"].as_str()),
+        (Some("TASK_STATE_COMPLETED"), Some("echo: hi")),
+        "{routed}"
+    );
 }
 
 /// `kill -9` of the gateway while the agent works on a bridged MCP call (the agent named by the
@@ -483,7 +494,7 @@ async fn a_gateway_killed_mid_bridge_to_an_a2a_agent_sends_the_message_once() {
         ..Options::default()
     };
     let mut gw = Gateway::start(opts.clone());
-    let hidden = gw.http.get(format!("{}/a2a/mcp-helper/.well-known/agent-card.json", gw.base)).send().await;
+    let hidden = gw.http.get(format!("{}/a2a/helper/.well-known/agent-card.json", gw.base)).send().await;
     assert_eq!(hidden.map(|r| r.status().as_u16()).ok(), Some(404), "a bridge-only agent is not on the A2A face");
     let key = format!("kill-{}", uuid::Uuid::new_v4().simple());
     let mut first = mcp_client(&[&format!("{}/mcp", gw.base), "keyed", "helper__", &key])
@@ -518,7 +529,7 @@ async fn a_gateway_killed_mid_bridge_to_an_a2a_agent_sends_the_message_once() {
     assert!(answer["text"].as_str().is_some_and(|t| t.contains("part-2") && t.contains("done")), "{answer}");
     assert_eq!(sent(), 1, "the agent received the message exactly once");
     let all = gw.all_settled("default").await;
-    let sends: Vec<&Value> = all.iter().filter(|i| i["target"]["upstream"] == "a2a-agent-mcp-helper").collect();
+    let sends: Vec<&Value> = all.iter().filter(|i| i["target"]["upstream"] == "a2a-agent-helper").collect();
     assert_eq!(sends.len(), 1, "{sends:#?}");
     assert_eq!(sends[0]["ingress_key"], json!(key), "{}", sends[0]);
     assert_eq!(sends[0]["state"]["state"], "succeeded", "{}", sends[0]);

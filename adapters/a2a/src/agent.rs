@@ -45,7 +45,7 @@ pub enum Plan {
 }
 
 /// The kinds of built-in agent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum AgentKind {
     /// Behaves by `messageId` prefix as the A2A 1.0 TCK requires.

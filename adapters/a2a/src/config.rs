@@ -6,7 +6,7 @@ use crate::agent::AgentKind;
 use crate::error::Profile;
 use crate::push::PushSettings;
 
-#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct A2aConfig {
     /// Error table: `spec` (A2A v1.0.1, default) or `tck` (v1.0.0, as the 1.0 TCK checks).
@@ -44,8 +44,13 @@ pub struct A2aConfig {
     pub card_signing_key_file: Option<std::path::PathBuf>,
     /// The `kid` in card signatures (default `switchyard-card-key`).
     pub card_signing_kid: Option<String>,
-    /// Agents exposed. The first is also served at `/.well-known/agent-card.json` and on gRPC.
+    /// The gateway's own agents (kinds `echo`, `tck`, `tools`); agents elsewhere are
+    /// `[[upstreams]]` of kind `a2a`. (Kind `upstream` here is the older form.)
     pub agents: Vec<AgentConfig>,
+    /// The agent also served at `/.well-known/agent-card.json` and to gRPC requests without a
+    /// tenant. Unset: the first served of `[[a2a.agents]]`, else of the `[[upstreams]]` of kind
+    /// `a2a`.
+    pub default_agent: Option<String>,
 }
 
 impl Default for A2aConfig {
@@ -66,11 +71,12 @@ impl Default for A2aConfig {
             card_signing_key_file: None,
             card_signing_kid: None,
             agents: Vec::new(),
+            default_agent: None,
         }
     }
 }
 
-#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AgentConfig {
     /// URL-safe name: the agent is served under `/a2a/<name>`.
@@ -99,7 +105,8 @@ pub struct AgentConfig {
     /// How long after its run ended a resent message still answers with that run (default 600).
     #[serde(default)]
     pub message_dedupe_window_s: Option<u64>,
-    /// Kind `upstream`: the agent card URL of the agent to expose.
+    /// Kind `upstream` (the older form of an `[[upstreams]]` entry of kind `a2a`): the agent card
+    /// URL of the agent to expose.
     #[serde(default)]
     pub card_url: Option<String>,
     /// Kind `upstream`: hosts (`host`, or `host:port` for that port only) the card's interfaces
@@ -120,7 +127,7 @@ pub struct AgentConfig {
     #[serde(default)]
     pub scope: Option<String>,
     /// Served on the A2A face (`/a2a/<name>`, its card). `false`: reachable only through the
-    /// bridge (an `[[mcp.upstreams]]` of kind `a2a`).
+    /// bridge (an `[[upstreams]]` entry of kind `a2a` naming it as its `agent`).
     #[serde(default = "yes")]
     pub exposed: bool,
 }
@@ -140,6 +147,29 @@ pub const DEDUPE_WINDOW_S: u64 = 600;
 pub const DEFAULT_SCOPE: &str = "a2a:call";
 
 impl AgentConfig {
+    /// An agent of `kind` with every other key at its default.
+    pub fn new(name: String, kind: AgentKind) -> Self {
+        Self {
+            name,
+            kind,
+            description: None,
+            version: default_version(),
+            streaming: true,
+            push_notifications: true,
+            extended_card: false,
+            required_extensions: Vec::new(),
+            message_dedupe: None,
+            message_dedupe_window_s: None,
+            card_url: None,
+            interface_hosts: Vec::new(),
+            timeout_ms: None,
+            upstreams: Vec::new(),
+            tools: Vec::new(),
+            scope: None,
+            exposed: true,
+        }
+    }
+
     /// The OAuth scope a caller of this agent needs.
     pub fn required_scope(&self) -> &str {
         self.scope.as_deref().unwrap_or(DEFAULT_SCOPE)

@@ -25,7 +25,7 @@ pub const MAX_CONFIGS_PER_TASK: usize = 16;
 const PARALLEL_DESTINATIONS: usize = 16;
 
 /// Where webhooks may go and how hard to try.
-#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+#[derive(Debug, Clone, Deserialize, serde::Serialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct PushSettings {
     /// Allow loopback destinations (127.0.0.0/8, ::1, `localhost`): tests and the TCK only.

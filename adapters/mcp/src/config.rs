@@ -6,9 +6,11 @@ use std::collections::{BTreeMap, HashSet};
 use serde::{Deserialize, Serialize};
 use switchyard_contract::{EffectClass, Secret};
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct McpConfig {
+    /// The MCP servers and A2A agents served on the MCP face, from the gateway's `[[upstreams]]`.
+    #[schemars(skip)]
     pub upstreams: Vec<McpUpstreamConfig>,
     /// Endpoints. Empty with upstreams configured: one endpoint at `/mcp` over all of them.
     pub servers: Vec<VirtualServerConfig>,
@@ -66,7 +68,7 @@ pub struct McpConfig {
 }
 
 /// One `[[mcp.skills]]` directory.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SkillsConfig {
     /// The name endpoints include it by (`skills` of `[[mcp.servers]]`).
@@ -108,20 +110,20 @@ impl Default for McpConfig {
 pub const BASE_ENV: &[&str] = &["PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LC_ALL", "TZ", "TMPDIR"];
 
 /// What an upstream is.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum UpstreamKind {
     /// An MCP server.
     #[default]
     Mcp,
-    /// An A2A agent configured under `[[a2a.agents]]` (`agent`): its card skills, and
-    /// `send_message`, `get_task` and `cancel_task`, as tools (the bridge).
+    /// An A2A agent (`agent`): its card skills, and `send_message`, `get_task` and
+    /// `cancel_task`, as tools (the bridge).
     A2a,
 }
 
 /// One upstream: an MCP server over Streamable HTTP (`url`) or stdio (`command`), or an A2A
 /// agent (`kind = "a2a"`, `agent`).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct McpUpstreamConfig {
     pub name: String,
@@ -130,10 +132,6 @@ pub struct McpUpstreamConfig {
     /// Kind `a2a`: the name of the A2A agent (`[[a2a.agents]]`) whose skills become tools.
     #[serde(default)]
     pub agent: Option<String>,
-    /// Kind `a2a`, instead of `agent`: the card URL of an A2A agent reached only through this
-    /// upstream (the gateway configures it as agent `mcp-<name>`, not served on the A2A face).
-    #[serde(default)]
-    pub card_url: Option<String>,
     /// Streamable HTTP endpoint; 2026-07-28 is tried first, then the legacy handshake.
     #[serde(default)]
     pub url: Option<String>,
@@ -184,20 +182,60 @@ impl McpUpstreamConfig {
         vars
     }
 
-    /// Kind `a2a`: the A2A agent it serves (`agent`, or the agent `card_url` makes).
+    /// Kind `a2a`: the A2A agent it serves (`agent`, else the agent of its own name).
     pub fn agent_name(&self) -> String {
-        self.agent.clone().unwrap_or_else(|| format!("mcp-{}", self.name))
+        self.agent.clone().unwrap_or_else(|| self.name.clone())
     }
 
     pub fn max_sessions(&self) -> usize {
         self.max_sessions.unwrap_or(if self.url.is_some() { 16 } else { 2 })
+    }
+
+    /// Checks this upstream on its own (not its name's uniqueness); messages start with `key`.
+    pub fn check(&self, key: &str) -> Result<(), switchyard_contract::InvalidConfig> {
+        let u = self;
+        if u.kind == UpstreamKind::A2a {
+            if u.url.is_some() || !u.command.is_empty() || u.oauth.is_some() {
+                return Err(format!("{key}: an A2A agent takes no url, command or oauth").into());
+            }
+        } else if u.agent.is_some() {
+            return Err(format!("{key}.agent is only for an A2A agent").into());
+        }
+        match (&u.url, u.command.is_empty()) {
+            _ if u.kind == UpstreamKind::A2a => {}
+            (Some(url), true) if url.starts_with("http://") || url.starts_with("https://") => {}
+            (Some(_), true) => return Err(format!("{key}.url must start with http:// or https://").into()),
+            (None, false) => {}
+            _ => return Err(format!("{key}: set exactly one of `url` and `command`").into()),
+        }
+        if let Some(o) = &u.oauth {
+            if u.url.is_none() {
+                return Err(format!("{key}.oauth needs an HTTP upstream (`url`)").into());
+            }
+            if o.flow == OAuthFlow::ClientCredentials {
+                if o.client_id.is_empty() {
+                    return Err(format!("{key}.oauth.client_id must not be empty").into());
+                }
+                o.secret().map_err(|e| format!("{key}.oauth: {e}"))?;
+            } else {
+                o.optional_secret().map_err(|e| format!("{key}.oauth: {e}"))?;
+            }
+        }
+        if !(1..=256).contains(&u.max_sessions()) {
+            return Err(format!("{key}.max_sessions must be within 1..=256").into());
+        }
+        let prefix = u.prefix();
+        if !prefix.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b)) {
+            return Err(format!("{key}.prefix `{prefix}` may use only [A-Za-z0-9_.-]").into());
+        }
+        Ok(())
     }
 }
 
 /// The gateway as an OAuth client of one upstream: the authorization server is discovered from
 /// the upstream (RFC 9728 → RFC 8414 / OIDC), tokens are requested for `resource` (RFC 8707)
 /// and sent only to that upstream. A client's own token is never forwarded.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpstreamOAuth {
     /// `client_credentials` (a service identity, SEP-1046) or `authorization_code` (a user
@@ -228,7 +266,7 @@ fn default_redirect_port() -> u16 {
     8976
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum OAuthFlow {
     #[default]
@@ -260,7 +298,7 @@ impl UpstreamOAuth {
 }
 
 /// Whether a tool's calls may become tasks (the `io.modelcontextprotocol/tasks` extension).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskSupport {
     Forbidden,
@@ -270,7 +308,7 @@ pub enum TaskSupport {
 }
 
 /// One MCP endpoint exposing a chosen subset of the upstreams' tools, prompts and resources.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct VirtualServerConfig {
     /// URL path, e.g. `/mcp` or `/mcp/partners`.
@@ -351,51 +389,7 @@ impl McpConfig {
             if !names.insert(u.name.clone()) || taken.contains(&u.name) {
                 return Err(format!("{key}.name `{}` is used twice", u.name).into());
             }
-            if u.kind == UpstreamKind::A2a {
-                if u.agent.is_some() == u.card_url.is_some()
-                    || u.url.is_some()
-                    || !u.command.is_empty()
-                    || u.oauth.is_some()
-                {
-                    return Err(format!(
-                        "{key}: kind a2a takes one of `agent` (an [[a2a.agents]] name) and `card_url`, and no url, \
-                         command or oauth"
-                    )
-                    .into());
-                }
-                if u.card_url.as_deref().is_some_and(|c| !(c.starts_with("http://") || c.starts_with("https://"))) {
-                    return Err(format!("{key}.card_url must start with http:// or https://").into());
-                }
-            } else if u.agent.is_some() || u.card_url.is_some() {
-                return Err(format!("{key}.agent and card_url are only for kind a2a").into());
-            }
-            match (&u.url, u.command.is_empty()) {
-                _ if u.kind == UpstreamKind::A2a => {}
-                (Some(url), true) if url.starts_with("http://") || url.starts_with("https://") => {}
-                (Some(_), true) => return Err(format!("{key}.url must start with http:// or https://").into()),
-                (None, false) => {}
-                _ => return Err(format!("{key}: set exactly one of `url` and `command`").into()),
-            }
-            if let Some(o) = &u.oauth {
-                if u.url.is_none() {
-                    return Err(format!("{key}.oauth needs an HTTP upstream (`url`)").into());
-                }
-                if o.flow == OAuthFlow::ClientCredentials {
-                    if o.client_id.is_empty() {
-                        return Err(format!("{key}.oauth.client_id must not be empty").into());
-                    }
-                    o.secret().map_err(|e| format!("{key}.oauth: {e}"))?;
-                } else {
-                    o.optional_secret().map_err(|e| format!("{key}.oauth: {e}"))?;
-                }
-            }
-            if !(1..=256).contains(&u.max_sessions()) {
-                return Err(format!("{key}.max_sessions must be within 1..=256").into());
-            }
-            let prefix = u.prefix();
-            if !prefix.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b)) {
-                return Err(format!("{key}.prefix `{prefix}` may use only [A-Za-z0-9_.-]").into());
-            }
+            u.check(&key)?;
         }
         let mut paths = HashSet::new();
         for (i, s) in self.servers.iter().enumerate() {
@@ -460,7 +454,6 @@ mod tests {
             name: name.into(),
             kind: UpstreamKind::Mcp,
             agent: None,
-            card_url: None,
             url: Some("http://127.0.0.1:1/mcp".into()),
             command: Vec::new(),
             env: BTreeMap::new(),

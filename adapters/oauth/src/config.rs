@@ -9,7 +9,7 @@ pub use switchyard_contract::Secret;
 /// never accepted: a resource server must not share a signing secret with the issuer.
 pub const DEFAULT_ALGORITHMS: [&str; 4] = ["RS256", "PS256", "ES256", "EdDSA"];
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AuthConfig {
     /// The gateway's canonical resource URI (RFC 8707), e.g. `https://gw.example.com`. Tokens
@@ -28,7 +28,7 @@ pub struct AuthConfig {
     pub scopes_supported: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct IssuerConfig {
     /// The issuer identifier; a token's `iss` must equal it exactly.
@@ -68,7 +68,7 @@ pub struct IssuerConfig {
 }
 
 /// How to ask the issuer about an opaque token (RFC 7662), authenticating with HTTP Basic.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct IntrospectionConfig {
     pub endpoint: String,
@@ -102,7 +102,7 @@ fn default_jwks_ttl() -> u64 {
 }
 
 /// A static API key. Only its SHA-256 is configured; the key itself is never stored.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ApiKeyConfig {
     /// A label for logs.
@@ -115,7 +115,7 @@ pub struct ApiKeyConfig {
     pub scopes: BTreeSet<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AnonymousConfig {
     pub tenant: String,

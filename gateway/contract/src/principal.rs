@@ -97,7 +97,7 @@ impl Grant {
 
 /// What an operation does to the world. Taken from local configuration only, never from an
 /// upstream's self-description: it decides whether a lost outcome may be retried.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum EffectClass {
     /// Safe to repeat: a lost outcome is retried automatically (bounded).

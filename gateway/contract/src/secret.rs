@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 /// A secret string (a token, a password, a URL with credentials). `Debug` shows `***` (or `""`
 /// when empty, so a missing secret is visible); serialization is the plain string.
-#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(transparent)]
 pub struct Secret(pub String);
 

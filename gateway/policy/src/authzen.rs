@@ -37,7 +37,7 @@ fn sixty_four() -> usize {
 }
 
 /// `[policy.authzen]`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AuthzenConfig {
     /// The PDP's base URL (`…/access/v1/evaluations` is appended).

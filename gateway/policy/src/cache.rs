@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use crate::request::{DecisionRequest, Tier};
 
 /// Seconds a decision is reused, by tier (0: not cached; a `critical` call never is).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct CacheTtl {
     pub routine_s: u64,

@@ -50,7 +50,7 @@ pub const SCHEMA: &str = r#"namespace Switchyard {
 "#;
 
 /// `[policy.cedar]`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CedarConfig {
     /// The policy set (Cedar syntax).

@@ -25,7 +25,7 @@ use crate::quota::{Dimension, key_of, names_scoped, one, per_tenant};
 use crate::request::DecisionRequest;
 
 /// A limit on the calls its patterns name that run at once, per distinct value of `per`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Concurrency {
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -10,7 +10,7 @@ use crate::pattern::{any, glob, names_resource};
 use crate::request::{DecisionRequest, Tier};
 
 /// What a tier does when no grant applies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TierAction {
     Allow,
@@ -20,7 +20,7 @@ pub enum TierAction {
 }
 
 /// Each tier's default action: routine calls run, sensitive and critical ones wait for approval.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TierActions {
     #[serde(default = "allow")]
@@ -58,7 +58,7 @@ impl TierActions {
 /// One argument condition: the value at `pointer` (RFC 6901, into the request as the face
 /// submitted it) equals a value, is one of a list, starts with a prefix, or lies in a numeric
 /// range (`min`/`max`, inclusive). Exactly one comparison per condition.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Condition {
     pub pointer: String,
@@ -112,7 +112,7 @@ impl Condition {
 
 /// A rule: which calls it is about (glob patterns, `*` = any run of characters), under which
 /// argument conditions (all must hold), and what it says: deny, or a tier.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Rule {
     /// A name for decisions and the audit trail (default: its place, e.g. `rules[2]`).
@@ -174,7 +174,7 @@ impl Rule {
 }
 
 /// The operator's policy.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PolicyConfig {
     /// The tier of a write no rule assigns one.
@@ -197,18 +197,17 @@ pub struct PolicyConfig {
     pub envelope: Vec<Rule>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rules: Vec<Rule>,
-    /// Rate limits at admission (see [`crate::quota`]).
+    /// Rate limits at admission.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub quotas: Vec<crate::quota::Quota>,
-    /// Limits on calls in flight at once (see [`crate::concurrency`]).
+    /// Limits on calls in flight at once.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub concurrency: Vec<crate::concurrency::Concurrency>,
     /// An external decision point (OpenID AuthZEN) that decides in place of the tiers for the
-    /// tenants it names (see [`crate::authzen`]).
+    /// tenants it names.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub authzen: Option<crate::authzen::AuthzenConfig>,
-    /// A Cedar policy set that decides in place of the tiers for the tenants it names (see
-    /// [`crate::cedar`]).
+    /// A Cedar policy set that decides in place of the tiers for the tenants it names.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cedar: Option<crate::cedar::CedarConfig>,
 }

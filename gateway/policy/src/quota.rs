@@ -18,7 +18,7 @@ use crate::pattern::{any, glob, names_resource};
 use crate::request::DecisionRequest;
 
 /// What a quota counts calls by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Dimension {
     Tenant,
@@ -36,7 +36,7 @@ pub(crate) fn one() -> u32 {
 }
 
 /// A rate limit for the calls its patterns name, counted per distinct value of `per`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Quota {
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -9,7 +9,7 @@ use serde_json::Value;
 use switchyard_contract::{CallFacts, EffectClass, Ingress, RequestDigest, TenantId};
 
 /// How much a call may do, and so how much scrutiny it gets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Tier {
     Routine,

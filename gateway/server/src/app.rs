@@ -296,7 +296,7 @@ impl App {
         .with_protocols(vec![
             ("mcp".into(), cfg.mcp.mcp_servers().map(|u| u.name.clone()).collect()),
             ("a2a".into(), cfg.a2a.agents.iter().map(switchyard_a2a::config::AgentConfig::upstream).collect()),
-            ("built-in".into(), cfg.upstreams.iter().map(|u| u.name.clone()).collect()),
+            ("built-in".into(), cfg.demos().map(|u| u.name.clone()).collect()),
         ]);
         let agents: Vec<String> = cfg.a2a.agents.iter().filter(|a| a.exposed).map(|a| a.name.clone()).collect();
         let state = if agents.is_empty() {
@@ -378,7 +378,7 @@ async fn open_stores(cfg: &Config) -> anyhow::Result<switchyard_store::Stores> {
 
 /// The configured upstreams, and those the MCP and A2A faces serve (owned by them).
 fn registry(cfg: &Config, mcp: &McpGateway, a2a: &switchyard_a2a::A2aAgents) -> Registry {
-    let mut registry = Registry::from_config(&cfg.upstreams, &cfg.server.data_dir);
+    let mut registry = Registry::from_config(cfg.demos(), &cfg.server.data_dir);
     for u in mcp.upstreams() {
         registry.add(u.name, Ingress::Mcp, u.upstream, u.operations, EffectClass::Write);
     }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use switchyard_contract::{EffectClass, Error, Ingress, Target, Upstream, UpstreamRegistry};
 
-use crate::config::UpstreamConfig;
+use crate::config::DemoUpstream;
 use crate::demo::Demo;
 
 struct Entry {
@@ -32,9 +32,8 @@ impl std::fmt::Debug for Registry {
 }
 
 impl Registry {
-    pub fn from_config(upstreams: &[UpstreamConfig], data_dir: &Path) -> Self {
+    pub fn from_config<'a>(upstreams: impl Iterator<Item = &'a DemoUpstream>, data_dir: &Path) -> Self {
         let entries = upstreams
-            .iter()
             .map(|u| {
                 let log = u.call_log.clone().unwrap_or_else(|| data_dir.join("demo-calls.log"));
                 let entry = Entry {

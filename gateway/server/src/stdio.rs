@@ -44,7 +44,6 @@ pub fn upstream(command: Vec<String>, read_only: &[String], inherit_env: Vec<Str
         name: UPSTREAM.into(),
         kind: UpstreamKind::Mcp,
         agent: None,
-        card_url: None,
         url: None,
         command,
         env: BTreeMap::new(),

@@ -19,7 +19,7 @@ use tokio_rustls::server::TlsStream;
 use tracing::{debug, info, warn};
 
 /// `[server] tls = { cert, key }`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TlsConfig {
     /// The certificate chain, PEM, the server's certificate first.

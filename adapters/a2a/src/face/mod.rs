@@ -148,9 +148,13 @@ impl A2aFace {
         self.agents.get(name).cloned()
     }
 
-    /// The first configured agent served on the face (at the root card, and on gRPC without a tenant).
+    /// The agent at the root card and on gRPC without a tenant: `default_agent`, else the first
+    /// configured agent served on the face.
     pub fn default_agent(&self) -> Option<Arc<AgentEntry>> {
-        self.config.agents.iter().find(|a| a.exposed).and_then(|a| self.agent(&a.name))
+        match &self.config.default_agent {
+            Some(name) => self.agent(name),
+            None => self.config.agents.iter().find(|a| a.exposed).and_then(|a| self.agent(&a.name)),
+        }
     }
 
     /// The caller's tasks in the space the request names (its `tenant`, else the path's): its

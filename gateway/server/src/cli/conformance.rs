@@ -54,7 +54,7 @@ pub struct Common {
     /// Where reports go (default: <data_dir>/conformance/<run id>).
     #[arg(long)]
     out: Option<PathBuf>,
-    /// A TOML `key = value` line added to the gateway's upstream entry (`[[mcp.upstreams]]` or
+    /// A TOML `key = value` line added to the gateway's upstream entry (`[[upstreams]]`, kind `mcp` or
     /// `[[a2a.agents]]`), e.g. `operations = { greet = "read_only" }`. Repeatable.
     #[arg(long = "upstream-toml", value_name = "LINE")]
     upstream_toml: Vec<String>,
@@ -190,7 +190,7 @@ async fn mcp_server(args: McpServer, cfg: &Config) -> anyhow::Result<()> {
     }
     if through {
         let sections = format!(
-            "[mcp]\nanonymous = true\nrequest_state_key = {}\n\n[[mcp.upstreams]]\nname = \"target\"\nurl = {}\nprefix = \"\"\n",
+            "[mcp]\nanonymous = true\nrequest_state_key = {}\n\n[[upstreams]]\nkind = \"mcp\"\nname = \"target\"\nurl = {}\nprefix = \"\"\n",
             quoted(&format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple())),
             quoted(&args.url)
         );
@@ -244,7 +244,7 @@ async fn a2a(args: A2a, cfg: &Config) -> anyhow::Result<()> {
         // The TCK's error table (A2A 1.0.0), webhooks to its receiver on loopback.
         let sections = format!(
             "[a2a]\nerror_profile = \"tck\"\nanonymous = true\npush = {{ allow_loopback = true }}\n\n\
-             [[a2a.agents]]\nname = \"target\"\nkind = \"upstream\"\ncard_url = {}\n",
+             [[upstreams]]\nkind = \"a2a\"\nname = \"target\"\ncard_url = {}\n",
             quoted(&args.card_url)
         );
         let sections = with_lines(sections, &c.upstream_toml);

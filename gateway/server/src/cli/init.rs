@@ -188,15 +188,16 @@ mod tests {
         assert_eq!(name(&["/usr/local/bin/mcp-git", "--repo", "."]), "mcp-git");
     }
 
-    /// Each template is a configuration `serve` accepts as it is.
+    /// Each template is a configuration `serve` accepts as it is, in the current form.
     #[test]
     fn every_template_loads() {
         for (name, text) in [("bridge", BRIDGE), ("guard", GUARD), ("expose", EXPOSE)] {
             let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
             let path = dir.path().join("switchyard.toml");
             std::fs::write(&path, text).unwrap_or_else(|e| panic!("{e}"));
-            if let Err(e) = Config::load(Some(&path), std::iter::empty()) {
-                panic!("{name}: {e}");
+            match Config::load(Some(&path), std::iter::empty()) {
+                Ok(cfg) => assert!(cfg.deprecations.is_empty(), "{name}: {:?}", cfg.deprecations),
+                Err(e) => panic!("{name}: {e}"),
             }
         }
     }

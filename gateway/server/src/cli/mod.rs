@@ -4,6 +4,7 @@ mod approvals;
 mod artifacts;
 mod audit;
 mod auth;
+mod config;
 mod conformance;
 mod connect;
 mod grants;
@@ -51,6 +52,9 @@ enum Command {
     Migrate,
     /// Check a configuration file (default: --config) and exit.
     ValidateConfig(validate_config::Args),
+    /// The configuration's JSON Schema and reference, and `migrate` for older files.
+    #[command(subcommand)]
+    Config(config::Command),
     /// Inspect invocations in the store.
     #[command(subcommand)]
     Invocations(invocations::Command),
@@ -104,9 +108,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     match &cli.command {
         Command::ValidateConfig(args) => return validate_config::run(args, cli.config.as_deref()),
         Command::Init(args) => return init::run(args),
+        Command::Config(cmd) => return config::run(cmd),
         _ => {}
     }
     let cfg = Config::load(cli.config.as_deref(), std::env::vars())?;
+    warn_deprecated(&cfg);
     match cli.command {
         Command::Serve(args) => serve::run(args, cfg).await,
         Command::Stdio(args) => stdio::run(args, cfg, cli.config.as_deref()).await,
@@ -121,7 +127,14 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Upstreams(cmd) => upstreams::run(cmd, &cfg).await,
         Command::Auth(cmd) => auth::run(cmd, &cfg).await,
         Command::Conformance(cmd) => conformance::run(cmd, &cfg).await,
-        Command::ValidateConfig(_) | Command::Init(_) => Ok(()),
+        Command::ValidateConfig(_) | Command::Init(_) | Command::Config(_) => Ok(()),
+    }
+}
+
+/// Prints on stderr what an older file form became, and the new form.
+pub(crate) fn warn_deprecated(cfg: &Config) {
+    for line in &cfg.deprecations {
+        eprintln!("warning: {line}");
     }
 }
 

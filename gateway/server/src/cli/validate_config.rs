@@ -14,6 +14,7 @@ pub struct Args {
 pub fn run(args: &Args, global: Option<&Path>) -> anyhow::Result<()> {
     let file = args.file.as_deref().or(global);
     let cfg = Config::load(file, std::env::vars())?;
+    super::warn_deprecated(&cfg);
     // The policy as the gateway would load it: its Cedar policy set read and validated too.
     if let Some(p) = &cfg.policy {
         let evaluator = switchyard_policy::Evaluator::new(p.clone())?;

@@ -7,11 +7,16 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use switchyard_contract::{EffectClass, EngineConfig, WorkerId, engine::RetryPolicy};
+use switchyard_contract::{EngineConfig, WorkerId, engine::RetryPolicy};
 
 pub use switchyard_contract::Secret;
+pub use upstreams::{DemoUpstream, Face, Upstream};
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+pub mod migrate;
+pub mod reference;
+pub mod upstreams;
+
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
     pub server: ServerConfig,
@@ -19,7 +24,9 @@ pub struct Config {
     pub engine: EngineSection,
     pub admin: AdminConfig,
     pub log: LogConfig,
-    pub upstreams: Vec<UpstreamConfig>,
+    /// Everything the gateway calls, one entry each (`[[upstreams]]`), its protocol as its
+    /// `kind`. Without any, the built-in `demo` upstream.
+    pub upstreams: Vec<Upstream>,
     /// OAuth resource server: who may call, besides the operator's admin token.
     pub auth: Option<switchyard_oauth::AuthConfig>,
     /// Artifact bytes (filesystem or S3), retention classes and the collector.
@@ -34,6 +41,9 @@ pub struct Config {
     pub audit: AuditConfig,
     /// OpenTelemetry traces over OTLP (`[telemetry]`): off unless `otlp_endpoint` is set.
     pub telemetry: TelemetryConfig,
+    /// What an older file form became: one line each, then the new form (printed as a warning).
+    #[serde(skip)]
+    pub deprecations: Vec<String>,
 }
 
 impl Default for Config {
@@ -44,7 +54,7 @@ impl Default for Config {
             engine: EngineSection::default(),
             admin: AdminConfig::default(),
             log: LogConfig::default(),
-            upstreams: vec![UpstreamConfig::demo()],
+            upstreams: vec![Upstream::Demo(DemoUpstream::builtin())],
             auth: None,
             artifacts: switchyard_artifacts::ArtifactsConfig::default(),
             mcp: switchyard_mcp::McpConfig::default(),
@@ -52,11 +62,12 @@ impl Default for Config {
             policy: None,
             audit: AuditConfig::default(),
             telemetry: TelemetryConfig::default(),
+            deprecations: Vec::new(),
         }
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct AuditConfig {
     /// Record every policy decision, approval step, grant mint or revocation and
@@ -80,7 +91,7 @@ impl Default for AuditConfig {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct ServerConfig {
     /// Where the HTTP listener binds. Loopback by default: the admin API is not for the internet.
@@ -115,7 +126,7 @@ impl Default for ServerConfig {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct StoreConfig {
     /// `postgres://…` or `sqlite://…`; empty means `sqlite://<data_dir>/switchyard.db`.
@@ -146,7 +157,7 @@ impl Default for StoreConfig {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct EngineSection {
     pub lease_ttl_ms: u64,
@@ -175,7 +186,7 @@ impl Default for EngineSection {
     }
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct AdminConfig {
     /// Bearer token for `/admin/v1`. Empty: read `token_file`, else generate one into
@@ -184,7 +195,7 @@ pub struct AdminConfig {
     pub token_file: Option<PathBuf>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct LogConfig {
     /// `text` or `json`.
@@ -202,7 +213,7 @@ impl Default for LogConfig {
 /// `[telemetry]`: one span tree per invocation (`invocation` > `admission`, `attempt` >
 /// `upstream.call`, `commit`) exported over OTLP/HTTP (protobuf), joined to the caller's trace
 /// (W3C `traceparent`) and passed on to upstreams.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct TelemetryConfig {
     /// The collector's OTLP/HTTP traces URL, whole (e.g. `http://127.0.0.1:4318/v1/traces`).
@@ -266,33 +277,6 @@ impl TelemetryConfig {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct UpstreamConfig {
-    pub name: String,
-    /// `demo` (built in). Protocol upstreams (MCP, A2A) come with their adapters.
-    pub kind: String,
-    /// Effect class per operation, from local configuration only. Operations not listed are
-    /// `write`, the safe default.
-    #[serde(default)]
-    pub operations: BTreeMap<String, EffectClass>,
-    /// `demo`: where the counting `count` operation logs each physical call
-    /// (default `<data_dir>/demo-calls.log`).
-    #[serde(default)]
-    pub call_log: Option<PathBuf>,
-}
-
-impl UpstreamConfig {
-    pub fn demo() -> Self {
-        Self {
-            name: "demo".into(),
-            kind: "demo".into(),
-            operations: BTreeMap::from([("echo".into(), EffectClass::ReadOnly), ("count".into(), EffectClass::Write)]),
-            call_log: None,
-        }
-    }
-}
-
 /// Why a configuration was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -332,46 +316,53 @@ impl Config {
             .parse::<toml::Table>()
             .map_err(|e| ConfigError::Parse { path: origin.to_string(), message: e.to_string() })?;
         apply_env(&mut doc, env)?;
-        let origin = origin.to_string();
-        let cfg: Config = toml::Value::Table(doc)
-            .try_into()
-            .map_err(|e: toml::de::Error| ConfigError::Parse { path: origin, message: e.to_string() })?;
-        let mut cfg = cfg;
+        let parse_error = |e: toml::de::Error| ConfigError::Parse { path: origin.to_string(), message: e.to_string() };
+        let mut deprecations = Vec::new();
+        if let Some((migrated, moved)) = migrate::migrate(&doc).map_err(ConfigError::Invalid)? {
+            deprecations = moved;
+            deprecations.push(format!(
+                "these sections are deprecated; `switchyard config migrate {origin}` writes the new form:\n{}",
+                migrate::upstreams_text(&migrated)
+            ));
+            doc = migrated;
+        }
+        let mut cfg: Config = toml::Value::Table(doc).try_into().map_err(parse_error)?;
+        cfg.deprecations = deprecations;
+        cfg.lower_upstreams()?;
         cfg.validate()?;
         // The faces write absolute URLs (cards, links) with the scheme the listener serves.
         cfg.mcp.tls = cfg.server.tls.is_some();
         cfg.a2a.tls = cfg.server.tls.is_some();
-        cfg.add_bridged_agents()?;
         Ok(cfg)
     }
 
-    /// The agent each `kind = "a2a"` MCP upstream with a `card_url` reaches: an upstream agent
-    /// `mcp-<name>`, served only through that upstream.
-    fn add_bridged_agents(&mut self) -> Result<(), ConfigError> {
-        use switchyard_mcp::UpstreamKind;
-        let bridged: Vec<(String, String)> = self
-            .mcp
-            .upstreams
-            .iter()
-            .filter(|u| u.kind == UpstreamKind::A2a)
-            .filter_map(|u| u.card_url.clone().map(|c| (u.agent_name(), c)))
-            .collect();
-        for (name, card_url) in bridged {
-            if self.a2a.agents.iter().any(|a| a.name == name) {
-                return Err(ConfigError::Invalid(format!(
-                    "a2a agent `{name}` is configured and also made by a kind a2a mcp upstream's card_url"
-                )));
+    /// The built-in demo upstreams.
+    pub fn demos(&self) -> impl Iterator<Item = &DemoUpstream> {
+        self.upstreams.iter().filter_map(|u| match u {
+            Upstream::Demo(d) => Some(d),
+            _ => None,
+        })
+    }
+
+    /// Each `[[upstreams]]` entry checked and added to the adapters' settings it stands for.
+    fn lower_upstreams(&mut self) -> Result<(), ConfigError> {
+        let mut names = std::collections::HashSet::new();
+        for (i, u) in self.upstreams.iter().enumerate() {
+            let key = format!("upstreams[{i}]");
+            let lowered = u.lower(&key).map_err(ConfigError::Invalid)?;
+            if !names.insert(u.name().to_string()) {
+                return Err(ConfigError::Invalid(format!("{key}.name `{}` is used twice", u.name())));
             }
-            let agent: switchyard_a2a::AgentConfig = toml::Value::Table(toml::Table::from_iter([
-                ("name".to_string(), toml::Value::String(name)),
-                ("kind".to_string(), toml::Value::String("upstream".into())),
-                ("card_url".to_string(), toml::Value::String(card_url)),
-                ("exposed".to_string(), toml::Value::Boolean(false)),
-            ]))
-            .try_into()
-            .map_err(|e: toml::de::Error| ConfigError::Invalid(e.to_string()))?;
-            agent.validate().map_err(|e| ConfigError::Invalid(e.0))?;
-            self.a2a.agents.push(agent);
+            if let Some(agent) = lowered.agent {
+                if self.a2a.agents.iter().any(|a| a.name == agent.name) {
+                    return Err(ConfigError::Invalid(format!(
+                        "{key}.name `{}` is also an [[a2a.agents]] name",
+                        agent.name
+                    )));
+                }
+                self.a2a.agents.push(agent);
+            }
+            self.mcp.upstreams.extend(lowered.mcp);
         }
         Ok(())
     }
@@ -419,20 +410,8 @@ impl Config {
         if !["text", "json"].contains(&self.log.format.as_str()) {
             return bad(format!("log.format must be `text` or `json` (got `{}`)", self.log.format));
         }
-        let mut names = std::collections::HashSet::new();
-        for (i, u) in self.upstreams.iter().enumerate() {
-            if u.name.is_empty() || !u.name.bytes().all(|b| b.is_ascii_alphanumeric() || b"_-".contains(&b)) {
-                return bad(format!("upstreams[{i}].name `{}` must be non-empty [A-Za-z0-9_-]", u.name));
-            }
-            if !names.insert(&u.name) {
-                return bad(format!("upstreams[{i}].name `{}` is used twice", u.name));
-            }
-            if u.kind != "demo" {
-                return bad(format!("upstreams[{i}].kind `{}` is not supported (supported: demo)", u.kind));
-            }
-        }
         self.artifacts.validate().map_err(|e| ConfigError::Invalid(e.0))?;
-        let taken = self.upstreams.iter().map(|u| u.name.clone()).collect();
+        let taken = self.demos().map(|u| u.name.clone()).collect();
         self.mcp.validate(&taken).map_err(|e| ConfigError::Invalid(e.0))?;
         // A `tools` agent bridges MCP servers only, and a `kind = "a2a"` MCP upstream an agent
         // that is not a `tools` agent: a bridge never leads back into itself.
@@ -442,23 +421,28 @@ impl Config {
             let server = |u: &String| self.mcp.upstreams.iter().any(|m| &m.name == u && m.kind == UpstreamKind::Mcp);
             if let Some(u) = agent.upstreams.iter().find(|u| !server(u)) {
                 return bad(format!(
-                    "a2a agent `{}`: upstream `{u}` is not an MCP server in [[mcp.upstreams]]",
+                    "a2a agent `{}`: upstream `{u}` is not an MCP server in [[upstreams]]",
                     agent.name
                 ));
             }
         }
-        for (i, u) in self.mcp.upstreams.iter().enumerate().filter(|(_, u)| u.kind == UpstreamKind::A2a) {
-            let Some(name) = u.agent.as_deref() else { continue }; // card_url: its agent is made on load
+        for u in self.mcp.upstreams.iter().filter(|u| u.kind == UpstreamKind::A2a) {
+            let (up, name) = (&u.name, u.agent_name());
             match self.a2a.agents.iter().find(|a| a.name == name) {
-                None => return bad(format!("mcp.upstreams[{i}].agent `{name}` is not an [[a2a.agents]] name")),
+                None => return bad(format!("upstream `{up}`: agent `{name}` is not an [[a2a.agents]] name")),
                 Some(a) if a.kind == switchyard_a2a::agent::AgentKind::Tools => {
                     return bad(format!(
-                        "mcp.upstreams[{i}].agent `{name}` is a tools agent (MCP tools already): bridge its MCP \
+                        "upstream `{up}`: agent `{name}` is a tools agent (MCP tools already): bridge its MCP \
                          upstreams directly"
                     ));
                 }
                 Some(_) => {}
             }
+        }
+        if let Some(name) = &self.a2a.default_agent
+            && !self.a2a.agents.iter().any(|a| &a.name == name && a.exposed)
+        {
+            return bad(format!("a2a.default_agent `{name}` is not an agent served on the A2A face"));
         }
         if self.mcp.anonymous && !self.server.listen.ip().is_loopback() {
             return bad("mcp.anonymous is only allowed while server.listen is a loopback address".into());
@@ -598,20 +582,53 @@ mod tests {
     #[test]
     fn an_a2a_upstream_names_an_agent_that_is_not_a_tools_agent_or_a_card() {
         let load = |text: &str| Config::from_text(text, "c.toml", std::iter::empty()).map_err(|e| e.to_string());
-        let up = "[[mcp.upstreams]]\nname = \"h\"\nkind = \"a2a\"\n";
+        let up = "[[upstreams]]\nkind = \"a2a\"\nname = \"h\"\n";
         let e = load(&format!("{up}agent = \"nope\"\n")).err();
-        assert!(e.as_deref().is_some_and(|m| m.contains("`nope` is not an [[a2a.agents]] name")), "{e:?}");
-        let tools = "[[mcp.upstreams]]\nname = \"fx\"\ncommand = [\"x\"]\n[[a2a.agents]]\nname = \"t\"\nkind = \"tools\"\nupstreams = [\"fx\"]\n";
+        assert!(e.as_deref().is_some_and(|m| m.contains("agent `nope` is not an [[a2a.agents]] name")), "{e:?}");
+        let tools = "[[upstreams]]\nkind = \"mcp\"\nname = \"fx\"\ncommand = [\"x\"]\n[[a2a.agents]]\nname = \"t\"\nkind = \"tools\"\nupstreams = [\"fx\"]\n";
         let e = load(&format!("{up}agent = \"t\"\n{tools}")).err();
         assert!(e.as_deref().is_some_and(|m| m.contains("is a tools agent")), "{e:?}");
         // A tools agent over a bridged A2A agent would loop.
         let e = load(&format!("{up}agent = \"e\"\n[[a2a.agents]]\nname = \"e\"\nkind = \"echo\"\n[[a2a.agents]]\nname = \"t\"\nkind = \"tools\"\nupstreams = [\"h\"]\n")).err();
         assert!(e.as_deref().is_some_and(|m| m.contains("not an MCP server")), "{e:?}");
         let e = load(&format!("{up}agent = \"e\"\ncard_url = \"http://127.0.0.1:1/c\"\n")).err();
-        assert!(e.as_deref().is_some_and(|m| m.contains("one of `agent`")), "{e:?}");
-        let cfg = load(&format!("{up}card_url = \"http://127.0.0.1:1/card.json\"\n")).unwrap_or_else(|e| panic!("{e}"));
-        let made = cfg.a2a.agents.iter().find(|a| a.name == "mcp-h").unwrap_or_else(|| panic!("{:?}", cfg.a2a.agents));
+        assert!(e.as_deref().is_some_and(|m| m.contains("exactly one of `card_url` and `agent`")), "{e:?}");
+        let cfg = load(&format!("{up}card_url = \"http://127.0.0.1:1/card.json\"\nexpose = [\"mcp\"]\n"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let made = cfg.a2a.agents.iter().find(|a| a.name == "h").unwrap_or_else(|| panic!("{:?}", cfg.a2a.agents));
         assert!(!made.exposed && made.card_url.as_deref() == Some("http://127.0.0.1:1/card.json"));
+        assert!(cfg.mcp.upstreams.iter().any(|u| u.name == "h" && u.agent_name() == "h"));
+    }
+
+    #[test]
+    fn a_key_of_another_kind_is_refused_by_name() {
+        let load = |text: &str| Config::from_text(text, "c.toml", std::iter::empty()).map_err(|e| e.to_string());
+        let e = load(
+            "[[upstreams]]\nkind = \"mcp\"\nname = \"m\"\nurl = \"http://127.0.0.1:1/mcp\"\ncard_url = \"http://x\"\n",
+        );
+        assert!(e.as_ref().err().is_some_and(|m| m.contains("unknown field `card_url`")), "{e:?}");
+        let e = load("[[upstreams]]\nkind = \"demo\"\nname = \"d\"\nurl = \"http://x\"\n");
+        assert!(e.as_ref().err().is_some_and(|m| m.contains("unknown field `url`")), "{e:?}");
+        let e = load("[[upstreams]]\nkind = \"grpc\"\nname = \"g\"\n");
+        assert!(e.as_ref().err().is_some_and(|m| m.contains("unknown variant `grpc`")), "{e:?}");
+    }
+
+    #[test]
+    fn an_older_file_loads_with_a_warning_that_prints_the_new_form() {
+        let old = "[[mcp.upstreams]]\nname = \"fx\"\ncommand = [\"x\"]\n";
+        let cfg = Config::from_text(old, "old.toml", std::iter::empty()).unwrap_or_else(|e| panic!("{e}"));
+        assert!(cfg.mcp.upstreams.iter().any(|u| u.name == "fx"));
+        let warning = cfg.deprecations.join("\n");
+        assert!(
+            warning.contains("switchyard config migrate old.toml") && warning.contains("kind = \"mcp\""),
+            "{warning}"
+        );
+        let new = Config::from_text(
+            "[[upstreams]]\nkind = \"mcp\"\nname = \"fx\"\ncommand = [\"x\"]\n",
+            "n",
+            std::iter::empty(),
+        );
+        assert!(new.is_ok_and(|c| c.deprecations.is_empty()));
     }
 
     /// Every `.toml` under `config/` and `deploy/` (the files compose mounts among them).
@@ -626,8 +643,9 @@ mod tests {
                 if path.is_dir() {
                     dirs.push(path);
                 } else if path.extension().is_some_and(|e| e == "toml") {
-                    if let Err(e) = Config::load(Some(&path), std::iter::empty()) {
-                        panic!("{}: {e}", path.display());
+                    match Config::load(Some(&path), std::iter::empty()) {
+                        Ok(cfg) => assert!(cfg.deprecations.is_empty(), "{}: {:?}", path.display(), cfg.deprecations),
+                        Err(e) => panic!("{}: {e}", path.display()),
                     }
                     checked += 1;
                 }
