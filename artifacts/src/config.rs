@@ -25,19 +25,27 @@ pub enum Backend {
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct ArtifactsConfig {
+    /// Where artifact bytes live: `fs` (a local directory, `dir`) or `s3` (a bucket of an
+    /// S3-compatible store).
     pub backend: Backend,
     /// `fs`: the directory (default `<server.data_dir>/artifacts`).
     pub dir: Option<PathBuf>,
     /// `s3`: endpoint URL; empty means AWS for `s3_region`.
     pub s3_endpoint: String,
+    /// `s3`: the region.
     pub s3_region: String,
+    /// `s3`: the bucket; required (at least 3 characters) when `backend` is `s3`.
     pub s3_bucket: String,
+    /// `s3`: prepended to every object key, e.g. `switchyard/`.
     pub s3_prefix: String,
     /// Path-style URLs (most self-hosted servers need them).
     pub s3_path_style: bool,
     /// Create the bucket at start if it is missing.
     pub s3_create_bucket: bool,
+    /// `s3`: the access key id. Empty: the credentials come from `AWS_ACCESS_KEY_ID`,
+    /// `AWS_SECRET_ACCESS_KEY` and `AWS_SESSION_TOKEN`.
     pub s3_access_key_id: String,
+    /// `s3`: the secret access key that goes with `s3_access_key_id`.
     pub s3_secret_access_key: Secret,
     /// Multipart part size (≥ 5 MiB); also the largest body sent in one `PutObject`.
     pub part_size_bytes: usize,

@@ -39,6 +39,8 @@ pub struct A2aConfig {
     /// `tools` agents: the largest tool result (all its parts) a task takes; a larger one fails
     /// the task saying so (the tool call itself succeeded and stays recorded).
     pub tool_result_max_bytes: usize,
+    /// Push-notification webhooks: where they may go and how hard to try. A destination is
+    /// checked when a configuration is stored, and again after DNS when delivering.
     pub push: PushSettings,
     /// Sign agent cards (ES256) with this PKCS#8 P-256 private key (PEM file).
     pub card_signing_key_file: Option<std::path::PathBuf>,
@@ -81,13 +83,22 @@ impl Default for A2aConfig {
 pub struct AgentConfig {
     /// URL-safe name: the agent is served under `/a2a/<name>`.
     pub name: String,
+    /// What the agent is: `echo` or `tck` (built in), `tools` (the tools of MCP servers), or
+    /// `upstream` (the older form of an `[[upstreams]]` entry of kind `a2a`).
     pub kind: AgentKind,
+    /// The card's description. Unset: one saying what the kind does (kind `upstream`: the
+    /// agent's own).
     #[serde(default)]
     pub description: Option<String>,
+    /// The card's version (kind `upstream`: the agent's own is shown).
     #[serde(default = "default_version")]
     pub version: String,
+    /// The card declares streaming. `false`: `SendStreamingMessage` and `SubscribeToTask` are
+    /// refused as unsupported.
     #[serde(default = "yes")]
     pub streaming: bool,
+    /// The card declares push notifications. `false`: the push configuration methods, and a
+    /// message carrying a push configuration, are refused (push notifications not supported).
     #[serde(default = "yes")]
     pub push_notifications: bool,
     /// Serve an extended card to authenticated callers.

@@ -34,7 +34,10 @@ pub struct PushSettings {
     pub allow_private: bool,
     /// When non-empty, only these host names (exact match) are allowed.
     pub allowed_hosts: Vec<String>,
+    /// How long one delivery POST may take.
     pub timeout_ms: u64,
+    /// POSTs of one event before it is given up; a failed one is retried with backoff (1 s,
+    /// doubling, at most 64 s) until a 2xx.
     pub max_attempts: i32,
     /// 64 hex characters: the key sealing webhook credentials at rest (shared by replicas).
     /// Empty: `<data_dir>/a2a-push-key`, generated once.

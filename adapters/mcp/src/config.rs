@@ -249,8 +249,12 @@ pub struct UpstreamOAuth {
     /// The secret itself, or empty to read it from the variable `client_secret_env`.
     #[serde(default)]
     pub client_secret: Secret,
+    /// The environment variable holding the client secret, read when `client_secret` is empty.
+    /// It must be set whenever the configuration is loaded.
     #[serde(default)]
     pub client_secret_env: Option<String>,
+    /// The scopes the gateway asks for, e.g. `["billing:read"]`. Empty with
+    /// `authorization_code`: the upstream's challenge's, else its `scopes_supported`.
     #[serde(default)]
     pub scopes: Vec<String>,
     /// The upstream's resource identifier; default: its `url`.
@@ -323,6 +327,7 @@ pub struct VirtualServerConfig {
     /// Empty means all.
     #[serde(default)]
     pub tools: Vec<String>,
+    /// The instructions this endpoint gives clients when they initialize. Unset: none.
     #[serde(default)]
     pub instructions: Option<String>,
     /// The OAuth scope a caller needs for this endpoint (default `mcp:call`); the operator's

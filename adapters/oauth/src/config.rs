@@ -15,8 +15,11 @@ pub struct AuthConfig {
     /// The gateway's canonical resource URI (RFC 8707), e.g. `https://gw.example.com`. Tokens
     /// must carry it in `aud` (unless an issuer overrides `audience`).
     pub resource: String,
+    /// The token issuers trusted: their JWT access tokens, and with `introspection` their opaque
+    /// tokens, are accepted. With several issuers, each must list its `tenants`.
     #[serde(default)]
     pub issuers: Vec<IssuerConfig>,
+    /// Static API keys. Only each key's SHA-256 is configured; the key itself is never stored.
     #[serde(default)]
     pub api_keys: Vec<ApiKeyConfig>,
     /// Unauthenticated requests act as this principal. Refused unless the gateway listens on
@@ -49,6 +52,7 @@ pub struct IssuerConfig {
     /// The claim naming the tenant; absent claim → `default_tenant`, else refused.
     #[serde(default = "default_tenant_claim")]
     pub tenant_claim: String,
+    /// The tenant of a token without the `tenant_claim` claim. Unset: such tokens are refused.
     #[serde(default)]
     pub default_tenant: Option<String>,
     /// The tenants this issuer's tokens may name; a token for any other tenant is refused.
@@ -71,13 +75,16 @@ pub struct IssuerConfig {
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct IntrospectionConfig {
+    /// The issuer's introspection endpoint, `http://` or `https://`.
     pub endpoint: String,
     /// Opaque tokens that start with this go to this endpoint, and only those. Required when
     /// more than one issuer introspects: an opaque token names no issuer, and must never be shown
     /// to an issuer that did not mint it.
     #[serde(default)]
     pub token_prefix: Option<String>,
+    /// The client id the gateway authenticates to the endpoint with (HTTP Basic).
     pub client_id: String,
+    /// That client's secret; never printed.
     pub client_secret: Secret,
     /// An active answer is reused for at most this long (and never past the token's `exp`).
     #[serde(default = "default_introspection_cache")]
@@ -109,8 +116,11 @@ pub struct ApiKeyConfig {
     pub name: String,
     /// Hex SHA-256 of the key (`printf %s "$KEY" | sha256sum`).
     pub sha256: String,
+    /// The tenant a caller with this key acts for.
     pub tenant: String,
+    /// The subject (principal) a caller with this key acts as.
     pub subject: String,
+    /// The scopes the key grants, e.g. `invocations:read`. Default: none.
     #[serde(default)]
     pub scopes: BTreeSet<String>,
 }
@@ -118,9 +128,12 @@ pub struct ApiKeyConfig {
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AnonymousConfig {
+    /// The tenant unauthenticated requests act for.
     pub tenant: String,
+    /// The subject (principal) they act as.
     #[serde(default = "default_anonymous")]
     pub subject: String,
+    /// The scopes they have, e.g. `invocations:read`. Default: none.
     #[serde(default)]
     pub scopes: BTreeSet<String>,
 }

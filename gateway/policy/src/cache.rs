@@ -22,8 +22,9 @@ use crate::request::{DecisionRequest, Tier};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct CacheTtl {
+    /// Seconds a `routine` call's decision is reused; at most 86400, 0: not cached.
     pub routine_s: u64,
-    /// At most 60.
+    /// Seconds a `sensitive` call's decision is reused; at most 60, 0: not cached.
     pub sensitive_s: u64,
 }
 

@@ -28,16 +28,24 @@ use crate::request::DecisionRequest;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Concurrency {
+    /// A name for decisions, told to a deferred caller (default: its place, e.g.
+    /// `concurrency[0]`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
+    /// The upstream pattern (`*` any run of characters).
     #[serde(default = "any")]
     pub upstream: String,
+    /// The operation pattern.
     #[serde(default = "any")]
     pub operation: String,
+    /// The tenant pattern; any when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tenant: Option<String>,
+    /// What the limit counts by: calls in flight are counted per distinct combination of these
+    /// values.
     #[serde(default = "per_tenant")]
     pub per: Vec<Dimension>,
+    /// The most calls it names that run at once, per distinct value of `per`; at least 1.
     pub max_in_flight: u32,
     /// How many gateway replicas share this limit (each enforces its share).
     #[serde(default = "one")]

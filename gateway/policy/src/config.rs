@@ -13,9 +13,11 @@ use crate::request::{DecisionRequest, Tier};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TierAction {
+    /// The call runs.
     Allow,
     /// Held for a human's approval.
     Hold,
+    /// The call is refused.
     Deny,
 }
 
@@ -23,10 +25,13 @@ pub enum TierAction {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TierActions {
+    /// The action for a `routine` call no grant covers: `allow`, `hold` or `deny`.
     #[serde(default = "allow")]
     pub routine: TierAction,
+    /// The action for a `sensitive` call no grant covers.
     #[serde(default = "hold")]
     pub sensitive: TierAction,
+    /// The action for a `critical` call no grant covers.
     #[serde(default = "hold")]
     pub critical: TierAction,
 }
@@ -61,15 +66,22 @@ impl TierActions {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Condition {
+    /// An RFC 6901 JSON pointer into the request as the face submitted it (an MCP tool
+    /// argument is at `/arguments/<name>`); empty: the whole request.
     pub pointer: String,
+    /// Holds when the value equals this one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub equals: Option<Value>,
+    /// Holds when the value is one of these.
     #[serde(default, rename = "in", skip_serializing_if = "Option::is_none")]
     pub one_of: Option<Vec<Value>>,
+    /// Holds when the value is a string that starts with this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix: Option<String>,
+    /// Holds when the value is a number at least this (with or without `max`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min: Option<f64>,
+    /// Holds when the value is a number at most this (with or without `min`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max: Option<f64>,
 }
@@ -118,8 +130,10 @@ pub struct Rule {
     /// A name for decisions and the audit trail (default: its place, e.g. `rules[2]`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
+    /// The upstream pattern.
     #[serde(default = "any")]
     pub upstream: String,
+    /// The operation pattern (for an MCP tool, its name on its upstream).
     #[serde(default = "any")]
     pub operation: String,
     /// The subject (principal) pattern; any when absent.
@@ -128,13 +142,21 @@ pub struct Rule {
     /// The tenant pattern; any when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tenant: Option<String>,
+    /// `true`: refuse the calls the entry names. A rule says `deny = true` or gives a `tier`, one
+    /// of them; an envelope entry always denies.
     #[serde(default)]
     pub deny: bool,
+    /// The tier the rule gives the calls it names; the most severe tier a matching rule gives
+    /// applies. Not in an envelope entry.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tier: Option<Tier>,
     /// Said to the caller when the rule denies or holds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Argument conditions, all of which must hold for the entry to apply. Each compares the
+    /// value at a JSON `pointer` with exactly one of `equals`, `in`, `prefix` or `min`/`max`
+    /// (inclusive); one that cannot be evaluated (the value is absent or of another type)
+    /// denies the call.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub when: Vec<Condition>,
 }
@@ -183,6 +205,8 @@ pub struct PolicyConfig {
     /// The tier of a `read_only` operation no rule assigns one.
     #[serde(default = "routine")]
     pub default_read_tier: Tier,
+    /// What each tier does when no grant applies: `allow`, `hold` (for approval) or `deny`.
+    /// By default routine calls run, sensitive and critical ones wait for approval.
     #[serde(default)]
     pub tiers: TierActions,
     /// How long a held call waits for approval; then it fails `approval_expired`.
@@ -195,6 +219,8 @@ pub struct PolicyConfig {
     /// Hard denies: nothing (no rule, no grant) overrides them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub envelope: Vec<Rule>,
+    /// Rules: which calls each is about (patterns, `*` any run of characters), under which
+    /// argument conditions, and what it says: `deny = true`, or a `tier`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rules: Vec<Rule>,
     /// Rate limits at admission.

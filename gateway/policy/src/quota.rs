@@ -39,14 +39,19 @@ pub(crate) fn one() -> u32 {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Quota {
+    /// A name for decisions, told to a deferred caller (default: its place, e.g. `quotas[0]`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
+    /// The upstream pattern (`*` any run of characters).
     #[serde(default = "any")]
     pub upstream: String,
+    /// The operation pattern.
     #[serde(default = "any")]
     pub operation: String,
+    /// The tenant pattern; any when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tenant: Option<String>,
+    /// What buckets are keyed by: one token bucket per distinct combination of these values.
     #[serde(default = "per_tenant")]
     pub per: Vec<Dimension>,
     /// Calls a second, sustained.

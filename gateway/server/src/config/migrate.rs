@@ -150,10 +150,23 @@ fn put_array(doc: &mut Table, section: &str, key: &str, list: Vec<Table>) {
     }
 }
 
-/// The `[[upstreams]]` entries of a migrated document, as TOML text (for the warning).
+/// The `[[upstreams]]` entries of a migrated document, as TOML text for the warning, with the
+/// values that may be secrets (an OAuth client secret, a child's environment) left out.
 pub fn upstreams_text(doc: &Table) -> String {
-    let only = Table::from_iter(doc.get("upstreams").map(|u| ("upstreams".to_string(), u.clone())));
-    toml::to_string(&only).unwrap_or_default()
+    let mut entries = doc.get("upstreams").and_then(Value::as_array).cloned().unwrap_or_default();
+    let hidden = || Value::from("…as in the file…");
+    for entry in entries.iter_mut().filter_map(Value::as_table_mut) {
+        if let Some(Value::Table(oauth)) = entry.get_mut("oauth")
+            && oauth.contains_key("client_secret")
+        {
+            oauth.insert("client_secret".into(), hidden());
+        }
+        if let Some(Value::Table(env)) = entry.get_mut("env") {
+            let names: Vec<String> = env.keys().cloned().collect();
+            env.extend(names.into_iter().map(|k| (k, hidden())));
+        }
+    }
+    toml::to_string(&Table::from_iter([("upstreams".to_string(), Value::Array(entries))])).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -196,6 +209,20 @@ mod tests {
         let hosted = doc["a2a"]["agents"].as_array().map(Vec::len);
         assert_eq!(hosted, Some(1), "the echo agent stays where it was");
         assert_eq!(doc["a2a"]["default_agent"].as_str(), Some("w"), "the first agent stays the default");
+    }
+
+    #[test]
+    fn the_warning_prints_no_secret() {
+        let (doc, _) = run(concat!(
+            "[[mcp.upstreams]]\nname = \"s\"\nurl = \"https://s.example/mcp\"\n",
+            "oauth = { client_id = \"c\", client_secret = \"hunter2-secret\" }\n",
+            "[[mcp.upstreams]]\nname = \"l\"\ncommand = [\"x\"]\nenv = { TOKEN = \"tok-secret\" }\n",
+        ));
+        let text = upstreams_text(&doc);
+        assert!(!text.contains("hunter2") && !text.contains("tok-secret"), "{text}");
+        assert!(text.contains("client_id = \"c\"") && text.contains("TOKEN"), "{text}");
+        let written = toml::to_string(&doc).unwrap_or_default();
+        assert!(written.contains("hunter2-secret"), "the file `config migrate` writes keeps them");
     }
 
     #[test]

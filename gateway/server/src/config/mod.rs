@@ -131,6 +131,8 @@ impl Default for ServerConfig {
 pub struct StoreConfig {
     /// `postgres://…` or `sqlite://…`; empty means `sqlite://<data_dir>/switchyard.db`.
     pub url: Secret,
+    /// Connections in the pool, 1 to 1000: PostgreSQL's pool; with SQLite, the read
+    /// connections beside its one writer (at most 8 are used).
     pub max_connections: u32,
     /// How long a call waits for a database connection before it is refused as "store
     /// unavailable, nothing changed".
@@ -160,12 +162,23 @@ impl Default for StoreConfig {
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct EngineSection {
+    /// How long a worker's claim (lease) on an invocation lasts without renewal; it is renewed
+    /// every third of this. At least 300.
     pub lease_ttl_ms: u64,
+    /// How often recovery looks for expired leases (it also runs at start). Positive.
     pub recovery_interval_ms: u64,
+    /// How many expired invocations one recovery pass takes. Positive.
     pub recovery_batch: u32,
+    /// An attempt with no reply by then is lost (a `write` becomes `unknown`). Positive. A
+    /// `tools` agent's run waits for its tool call instead, which has its own attempts.
     pub attempt_timeout_ms: u64,
+    /// Attempts in all of a `read_only` call, the first included, 1 to 100. A `write` is sent
+    /// at most once.
     pub max_attempts: u32,
+    /// The pause after a read's first failed attempt, doubled after each further one (up to
+    /// `backoff_max_ms`), less up to 25 % jitter.
     pub backoff_base_ms: u64,
+    /// The longest pause between a read's attempts; at most half of `lease_ttl_ms`.
     pub backoff_max_ms: u64,
     /// Send a `read_only` call's first attempt while its admission commits (docs/guarantees.md, G3).
     pub send_reads_with_admission: bool,
@@ -192,6 +205,8 @@ pub struct AdminConfig {
     /// Bearer token for `/admin/v1`. Empty: read `token_file`, else generate one into
     /// `<data_dir>/admin-token` on first start.
     pub token: Secret,
+    /// A file holding the admin token (trimmed, at least 16 characters), read when `token` is
+    /// empty. It must exist when set.
     pub token_file: Option<PathBuf>,
 }
 

@@ -148,6 +148,7 @@ pub struct A2aAgent {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DemoUpstream {
+    /// Unique among the upstreams: `[A-Za-z0-9_-]`, 1 to 64; calls and policy rules name it.
     pub name: String,
     /// Effect class per operation; one not listed is a `write`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
