@@ -112,7 +112,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         _ => {}
     }
     let cfg = Config::load(cli.config.as_deref(), std::env::vars())?;
-    warn_deprecated(&cfg);
+    if matches!(cli.command, Command::Serve(_) | Command::Stdio(_)) {
+        warn_deprecated(&cfg); // where a configuration starts (and in validate-config), not in every inspection
+    }
     match cli.command {
         Command::Serve(args) => serve::run(args, cfg).await,
         Command::Stdio(args) => stdio::run(args, cfg, cli.config.as_deref()).await,
