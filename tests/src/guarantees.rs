@@ -64,7 +64,10 @@ pub fn engine(
     hook: Arc<dyn FaultHook>,
     cfg: EngineConfig,
 ) -> Engine {
-    Engine::new(store, Arc::new(OneUpstream(up.clone())), hook, cfg).unwrap_or_else(|e| panic!("{e}"))
+    Engine::builder(store, Arc::new(OneUpstream(up.clone())), cfg)
+        .faults(hook)
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 pub fn alice() -> Principal {

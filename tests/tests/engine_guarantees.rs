@@ -429,10 +429,14 @@ async fn a_change_on_one_replica_wakes_a_waiter_on_another_at_once() {
     let up = Scripted::new(false);
     let (store_a, feed_a) = replica().await;
     let (store_b, feed_b) = replica().await;
-    let a = engine(store_a, &up, Arc::new(NoFaults), cfg.clone());
-    let b = engine(store_b, &up, Arc::new(NoFaults), cfg);
-    a.attach_feed(feed_a);
-    b.attach_feed(feed_b);
+    let replica_engine = |store, feed, cfg| {
+        Engine::builder(store, Arc::new(OneUpstream(up.clone())), cfg)
+            .feed(Some(feed))
+            .build()
+            .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let a = replica_engine(store_a, feed_a, cfg.clone());
+    let b = replica_engine(store_b, feed_b, cfg);
     tokio::time::sleep(Duration::from_millis(500)).await; // both replicas are listening
     let mut lags = Vec::new();
     for _ in 0..5 {
@@ -591,14 +595,10 @@ impl switchyard_contract::PolicyPoint for HoldAll {
 async fn a_held_call_runs_once_approved_by_another_principal_on_any_worker(db: Db) {
     let up = Scripted::new(false);
     let policy: Arc<dyn switchyard_contract::PolicyPoint> = Arc::new(HoldAll);
-    let a = Engine::with_policy(
-        db.open().await,
-        Arc::new(OneUpstream(up.clone())),
-        Arc::new(NoFaults),
-        policy,
-        config(300),
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let a = Engine::builder(db.open().await, Arc::new(OneUpstream(up.clone())), config(300))
+        .policy(policy)
+        .build()
+        .unwrap_or_else(|e| panic!("{e}"));
     let _recovery = a.start();
     let inv = submit(&a, "w_ok").await;
     assert_eq!(inv.state.name(), StateName::AwaitingApproval);
@@ -640,7 +640,9 @@ async fn a_held_call_nobody_approves_in_time_expires_and_runs_nothing(db: Db) {
     let up = Scripted::new(false);
     let policy: Arc<dyn switchyard_contract::PolicyPoint> = Arc::new(HoldAll);
     let cfg = EngineConfig { approval_ttl: Duration::from_millis(300), ..config(2000) };
-    let e = Engine::with_policy(db.open().await, Arc::new(OneUpstream(up.clone())), Arc::new(NoFaults), policy, cfg)
+    let e = Engine::builder(db.open().await, Arc::new(OneUpstream(up.clone())), cfg)
+        .policy(policy)
+        .build()
         .unwrap_or_else(|err| panic!("{err}"));
     let _recovery = e.start();
     let inv = submit(&e, "w_ok").await;

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::json;
 use switchyard_contract::engine::RetryPolicy;
 use switchyard_contract::{
-    Engine, EngineConfig, IngressKey, Invocations, NoFaults, Principal, StateName, Submission, TenantId, WorkerId,
+    Engine, EngineConfig, IngressKey, Invocations, Principal, StateName, Submission, TenantId, WorkerId,
 };
 use switchyard_store::StoreOptions;
 use switchyard_tests::upstream::{OneUpstream, Scripted};
@@ -81,7 +81,8 @@ async fn the_driver_span_is_a_child_of_the_submitting_span_which_names_the_invoc
         watch_poll: Duration::from_millis(50),
         ..EngineConfig::default()
     };
-    let e = Engine::new(store.invocations, Arc::new(OneUpstream(up.clone())), Arc::new(NoFaults), cfg)
+    let e = Engine::builder(store.invocations, Arc::new(OneUpstream(up.clone())), cfg)
+        .build()
         .unwrap_or_else(|e| panic!("{e}"));
     let submission = Submission {
         principal: alice(),

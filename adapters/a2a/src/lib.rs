@@ -73,12 +73,8 @@ impl std::fmt::Debug for A2aAgents {
 
 impl A2aAgents {
     /// `keeper`: where large artifact parts go (the gateway's artifact store); `sealer`: the key
-    /// for webhook credentials at rest; `catalog`: the upstream tools `tools` agents expose.
-    /// Wakes task followers for other replicas' changes heard on `feed` (PostgreSQL).
-    pub fn attach_feed(&self, feed: Arc<dyn switchyard_contract::ChangeFeed>) {
-        self.hub.attach_feed(feed);
-    }
-
+    /// for webhook credentials at rest; `catalog`: the upstream tools `tools` agents expose;
+    /// `feed` (PostgreSQL): task followers are woken by other replicas' changes heard there.
     pub fn new(
         config: A2aConfig,
         tasks: Arc<dyn TaskStore>,
@@ -86,6 +82,7 @@ impl A2aAgents {
         keeper: Option<Arc<dyn ArtifactKeeper>>,
         sealer: sealing::CredentialSealer,
         catalog: Option<Arc<dyn Catalog>>,
+        feed: Option<Arc<dyn switchyard_contract::ChangeFeed>>,
     ) -> Result<Self, switchyard_contract::InvalidConfig> {
         let mut seen = std::collections::HashSet::new();
         for a in &config.agents {
@@ -132,7 +129,7 @@ impl A2aAgents {
             }
             None => None,
         };
-        let hub = hub::Hub::new(tasks, keeper, config.inline_max_bytes, sealer);
+        let hub = hub::Hub::new(tasks, keeper, config.inline_max_bytes, sealer).with_feed(feed);
         Ok(Self {
             config: Arc::new(config),
             hub,

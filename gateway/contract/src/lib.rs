@@ -16,6 +16,8 @@ pub mod engine;
 pub mod error;
 pub mod event;
 pub mod id;
+// Only for tests (this crate's, and others' through the `test-util` feature): not in the binary.
+#[cfg(any(test, feature = "test-util"))]
 pub mod memory;
 pub mod meter;
 pub mod policy;

@@ -90,37 +90,29 @@ impl App {
                 Some(keeper),
                 a2a_sealer(cfg)?,
                 Some(mcp.bridge()),
+                stores.feed.clone(),
             )
             .map_err(anyhow::Error::msg)?,
         );
         let registry = Arc::new(registry(cfg, &mcp, &a2a));
         let worker = worker_identity(&cfg.server.data_dir)?;
-        let engine = Engine::with_policy(
-            stores.invocations.clone(),
-            registry,
-            fault_hook()?,
-            policy_point(cfg, stores.grants.clone())?,
-            cfg.engine_config(worker),
-        )?;
-        let audit = cfg.audited().then(|| {
+        let audit_log = cfg.audited().then(|| {
             let partition = cfg.audit.partition.clone().unwrap_or_else(|| worker.to_string());
-            let log = audit_log(&stores.audit, partition);
-            engine.attach_audit(log.clone());
-            (stores.audit.clone(), log)
+            audit_log(&stores.audit, partition)
         });
+        let metrics = Arc::new(crate::metrics::Metrics::default());
+        let engine = Engine::builder(stores.invocations.clone(), registry, cfg.engine_config(worker))
+            .faults(fault_hook()?)
+            .policy(policy_point(cfg, stores.grants.clone())?)
+            .audit(audit_log.clone())
+            .meter(metrics.clone())
+            .feed(stores.feed.clone())
+            .build()?;
         let grants = match &cfg.policy {
-            Some(_) => {
-                Some(crate::grants::GrantDesk::new(grant_key(cfg)?, stores.grants.clone(), audit.clone().map(|a| a.1)))
-            }
+            Some(_) => Some(crate::grants::GrantDesk::new(grant_key(cfg)?, stores.grants.clone(), audit_log.clone())),
             None => None,
         };
-        let audit = audit.map(|a| a.0);
-        let metrics = Arc::new(crate::metrics::Metrics::default());
-        engine.attach_meter(metrics.clone());
-        if let Some(feed) = stores.feed.clone() {
-            engine.attach_feed(feed.clone());
-            a2a.attach_feed(feed);
-        }
+        let audit = audit_log.map(|_| stores.audit.clone());
         let (admin_token, token_source) = admin_token(cfg)?;
         let oauth = match &cfg.auth {
             Some(a) => Some(Arc::new(Authenticator::new(a.clone()).map_err(anyhow::Error::msg)?)),

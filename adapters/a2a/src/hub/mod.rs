@@ -82,7 +82,7 @@ pub struct Hub {
     /// Seals webhook credentials before they are stored.
     sealer: crate::sealing::CredentialSealer,
     /// Other replicas' task changes ring the bell; this one's are announced.
-    feed: Arc<std::sync::OnceLock<Arc<dyn ChangeFeed>>>,
+    feed: Option<Arc<dyn ChangeFeed>>,
     /// What this process's A2A side did, for the operator's metrics.
     pub(crate) stats: Arc<Stats>,
 }
@@ -202,17 +202,17 @@ impl Hub {
             keeper,
             inline_max,
             sealer,
-            feed: Arc::default(),
+            feed: None,
             stats: Arc::default(),
         }
     }
 
-    /// Wakes the followers of the tasks other replicas changed, heard on `feed`, and announces
-    /// this one's there (once).
-    pub fn attach_feed(&self, feed: Arc<dyn ChangeFeed>) {
-        if self.feed.set(feed.clone()).is_err() {
-            return;
-        }
+    /// The hub, waking the followers of the tasks other replicas changed, heard on `feed`, and
+    /// announcing this one's there. Listens at once (so within a Tokio runtime).
+    #[must_use]
+    pub fn with_feed(mut self, feed: Option<Arc<dyn ChangeFeed>>) -> Self {
+        let Some(feed) = feed else { return self };
+        self.feed = Some(feed.clone());
         let (bells, mut closed) = (self.bells.clone(), self.closed.subscribe());
         tokio::spawn(async move {
             use futures::StreamExt as _;
@@ -229,11 +229,12 @@ impl Hub {
                 }
             }
         });
+        self
     }
 
     /// How often the sweep runs.
     fn poll(&self) -> Duration {
-        if self.feed.get().is_some() { FALLBACK_POLL } else { POLL }
+        if self.feed.is_some() { FALLBACK_POLL } else { POLL }
     }
 
     /// Starts following task `id`, known here up to `version`, and the sweep if it is not
@@ -410,7 +411,7 @@ impl Hub {
             h.version = h.version.max(version);
             true
         });
-        if let Some(feed) = self.feed.get() {
+        if let Some(feed) = &self.feed {
             feed.announce(Changed::Task { key });
         }
     }

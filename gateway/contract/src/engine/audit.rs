@@ -53,7 +53,7 @@ impl Inner {
     /// Records a step that has already committed; a failure is logged (the invocation's journal
     /// holds the step either way).
     pub(super) async fn audit_step(&self, entry: AuditEntry) {
-        if let Some(log) = self.audit.get() {
+        if let Some(log) = self.audit.as_ref() {
             let (kind, id) = (entry.kind, entry.invocation);
             if let Err(e) = log.append(entry).await {
                 error!(kind = kind.as_str(), invocation.id = ?id, error = %e, "audit entry not recorded");

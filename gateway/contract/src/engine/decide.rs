@@ -39,7 +39,7 @@ impl Engine {
         };
         let ruling = self.inner.decide(&facts, s.caller()).await;
         let mut with_admission = None;
-        if let Some(log) = self.inner.audit.get() {
+        if let Some(log) = self.inner.audit.as_ref() {
             let entry = audit::decision(&facts, id, s.ingress_key.as_ref(), &ruling);
             let admitted = matches!(ruling.verdict, Verdict::Allow | Verdict::Hold { .. });
             match log.admission_partition() {
@@ -92,7 +92,7 @@ impl Engine {
         };
         let ruling = self.inner.decide(&facts, p.ingress).await;
         self.inner.policy.release(id); // a passage holds no concurrency slot
-        if let Some(log) = self.inner.audit.get() {
+        if let Some(log) = self.inner.audit.as_ref() {
             let mut entry = audit::decision(&facts, id, None, &ruling);
             entry.invocation = None;
             if let Some(map) = entry.detail.as_object_mut() {
@@ -165,7 +165,7 @@ impl Inner {
     /// spoke.
     async fn decide(&self, facts: &CallFacts<'_>, caller: Ingress) -> Ruling {
         let ruling = self.policy.decide(facts).await;
-        if let Some(m) = self.meter.get() {
+        if let Some(m) = self.meter.as_ref() {
             m.decided(caller, ruling.verdict.name());
         }
         ruling

@@ -222,7 +222,7 @@ async fn attempt(
     }
     inner.faults.reached(FaultPoint::AfterUpstreamReply, inv.id).await;
     *inv = commit(inner, &call, inv, result).await?;
-    if let Some(m) = inner.meter.get() {
+    if let Some(m) = inner.meter.as_ref() {
         m.attempted(&inv.target, elapsed, inv.state.name().as_str());
     }
     inner.settled(inv);

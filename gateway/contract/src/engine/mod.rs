@@ -6,6 +6,7 @@
 //! its lease can only append a late event. A recovery loop takes expired leases (G7).
 
 mod audit;
+mod builder;
 mod config;
 mod decide;
 mod driver;
@@ -30,7 +31,7 @@ use crate::digest::RequestDigest;
 use crate::error::Error;
 use crate::event::{Event, EventKind};
 use crate::id::{InvocationId, WorkerId};
-use crate::policy::{AllowAll, PolicyPoint};
+use crate::policy::PolicyPoint;
 use crate::ports::{
     Admission, Changed, ClientGone, InvocationStore, Invocations, ListQuery, Page, Passage, Submission, Submitted,
     Transition, UpstreamRegistry, Waited,
@@ -38,6 +39,7 @@ use crate::ports::{
 use crate::principal::{Principal, TenantId};
 use crate::state::{Decision, Invocation, NewInvocation};
 
+pub use builder::EngineBuilder;
 pub use config::{EngineConfig, FaultHook, FaultPoint, NoFaults};
 pub use policy::RetryPolicy;
 
@@ -67,11 +69,11 @@ pub(crate) struct Inner {
     hub: Arc<hub::Hub>,
     /// Set once the recovery loop's sweep runs: followers then do not poll by themselves.
     sweeping: std::sync::atomic::AtomicBool,
-    feed: std::sync::OnceLock<Arc<dyn crate::ports::ChangeFeed>>,
+    feed: Option<Arc<dyn crate::ports::ChangeFeed>>,
     /// Where decisions, approvals, expiries and reconciliations are recorded (none: not audited).
-    audit: std::sync::OnceLock<Arc<dyn AuditLog>>,
+    audit: Option<Arc<dyn AuditLog>>,
     /// Where the engine's counts and timings go (`GET /metrics`), if anywhere.
-    meter: std::sync::OnceLock<Arc<dyn crate::Meter>>,
+    meter: Option<Arc<dyn crate::Meter>>,
     running: Mutex<HashMap<InvocationId, Running>>,
     stopping: tokio::sync::watch::Sender<bool>,
     /// Set once shutdown has drained (or stopped) every driver: waits end then, not before.
@@ -91,54 +93,6 @@ impl std::fmt::Debug for Engine {
 }
 
 impl Engine {
-    pub fn new(
-        store: Arc<dyn InvocationStore>,
-        upstreams: Arc<dyn UpstreamRegistry>,
-        faults: Arc<dyn FaultHook>,
-        cfg: EngineConfig,
-    ) -> Result<Self, Error> {
-        Self::with_policy(store, upstreams, faults, Arc::new(AllowAll), cfg)
-    }
-
-    /// As [`Engine::new`], asking `policy` before every admission.
-    pub fn with_policy(
-        store: Arc<dyn InvocationStore>,
-        upstreams: Arc<dyn UpstreamRegistry>,
-        faults: Arc<dyn FaultHook>,
-        policy: Arc<dyn PolicyPoint>,
-        cfg: EngineConfig,
-    ) -> Result<Self, Error> {
-        cfg.validate().map_err(|e| Error::invalid_input(e.0))?;
-        Ok(Self {
-            inner: Arc::new(Inner {
-                store,
-                upstreams,
-                faults,
-                policy,
-                cfg,
-                hub: Arc::default(),
-                sweeping: std::sync::atomic::AtomicBool::new(false),
-                feed: std::sync::OnceLock::new(),
-                audit: std::sync::OnceLock::new(),
-                meter: std::sync::OnceLock::new(),
-                running: Mutex::new(HashMap::new()),
-                stopping: tokio::sync::watch::channel(false).0,
-                drained: tokio::sync::watch::channel(false).0,
-            }),
-        })
-    }
-
-    /// Records every policy decision, approval, denial, expiry and reconciliation in `log`
-    /// from now on (once; a second log is ignored).
-    pub fn attach_audit(&self, log: Arc<dyn AuditLog>) {
-        let _ = self.inner.audit.set(log);
-    }
-
-    /// Counts and times what the engine does in `meter` from now on (once).
-    pub fn attach_meter(&self, meter: Arc<dyn crate::Meter>) {
-        let _ = self.inner.meter.set(meter);
-    }
-
     pub fn worker(&self) -> WorkerId {
         self.inner.cfg.worker
     }
@@ -233,7 +187,7 @@ impl Engine {
         let submitted = match admitted? {
             Admission::Created(inv) => {
                 inner.notify_changed(&inv);
-                if let Some(m) = inner.meter.get() {
+                if let Some(m) = inner.meter.as_ref() {
                     m.admitted(caller, &inv.target);
                 }
                 span.record("effect", tracing::field::debug(inv.target.effect));
@@ -380,12 +334,8 @@ impl Engine {
         Ok(inv)
     }
 
-    /// Hears other replicas' changes on `feed` and announces this one's there (once; a second
-    /// feed is ignored). Watchers are then woken by them at once, and poll only as a fallback.
-    pub fn attach_feed(&self, feed: Arc<dyn crate::ports::ChangeFeed>) {
-        if self.inner.feed.set(feed.clone()).is_err() {
-            return;
-        }
+    /// Hears other replicas' changes on `feed` until shutdown (the builder calls it once).
+    fn listen(&self, feed: Arc<dyn crate::ports::ChangeFeed>) {
         let (hub, mut stopping) = (self.inner.hub.clone(), self.inner.stopping.subscribe());
         tokio::spawn(async move {
             use futures::StreamExt as _;
@@ -439,7 +389,7 @@ impl Inner {
         }
         let taken = self.store.acquire_expired(self.cfg.worker, self.cfg.ttl_ms(), self.cfg.recovery_batch).await?;
         let n = taken.len();
-        if let (Some(m), true) = (self.meter.get(), n > 0) {
+        if let (Some(m), true) = (self.meter.as_ref(), n > 0) {
             m.taken_over(n);
         }
         for inv in taken {
@@ -511,14 +461,14 @@ impl Inner {
 
     /// Tells the meter how long a commit of `what` took (since `started`).
     pub(super) fn committed(&self, what: &'static str, started: std::time::Instant) {
-        if let Some(m) = self.meter.get() {
+        if let Some(m) = self.meter.as_ref() {
             m.committed(what, started.elapsed());
         }
     }
 
     /// Tells the meter that `inv` just entered a settled state, if it did.
     pub(super) fn settled(&self, inv: &Invocation) {
-        if let Some(m) = self.meter.get()
+        if let Some(m) = self.meter.as_ref()
             && (inv.state.is_terminal() || matches!(inv.state, crate::state::InvocationState::Unknown { .. }))
         {
             m.settled(inv);
@@ -527,7 +477,7 @@ impl Inner {
 
     fn notify_changed(&self, inv: &Invocation) {
         self.hub.committed(inv);
-        if let Some(feed) = self.feed.get() {
+        if let Some(feed) = self.feed.as_ref() {
             feed.announce(Changed::Invocation { id: inv.id, seq: inv.last_seq });
         }
     }
@@ -538,7 +488,7 @@ impl Inner {
     fn poll_every(&self) -> Duration {
         if self.sweeping.load(std::sync::atomic::Ordering::Relaxed) {
             NO_POLL
-        } else if self.feed.get().is_some() {
+        } else if self.feed.as_ref().is_some() {
             self.cfg.watch_poll.max(FEED_FALLBACK_POLL)
         } else {
             self.cfg.watch_poll
@@ -549,7 +499,7 @@ impl Inner {
     /// (changes by other processes on the same database: another replica without a feed, the
     /// CLI), or with a feed, which tells of those at once, as a fallback.
     fn sweep_every(&self) -> Duration {
-        if self.feed.get().is_some() { self.cfg.watch_poll.max(FEED_FALLBACK_POLL) } else { self.cfg.watch_poll }
+        if self.feed.as_ref().is_some() { self.cfg.watch_poll.max(FEED_FALLBACK_POLL) } else { self.cfg.watch_poll }
     }
 
     /// One read of the progress of every invocation someone here follows (instead of a read per

@@ -1,0 +1,110 @@
+//! [`EngineBuilder`]: everything an engine depends on is given before it exists, so no part of
+//! it is missing (or set late) while it runs.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use super::{Engine, EngineConfig, FaultHook, Inner, NoFaults};
+use crate::audit::AuditLog;
+use crate::error::Error;
+use crate::policy::{AllowAll, PolicyPoint};
+use crate::ports::{ChangeFeed, InvocationStore, UpstreamRegistry};
+
+/// Builds an [`Engine`]: [`Engine::builder`], the optional parts, then [`EngineBuilder::build`].
+#[must_use]
+pub struct EngineBuilder {
+    store: Arc<dyn InvocationStore>,
+    upstreams: Arc<dyn UpstreamRegistry>,
+    cfg: EngineConfig,
+    faults: Arc<dyn FaultHook>,
+    policy: Arc<dyn PolicyPoint>,
+    feed: Option<Arc<dyn ChangeFeed>>,
+    audit: Option<Arc<dyn AuditLog>>,
+    meter: Option<Arc<dyn crate::Meter>>,
+}
+
+impl std::fmt::Debug for EngineBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EngineBuilder").field("worker", &self.cfg.worker).finish_non_exhaustive()
+    }
+}
+
+impl Engine {
+    /// An engine over `store` calling `upstreams`; without more, every call is allowed, nothing
+    /// is audited or metered, and no other replica is heard.
+    pub fn builder(
+        store: Arc<dyn InvocationStore>,
+        upstreams: Arc<dyn UpstreamRegistry>,
+        cfg: EngineConfig,
+    ) -> EngineBuilder {
+        EngineBuilder {
+            store,
+            upstreams,
+            cfg,
+            faults: Arc::new(NoFaults),
+            policy: Arc::new(AllowAll),
+            feed: None,
+            audit: None,
+            meter: None,
+        }
+    }
+}
+
+impl EngineBuilder {
+    /// Where the crash and fault tests stop the engine.
+    pub fn faults(mut self, faults: Arc<dyn FaultHook>) -> Self {
+        self.faults = faults;
+        self
+    }
+
+    /// Asked before every admission.
+    pub fn policy(mut self, policy: Arc<dyn PolicyPoint>) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// Other replicas' changes heard on `feed`, and this one's announced there: watchers are
+    /// woken by them at once, and poll only as a fallback.
+    pub fn feed(mut self, feed: Option<Arc<dyn ChangeFeed>>) -> Self {
+        self.feed = feed;
+        self
+    }
+
+    /// Where every policy decision, approval, denial, expiry and reconciliation is recorded.
+    pub fn audit(mut self, log: Option<Arc<dyn AuditLog>>) -> Self {
+        self.audit = log;
+        self
+    }
+
+    /// Where the engine's counts and timings go (`GET /metrics`).
+    pub fn meter(mut self, meter: Arc<dyn crate::Meter>) -> Self {
+        self.meter = Some(meter);
+        self
+    }
+
+    /// The engine. With a feed, it starts listening at once (so within a Tokio runtime).
+    pub fn build(self) -> Result<Engine, Error> {
+        self.cfg.validate().map_err(|e| Error::invalid_input(e.0))?;
+        let engine = Engine {
+            inner: Arc::new(Inner {
+                store: self.store,
+                upstreams: self.upstreams,
+                faults: self.faults,
+                policy: self.policy,
+                cfg: self.cfg,
+                hub: Arc::default(),
+                sweeping: std::sync::atomic::AtomicBool::new(false),
+                feed: self.feed,
+                audit: self.audit,
+                meter: self.meter,
+                running: Mutex::new(HashMap::new()),
+                stopping: tokio::sync::watch::channel(false).0,
+                drained: tokio::sync::watch::channel(false).0,
+            }),
+        };
+        if let Some(feed) = engine.inner.feed.clone() {
+            engine.listen(feed);
+        }
+        Ok(engine)
+    }
+}
