@@ -64,10 +64,7 @@ pub fn engine(
     hook: Arc<dyn FaultHook>,
     cfg: EngineConfig,
 ) -> Engine {
-    Engine::builder(store, Arc::new(OneUpstream(up.clone())), cfg)
-        .faults(hook)
-        .build()
-        .unwrap_or_else(|e| panic!("{e}"))
+    Engine::builder(store, cfg).faults(hook).build(Arc::new(OneUpstream(up.clone()))).unwrap_or_else(|e| panic!("{e}"))
 }
 
 pub fn alice() -> Principal {

@@ -55,6 +55,7 @@ on_both!(
     a_call_names_its_parent_only_within_its_tenant,
     a_read_answers_an_mcp_caller_from_its_reply_and_a_crash_before_the_commit_runs_it_again,
     a_reply_its_upstream_recorded_answers_every_caller_before_the_commit,
+    upstreams_built_with_the_engine_s_port_reach_it_until_it_is_dropped,
 );
 
 async fn g1_g3_admission_commits_and_the_attempt_is_recorded_before_dispatch(db: Db) {
@@ -430,9 +431,9 @@ async fn a_change_on_one_replica_wakes_a_waiter_on_another_at_once() {
     let (store_a, feed_a) = replica().await;
     let (store_b, feed_b) = replica().await;
     let replica_engine = |store, feed, cfg| {
-        Engine::builder(store, Arc::new(OneUpstream(up.clone())), cfg)
+        Engine::builder(store, cfg)
             .feed(Some(feed))
-            .build()
+            .build(Arc::new(OneUpstream(up.clone())))
             .unwrap_or_else(|e| panic!("{e}"))
     };
     let a = replica_engine(store_a, feed_a, cfg.clone());
@@ -595,9 +596,9 @@ impl switchyard_contract::PolicyPoint for HoldAll {
 async fn a_held_call_runs_once_approved_by_another_principal_on_any_worker(db: Db) {
     let up = Scripted::new(false);
     let policy: Arc<dyn switchyard_contract::PolicyPoint> = Arc::new(HoldAll);
-    let a = Engine::builder(db.open().await, Arc::new(OneUpstream(up.clone())), config(300))
+    let a = Engine::builder(db.open().await, config(300))
         .policy(policy)
-        .build()
+        .build(Arc::new(OneUpstream(up.clone())))
         .unwrap_or_else(|e| panic!("{e}"));
     let _recovery = a.start();
     let inv = submit(&a, "w_ok").await;
@@ -640,9 +641,9 @@ async fn a_held_call_nobody_approves_in_time_expires_and_runs_nothing(db: Db) {
     let up = Scripted::new(false);
     let policy: Arc<dyn switchyard_contract::PolicyPoint> = Arc::new(HoldAll);
     let cfg = EngineConfig { approval_ttl: Duration::from_millis(300), ..config(2000) };
-    let e = Engine::builder(db.open().await, Arc::new(OneUpstream(up.clone())), cfg)
+    let e = Engine::builder(db.open().await, cfg)
         .policy(policy)
-        .build()
+        .build(Arc::new(OneUpstream(up.clone())))
         .unwrap_or_else(|err| panic!("{err}"));
     let _recovery = e.start();
     let inv = submit(&e, "w_ok").await;
@@ -728,4 +729,30 @@ async fn a_reply_its_upstream_recorded_answers_every_caller_before_the_commit(db
     }
     let waited = wait(via(A2a, "w_ok"), 300).await;
     assert_eq!(waited.state.name(), StateName::Dispatching, "a write not recorded upstream waits for its commit");
+}
+
+/// Upstreams that call the engine that calls them (an A2A `tools` agent) are built with its
+/// driving port (`build_cyclic`): through it they submit and read like any face, and once the
+/// engine is dropped the port refuses as unavailable instead of keeping it alive.
+async fn upstreams_built_with_the_engine_s_port_reach_it_until_it_is_dropped(db: Db) {
+    let up = Scripted::new(false);
+    let mut port = None;
+    let e = Engine::builder(db.open().await, config(2000))
+        .build_cyclic(|engine| {
+            port = Some(engine);
+            Ok::<_, switchyard_contract::Error>(Arc::new(OneUpstream(up.clone())) as Arc<_>)
+        })
+        .unwrap_or_else(|err| panic!("{err}"));
+    let port = port.unwrap_or_else(|| panic!("the upstreams were built with the port"));
+    let inv = port.submit(call("r_ok", json!({}), None)).await.unwrap_or_else(|err| panic!("{err}")).invocation;
+    let done = until(&e, inv.id, StateName::Succeeded).await;
+    assert_eq!(port.get(&alice().tenant, inv.id).await.ok().map(|i| i.state.name()), Some(done.state.name()));
+    drop(e);
+    for _ in 0..100 {
+        match port.get(&alice().tenant, inv.id).await {
+            Err(err) if err.kind == ErrorKind::Unavailable => return,
+            _ => tokio::time::sleep(Duration::from_millis(20)).await, // a driver may still hold it
+        }
+    }
+    panic!("the port still reaches a dropped engine");
 }

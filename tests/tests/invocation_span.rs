@@ -81,8 +81,8 @@ async fn the_driver_span_is_a_child_of_the_submitting_span_which_names_the_invoc
         watch_poll: Duration::from_millis(50),
         ..EngineConfig::default()
     };
-    let e = Engine::builder(store.invocations, Arc::new(OneUpstream(up.clone())), cfg)
-        .build()
+    let e = Engine::builder(store.invocations, cfg)
+        .build(Arc::new(OneUpstream(up.clone())))
         .unwrap_or_else(|e| panic!("{e}"));
     let submission = Submission {
         principal: alice(),

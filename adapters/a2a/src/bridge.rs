@@ -8,7 +8,7 @@
 //! Results are read from the stored task (mapping table in this crate's README).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use a2a::{Message, Part as A2aPart, PartContent, Role, Task, TaskState};
@@ -43,7 +43,7 @@ pub struct A2aCatalog {
     agents: HashMap<String, AgentConfig>,
     proxies: Arc<HashMap<String, Arc<Proxy>>>,
     hub: Hub,
-    engine: Arc<OnceLock<Arc<dyn Invocations>>>,
+    engine: Arc<dyn Invocations>,
     /// When each agent's card was last asked for.
     tried: Mutex<HashMap<String, Instant>>,
 }
@@ -107,7 +107,7 @@ impl A2aCatalog {
         agents: &[AgentConfig],
         proxies: Arc<HashMap<String, Arc<Proxy>>>,
         hub: Hub,
-        engine: Arc<OnceLock<Arc<dyn Invocations>>>,
+        engine: Arc<dyn Invocations>,
     ) -> Self {
         let agents =
             agents.iter().filter(|a| a.kind != AgentKind::Tools).map(|a| (a.name.clone(), a.clone())).collect();
@@ -119,7 +119,7 @@ impl A2aCatalog {
     }
 
     fn engine(&self) -> Result<&Arc<dyn Invocations>, Error> {
-        self.engine.get().ok_or_else(|| Error::unavailable("the engine is not running yet"))
+        Ok(&self.engine)
     }
 
     /// The run request of a bridged invocation (one of this catalog's agents).

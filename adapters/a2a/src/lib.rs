@@ -27,7 +27,7 @@ mod testing;
 pub mod tools;
 
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use serde_json::Value;
 use switchyard_contract::{ArtifactKeeper, Catalog, EffectClass, Invocations, PushOutbox, TaskStore, Upstream};
@@ -50,7 +50,29 @@ impl std::fmt::Debug for RegisteredAgent {
     }
 }
 
-/// The configured agents, before the engine exists: their engine upstreams come first.
+/// What the agents work with, all present before they are built.
+pub struct A2aPorts {
+    /// The driving port the `tools` agents and the bridge submit through (the engine that calls
+    /// the agents, held weakly: see `EngineBuilder::build_cyclic`).
+    pub engine: Arc<dyn Invocations>,
+    pub tasks: Arc<dyn TaskStore>,
+    /// Where the hub's task changes queue push deliveries.
+    pub outbox: Arc<dyn PushOutbox>,
+    /// Where large artifact parts go (the gateway's artifact store).
+    pub keeper: Option<Arc<dyn ArtifactKeeper>>,
+    /// The upstream tools `tools` agents expose.
+    pub catalog: Option<Arc<dyn Catalog>>,
+    /// (PostgreSQL) task followers are woken by other replicas' changes heard there.
+    pub feed: Option<Arc<dyn switchyard_contract::ChangeFeed>>,
+}
+
+impl std::fmt::Debug for A2aPorts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("A2aPorts").finish_non_exhaustive()
+    }
+}
+
+/// The configured agents, built before the engine that calls them (with its driving port).
 pub struct A2aAgents {
     config: Arc<A2aConfig>,
     hub: hub::Hub,
@@ -60,8 +82,8 @@ pub struct A2aAgents {
     proxies: Arc<HashMap<String, Arc<proxy::Proxy>>>,
     /// The `tools` agents, by agent name.
     tools: Arc<HashMap<String, Arc<tools::ToolsAgent>>>,
-    /// The driving port, set when the face is built (the `tools` agents call through it).
-    engine: Arc<OnceLock<Arc<dyn Invocations>>>,
+    /// The driving port (the `tools` agents and the bridge call through it).
+    engine: Arc<dyn Invocations>,
     signer: Option<Arc<card::CardSigner>>,
 }
 
@@ -72,18 +94,13 @@ impl std::fmt::Debug for A2aAgents {
 }
 
 impl A2aAgents {
-    /// `keeper`: where large artifact parts go (the gateway's artifact store); `sealer`: the key
-    /// for webhook credentials at rest; `catalog`: the upstream tools `tools` agents expose;
-    /// `feed` (PostgreSQL): task followers are woken by other replicas' changes heard there.
+    /// `sealer`: the key for webhook credentials at rest.
     pub fn new(
         config: A2aConfig,
-        tasks: Arc<dyn TaskStore>,
-        outbox: Arc<dyn PushOutbox>,
-        keeper: Option<Arc<dyn ArtifactKeeper>>,
+        ports: A2aPorts,
         sealer: sealing::CredentialSealer,
-        catalog: Option<Arc<dyn Catalog>>,
-        feed: Option<Arc<dyn switchyard_contract::ChangeFeed>>,
     ) -> Result<Self, switchyard_contract::InvalidConfig> {
+        let A2aPorts { engine, tasks, outbox, keeper, catalog, feed } = ports;
         let mut seen = std::collections::HashSet::new();
         for a in &config.agents {
             a.validate()?;
@@ -100,7 +117,6 @@ impl A2aAgents {
                 Some((a.name.clone(), proxy::Proxy::new(url, timeout, a.interface_hosts.clone())))
             })
             .collect();
-        let engine = Arc::new(OnceLock::new());
         let mut tools = HashMap::new();
         for a in config.agents.iter().filter(|a| a.kind == agent::AgentKind::Tools) {
             let Some(catalog) = catalog.clone() else {
@@ -178,7 +194,6 @@ impl A2aAgents {
     /// The face, once the engine runs. `security`: the cards' `securitySchemes` and
     /// `securityRequirements`.
     pub fn face(&self, engine: Arc<dyn Invocations>, security: Option<(Value, Value)>) -> face::A2aFace {
-        let _ = self.engine.set(engine.clone());
         let agents: HashMap<_, _> = self
             .config
             .agents

@@ -35,7 +35,15 @@ fn face_waiting(port: Arc<MemoryInvocations>, tasks: Arc<MemoryTasks>, wait_ms: 
     }))
     .unwrap_or_else(|e| panic!("{e}"));
     let sealer = CredentialSealer::from_hex(&"11".repeat(32)).unwrap_or_else(|e| panic!("{e}"));
-    let agents = A2aAgents::new(cfg, tasks.clone(), tasks, None, sealer, None, None).unwrap_or_else(|e| panic!("{e}"));
+    let ports = switchyard_a2a::A2aPorts {
+        engine: port.clone(),
+        tasks: tasks.clone(),
+        outbox: tasks,
+        keeper: None,
+        catalog: None,
+        feed: None,
+    };
+    let agents = A2aAgents::new(cfg, ports, sealer).unwrap_or_else(|e| panic!("{e}"));
     let face = agents.face(port, None);
     switchyard_a2a::http::api(face.clone()).merge(switchyard_a2a::grpc::router(face))
 }

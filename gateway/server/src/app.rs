@@ -82,32 +82,38 @@ impl App {
             .await
             .context("cannot open the artifact store")?;
         let keeper: Arc<dyn switchyard_contract::ArtifactKeeper> = Arc::new(artifacts.clone());
-        let a2a = Arc::new(
-            switchyard_a2a::A2aAgents::new(
-                cfg.a2a.clone(),
-                stores.tasks.clone(),
-                stores.outbox.clone(),
-                Some(keeper),
-                a2a_sealer(cfg)?,
-                Some(mcp.bridge()),
-                stores.feed.clone(),
-            )
-            .map_err(anyhow::Error::msg)?,
-        );
-        let registry = Arc::new(registry(cfg, &mcp, &a2a));
+        let a2a_sealer = a2a_sealer(cfg)?;
         let worker = worker_identity(&cfg.server.data_dir)?;
         let audit_log = cfg.audited().then(|| {
             let partition = cfg.audit.partition.clone().unwrap_or_else(|| worker.to_string());
             audit_log(&stores.audit, partition)
         });
         let metrics = Arc::new(crate::metrics::Metrics::default());
-        let engine = Engine::builder(stores.invocations.clone(), registry, cfg.engine_config(worker))
+        // The A2A agents submit their own calls (a `tools` agent's tool calls) to the engine that
+        // calls them: they are built with its driving port, and it with them.
+        let mut agents = None;
+        let engine = Engine::builder(stores.invocations.clone(), cfg.engine_config(worker))
             .faults(fault_hook()?)
             .policy(policy_point(cfg, stores.grants.clone())?)
             .audit(audit_log.clone())
             .meter(metrics.clone())
             .feed(stores.feed.clone())
-            .build()?;
+            .build_cyclic(|engine| -> anyhow::Result<Arc<dyn switchyard_contract::UpstreamRegistry>> {
+                let ports = switchyard_a2a::A2aPorts {
+                    engine,
+                    tasks: stores.tasks.clone(),
+                    outbox: stores.outbox.clone(),
+                    keeper: Some(keeper),
+                    catalog: Some(mcp.bridge()),
+                    feed: stores.feed.clone(),
+                };
+                let a2a =
+                    switchyard_a2a::A2aAgents::new(cfg.a2a.clone(), ports, a2a_sealer).map_err(anyhow::Error::msg)?;
+                let registry = registry(cfg, &mcp, &a2a);
+                agents = Some(Arc::new(a2a));
+                Ok(Arc::new(registry))
+            })?;
+        let a2a = agents.ok_or_else(|| anyhow::anyhow!("the A2A agents were not built"))?;
         let grants = match &cfg.policy {
             Some(_) => Some(crate::grants::GrantDesk::new(grant_key(cfg)?, stores.grants.clone(), audit_log.clone())),
             None => None,

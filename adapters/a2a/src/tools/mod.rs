@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use a2a::{Artifact, Message, Part, PartContent, TaskState};
@@ -64,8 +64,8 @@ pub struct ToolsAgent {
     tools: Vec<String>,
     /// The largest result a task takes (`a2a.tool_result_max_bytes`).
     max_result_bytes: usize,
-    /// The driving port, once the engine runs (the agent's upstream exists before it).
-    engine: Arc<OnceLock<Arc<dyn Invocations>>>,
+    /// The driving port of the engine that calls this agent.
+    engine: Arc<dyn Invocations>,
     /// The tool call each run in this process waits for, by run.
     calls: Mutex<HashMap<InvocationId, InvocationId>>,
 }
@@ -89,7 +89,7 @@ impl ToolsAgent {
         catalog: Arc<dyn Catalog>,
         exposed: Exposed,
         max_result_bytes: usize,
-        engine: Arc<OnceLock<Arc<dyn Invocations>>>,
+        engine: Arc<dyn Invocations>,
     ) -> Self {
         let Exposed { upstreams, tools } = exposed;
         Self { catalog, upstreams, tools, max_result_bytes, engine, calls: Mutex::new(HashMap::new()) }
@@ -219,7 +219,7 @@ impl ToolsAgent {
         call: Option<&Value>,
     ) -> Result<(Operation, Submission), A2aError> {
         let not_asked = || A2aError::invalid_params("this task's tool call did not ask for input");
-        let engine = self.engine.get().ok_or_else(|| A2aError::internal("the engine is not running yet"))?;
+        let engine = &self.engine;
         let id: InvocationId = call
             .and_then(|c| c.get("invocation"))
             .and_then(Value::as_str)
@@ -259,10 +259,7 @@ impl ToolsAgent {
         cancel: &CancellationToken,
     ) -> Result<Vec<Change>, UpstreamError> {
         let (ctx, task) = (req.context_id.as_str(), req.task_id.as_str());
-        let engine = self
-            .engine
-            .get()
-            .ok_or_else(|| UpstreamError::Unavailable { message: "the engine is not running yet".into() })?;
+        let engine = &self.engine;
         let rejected = |message: String| Ok(vec![status_saying(TaskState::Rejected, &message, ctx, task)]);
         // A run driven again right after a restart may start before the upstreams are
         // discovered: wait for them a while rather than refuse a message checked on arrival.
@@ -368,8 +365,8 @@ impl ToolsAgent {
     /// applies (a write in flight becomes `unknown`).
     pub async fn cancel(&self, call: &DispatchCall) {
         let child = self.calls.lock().ok().and_then(|m| m.get(&call.invocation).copied());
-        if let (Some(child), Some(engine)) = (child, self.engine.get())
-            && let Err(e) = engine.cancel(&call.principal, child).await
+        if let Some(child) = child
+            && let Err(e) = self.engine.cancel(&call.principal, child).await
         {
             tracing::warn!(invocation.id = %child, error = %e, "cannot cancel the tool call of a canceled run");
         }
@@ -603,7 +600,9 @@ mod tests {
             Arc::new(Sized),
             Exposed { upstreams: vec!["fx".into()], tools: Vec::new() },
             100,
-            Arc::new(OnceLock::new()),
+            switchyard_contract::memory::MemoryInvocations::new(|_| {
+                switchyard_contract::memory::Reply::Refuse(switchyard_contract::Error::internal("nothing is submitted"))
+            }),
         );
         let op = read_op();
         let last_state = |changes: Vec<Change>| match changes.last() {

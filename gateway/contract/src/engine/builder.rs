@@ -4,17 +4,17 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use super::weak::WeakEngine;
 use super::{Engine, EngineConfig, FaultHook, Inner, NoFaults};
 use crate::audit::AuditLog;
 use crate::error::Error;
 use crate::policy::{AllowAll, PolicyPoint};
-use crate::ports::{ChangeFeed, InvocationStore, UpstreamRegistry};
+use crate::ports::{ChangeFeed, InvocationStore, Invocations, UpstreamRegistry};
 
 /// Builds an [`Engine`]: [`Engine::builder`], the optional parts, then [`EngineBuilder::build`].
 #[must_use]
 pub struct EngineBuilder {
     store: Arc<dyn InvocationStore>,
-    upstreams: Arc<dyn UpstreamRegistry>,
     cfg: EngineConfig,
     faults: Arc<dyn FaultHook>,
     policy: Arc<dyn PolicyPoint>,
@@ -30,16 +30,11 @@ impl std::fmt::Debug for EngineBuilder {
 }
 
 impl Engine {
-    /// An engine over `store` calling `upstreams`; without more, every call is allowed, nothing
-    /// is audited or metered, and no other replica is heard.
-    pub fn builder(
-        store: Arc<dyn InvocationStore>,
-        upstreams: Arc<dyn UpstreamRegistry>,
-        cfg: EngineConfig,
-    ) -> EngineBuilder {
+    /// An engine over `store`; without more, every call is allowed, nothing is audited or
+    /// metered, and no other replica is heard.
+    pub fn builder(store: Arc<dyn InvocationStore>, cfg: EngineConfig) -> EngineBuilder {
         EngineBuilder {
             store,
-            upstreams,
             cfg,
             faults: Arc::new(NoFaults),
             policy: Arc::new(AllowAll),
@@ -82,13 +77,31 @@ impl EngineBuilder {
         self
     }
 
-    /// The engine. With a feed, it starts listening at once (so within a Tokio runtime).
-    pub fn build(self) -> Result<Engine, Error> {
+    /// The engine, calling `upstreams`. With a feed, it starts listening at once (so within a
+    /// Tokio runtime).
+    pub fn build(self, upstreams: Arc<dyn UpstreamRegistry>) -> Result<Engine, Error> {
+        self.build_cyclic(|_| Ok::<_, Error>(upstreams))
+    }
+
+    /// The engine, calling the upstreams `upstreams` makes from the engine's own driving port:
+    /// for upstreams that submit calls to the engine that calls them (an A2A `tools` agent).
+    /// The port holds the engine weakly; it is refused as unavailable once the engine is gone.
+    pub fn build_cyclic<E: From<Error>>(
+        self,
+        upstreams: impl FnOnce(Arc<dyn Invocations>) -> Result<Arc<dyn UpstreamRegistry>, E>,
+    ) -> Result<Engine, E> {
         self.cfg.validate().map_err(|e| Error::invalid_input(e.0))?;
-        let engine = Engine {
-            inner: Arc::new(Inner {
+        let mut made = None;
+        let inner = Arc::new_cyclic(|weak| {
+            let registry = upstreams(Arc::new(WeakEngine(weak.clone())));
+            let (registry, failed) = match registry {
+                Ok(r) => (r, None),
+                Err(e) => (Arc::new(NoUpstreams) as Arc<dyn UpstreamRegistry>, Some(e)),
+            };
+            made = failed;
+            Inner {
                 store: self.store,
-                upstreams: self.upstreams,
+                upstreams: registry,
                 faults: self.faults,
                 policy: self.policy,
                 cfg: self.cfg,
@@ -100,11 +113,28 @@ impl EngineBuilder {
                 running: Mutex::new(HashMap::new()),
                 stopping: tokio::sync::watch::channel(false).0,
                 drained: tokio::sync::watch::channel(false).0,
-            }),
-        };
+            }
+        });
+        if let Some(e) = made {
+            return Err(e);
+        }
+        let engine = Engine { inner };
         if let Some(feed) = engine.inner.feed.clone() {
             engine.listen(feed);
         }
         Ok(engine)
+    }
+}
+
+/// The upstreams of an engine whose build failed: it is dropped at once, never run.
+struct NoUpstreams;
+
+impl UpstreamRegistry for NoUpstreams {
+    fn target(&self, upstream: &str, _: &str) -> Result<crate::principal::Target, Error> {
+        Err(Error::not_found(format!("no upstream {upstream}")))
+    }
+
+    fn upstream(&self, _: &str) -> Option<Arc<dyn crate::ports::Upstream>> {
+        None
     }
 }

@@ -15,6 +15,7 @@ mod hub;
 mod policy;
 mod resolve;
 mod watch;
+mod weak;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
