@@ -148,7 +148,7 @@ mod tests {
     const DATA: &[u8] = b"the quick brown fox jumps over the lazy dog";
 
     fn blob(data: &[u8]) -> BlobRef {
-        let digest = ContentDigest::from_bytes(&Sha256::digest(data)).unwrap_or_else(|e| panic!("{e}"));
+        let digest = ContentDigest::from_bytes(&Sha256::digest(data)).unwrap();
         BlobRef { digest, size: data.len() as u64, location: "x".into(), chunks: None }
     }
 

@@ -203,7 +203,7 @@ mod tests {
         let cfg = ArtifactsConfig { s3_bucket: "bkt".into(), ..ArtifactsConfig::default() };
         assert!(cfg.s3_settings(|_| None).is_err());
         let s = cfg.s3_settings(|k| Some(format!("{k}-value")));
-        let s = s.unwrap_or_else(|e| panic!("{e}"));
+        let s = s.unwrap();
         assert_eq!(s.access_key_id, "AWS_ACCESS_KEY_ID-value");
         assert!(!format!("{s:?}").contains("AWS_SECRET_ACCESS_KEY-value"));
     }

@@ -114,7 +114,7 @@ mod tests {
     use switchyard_contract::ContentDigest;
 
     fn blob(data: &[u8]) -> BlobRef {
-        let digest = ContentDigest::from_bytes(&Sha256::digest(data)).unwrap_or_else(|e| panic!("{e}"));
+        let digest = ContentDigest::from_bytes(&Sha256::digest(data)).unwrap();
         BlobRef { digest, size: data.len() as u64, location: "x".into(), chunks: None }
     }
 

@@ -12,7 +12,7 @@ use switchyard_tests::issuer::TestIssuer;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_python_sdk_works_over_jsonrpc_http_json_and_grpc() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let config = write_config(dir.path(), "message_dedupe = true", "anonymous = true");
     let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(config), ..Options::default() });
     for binding in ["JSONRPC", "HTTP+JSON", "GRPC"] {
@@ -37,7 +37,7 @@ async fn the_python_sdk_works_over_jsonrpc_http_json_and_grpc() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_subscriber_resumes_after_a_restart_and_sees_every_event_once() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let config = write_config(dir.path(), "", "anonymous = true");
     let store = switchyard_tests::pg::database().await;
     let opts =
@@ -75,7 +75,7 @@ async fn a_subscriber_resumes_after_a_restart_and_sees_every_event_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_requests_get_protocol_errors_and_change_nothing() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let config = write_config(dir.path(), "", "anonymous = true\nmax_request_body_bytes = 4096");
     let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(config), ..Options::default() });
     let http = &gw.http;
@@ -91,22 +91,10 @@ async fn bad_requests_get_protocol_errors_and_change_nothing() {
         |m: Value| json!({"jsonrpc": "2.0", "id": 7, "method": "SendMessage", "params": {"message": m}}).to_string();
     let code = |v: &Value| v["error"]["code"].as_i64();
     let cases: Vec<(&str, reqwest::Response, i64)> = vec![
-        (
-            "no A2A-Version (= 0.3)",
-            post(send(message("x")), "application/json", None).await.unwrap_or_else(|e| panic!("{e}")),
-            -32009,
-        ),
-        (
-            "A2A-Version 99.0",
-            post(send(message("x")), "application/json", Some("99.0")).await.unwrap_or_else(|e| panic!("{e}")),
-            -32009,
-        ),
-        (
-            "text/plain",
-            post(send(message("x")), "text/plain", Some("1.0")).await.unwrap_or_else(|e| panic!("{e}")),
-            -32005,
-        ),
-        ("not JSON", post("{".into(), "application/json", Some("1.0")).await.unwrap_or_else(|e| panic!("{e}")), -32700),
+        ("no A2A-Version (= 0.3)", post(send(message("x")), "application/json", None).await.unwrap(), -32009),
+        ("A2A-Version 99.0", post(send(message("x")), "application/json", Some("99.0")).await.unwrap(), -32009),
+        ("text/plain", post(send(message("x")), "text/plain", Some("1.0")).await.unwrap(), -32005),
+        ("not JSON", post("{".into(), "application/json", Some("1.0")).await.unwrap(), -32700),
         (
             "0.3 method name",
             post(
@@ -115,14 +103,14 @@ async fn bad_requests_get_protocol_errors_and_change_nothing() {
                 Some("1.0"),
             )
             .await
-            .unwrap_or_else(|e| panic!("{e}")),
+            .unwrap(),
             -32601,
         ),
         (
             "no message parts",
             post(send(json!({"messageId": "m1", "role": "ROLE_USER", "parts": []})), "application/json", Some("1.0"))
                 .await
-                .unwrap_or_else(|e| panic!("{e}")),
+                .unwrap(),
             -32602,
         ),
     ];
@@ -138,7 +126,7 @@ async fn bad_requests_get_protocol_errors_and_change_nothing() {
         Some("1.0"),
     )
     .await
-    .unwrap_or_else(|e| panic!("{e}"));
+    .unwrap();
     assert_eq!(big.status().as_u16(), 413, "bodies above a2a.max_request_body_bytes");
     let big: Value = big.json().await.unwrap_or(Value::Null);
     assert_eq!(big["error"]["data"][0]["reason"], "PAYLOAD_TOO_LARGE", "a JSON-RPC error body: {big}");
@@ -152,7 +140,7 @@ async fn bad_requests_get_protocol_errors_and_change_nothing() {
         )
         .send()
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
     assert_eq!(big_rest.status().as_u16(), 413);
     let big_rest: Value = big_rest.json().await.unwrap_or(Value::Null);
     assert_eq!(big_rest["error"]["details"][0]["reason"], "PAYLOAD_TOO_LARGE", "an AIP-193 body: {big_rest}");
@@ -169,20 +157,19 @@ async fn bad_requests_get_protocol_errors_and_change_nothing() {
     assert_eq!(code(&hook), Some(-32602), "private webhook destinations are refused: {hook}");
     // HTTP+JSON: AIP-193 errors with the spec profile's statuses and content type.
     let rest = |path: &str| http.get(format!("{url}/rest{path}")).header("a2a-version", "1.0").send();
-    let missing = rest("/tasks/no-such-task").await.unwrap_or_else(|e| panic!("{e}"));
+    let missing = rest("/tasks/no-such-task").await.unwrap();
     assert_eq!(missing.status().as_u16(), 404);
     assert_eq!(missing.headers()["content-type"], "application/a2a+json");
     let body: Value = missing.json().await.unwrap_or(Value::Null);
     assert_eq!(body["error"]["status"], "NOT_FOUND");
     assert_eq!(body["error"]["details"][0]["reason"], "TASK_NOT_FOUND");
-    let page = rest("/tasks?pageSize=abc").await.unwrap_or_else(|e| panic!("{e}"));
+    let page = rest("/tasks?pageSize=abc").await.unwrap();
     assert_eq!(page.status().as_u16(), 400);
     // None of that reached the engine.
     assert!(gw.all("default").await.is_empty(), "refused requests recorded nothing");
 
     // The card: cacheable, with a validator.
-    let card =
-        http.get(format!("{}/.well-known/agent-card.json", gw.base)).send().await.unwrap_or_else(|e| panic!("{e}"));
+    let card = http.get(format!("{}/.well-known/agent-card.json", gw.base)).send().await.unwrap();
     assert_eq!(card.status().as_u16(), 200);
     let etag = card.headers()["etag"].clone();
     assert!(card.headers()["cache-control"].to_str().unwrap_or_default().contains("max-age="));
@@ -194,7 +181,7 @@ async fn bad_requests_get_protocol_errors_and_change_nothing() {
         .header("if-none-match", etag)
         .send()
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
     assert_eq!(again.status().as_u16(), 304);
 }
 
@@ -203,7 +190,7 @@ const RESOURCE: &str = "https://gateway.test";
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn oauth_scopes_and_tenant_isolation_on_the_a2a_face() {
     let issuer = TestIssuer::start().await;
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let auth = format!(
         "\n[auth]\nresource = \"{RESOURCE}\"\nscopes_supported = [\"a2a:call\", \"vault:call\"]\n\n[[auth.issuers]]\nissuer = \"{}\"\n",
         issuer.issuer
@@ -211,7 +198,7 @@ async fn oauth_scopes_and_tenant_isolation_on_the_a2a_face() {
     let vault = "\n[[a2a.agents]]\nname = \"vault\"\nkind = \"echo\"\nscope = \"vault:call\"\n";
     let path = write_config(dir.path(), vault, "");
     let text = std::fs::read_to_string(&path).unwrap_or_default() + &auth;
-    std::fs::write(&path, text).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&path, text).unwrap();
     let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(path), ..Options::default() });
     let url = format!("{}/a2a/tck", gw.base);
     let http = &gw.http;
@@ -222,7 +209,7 @@ async fn oauth_scopes_and_tenant_isolation_on_the_a2a_face() {
         .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}}))
         .send()
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
     assert_eq!(anon.status().as_u16(), 401);
     let challenge = anon.headers().get("www-authenticate").and_then(|v| v.to_str().ok()).unwrap_or_default();
     assert!(challenge.contains("resource_metadata="), "{challenge}");
@@ -231,7 +218,7 @@ async fn oauth_scopes_and_tenant_isolation_on_the_a2a_face() {
         .header("content-type", "application/grpc")
         .send()
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
     assert_eq!(grpc_anon.status().as_u16(), 401, "gRPC is behind the same gate");
 
     let token = |tenant: &str, scopes: &str| issuer.sign(&issuer.claims(RESOURCE, tenant, "someone", scopes, 300));
@@ -268,7 +255,7 @@ async fn oauth_scopes_and_tenant_isolation_on_the_a2a_face() {
         .bearer_auth(&blue)
         .send()
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
     assert_eq!(rest.status().as_u16(), 404);
     // Red still has it, untouched.
     let (_, mine) = rpc(http, &url, Some(&red), "GetTask", json!({"id": task})).await;
@@ -307,7 +294,7 @@ async fn oauth_scopes_and_tenant_isolation_on_the_a2a_face() {
         .get(format!("{}/.well-known/agent-card.json", gw.base))
         .send()
         .await
-        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap()
         .json()
         .await
         .unwrap_or(Value::Null);
@@ -318,33 +305,28 @@ async fn oauth_scopes_and_tenant_isolation_on_the_a2a_face() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn open_subscriptions_end_at_shutdown_so_the_gateway_drains() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let config = write_config(dir.path(), "", "anonymous = true");
     let mut gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(config), ..Options::default() });
     let url = format!("{}/a2a/tck", gw.base);
     let (_, sent) = rpc(&gw.http, &url, None, "SendMessage", json!({"message": message("tck-input-required")})).await;
     let task = sent["result"]["task"]["id"].as_str().unwrap_or_else(|| panic!("{sent}")).to_string();
     // An input-required task never ends by itself: this stream stays open.
-    let resp = gw
-        .http
-        .get(format!("{url}/rest/tasks/{task}:subscribe"))
-        .header("a2a-version", "1.0")
-        .send()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let resp =
+        gw.http.get(format!("{url}/rest/tasks/{task}:subscribe")).header("a2a-version", "1.0").send().await.unwrap();
     assert_eq!(resp.status().as_u16(), 200);
     let body = tokio::spawn(async move { resp.text().await });
     tokio::time::sleep(Duration::from_millis(300)).await;
     let t0 = std::time::Instant::now();
     assert!(gw.terminate(), "clean exit");
     assert!(t0.elapsed() < Duration::from_secs(5), "shutdown did not wait for the grace period: {:?}", t0.elapsed());
-    let text = body.await.unwrap_or_else(|e| panic!("{e}")).unwrap_or_else(|e| panic!("{e}"));
+    let text = body.await.unwrap().unwrap();
     assert!(text.starts_with("data: {\"task\""), "the stream began with the task and then ended: {text}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn push_is_retried_until_acknowledged_and_arrives_in_order() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let config = write_config(dir.path(), "", "anonymous = true");
     let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(config), ..Options::default() });
     let url = format!("{}/a2a/tck", gw.base);
@@ -415,7 +397,7 @@ async fn push_is_retried_until_acknowledged_and_arrives_in_order() {
 /// its poll (250 ms without a feed; 2 s with one).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn subscribers_on_two_replicas_see_the_same_events_in_the_same_order() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let config = write_config(dir.path(), "", "anonymous = true");
     let store = switchyard_tests::pg::database().await;
     let replica = |n: &str| Options {
@@ -432,7 +414,7 @@ async fn subscribers_on_two_replicas_see_the_same_events_in_the_same_order() {
             .header("a2a-version", "1.0")
             .send()
             .await
-            .unwrap_or_else(|e| panic!("{e}"));
+            .unwrap();
         let (mut text, mut last) = (String::new(), std::time::Instant::now());
         while let Ok(Some(chunk)) = resp.chunk().await {
             text.push_str(&String::from_utf8_lossy(&chunk));
@@ -475,7 +457,7 @@ async fn subscribers_on_two_replicas_see_the_same_events_in_the_same_order() {
 /// event when the run was quick, and hang).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_streaming_follow_up_ends_with_its_run() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let config = write_config(dir.path(), "", "anonymous = true");
     let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(config), ..Options::default() });
     let url = format!("{}/a2a/tck", gw.base);
@@ -511,7 +493,7 @@ async fn a_streaming_follow_up_ends_with_its_run() {
 /// while re-storing one it already holds is allowed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn push_configs_per_task_are_capped() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let config = write_config(dir.path(), "", "anonymous = true");
     let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(config), ..Options::default() });
     let url = format!("{}/a2a/tck", gw.base);
@@ -537,7 +519,7 @@ async fn each_agent_is_reached_on_every_binding_its_card_lists() {
     // Two agents on one gateway: the Python SDK, given each agent's own card, must reach that
     // agent on JSON-RPC, HTTP+JSON and gRPC (gRPC has one service path: the card's interface
     // names the agent in its `tenant`, which the SDK puts in every request).
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let config = write_config(dir.path(), "\n[[a2a.agents]]\nname = \"echo\"\nkind = \"echo\"\n", "anonymous = true");
     let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(config), ..Options::default() });
     for binding in ["JSONRPC", "HTTP+JSON", "GRPC"] {

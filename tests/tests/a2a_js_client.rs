@@ -24,7 +24,7 @@ async fn all_bindings(base: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_js_sdk_works_with_the_built_in_agent_on_every_binding() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let config = write_config(dir.path(), "", "anonymous = true");
     let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(config), ..Options::default() });
     // The SDK resolves the card relative to the base URL: an agent's base ends with `/`.
@@ -34,7 +34,7 @@ async fn the_js_sdk_works_with_the_built_in_agent_on_every_binding() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_js_sdk_sees_an_sdk_agent_through_the_gateway_as_it_sees_it_directly() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let agent = InternalAgent::start_tck(dir.path());
     all_bindings(&format!("{}/", agent.url)).await;
     let agents = format!(

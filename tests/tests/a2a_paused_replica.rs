@@ -38,7 +38,7 @@ async fn until(what: &str, mut ok: impl AsyncFnMut() -> bool) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replica_paused_past_its_lease_does_not_send_what_another_took_over() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let agent = InternalAgent::start(dir.path());
     let card = format!("{}/.well-known/agent-card.json", agent.url);
     let agents = format!("[[a2a.agents]]\nname = \"internal\"\nkind = \"upstream\"\ncard_url = \"{card}\"\n");

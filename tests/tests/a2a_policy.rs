@@ -94,7 +94,7 @@ fn sends_to(runs: &[Value], agent: &str) -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sends_are_allowed_rejected_or_wait_for_approval() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let gw = start(dir.path());
 
     let done = send(&gw, "open").await;
@@ -117,8 +117,8 @@ async fn sends_are_allowed_rejected_or_wait_for_approval() {
         .json(&json!({"message": message("r")}))
         .send()
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let body: Value = rest.json().await.unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
+    let body: Value = rest.json().await.unwrap();
     assert_eq!(body["task"]["status"]["state"], "TASK_STATE_REJECTED", "{body}");
 
     // Held: the task waits, saying so and naming its invocation; nothing ran yet.
@@ -126,13 +126,10 @@ async fn sends_are_allowed_rejected_or_wait_for_approval() {
     assert_eq!(waiting["status"]["state"], "TASK_STATE_SUBMITTED", "{waiting}");
     assert!(status_text(&waiting).contains("waits for approval"), "{waiting}");
     let (task, inv) = (waiting["id"].as_str().unwrap_or_default().to_string(), invocation_of(&waiting));
-    let (_, shown) = gw.get("default", &format!("/admin/v1/invocations/{inv}")).await.unwrap_or_else(|e| panic!("{e}"));
+    let (_, shown) = gw.get("default", &format!("/admin/v1/invocations/{inv}")).await.unwrap();
     assert_eq!(shown["state"]["state"], "awaiting_approval", "{shown}");
     // Approved: the same task runs to its end.
-    let (status, body) = gw
-        .post("default", &format!("/admin/v1/invocations/{inv}/approve"), json!({}))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let (status, body) = gw.post("default", &format!("/admin/v1/invocations/{inv}/approve"), json!({})).await.unwrap();
     assert_eq!(status, 200, "{body}");
     let finished = until(&gw, "desk", &task, "TASK_STATE_COMPLETED").await;
     assert!(status_text(&finished).contains("echo"), "{finished}");
@@ -140,10 +137,8 @@ async fn sends_are_allowed_rejected_or_wait_for_approval() {
     // Held, then denied: the task ends rejected, saying so.
     let waiting = send(&gw, "desk").await;
     let (task, inv) = (waiting["id"].as_str().unwrap_or_default().to_string(), invocation_of(&waiting));
-    let (status, _) = gw
-        .post("default", &format!("/admin/v1/invocations/{inv}/deny"), json!({"reason": "not now"}))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let (status, _) =
+        gw.post("default", &format!("/admin/v1/invocations/{inv}/deny"), json!({"reason": "not now"})).await.unwrap();
     assert_eq!(status, 200);
     let ended = until(&gw, "desk", &task, "TASK_STATE_REJECTED").await;
     assert!(status_text(&ended).contains("approval denied"), "{ended}");
@@ -158,7 +153,7 @@ async fn sends_are_allowed_rejected_or_wait_for_approval() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_held_stream_follows_its_task_through_approval() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let gw = start(dir.path());
     let resp = gw
         .http
@@ -167,7 +162,7 @@ async fn a_held_stream_follows_its_task_through_approval() {
         .json(&json!({"message": message("s")}))
         .send()
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
     assert_eq!(resp.status().as_u16(), 200);
     let mut body = resp.bytes_stream();
     let mut seen = String::new();
@@ -180,10 +175,8 @@ async fn a_held_stream_follows_its_task_through_approval() {
         if !approved && seen.contains("waits for approval") {
             let at = seen.find("inv_").unwrap_or_else(|| panic!("{seen}"));
             let inv: String = seen[at..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
-            let (status, b) = gw
-                .post("default", &format!("/admin/v1/invocations/{inv}/approve"), json!({}))
-                .await
-                .unwrap_or_else(|e| panic!("{e}"));
+            let (status, b) =
+                gw.post("default", &format!("/admin/v1/invocations/{inv}/approve"), json!({})).await.unwrap();
             assert_eq!(status, 200, "{b}");
             approved = true;
         }
@@ -198,7 +191,7 @@ async fn a_held_stream_follows_its_task_through_approval() {
 /// agent), and the task is the same one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_held_send_is_rejected_after_a_restart() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let mut gw = start(dir.path());
     let waiting = send(&gw, "desk").await;
     let (task, inv) = (waiting["id"].as_str().unwrap_or_default().to_string(), invocation_of(&waiting));
@@ -208,7 +201,7 @@ async fn a_held_send_is_rejected_after_a_restart() {
     let (status, _) = gw
         .post("default", &format!("/admin/v1/invocations/{inv}/deny"), json!({"reason": "after the restart"}))
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
     assert_eq!(status, 200);
     let ended = until(&gw, "desk", &task, "TASK_STATE_REJECTED").await;
     assert!(status_text(&ended).contains("after the restart"), "{ended}");
@@ -219,7 +212,7 @@ async fn a_held_send_is_rejected_after_a_restart() {
 /// task waits); the grant is neither stored with the run nor passed on to the agent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_grant_in_the_send_metadata_lets_a_held_send_run() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let gw = start(dir.path());
     let token = gw.mint_grant("anonymous", &["--upstream", "a2a-agent-desk"]);
     let url = format!("{}/a2a/desk", gw.base);
@@ -235,8 +228,8 @@ async fn a_grant_in_the_send_metadata_lets_a_held_send_run() {
         .json(&with(&token))
         .send()
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let body: Value = rest.json().await.unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
+    let body: Value = rest.json().await.unwrap();
     assert_eq!(body["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{body}");
 
     let (_, forged) = rpc(&gw.http, &url, None, "SendMessage", with(&format!("{token}x"))).await;
@@ -257,7 +250,7 @@ async fn a_grant_in_the_send_metadata_lets_a_held_send_run() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_python_sdk_sees_allowed_rejected_and_held_sends_on_every_binding() {
     use switchyard_tests::a2a::{lines, py};
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     // Approvals here do not expire while a Python process starts and stops.
     let gw = start_with(dir.path(), &AGENTS.replace("approval_ttl_s = 4", "approval_ttl_s = 600"));
     let route = |agent: &str, binding: &str| {
@@ -284,10 +277,8 @@ async fn the_python_sdk_sees_allowed_rejected_and_held_sends_on_every_binding() 
         assert!(reply.contains("waits for approval"), "{binding}: {desk}");
         let at = reply.find("inv_").unwrap_or_else(|| panic!("no invocation named: {desk}"));
         let inv: String = reply[at..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
-        let (status, approved) = gw
-            .post("default", &format!("/admin/v1/invocations/{inv}/approve"), json!({}))
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
+        let (status, approved) =
+            gw.post("default", &format!("/admin/v1/invocations/{inv}/approve"), json!({})).await.unwrap();
         assert_eq!(status, 200, "{binding}: {approved}");
         held.push(desk["task"].as_str().unwrap_or_default().to_string());
     }
@@ -324,7 +315,7 @@ operation = "SendMessage"
 subject = "hal"
 tier = "sensitive"
 "#;
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let config = write_gateway_config(dir.path(), "", RULES);
     let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(config), ..Options::default() });
     let url = format!("{}/a2a/tck", gw.base);
@@ -337,7 +328,7 @@ tier = "sensitive"
             .header("a2a-version", "1.0")
             .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}));
         async move {
-            let resp = req.send().await.unwrap_or_else(|e| panic!("{e}"));
+            let resp = req.send().await.unwrap();
             resp.json::<Value>().await.unwrap_or_default()
         }
     };
@@ -362,10 +353,8 @@ tier = "sensitive"
     assert_eq!(call("alice", "GetTask", json!({"id": id})).await["result"], before, "the held follow-up changed it");
     let at = text.find("inv_").unwrap_or_else(|| panic!("no invocation named: {text}"));
     let inv: String = text[at..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
-    let (status, body) = gw
-        .post("default", &format!("/admin/v1/invocations/{inv}/deny"), json!({"reason": "no"}))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let (status, body) =
+        gw.post("default", &format!("/admin/v1/invocations/{inv}/deny"), json!({"reason": "no"})).await.unwrap();
     assert_eq!(status, 200, "{body}");
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(call("alice", "GetTask", json!({"id": id})).await["result"], before, "the denial changed it");

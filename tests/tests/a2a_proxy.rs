@@ -25,7 +25,7 @@ fn proxied(dir: &std::path::Path) -> (InternalAgent, Gateway) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_proxied_task_survives_a_gateway_kill_without_a_second_send() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let agent = InternalAgent::start(dir.path());
     let store = switchyard_tests::pg::database().await;
     let opts = Options {
@@ -120,7 +120,7 @@ async fn a_proxied_task_survives_a_gateway_kill_without_a_second_send() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn large_artifact_bytes_live_in_the_artifact_store_not_the_task_row() {
     use base64::Engine as _;
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let (_agent, gw) = proxied(dir.path());
     let url = format!("{}/a2a/internal", gw.base);
     let n = 300_000usize;
@@ -156,7 +156,7 @@ async fn large_artifact_bytes_live_in_the_artifact_store_not_the_task_row() {
         .header("x-switchyard-tenant", "default")
         .send()
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
     assert_eq!(resp.status().as_u16(), 200);
     assert_eq!(resp.bytes().await.unwrap_or_default().as_ref(), expected.as_slice());
     // The durable records hold a reference, not the bytes (the send was answered once its task
@@ -176,14 +176,10 @@ async fn large_artifact_bytes_live_in_the_artifact_store_not_the_task_row() {
 /// and a client of the gateway sees the same as over HTTP.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_grpc_only_internal_agent_is_reached_over_grpc() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let agent = InternalAgent::start_grpc_only(dir.path());
-    let card: serde_json::Value = reqwest::get(format!("{}/.well-known/agent-card.json", agent.url))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"))
-        .json()
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let card: serde_json::Value =
+        reqwest::get(format!("{}/.well-known/agent-card.json", agent.url)).await.unwrap().json().await.unwrap();
     let bindings: Vec<&str> = card["supportedInterfaces"]
         .as_array()
         .into_iter()
@@ -243,7 +239,7 @@ async fn a_grpc_only_internal_agent_is_reached_over_grpc() {
 /// The request's metadata and accepted output modes are passed on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_follow_up_whose_stream_opens_with_the_waiting_task_completes_it() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let (agent, gw) = proxied(dir.path());
     let url = format!("{}/a2a/internal", gw.base);
     let send = |id: &str, text: &str, task: Option<&str>| {
@@ -278,17 +274,17 @@ async fn a_follow_up_whose_stream_opens_with_the_waiting_task_completes_it() {
 /// version, skills, modes) with the gateway's own interfaces and capabilities.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_card_of_an_internal_agent_keeps_its_identity() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let (agent, gw) = proxied(dir.path());
     let card: serde_json::Value = gw
         .http
         .get(format!("{}/a2a/internal/.well-known/agent-card.json", gw.base))
         .send()
         .await
-        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap()
         .json()
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
     assert_eq!(card["name"], "internal", "{card}");
     assert_eq!(card["description"], "An internal agent behind the gateway", "{card}");
     let skills: Vec<&str> = card["skills"].as_array().into_iter().flatten().filter_map(|s| s["id"].as_str()).collect();
@@ -307,7 +303,7 @@ async fn the_card_of_an_internal_agent_keeps_its_identity() {
 /// `task(SUBMITTED)` then a status update on a stream, and a phantom task in ListTasks).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_direct_message_answer_stays_a_message() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let (agent, gw) = proxied(dir.path());
     let url = format!("{}/a2a/internal", gw.base);
     let say = |id: &str| json!({"message": {"messageId": id, "role": "ROLE_USER", "parts": [{"text": "say:hi"}]}});
@@ -323,7 +319,7 @@ async fn a_direct_message_answer_stays_a_message() {
         .json(&body)
         .send()
         .await
-        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap()
         .text()
         .await
         .unwrap_or_default();
@@ -345,13 +341,12 @@ async fn a_direct_message_answer_stays_a_message() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resent_message_attaches_to_its_run_on_every_binding_and_answers_with_it_after() {
     use futures::StreamExt as _;
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let (agent, gw) = proxied(dir.path());
     let url = format!("{}/a2a/internal", gw.base);
     let message = json!({"messageId": "resent-1", "role": "ROLE_USER", "parts": [{"text": "slow:2"}]});
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage", "params": {"message": message}});
-    let resp =
-        gw.http.post(&url).header("a2a-version", "1.0").json(&body).send().await.unwrap_or_else(|e| panic!("{e}"));
+    let resp = gw.http.post(&url).header("a2a-version", "1.0").json(&body).send().await.unwrap();
     let mut stream = resp.bytes_stream();
     let mut seen = String::new();
     while !seen.contains("\n\n") {
@@ -377,8 +372,8 @@ async fn a_resent_message_attaches_to_its_run_on_every_binding_and_answers_with_
         .json(&json!({"message": message}))
         .send()
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let resent: serde_json::Value = rest.json().await.unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
+    let resent: serde_json::Value = rest.json().await.unwrap();
     assert_eq!(resent["task"]["id"], task_id.as_str(), "attached to the first run: {resent}");
     assert_eq!(resent["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{resent}");
     // Ended: the same message answers with the same task, over JSON-RPC.
@@ -393,7 +388,7 @@ async fn a_resent_message_attaches_to_its_run_on_every_binding_and_answers_with_
 /// of its own, and a resend of that one attaches to it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_the_dedupe_window_the_same_message_is_a_new_one() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let agent = InternalAgent::start(dir.path());
     let card = format!("{}/.well-known/agent-card.json", agent.url);
     let conf = format!(

@@ -56,7 +56,7 @@ async fn settled_send(gw: &Gateway, message_id: &str, not: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_send_lost_before_its_task_existed_is_not_applied_and_a_resend_runs() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let agent = InternalAgent::start(dir.path());
     let mut gw = Gateway::start(options(dir.path(), &agent, Some("attempt_recorded")));
     send_and_abandon(&gw, "lost-before-task", 1500).await;
@@ -80,14 +80,14 @@ async fn a_send_lost_before_its_task_existed_is_not_applied_and_a_resend_runs() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_send_lost_after_its_task_completed_is_applied_from_the_task() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let agent = InternalAgent::start(dir.path());
     let mut gw = Gateway::start(options(dir.path(), &agent, Some("after_upstream_reply")));
     // The mirrored task is the answer, recorded before the outcome: the caller has it although
     // the gateway stops before committing that outcome.
     let url = format!("{}/a2a/internal", gw.base);
     let send = rpc(&gw.http, &url, None, "SendMessage", message("lost-after-reply"));
-    let (_, told) = tokio::time::timeout(Duration::from_secs(10), send).await.unwrap_or_else(|e| panic!("{e}"));
+    let (_, told) = tokio::time::timeout(Duration::from_secs(10), send).await.unwrap();
     assert_eq!(told["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{told}");
     let all = gw.all("default").await;
     let run = all.iter().find(|i| i["request"]["message"]["messageId"] == "lost-after-reply");

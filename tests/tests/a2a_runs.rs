@@ -64,15 +64,11 @@ async fn a_run_with_an_inline_push_config_driven_again_finishes_its_task() {
     let step = RunCursor { invocation: inv, step: 0 };
     hub.create(&scope("red/"), "echo", &submitted(&req), step, Vec::new()).await.unwrap_or_else(|e| panic!("{e:?}"));
     // Driven again: the task must finish, not stay submitted.
-    let out = up.dispatch(&call("red", inv, &req)).await.unwrap_or_else(|e| panic!("{e}"));
+    let out = up.dispatch(&call("red", inv, &req)).await.unwrap();
     assert_eq!(out["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{out}");
-    let rec = store
-        .get(&scope("red/"), &"task-1".into())
-        .await
-        .unwrap_or_else(|e| panic!("{e}"))
-        .unwrap_or_else(|| panic!("no task"));
+    let rec = store.get(&scope("red/"), &"task-1".into()).await.unwrap().unwrap_or_else(|| panic!("no task"));
     assert_eq!(rec.state.as_str(), "TASK_STATE_COMPLETED");
-    assert_eq!(store.push_configs(&"task-1".into()).await.unwrap_or_else(|e| panic!("{e}")).len(), 1);
+    assert_eq!(store.push_configs(&"task-1".into()).await.unwrap().len(), 1);
 }
 
 #[tokio::test]
@@ -80,7 +76,7 @@ async fn a_run_request_is_checked_against_the_principal_that_submitted_it() {
     let (_dir, hub, store) = hub().await;
     let up = AgentUpstream::new("echo".into(), AgentKind::Echo, hub.clone(), None, None);
     let red = run("red/", "task-red", true, None);
-    up.dispatch(&call("red", InvocationId::new(), &red)).await.unwrap_or_else(|e| panic!("{e}"));
+    up.dispatch(&call("red", InvocationId::new(), &red)).await.unwrap();
     let refused = |r: Result<Value, UpstreamError>| match r {
         Err(UpstreamError::Rejected { code, .. }) => code.as_str().to_string(),
         other => panic!("expected a refusal, got {other:?}"),
@@ -91,7 +87,7 @@ async fn a_run_request_is_checked_against_the_principal_that_submitted_it() {
     assert_eq!(refused(up.dispatch(&call("blue", InvocationId::new(), &follow_up)).await), "PERMISSION_DENIED");
     // Another subject of red's tenant naming red's task (a run whose scope is not its own).
     let mut other_subject = follow_up.clone();
-    other_subject.scope = TaskScope::stored("red/", "mallory").unwrap_or_else(|e| panic!("{e}"));
+    other_subject.scope = TaskScope::stored("red/", "mallory").unwrap();
     assert_eq!(refused(up.dispatch(&call("red", InvocationId::new(), &other_subject)).await), "PERMISSION_DENIED");
     // Blue in its own scope, with red's task id: that task is not blue's.
     let own_scope = run("blue/", "task-red", false, steal.clone());
@@ -103,12 +99,8 @@ async fn a_run_request_is_checked_against_the_principal_that_submitted_it() {
     other.agent = "tck".into();
     assert_eq!(refused(up.dispatch(&call("blue", InvocationId::new(), &other)).await), "PERMISSION_DENIED");
     // Red's task is as red left it, with no push config and no foreign message.
-    let rec = store
-        .get(&scope("red/"), &"task-red".into())
-        .await
-        .unwrap_or_else(|e| panic!("{e}"))
-        .unwrap_or_else(|| panic!("gone"));
+    let rec = store.get(&scope("red/"), &"task-red".into()).await.unwrap().unwrap_or_else(|| panic!("gone"));
     assert_eq!(rec.version, 3, "created, working, completed: nothing more");
-    assert!(store.push_configs(&"task-red".into()).await.unwrap_or_else(|e| panic!("{e}")).is_empty());
-    assert!(store.get(&scope("blue/"), &"task-red".into()).await.unwrap_or_else(|e| panic!("{e}")).is_none());
+    assert!(store.push_configs(&"task-red".into()).await.unwrap().is_empty());
+    assert!(store.get(&scope("blue/"), &"task-red".into()).await.unwrap().is_none());
 }

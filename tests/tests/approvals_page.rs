@@ -81,10 +81,10 @@ async fn state_of(gw: &Gateway, id: &str) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_approval_page_lists_opens_approves_and_refuses_cross_site_posts() {
     chromium();
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("switchyard.toml");
     // Writes whose reply takes longer than two seconds end `unknown` (others take milliseconds).
-    std::fs::write(&config, "[engine]\nattempt_timeout_ms = 2000\n[policy]\n").unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&config, "[engine]\nattempt_timeout_ms = 2000\n[policy]\n").unwrap();
     let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(config), ..Options::default() });
     let (approve, deny) = (held(&gw, "page-1").await, held(&gw, "page-2").await);
     let lost = unknown_write(&gw).await;
@@ -122,7 +122,7 @@ async fn tools(client: &switchyard_tests::mcp::Client) -> Vec<String> {
 async fn the_console_approves_a_drifted_tool_and_hides_other_tenants_calls() {
     use switchyard_tests::mcp::{UpstreamSpec, connect, write_config};
     chromium();
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let start = |variant: &str| {
         let config = write_config(dir.path(), &[UpstreamSpec::stdio("fx", &[("FIXTURE_SCHEMA_VARIANT", variant)])], "");
         Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(config), ..Options::default() })
@@ -135,23 +135,20 @@ async fn the_console_approves_a_drifted_tool_and_hides_other_tenants_calls() {
     let gw = start("2");
     let client = connect(&format!("{}/mcp", gw.base), true).await;
     assert!(!tools(&client).await.contains(&"fx__drift_tool".to_string()), "withheld after the change");
-    let (status, call) =
-        gw.submit("default", "count", json!({"key": "mine"}), None, 0).await.unwrap_or_else(|e| panic!("{e}"));
+    let (status, call) = gw.submit("default", "count", json!({"key": "mine"}), None, 0).await.unwrap();
     assert_eq!(status, 201, "{call}");
     let foreign = call["id"].as_str().unwrap_or_default().to_string();
     // A write that takes long enough to outlast Chromium's start on a loaded machine (4 s did not
     // once, beside the other Chromium test), for the live journal.
-    let (status, slow) = gw
-        .submit("default", "count", json!({"key": "slow", "delay_ms": 12000}), None, 0)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let (status, slow) =
+        gw.submit("default", "count", json!({"key": "slow", "delay_ms": 12000}), None, 0).await.unwrap();
     assert_eq!(status, 201, "{slow}");
     let slow = slow["id"].as_str().unwrap_or_default().to_string();
     let shots = screenshots("switchyard-console-upstreams");
     in_chromium("console_upstreams.mjs", &[&gw.base, TOKEN, &shots, &foreign, &slow], 8).await;
     // The running gateway lists the tool again at once, and the pin names who approved it.
     assert!(tools(&client).await.contains(&"fx__drift_tool".to_string()), "listed again after the approval");
-    let (_, view) = gw.get("default", "/admin/v1/upstreams").await.unwrap_or_else(|e| panic!("{e}"));
+    let (_, view) = gw.get("default", "/admin/v1/upstreams").await.unwrap();
     let pins = view["bindings"].as_array().cloned().unwrap_or_default();
     let pin = pins.iter().find(|b| b["name"] == "drift_tool" && b["kind"] == "tool");
     assert_eq!(pin.map(|b| b["approved_by"].clone()), Some(json!("reviewer (console)")), "{view}");

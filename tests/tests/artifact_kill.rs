@@ -71,7 +71,7 @@ fn files_in(dir: &Path) -> usize {
 
 #[test]
 fn filesystem_upload_killed_halfway_leaves_nothing_readable() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let tmp = dir.path().join("data/artifacts/tmp");
     let staged = || std::fs::read_dir(&tmp).is_ok_and(|d| d.flatten().any(|e| e.metadata().is_ok_and(|m| m.len() > 0)));
     let env = kill_midway(dir.path(), &[], 4 * MIB, staged);
@@ -90,7 +90,7 @@ fn filesystem_upload_killed_halfway_leaves_nothing_readable() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn s3_upload_killed_halfway_leaves_nothing_readable() {
     let s3 = S3Server::start();
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let bucket = "killed-uploads";
     let env = [
         ("SWITCHYARD__ARTIFACTS__BACKEND", "s3".to_string()),
@@ -111,7 +111,7 @@ async fn s3_upload_killed_halfway_leaves_nothing_readable() {
         move || kill_midway(&d, &env, 7 * MIB, bytes_on_server)
     })
     .await
-    .unwrap_or_else(|e| panic!("{e}"));
+    .unwrap();
     assert!(cli(&env, &["artifacts", "list", "--tenant", "t"]).lines().all(|l| !l.contains("art_")), "no artifact");
     let conf = aws_sdk_s3::Config::builder()
         .behavior_version(BehaviorVersion::latest())

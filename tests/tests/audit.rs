@@ -91,7 +91,7 @@ fn verdicts(rows: &[Value]) -> HashMap<String, usize> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ten_thousand_mixed_decisions_on_two_replicas_verify() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let url = switchyard_tests::pg::database().await;
     let cfg = config(dir.path());
     let (a, b) = (replica(dir.path(), "replica-a", &url, &cfg), replica(dir.path(), "replica-b", &url, &cfg));
@@ -121,17 +121,15 @@ async fn ten_thousand_mixed_decisions_on_two_replicas_verify() {
     // Approval steps through the admin API (someone other than the caller) and grants through
     // the command line join the log.
     for id in &held[..3] {
-        let (status, body) = a
-            .post("default", &format!("/admin/v1/invocations/{id}/approve"), json!({}))
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
+        let (status, body) =
+            a.post("default", &format!("/admin/v1/invocations/{id}/approve"), json!({})).await.unwrap();
         assert_eq!(status, 200, "{body}");
     }
     for id in &held[3..5] {
         let (status, body) = b
             .post("default", &format!("/admin/v1/invocations/{id}/deny"), json!({"reason": "not today"}))
             .await
-            .unwrap_or_else(|e| panic!("{e}"));
+            .unwrap();
         assert_eq!(status, 200, "{body}");
     }
     let (ok, out) = a.cli(&["grants", "mint", "--subject", "alice", "--ceiling", "sensitive"]);
@@ -231,14 +229,12 @@ async fn verify_names_a_swapped_pair() {
 async fn a_decision_that_cannot_be_recorded_admits_nothing() {
     let (url, _dir, gw) = small_log().await;
     let before = gw.all("default").await.len();
-    switchyard_tests::pg::psql(&url, "ALTER TABLE audit_log RENAME TO audit_log_away")
-        .unwrap_or_else(|e| panic!("{e}"));
+    switchyard_tests::pg::psql(&url, "ALTER TABLE audit_log RENAME TO audit_log_away").unwrap();
     let (status, body) = submit(&gw, "alice", "echo", 1000).await;
     assert_eq!(status, 503, "{body}");
     assert!(body.to_string().contains("audit log"), "{body}");
     assert_eq!(gw.all("default").await.len(), before, "nothing was admitted");
-    switchyard_tests::pg::psql(&url, "ALTER TABLE audit_log_away RENAME TO audit_log")
-        .unwrap_or_else(|e| panic!("{e}"));
+    switchyard_tests::pg::psql(&url, "ALTER TABLE audit_log_away RENAME TO audit_log").unwrap();
     let (status, body) = submit(&gw, "alice", "echo", 1001).await;
     assert_eq!(status, 201, "the log is back: {body}");
     let (ok, out) = gw.cli(&["audit", "verify"]);
@@ -251,9 +247,9 @@ async fn a_decision_that_cannot_be_recorded_admits_nothing() {
 /// signs it, with the audit key (never the grant key).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stopping_gateway_signs_the_tail_and_verify_names_an_unsigned_one() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("switchyard.toml");
-    std::fs::write(&path, "[policy]\n\n[audit]\ncheckpoint_interval_s = 3600\n").unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&path, "[policy]\n\n[audit]\ncheckpoint_interval_s = 3600\n").unwrap();
     let mut gw =
         Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(path.clone()), ..Options::default() });
     for n in 0..3 {
@@ -271,8 +267,7 @@ async fn a_stopping_gateway_signs_the_tail_and_verify_names_an_unsigned_one() {
     let read = |f: &str| std::fs::read_to_string(d.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
     assert_ne!(read("audit-signing-key"), read("grant-signing-key"));
     let grants = d.join("grant-signing-key");
-    std::fs::write(&path, format!("[policy]\n\n[audit]\nkey_file = {:?}\n", grants.display().to_string()))
-        .unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&path, format!("[policy]\n\n[audit]\nkey_file = {:?}\n", grants.display().to_string())).unwrap();
     let (ok, out) = gw.cli(&["audit", "verify"]);
     assert!(!ok && out.contains("checkpoints need a key of their own"), "{out}");
 }

@@ -221,7 +221,7 @@ async fn a_decision_commits_with_its_admission_on_sqlite() {
     use switchyard_contract::state::NewInvocation;
     use switchyard_contract::{Admission, EffectClass, InvocationId, Principal, RequestDigest, Target, WorkerId};
     let db = Db::sqlite().await;
-    let stores = switchyard_store::connect(&db.url, &StoreOptions::default()).await.unwrap_or_else(|e| panic!("{e}"));
+    let stores = switchyard_store::connect(&db.url, &StoreOptions::default()).await.unwrap();
     let log = stores.audit.log_in_commits("replica").unwrap_or_else(|| panic!("SQLite logs in its commits"));
     assert_eq!(log.admission_partition(), Some("replica"));
     let draft = |i: usize| {
@@ -229,9 +229,9 @@ async fn a_decision_commits_with_its_admission_on_sqlite() {
         let id = InvocationId::new();
         NewInvocation {
             id,
-            principal: Principal::new(TenantId::new("acme").unwrap_or_else(|e| panic!("{e}")), "alice"),
+            principal: Principal::new(TenantId::new("acme").unwrap(), "alice"),
             target: Target { upstream: "demo".into(), operation: "count".into(), effect: EffectClass::Write },
-            digest: RequestDigest::compute("demo", "count", &request).unwrap_or_else(|e| panic!("{e}")),
+            digest: RequestDigest::compute("demo", "count", &request).unwrap(),
             request,
             ingress_key: None,
             worker: WorkerId::new(),
@@ -263,29 +263,29 @@ async fn a_decision_commits_with_its_admission_on_sqlite() {
         })
         .collect();
     assert!(appended.iter().all(Result::is_ok), "{appended:?}");
-    let report = verify(db.audit.as_ref(), &key(), None).await.unwrap_or_else(|e| panic!("{e}"));
+    let report = verify(db.audit.as_ref(), &key(), None).await.unwrap();
     assert!(report.ok(), "{:?}", report.findings);
     assert_eq!((report.rows, report.partitions), (120, 1));
-    let rows = db.audit.rows("replica", 0, 1000).await.unwrap_or_else(|e| panic!("{e}"));
+    let rows = db.audit.rows("replica", 0, 1000).await.unwrap();
     for id in &ids {
         assert!(rows.iter().any(|r| r.invocation.as_deref() == Some(id.as_str())), "{id}'s decision is recorded");
     }
 
     // The entry cannot be written: the admission is undone with it.
-    db.raw("ALTER TABLE audit_log RENAME TO audit_log_away").await.unwrap_or_else(|e| panic!("{e}"));
+    db.raw("ALTER TABLE audit_log RENAME TO audit_log_away").await.unwrap();
     let refused = draft(999);
     let id = refused.id;
     assert!(stores.invocations.admit(refused).await.is_err(), "admitted without its decision");
-    assert!(stores.invocations.get(None, id).await.unwrap_or_else(|e| panic!("{e}")).is_none(), "nothing admitted");
-    db.raw("ALTER TABLE audit_log_away RENAME TO audit_log").await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(stores.invocations.get(None, id).await.unwrap().is_none(), "nothing admitted");
+    db.raw("ALTER TABLE audit_log_away RENAME TO audit_log").await.unwrap();
     let later = draft(1000);
     assert!(matches!(stores.invocations.admit(later).await, Ok(Admission::Created(_))));
-    let report = verify(db.audit.as_ref(), &key(), None).await.unwrap_or_else(|e| panic!("{e}"));
+    let report = verify(db.audit.as_ref(), &key(), None).await.unwrap();
     assert!(report.ok() && report.rows == 121, "{report:?}");
 
     // A second process on the same file appending to the same partition: the first writer's
     // remembered head goes stale, its next insert collides and chains again; nothing forks.
-    let other = switchyard_store::connect(&db.url, &StoreOptions::default()).await.unwrap_or_else(|e| panic!("{e}"));
+    let other = switchyard_store::connect(&db.url, &StoreOptions::default()).await.unwrap();
     let other_log = other.audit.log_in_commits("replica").unwrap_or_else(|| panic!("SQLite logs in its commits"));
     for round in 0..6 {
         let both = (0..20usize).map(|i| {
@@ -295,13 +295,12 @@ async fn a_decision_commits_with_its_admission_on_sqlite() {
         let results = futures::future::join_all(both).await;
         assert!(results.iter().all(Result::is_ok), "{results:?}");
     }
-    let report = verify(db.audit.as_ref(), &key(), None).await.unwrap_or_else(|e| panic!("{e}"));
+    let report = verify(db.audit.as_ref(), &key(), None).await.unwrap();
     assert!(report.ok() && report.rows == 241, "{report:?}");
 
     // PostgreSQL refuses an admission carrying an entry it cannot record with it.
-    let pg = switchyard_store::connect(&switchyard_tests::pg::database().await, &StoreOptions::default())
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let pg =
+        switchyard_store::connect(&switchyard_tests::pg::database().await, &StoreOptions::default()).await.unwrap();
     assert!(pg.audit.log_in_commits("replica").is_none());
     assert!(pg.invocations.admit(draft(1)).await.is_err());
 }

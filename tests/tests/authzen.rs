@@ -84,13 +84,13 @@ async fn submit_n(gw: &Gateway, tenant: &str, subject: &str, op: &str, amount: u
 async fn an_authzen_pdp_decides_its_tenants_calls_and_fails_closed() {
     let seen = Arc::new(Seen::default());
     let url = pdp(seen.clone()).await;
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("switchyard.toml");
     let text = format!(
         "[policy]\n[[policy.envelope]]\noperation = \"drop_*\"\nreason = \"never\"\n\
          [policy.authzen]\nurl = \"{url}\"\ntenants = [\"default\"]\ntimeout_ms = 400\n"
     );
-    std::fs::write(&config, text).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&config, text).unwrap();
     let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(config), ..Options::default() });
 
     // Allowed by the PDP: a write the local tiers would have held runs at once.

@@ -83,7 +83,7 @@ async fn discovered(gw: &Gateway, skill: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_python_a2a_sdk_calls_mcp_tools_on_every_binding() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let calls = dir.path().join("calls.log");
     let opts =
         Options { data_dir: dir.path().join("d"), config: Some(config(dir.path(), &calls)), ..Options::default() };
@@ -133,7 +133,7 @@ async fn the_python_a2a_sdk_calls_mcp_tools_on_every_binding() {
 /// A `tools` agent over an MCP server built with FastMCP (PyPI), spawned over stdio.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_python_a2a_sdk_calls_a_fastmcp_server_through_the_bridge() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let peer = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("python/fastmcp_peer.py");
     let python = switchyard_tests::mcp::python();
     let toml = |s: &str| Value::String(s.to_string()).to_string();
@@ -145,8 +145,8 @@ async fn the_python_a2a_sdk_calls_a_fastmcp_server_through_the_bridge() {
     );
     let agent = "[[a2a.agents]]\nname = \"fastmcp\"\nkind = \"tools\"\nupstreams = [\"fm\"]\n";
     let path = switchyard_tests::a2a::write_gateway_config(dir.path(), "anonymous = true", agent);
-    let text = format!("{upstream}\n{}", std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}")));
-    std::fs::write(&path, text).unwrap_or_else(|e| panic!("{e}"));
+    let text = format!("{upstream}\n{}", std::fs::read_to_string(&path).unwrap());
+    std::fs::write(&path, text).unwrap();
     let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(path), ..Options::default() });
     discovered(&gw, "add").await;
     on_every_binding(&gw, "fastmcp", 7).await;
@@ -154,7 +154,7 @@ async fn the_python_a2a_sdk_calls_a_fastmcp_server_through_the_bridge() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gateway_killed_mid_bridge_sends_the_write_once() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let calls = dir.path().join("calls.log");
     let opts = Options {
         data_dir: dir.path().join("d"),
@@ -214,7 +214,7 @@ async fn a_gateway_killed_mid_bridge_sends_the_write_once() {
             json!({"decision": "applied", "result": result}),
         )
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
     assert_eq!(status, 200, "{body}");
     let done = task_when(&gw, &url, &task, |t| t["status"]["state"] == "TASK_STATE_COMPLETED").await;
     assert_eq!(done["artifacts"][0]["parts"][0]["text"], json!(format!("wrote {key}")), "{done}");
@@ -231,7 +231,7 @@ async fn a_gateway_killed_mid_bridge_sends_the_write_once() {
 async fn the_reference_typescript_server_through_the_bridge() {
     let npx = std::process::Command::new("npx").arg("--version").output();
     assert!(npx.is_ok_and(|o| o.status.success()), "npx is missing: install Node.js and npm (the test command does)");
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let shipped = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../config/bridge.toml");
     let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(shipped), ..Options::default() });
     for _ in 0..600 {
@@ -280,13 +280,13 @@ async fn the_reference_typescript_server_through_the_bridge() {
 /// the write runs once and the task completes, its run made one attempt.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_held_tool_call_completes_its_task_once_approved() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let calls = dir.path().join("calls.log");
     let path = config(dir.path(), &calls);
     let policy = "\n[policy]\ndefault_write_tier = \"sensitive\"\ndefault_read_tier = \"routine\"\n";
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
+    let text = std::fs::read_to_string(&path).unwrap();
     let text = text.replace("[engine]\n", "[engine]\nattempt_timeout_ms = 1500\n");
-    std::fs::write(&path, format!("{text}{policy}")).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&path, format!("{text}{policy}")).unwrap();
     let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(path), ..Options::default() });
     discovered(&gw, "count_write").await;
     let key = format!("k-{}", uuid::Uuid::new_v4().simple());
@@ -331,10 +331,8 @@ async fn a_held_tool_call_completes_its_task_once_approved() {
     assert_eq!(sent["status"]["state"], "TASK_STATE_AUTH_REQUIRED", "{sent}");
     assert!(asked.elapsed() < Duration::from_secs(10), "answered in {:?}, not at the hold's expiry", asked.elapsed());
 
-    let (status, approved) = gw
-        .post("default", &format!("/admin/v1/invocations/{id}/approve"), json!({}))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let (status, approved) =
+        gw.post("default", &format!("/admin/v1/invocations/{id}/approve"), json!({})).await.unwrap();
     assert_eq!(status, 200, "{approved}");
     let done = task_when(&gw, &url, &task, |t| t["status"]["state"] == "TASK_STATE_COMPLETED").await;
     assert_eq!(done["artifacts"][0]["parts"][0]["text"], json!(format!("wrote {key}")), "{done}");
@@ -412,7 +410,7 @@ fn agent_log(agent: &switchyard_tests::a2a::InternalAgent) -> (Vec<String>, Vec<
 /// The same one entry serves the agent to the official Python A2A client on the A2A face.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_python_mcp_client_calls_an_a2a_sdk_agent_through_the_bridge() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let agent = switchyard_tests::a2a::InternalAgent::start(dir.path());
     let opts = Options {
         data_dir: dir.path().join("d"),
@@ -485,7 +483,7 @@ async fn the_python_mcp_client_calls_an_a2a_sdk_agent_through_the_bridge() {
 /// one invocation was decided from the agent's own record.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gateway_killed_mid_bridge_to_an_a2a_agent_sends_the_message_once() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let agent = switchyard_tests::a2a::InternalAgent::start(dir.path());
     let opts = Options {
         data_dir: dir.path().join("d"),
@@ -543,7 +541,7 @@ async fn a_gateway_killed_mid_bridge_to_an_a2a_agent_sends_the_message_once() {
 /// `get_task` take that id (the agent is told of the cancel).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_skill_tool_works_before_any_listing() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let agent = switchyard_tests::a2a::InternalAgent::start(dir.path());
     for direct in [false, true] {
         let data_dir = dir.path().join(format!("d-{direct}"));
@@ -560,7 +558,7 @@ async fn a_skill_tool_works_before_any_listing() {
 /// one skill's argument neither touches another skill nor makes plain sends unevaluable.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_skill_of_a_bridged_agent_is_a_policy_target_of_its_own() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let agent = switchyard_tests::a2a::InternalAgent::start(dir.path());
     let config = a2a_as_mcp_config(dir.path(), &agent, false);
     let rules = r#"
@@ -588,8 +586,8 @@ reason = "wires go through the desk"
 pointer = "/arguments/text"
 prefix = "wire"
 "#;
-    let text = std::fs::read_to_string(&config).unwrap_or_else(|e| panic!("{e}"));
-    std::fs::write(&config, format!("{text}\n[policy]\n{rules}")).unwrap_or_else(|e| panic!("{e}"));
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, format!("{text}\n[policy]\n{rules}")).unwrap();
     let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(config), ..Options::default() });
     checks_pass(&gw, "policy", 5, "per-skill policy").await;
     // The denied calls never reached the agent; the allowed ones did, once each.
@@ -612,7 +610,7 @@ prefix = "wire"
 /// `tasks/update` (twice), and gets the result. The agent saw each message once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bridged_task_asks_answers_and_completes_across_a_restart() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let agent = switchyard_tests::a2a::InternalAgent::start(dir.path());
     let opts = Options {
         data_dir: dir.path().join("d"),

@@ -14,10 +14,10 @@ use switchyard_store::feed::{CHANNEL, SPACING};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stream_of_changes_travels_in_spaced_notices_and_none_is_lost() {
     let url = switchyard_tests::pg::database().await;
-    let stores = switchyard_store::connect(&url, &StoreOptions::default()).await.unwrap_or_else(|e| panic!("{e}"));
+    let stores = switchyard_store::connect(&url, &StoreOptions::default()).await.unwrap();
     let feed = stores.feed.unwrap_or_else(|| panic!("PostgreSQL has a change feed"));
-    let mut listener = PgListener::connect(&url).await.unwrap_or_else(|e| panic!("{e}"));
-    listener.listen(CHANNEL).await.unwrap_or_else(|e| panic!("{e}"));
+    let mut listener = PgListener::connect(&url).await.unwrap();
+    listener.listen(CHANNEL).await.unwrap();
 
     // 100 changes, one every 0.3 ms: faster than a notice's round trip, slower than a burst.
     let id = InvocationId::new();
@@ -34,7 +34,7 @@ async fn a_stream_of_changes_travels_in_spaced_notices_and_none_is_lost() {
         let notice = tokio::time::timeout(Duration::from_secs(5), listener.recv())
             .await
             .unwrap_or_else(|_| panic!("only {} of 100 changes heard after {notices} notices", heard.len()))
-            .unwrap_or_else(|e| panic!("{e}"));
+            .unwrap();
         notices += 1;
         let (_, changes) = notice.payload().split_once('|').unwrap_or_else(|| panic!("{}", notice.payload()));
         heard.extend(changes.split(',').map(str::to_string));

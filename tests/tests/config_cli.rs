@@ -37,9 +37,9 @@ command = ["switchyard-mcp-fixture", "--stdio"]
 
 #[test]
 fn an_older_file_loads_with_a_warning_and_migrates_into_one_that_loads_without() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("old.toml");
-    std::fs::write(&file, OLDER).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&file, OLDER).unwrap();
     let path = file.display().to_string();
 
     let checked = switchyard(&["validate-config", &path]);
@@ -54,7 +54,7 @@ fn an_older_file_loads_with_a_warning_and_migrates_into_one_that_loads_without()
     let printed = switchyard(&["config", "migrate", &path]);
     assert!(printed.status.success(), "{}", text(&printed.stderr));
     assert_eq!(std::fs::read_to_string(&file).ok().as_deref(), Some(OLDER), "without --write nothing is written");
-    let migrated: toml::Table = text(&printed.stdout).parse().unwrap_or_else(|e| panic!("{e}"));
+    let migrated: toml::Table = text(&printed.stdout).parse().unwrap();
     let upstreams = migrated["upstreams"].as_array().cloned().unwrap_or_default();
     let bridge: Vec<_> = upstreams.iter().filter(|u| u["name"].as_str() == Some("helper")).collect();
     assert_eq!(bridge.len(), 1, "the agent and the upstream naming it are one entry: {upstreams:?}");
@@ -70,11 +70,11 @@ fn an_older_file_loads_with_a_warning_and_migrates_into_one_that_loads_without()
 
 #[test]
 fn a_key_of_another_kind_is_refused_by_name() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("bad.toml");
     let bad =
         "[[upstreams]]\nkind = \"mcp\"\nname = \"files\"\nurl = \"http://127.0.0.1:9/mcp\"\ncard_url = \"http://x\"\n";
-    std::fs::write(&file, bad).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&file, bad).unwrap();
     let out = switchyard(&["validate-config", &file.display().to_string()]);
     let stderr = text(&out.stderr);
     assert!(!out.status.success() && stderr.contains("unknown field `card_url`"), "{stderr}");
@@ -84,7 +84,7 @@ fn a_key_of_another_kind_is_refused_by_name() {
 fn the_printed_schema_is_the_one_the_docs_ship() {
     let out = switchyard(&["config", "schema"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let printed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}"));
+    let printed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/configuration.schema.json");
     let shipped: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(shipped).unwrap_or_default()).unwrap_or_default();

@@ -54,7 +54,7 @@ fn outcomes(summary: &Value, leg: usize) -> Vec<&Value> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_fixture_passes_alike_directly_and_through_the_gateway() {
     let fixture = Fixture::start(&[]);
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let baseline = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../conformance/mcp/tasks-baseline.txt");
     let baseline = baseline.display().to_string();
     let mut args = vec!["mcp-server", "--url", &fixture.url, "--compare", "--requirements", "2025-11-25"];
@@ -104,7 +104,7 @@ async fn the_fixture_passes_alike_directly_and_through_the_gateway() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_broken_server_fails_the_run_and_the_report_names_the_failure() {
     let fixture = Fixture::start(&[("FIXTURE_BROKEN", "1")]);
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let mut args = vec!["mcp-server", "--url", &fixture.url, "--compare"];
     args.extend(["--scenario", "tools-call-simple-text", "--scenario", "tools-list"]);
     let run = conformance(dir.path(), "broken", &args);
@@ -126,7 +126,7 @@ async fn a_broken_server_fails_the_run_and_the_report_names_the_failure() {
         "no Chromium at {chromium}: apt-get install chromium (scripts/test.sh does)"
     );
     let shots = std::env::temp_dir().join("switchyard-conformance-report");
-    std::fs::create_dir_all(&shots).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::create_dir_all(&shots).unwrap();
     let report = run.out.join("report.html").display().to_string();
     let shot = shots.join("report.png").display().to_string();
     let args = [report.as_str(), shot.as_str(), "tools-call-simple-text", "2"];
@@ -150,9 +150,9 @@ async fn a_broken_server_fails_the_run_and_the_report_names_the_failure() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_baseline_entry_that_now_passes_fails_the_run() {
     let fixture = Fixture::start(&[]);
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let baseline = dir.path().join("baseline.txt");
-    std::fs::write(&baseline, "# accepted failures\ntools-list\n").unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&baseline, "# accepted failures\ntools-list\n").unwrap();
     let baseline = baseline.display().to_string();
     let args = ["mcp-server", "--url", &fixture.url, "--scenario", "tools-list", "--baseline", &baseline];
     let run = conformance(dir.path(), "stale", &args);
@@ -164,7 +164,7 @@ async fn a_baseline_entry_that_now_passes_fails_the_run() {
 
 #[test]
 fn without_a_tck_the_a2a_command_says_what_to_provide() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let tools = dir.path().join("tools").display().to_string();
     let o = Command::new(switchyard_tests::gateway::binary())
         .args(["conformance", "a2a", "--card-url", "http://127.0.0.1:9/.well-known/agent-card.json"])
@@ -173,7 +173,7 @@ fn without_a_tck_the_a2a_command_says_what_to_provide() {
         .env_remove("A2A_TCK_GIT")
         .env("SWITCHYARD__SERVER__DATA_DIR", dir.path().join("data"))
         .output()
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success());
     assert!(err.contains("--tck-dir") && err.contains("--tck-git") && err.contains("357c4a8"), "{err}");
@@ -181,7 +181,7 @@ fn without_a_tck_the_a2a_command_says_what_to_provide() {
         .args(["conformance", "a2a", "--card-url", "http://127.0.0.1:9/card", "--tools-dir", &tools])
         .env("SWITCHYARD__SERVER__DATA_DIR", dir.path().join("data"))
         .output()
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
     assert!(
         String::from_utf8_lossy(&bad.stderr).contains("must be an http(s) URL ending in /.well-known/agent-card.json")
     );

@@ -51,7 +51,7 @@ fn refused(seen: &[Value], said: &str) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connect_logs_in_once_and_later_launches_use_the_sealed_tokens() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let issuer = TestIssuer::start().await;
     let port = free_port();
     let url = format!("http://127.0.0.1:{port}/mcp");
@@ -63,7 +63,7 @@ async fn connect_logs_in_once_and_later_launches_use_the_sealed_tokens() {
         issuer.issuer
     );
     let text = std::fs::read_to_string(&mcp).unwrap_or_default().replace("anonymous = true", "anonymous = false");
-    std::fs::write(&mcp, format!("{auth}\n{text}")).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&mcp, format!("{auth}\n{text}")).unwrap();
     let _gw = Gateway::start(Options {
         data_dir: dir.path().join("gw"),
         config: Some(mcp),
@@ -98,10 +98,10 @@ async fn connect_logs_in_once_and_later_launches_use_the_sealed_tokens() {
     .flatten()
     .unwrap_or_else(|| panic!("no authorization URL on stderr: {told:?}"));
     let browser = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap_or_default();
-    let sent_back = browser.get(&auth_url).send().await.unwrap_or_else(|e| panic!("{e}"));
+    let sent_back = browser.get(&auth_url).send().await.unwrap();
     let back = sent_back.headers().get("location").and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
     assert!(back.starts_with("http://127.0.0.1:"), "redirected to the loopback listener: {back}");
-    let landed = browser.get(&back).send().await.unwrap_or_else(|e| panic!("{e}"));
+    let landed = browser.get(&back).send().await.unwrap();
     assert_eq!(landed.status(), 200);
     let authorized = tokio::time::timeout(Duration::from_secs(30), async {
         while let Ok(Some(line)) = err_lines.next_line().await {
@@ -115,7 +115,7 @@ async fn connect_logs_in_once_and_later_launches_use_the_sealed_tokens() {
     .unwrap_or(false);
     assert!(authorized, "the login said it is done");
     let mut stdin = login.stdin.take().unwrap_or_else(|| panic!("stdin"));
-    stdin.shutdown().await.unwrap_or_else(|e| panic!("{e}"));
+    stdin.shutdown().await.unwrap();
     drop(stdin);
     let status = tokio::time::timeout(Duration::from_secs(10), login.wait()).await;
     assert!(status.is_ok_and(|s| s.is_ok_and(|s| s.success())), "connect ends when its client closes stdin");
@@ -141,7 +141,7 @@ async fn connect_logs_in_once_and_later_launches_use_the_sealed_tokens() {
         .args(&connect(&url, &data, &["--logout"])[1..])
         .output()
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let (seen, said) = echo_through(&connect(&url, &data, &[]), "2026-07-28").await;
     assert!(refused(&seen, &said), "logged out: {seen:?}\n{said}");
@@ -164,7 +164,7 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 /// not sent; the request after it is answered from the remote before `connect` ends.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_piped_request_is_answered_before_connect_ends_and_a_bad_line_is_refused() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let fixture = UpstreamSpec { prefix: Some(String::new()), ..UpstreamSpec::stdio("fx", &[]) };
     let config = switchyard_tests::mcp::write_config(dir.path(), &[fixture], "");
     let gw = Gateway::start(Options { data_dir: dir.path().join("gw"), config: Some(config), ..Options::default() });
@@ -173,12 +173,12 @@ async fn a_piped_request_is_answered_before_connect_ends_and_a_bad_line_is_refus
     let list = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {"_meta": meta}});
     let mut child = spawn(&connect(&url, &dir.path().join("c"), &[]), &[]);
     let mut stdin = child.stdin.take().unwrap_or_else(|| panic!("stdin"));
-    stdin.write_all(format!("not json\n{list}\n").as_bytes()).await.unwrap_or_else(|e| panic!("{e}"));
+    stdin.write_all(format!("not json\n{list}\n").as_bytes()).await.unwrap();
     drop(stdin);
     let out = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output())
         .await
         .unwrap_or_else(|_| panic!("connect did not end"))
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
     let answers = switchyard_tests::a2a::lines(&out);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(answers.len(), 2, "{answers:?}\n{}", String::from_utf8_lossy(&out.stderr));

@@ -427,13 +427,11 @@ async fn a_surviving_replica_recovers_a_dead_replicas_invocations() {
     let mut from_a = Vec::new();
     for i in 0..40 {
         let key = format!("a-{i}");
-        let (status, v) =
-            a.submit(TENANT, "count", json!({"i": i}), Some(&key), 0).await.unwrap_or_else(|e| panic!("{e}"));
+        let (status, v) = a.submit(TENANT, "count", json!({"i": i}), Some(&key), 0).await.unwrap();
         assert_eq!(status, 201);
         from_a.push(v["id"].as_str().unwrap_or_default().to_string());
     }
-    let (status, v) =
-        b.submit(TENANT, "count", json!({"b": 1}), Some("b-1"), 5000).await.unwrap_or_else(|e| panic!("{e}"));
+    let (status, v) = b.submit(TENANT, "count", json!({"b": 1}), Some("b-1"), 5000).await.unwrap();
     assert_eq!((status, v["state"]["state"].as_str()), (201, Some("succeeded")));
     a.kill9();
     let all = settled(&b).await;

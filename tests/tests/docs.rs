@@ -472,7 +472,7 @@ fn the_quick_starts_run_as_written() {
             s.replace("127.0.0.1:8787", &format!("127.0.0.1:{p1}"))
                 .replace("127.0.0.1:9000", &format!("127.0.0.1:{p2}"))
         };
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let dir = tempfile::tempdir().unwrap();
         copy_tree(&root().join("config"), &dir.path().join("config"), &ports);
         let t0 = Instant::now();
         let _servers: Vec<Server> =
@@ -556,13 +556,13 @@ fn serve(dir: &Path, path: &str, args: &[String], port: u16, ports: &dyn Fn(&str
 /// (`switchyard validate-config`): a renamed or removed key fails here.
 #[test]
 fn every_toml_example_is_a_valid_configuration() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let mut failed = vec![];
     for page in pages() {
         let doc = parse(&read(&root().join(&page)));
         for (n, block) in doc.blocks.iter().filter(|b| b.lang == "toml").enumerate() {
             let file = dir.path().join(format!("example-{n}.toml"));
-            std::fs::write(&file, block.lines.join("\n")).unwrap_or_else(|e| panic!("{e}"));
+            std::fs::write(&file, block.lines.join("\n")).unwrap();
             // A secret an example names by environment variable (`*_env = "NAME"`) is set.
             let secrets = block.lines.iter().flat_map(|l| l.split(',')).filter_map(|kv| {
                 let (key, value) = kv.split_once('=')?;
@@ -575,7 +575,7 @@ fn every_toml_example_is_a_valid_configuration() {
                 .env_remove("SWITCHYARD_CONFIG")
                 .envs(secrets.map(|name| (name, "example-secret".to_string())))
                 .output()
-                .unwrap_or_else(|e| panic!("{e}"));
+                .unwrap();
             if !out.status.success() {
                 let first = block.lines.iter().find(|l| !l.trim().is_empty()).cloned().unwrap_or_default();
                 failed.push(format!(

@@ -423,7 +423,7 @@ async fn g9_watch_resumes_without_gaps_or_duplicates(db: Db) {
 async fn a_change_on_one_replica_wakes_a_waiter_on_another_at_once() {
     let url = switchyard_tests::pg::database().await;
     let replica = || async {
-        let stores = switchyard_store::connect(&url, &StoreOptions::default()).await.unwrap_or_else(|e| panic!("{e}"));
+        let stores = switchyard_store::connect(&url, &StoreOptions::default()).await.unwrap();
         (stores.invocations, stores.feed.unwrap_or_else(|| panic!("PostgreSQL has a change feed")))
     };
     let cfg = EngineConfig { watch_poll: Duration::from_secs(5), ..config(2000) };
@@ -431,10 +431,7 @@ async fn a_change_on_one_replica_wakes_a_waiter_on_another_at_once() {
     let (store_a, feed_a) = replica().await;
     let (store_b, feed_b) = replica().await;
     let replica_engine = |store, feed, cfg| {
-        Engine::builder(store, cfg)
-            .feed(Some(feed))
-            .build(Arc::new(OneUpstream(up.clone())))
-            .unwrap_or_else(|e| panic!("{e}"))
+        Engine::builder(store, cfg).feed(Some(feed)).build(Arc::new(OneUpstream(up.clone()))).unwrap()
     };
     let a = replica_engine(store_a, feed_a, cfg.clone());
     let b = replica_engine(store_b, feed_b, cfg);
@@ -459,10 +456,9 @@ async fn a_change_on_one_replica_wakes_a_waiter_on_another_at_once() {
         let settled = a.wait(&alice().tenant, inv.id, Duration::from_secs(20)).await;
         let committed = std::time::Instant::now();
         assert_eq!(settled.map(|i| i.state.name()).ok(), Some(StateName::Succeeded));
-        let (state, woke) = seen_by_wait.await.unwrap_or_else(|e| panic!("{e}"));
+        let (state, woke) = seen_by_wait.await.unwrap();
         assert_eq!(state.ok(), Some(StateName::Succeeded));
-        let watched =
-            seen_by_watch.await.unwrap_or_else(|e| panic!("{e}")).unwrap_or_else(|| panic!("no terminal event"));
+        let watched = seen_by_watch.await.unwrap().unwrap_or_else(|| panic!("no terminal event"));
         let lag = woke.max(watched).saturating_duration_since(committed);
         assert!(lag < Duration::from_millis(1000), "replica B saw the change {lag:?} after replica A (a poll?)");
         lags.push(lag);
@@ -477,7 +473,7 @@ async fn a_change_on_one_replica_wakes_a_waiter_on_another_at_once() {
         &url,
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%' AND pid <> pg_backend_pid()",
     )
-    .unwrap_or_else(|e| panic!("{e}"));
+    .unwrap();
     assert_eq!(killed.lines().count(), 2, "one listening connection per replica: {killed:?}");
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let inv = submit(&a, "w_sleep:300").await;
@@ -488,7 +484,7 @@ async fn a_change_on_one_replica_wakes_a_waiter_on_another_at_once() {
     });
     let _ = a.wait(&alice().tenant, inv.id, Duration::from_secs(20)).await;
     let committed = std::time::Instant::now();
-    let lag = seen.await.unwrap_or_else(|e| panic!("{e}")).saturating_duration_since(committed);
+    let lag = seen.await.unwrap().saturating_duration_since(committed);
     assert!(lag < Duration::from_millis(1000), "after the reconnect, B saw the change {lag:?} late");
 }
 

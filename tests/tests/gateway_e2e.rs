@@ -13,7 +13,7 @@ use switchyard_tests::gateway::{Gateway, Options, binary, call_log};
 /// SQLite and a generated admin token under `./.switchyard`, and it says where.
 #[tokio::test]
 async fn quickstart_without_configuration() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let t0 = Instant::now();
     let mut child = Command::new(binary())
         .args(["serve", "--listen", "127.0.0.1:0"])
@@ -23,7 +23,7 @@ async fn quickstart_without_configuration() {
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
     let stdout = child.stdout.take().unwrap_or_else(|| panic!("stdout"));
     let mut lines = BufReader::new(stdout).lines().map_while(Result::ok);
     let ready = lines.next().unwrap_or_default();
@@ -43,12 +43,12 @@ async fn quickstart_without_configuration() {
         .json(&json!({"upstream": "demo", "operation": "echo", "request": {"hello": "world"}}))
         .send()
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
     assert_eq!(resp.status().as_u16(), 201);
     let v: Value = resp.json().await.unwrap_or_default();
     assert_eq!(v["state"]["result"]["echo"]["hello"], "world", "{v}");
     let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
-    let status = child.wait().unwrap_or_else(|e| panic!("{e}"));
+    let status = child.wait().unwrap();
     assert!(status.success(), "graceful shutdown exits 0, got {status}");
 }
 
@@ -56,12 +56,10 @@ async fn quickstart_without_configuration() {
 /// after the terminal event.
 #[tokio::test]
 async fn sse_watch_streams_and_resumes() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let gw = Gateway::start(Options { data_dir: dir.path().join("d"), ..Options::default() });
-    let (status, inv) = gw
-        .submit("t", "echo", json!({"fail_first": 1, "delay_ms": 300}), Some("sse-1"), 0)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let (status, inv) =
+        gw.submit("t", "echo", json!({"fail_first": 1, "delay_ms": 300}), Some("sse-1"), 0).await.unwrap();
     assert_eq!(status, 201);
     let id = inv["id"].as_str().unwrap_or_default().to_string();
     let sse = |last: Option<&str>| {
@@ -76,7 +74,7 @@ async fn sse_watch_streams_and_resumes() {
         }
         req.send()
     };
-    let resp = sse(None).await.unwrap_or_else(|e| panic!("{e}"));
+    let resp = sse(None).await.unwrap();
     assert_eq!(resp.headers().get("content-type").and_then(|v| v.to_str().ok()), Some("text/event-stream"));
     let body = tokio::time::timeout(Duration::from_secs(10), async {
         let mut text = String::new();
@@ -94,7 +92,7 @@ async fn sse_watch_streams_and_resumes() {
     assert_eq!(names.first(), Some(&"admitted"));
     assert_eq!(names.last(), Some(&"succeeded"));
     assert!(names.contains(&"attempt_failed"), "{names:?}");
-    let resumed = sse(Some("2")).await.unwrap_or_else(|e| panic!("{e}")).text().await.unwrap_or_default();
+    let resumed = sse(Some("2")).await.unwrap().text().await.unwrap_or_default();
     let again: Vec<u64> =
         resumed.lines().filter_map(|l| l.strip_prefix("id: ")).filter_map(|s| s.parse().ok()).collect();
     assert_eq!(again, (3..=ids.len() as u64).collect::<Vec<_>>());
@@ -104,11 +102,10 @@ async fn sse_watch_streams_and_resumes() {
 /// completes once.
 #[tokio::test]
 async fn graceful_shutdown_drains_in_flight_calls() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let opts = Options { data_dir: dir.path().join("d"), ..Options::default() };
     let mut gw = Gateway::start(opts.clone());
-    let (_, inv) =
-        gw.submit("t", "count", json!({"delay_ms": 500}), Some("drain"), 0).await.unwrap_or_else(|e| panic!("{e}"));
+    let (_, inv) = gw.submit("t", "count", json!({"delay_ms": 500}), Some("drain"), 0).await.unwrap();
     for _ in 0..100 {
         if !call_log(&opts.data_dir).is_empty() {
             break;
@@ -117,10 +114,8 @@ async fn graceful_shutdown_drains_in_flight_calls() {
     }
     assert!(gw.terminate(), "exit status 0 after SIGTERM");
     let gw = Gateway::start(opts.clone());
-    let (_, now) = gw
-        .get("t", &format!("/admin/v1/invocations/{}", inv["id"].as_str().unwrap_or_default()))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let (_, now) =
+        gw.get("t", &format!("/admin/v1/invocations/{}", inv["id"].as_str().unwrap_or_default())).await.unwrap();
     assert_eq!(now["state"]["state"], "succeeded", "{now}");
     assert_eq!(call_log(&opts.data_dir).len(), 1);
 }
@@ -136,7 +131,7 @@ async fn cli_validates_configuration_and_inspects_the_store() {
         for (k, v) in env {
             cmd.env(k, v);
         }
-        let out = cmd.output().unwrap_or_else(|e| panic!("{e}"));
+        let out = cmd.output().unwrap();
         (
             out.status.success(),
             format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)),
@@ -145,18 +140,17 @@ async fn cli_validates_configuration_and_inspects_the_store() {
     let sample = root.join("config/switchyard.toml");
     let (ok, out) = run(&["validate-config", &sample.display().to_string()], &[]);
     assert!(ok && out.contains(": ok"), "{out}");
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.toml");
-    std::fs::write(&bad, "[engine]\nlease_ttl_ms = 1000\nbackoff_max_ms = 900\n").unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&bad, "[engine]\nlease_ttl_ms = 1000\nbackoff_max_ms = 900\n").unwrap();
     let (ok, out) = run(&["validate-config", &bad.display().to_string()], &[]);
     assert!(!ok && out.contains("engine.backoff_max_ms"), "{out}");
-    std::fs::write(&bad, "[server]\nlisten = \"nowhere\"\n").unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&bad, "[server]\nlisten = \"nowhere\"\n").unwrap();
     let (ok, out) = run(&["validate-config", &bad.display().to_string()], &[]);
     assert!(!ok && out.contains("listen"), "{out}");
 
     let gw = Gateway::start(Options { data_dir: dir.path().join("d"), ..Options::default() });
-    let (_, inv) =
-        gw.submit("cli", "echo", json!({"n": 1}), Some("cli-1"), 5000).await.unwrap_or_else(|e| panic!("{e}"));
+    let (_, inv) = gw.submit("cli", "echo", json!({"n": 1}), Some("cli-1"), 5000).await.unwrap();
     let id = inv["id"].as_str().unwrap_or_default();
     let (ok, out) = gw.cli(&["migrate"]);
     assert!(ok && out.contains("migrations applied"), "{out}");
@@ -177,11 +171,10 @@ async fn cli_validates_configuration_and_inspects_the_store() {
 /// `unknown` invocation (a stream that would never end by itself) does not hold SIGTERM up.
 #[tokio::test]
 async fn shutdown_ends_open_watch_streams() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let env = vec![("SWITCHYARD__ENGINE__ATTEMPT_TIMEOUT_MS".to_string(), "200".to_string())];
     let mut gw = Gateway::start(Options { data_dir: dir.path().join("d"), env, ..Options::default() });
-    let (_, inv) =
-        gw.submit("t", "count", json!({"delay_ms": 2000}), Some("stuck"), 5000).await.unwrap_or_else(|e| panic!("{e}"));
+    let (_, inv) = gw.submit("t", "count", json!({"delay_ms": 2000}), Some("stuck"), 5000).await.unwrap();
     assert_eq!(inv["state"]["state"], "unknown", "{inv}");
     let id = inv["id"].as_str().unwrap_or_default().to_string();
     let resp = gw
@@ -192,7 +185,7 @@ async fn shutdown_ends_open_watch_streams() {
         .header("accept", "text/event-stream")
         .send()
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
     let reader = tokio::spawn(async move {
         let mut stream = resp.bytes_stream();
         while let Some(Ok(_)) = stream.next().await {}
@@ -212,18 +205,16 @@ async fn shutdown_ends_open_watch_streams() {
 /// leases it held before a `kill -9` at once, instead of waiting out the 30 s default lease.
 #[tokio::test]
 async fn a_restart_takes_back_its_own_leases_at_once() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let opts = Options { data_dir: dir.path().join("d"), ..Options::default() };
     let paused = Options { env: vec![("SWITCHYARD_FAULT_PAUSE".into(), "before_dispatch".into())], ..opts.clone() };
     let mut gw = Gateway::start(paused);
-    let (status, inv) =
-        gw.submit("t", "echo", json!({"n": 1}), Some("lease-back"), 0).await.unwrap_or_else(|e| panic!("{e}"));
+    let (status, inv) = gw.submit("t", "echo", json!({"n": 1}), Some("lease-back"), 0).await.unwrap();
     assert_eq!(status, 201, "{inv}");
     gw.kill9();
     let gw = Gateway::start(opts);
     let t0 = Instant::now();
-    let (_, done) =
-        gw.submit("t", "echo", json!({"n": 1}), Some("lease-back"), 10_000).await.unwrap_or_else(|e| panic!("{e}"));
+    let (_, done) = gw.submit("t", "echo", json!({"n": 1}), Some("lease-back"), 10_000).await.unwrap();
     assert_eq!(done["state"]["state"], "succeeded", "{done}");
     assert!(t0.elapsed() < Duration::from_secs(5), "took {:?}: the old lease was waited out", t0.elapsed());
     assert_eq!(done["lease"]["fence"], 2, "taken over under a new fence: {done}");
@@ -235,18 +226,17 @@ async fn a_restart_takes_back_its_own_leases_at_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_open_stream_costs_little_memory() {
     const STREAMS: usize = 1000;
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let env = vec![("SWITCHYARD__ENGINE__ATTEMPT_TIMEOUT_MS".to_string(), "600000".to_string())];
     let gw = Gateway::start(Options { data_dir: dir.path().join("d"), env, ..Options::default() });
-    let (_, inv) =
-        gw.submit("t", "echo", json!({"delay_ms": 300_000}), None, 0).await.unwrap_or_else(|e| panic!("{e}"));
+    let (_, inv) = gw.submit("t", "echo", json!({"delay_ms": 300_000}), None, 0).await.unwrap();
     let id = inv["id"].as_str().unwrap_or_default().to_string();
     let rss_kb = || -> u64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", gw.pid())).unwrap_or_default();
         let line = status.lines().find_map(|l| l.strip_prefix("VmRSS:")).unwrap_or_default();
         line.split_whitespace().next().and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("no VmRSS: {status}"))
     };
-    let client = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap_or_else(|e| panic!("{e}"));
+    let client = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
     let open = |n: usize| {
         let (client, url) = (client.clone(), format!("{}/admin/v1/invocations/{id}/events", gw.base));
         futures::stream::iter(0..n)
@@ -257,10 +247,10 @@ async fn an_open_stream_costs_little_memory() {
                     .header("x-switchyard-tenant", "t")
                     .header("accept", "text/event-stream");
                 async move {
-                    let resp = req.send().await.unwrap_or_else(|e| panic!("{e}"));
+                    let resp = req.send().await.unwrap();
                     assert_eq!(resp.status(), 200);
                     let mut body = resp.bytes_stream();
-                    body.next().await.unwrap_or_else(|| panic!("ended")).unwrap_or_else(|e| panic!("{e}"));
+                    body.next().await.unwrap_or_else(|| panic!("ended")).unwrap();
                     body
                 }
             })
@@ -283,7 +273,7 @@ async fn an_open_stream_costs_little_memory() {
 /// stdio MCP server that is not installed.
 #[tokio::test]
 async fn first_errors_say_what_to_do() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let fails = |args: &[&str], env: &[(&str, &str)]| {
         let out = Command::new(binary())
             .args(args)
@@ -292,7 +282,7 @@ async fn first_errors_say_what_to_do() {
             .env_remove("SWITCHYARD_STORE_URL")
             .envs(env.iter().copied())
             .output()
-            .unwrap_or_else(|e| panic!("{e}"));
+            .unwrap();
         assert!(!out.status.success(), "{args:?} should fail");
         let err = String::from_utf8_lossy(&out.stderr).trim().to_string();
         assert!(err.starts_with("error: "), "{err}");
@@ -309,8 +299,7 @@ async fn first_errors_say_what_to_do() {
         &[("SWITCHYARD__STORE__ACQUIRE_TIMEOUT_MS", "300")],
     );
     assert!(err.contains("is PostgreSQL running") && err.contains("SWITCHYARD__STORE__URL"), "{err}");
-    std::fs::write(dir.path().join("bad.toml"), "[server]\nlisen = \"127.0.0.1:8787\"\n")
-        .unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(dir.path().join("bad.toml"), "[server]\nlisen = \"127.0.0.1:8787\"\n").unwrap();
     let err = fails(&["--config", "bad.toml", "serve"], &[]);
     assert!(err.contains("unknown field `lisen`") && err.contains("`listen`"), "{err}");
 
@@ -319,7 +308,7 @@ async fn first_errors_say_what_to_do() {
         &config,
         "[mcp]\nanonymous = true\n[[mcp.upstreams]]\nname = \"local\"\ncommand = [\"no-such-mcp-server\"]\n",
     )
-    .unwrap_or_else(|e| panic!("{e}"));
+    .unwrap();
     let gw = Gateway::start(Options { data_dir: dir.path().join("s"), config: Some(config), ..Options::default() });
     let log = gw.opts.data_dir.join("gateway.log");
     let deadline = Instant::now() + Duration::from_secs(10);

@@ -72,7 +72,7 @@ async fn the_driver_span_is_a_child_of_the_submitting_span_which_names_the_invoc
     let subscriber = tracing_subscriber::registry().with(Capture(seen.clone()));
     let _guard = tracing::subscriber::set_default(subscriber);
     let (_dir, url) = switchyard_tests::sqlite_url();
-    let store = switchyard_store::connect(&url, &StoreOptions::default()).await.unwrap_or_else(|e| panic!("{e}"));
+    let store = switchyard_store::connect(&url, &StoreOptions::default()).await.unwrap();
     let up = Scripted::new(false);
     let cfg = EngineConfig {
         worker: WorkerId::new(),
@@ -81,9 +81,7 @@ async fn the_driver_span_is_a_child_of_the_submitting_span_which_names_the_invoc
         watch_poll: Duration::from_millis(50),
         ..EngineConfig::default()
     };
-    let e = Engine::builder(store.invocations, cfg)
-        .build(Arc::new(OneUpstream(up.clone())))
-        .unwrap_or_else(|e| panic!("{e}"));
+    let e = Engine::builder(store.invocations, cfg).build(Arc::new(OneUpstream(up.clone()))).unwrap();
     let submission = Submission {
         principal: alice(),
         upstream: "test".into(),
@@ -98,7 +96,7 @@ async fn the_driver_span_is_a_child_of_the_submitting_span_which_names_the_invoc
         trace: None,
     };
     let face = tracing::info_span!("face", invocation.id = tracing::field::Empty);
-    let inv = e.submit(submission).instrument(face).await.unwrap_or_else(|e| panic!("{e}")).invocation;
+    let inv = e.submit(submission).instrument(face).await.unwrap().invocation;
     for _ in 0..500 {
         if e.get(&alice().tenant, inv.id).await.is_ok_and(|i| i.state.name() == StateName::Succeeded) {
             break;

@@ -138,8 +138,7 @@ async fn an_mcp_upstream_is_not_callable_through_the_admin_api() {
     assert!(answer.to_string().contains("MCP face"), "{answer}");
     // The operator's token gets the same answer: the face's checks cannot be skipped.
     let body = json!({"upstream": "fx", "operation": "count_write", "request": {"tool": "count_write", "arguments": {"key": "op"}}});
-    let (status, answer) =
-        s.gw.post("blue", "/admin/v1/invocations?wait_ms=5000", body).await.unwrap_or_else(|e| panic!("{e}"));
+    let (status, answer) = s.gw.post("blue", "/admin/v1/invocations?wait_ms=5000", body).await.unwrap();
     assert_eq!(status, 403, "{answer}");
     let calls = std::fs::read_to_string(&s.call_log).unwrap_or_default();
     assert_eq!(calls, "", "the write tool must not have run");
@@ -181,24 +180,21 @@ async fn a_web_page_cannot_post_to_the_a2a_face() {
             vec![("host", "attacker.example"), ("content-type", "application/json")],
             vec![("origin", "https://attacker.example"), ("content-type", "application/json")],
         ] {
-            let resp = send(headers.clone(), path).await.unwrap_or_else(|e| panic!("{e}"));
+            let resp = send(headers.clone(), path).await.unwrap();
             assert_eq!(resp.status().as_u16(), 403, "{path} {headers:?}");
             let body = resp.text().await.unwrap_or_default();
             assert!(body.contains("PERMISSION_DENIED") || body.contains("-32001"), "{body}");
         }
     }
     // A "simple" cross-site content type that only mentions JSON is not JSON.
-    let resp =
-        send(vec![("content-type", "text/plain; x=application/json")], "").await.unwrap_or_else(|e| panic!("{e}"));
+    let resp = send(vec![("content-type", "text/plain; x=application/json")], "").await.unwrap();
     let body: Value = resp.json().await.unwrap_or(Value::Null);
     assert_eq!(body["error"]["code"], -32005, "{body}");
     // Nothing was recorded.
     let (_, page) = get(&s.gw, RED_KEY, "/admin/v1/invocations").await;
     assert_eq!(page["items"], json!([]), "{page}");
     // The same request from the gateway's own origin goes through.
-    let resp = send(vec![("origin", "http://127.0.0.1:1"), ("content-type", "application/json")], "")
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let resp = send(vec![("origin", "http://127.0.0.1:1"), ("content-type", "application/json")], "").await.unwrap();
     let body: Value = resp.json().await.unwrap_or(Value::Null);
     assert_eq!(body["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{body}");
 }
@@ -221,22 +217,22 @@ async fn a_legacy_mcp_session_belongs_to_the_principal_that_opened_it() {
     };
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
         "capabilities": {}, "clientInfo": {"name": "red", "version": "1"}}});
-    let resp = post(RED_KEY, None, init).await.unwrap_or_else(|e| panic!("{e}"));
+    let resp = post(RED_KEY, None, init).await.unwrap();
     assert_eq!(resp.status().as_u16(), 200);
     let session = resp.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_string);
     let session = session.unwrap_or_else(|| panic!("no session id"));
     let _ = resp.text().await;
     let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let ok = post(RED_KEY, Some(session.clone()), initialized).await.unwrap_or_else(|e| panic!("{e}"));
+    let ok = post(RED_KEY, Some(session.clone()), initialized).await.unwrap();
     assert!(ok.status().is_success(), "{}", ok.status());
     let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}});
     // Blue, with red's session id: as if there were no such session.
-    let stolen = post(BLUE_KEY, Some(session.clone()), list.clone()).await.unwrap_or_else(|e| panic!("{e}"));
+    let stolen = post(BLUE_KEY, Some(session.clone()), list.clone()).await.unwrap();
     assert_eq!(stolen.status().as_u16(), 404);
     // A made-up session id is unknown too; red's own still works.
-    let made_up = post(RED_KEY, Some("not-a-session".into()), list.clone()).await.unwrap_or_else(|e| panic!("{e}"));
+    let made_up = post(RED_KEY, Some("not-a-session".into()), list.clone()).await.unwrap();
     assert_eq!(made_up.status().as_u16(), 404);
-    let own = post(RED_KEY, Some(session.clone()), list.clone()).await.unwrap_or_else(|e| panic!("{e}"));
+    let own = post(RED_KEY, Some(session.clone()), list.clone()).await.unwrap();
     assert_eq!(own.status().as_u16(), 200);
     assert!(own.text().await.unwrap_or_default().contains("fx__echo"));
     // Ending the session: blue cannot; red can, with a 200 (the Python SDK takes anything but
@@ -249,8 +245,8 @@ async fn a_legacy_mcp_session_belongs_to_the_principal_that_opened_it() {
             .header("mcp-protocol-version", "2025-11-25")
             .send()
     };
-    assert_eq!(delete(BLUE_KEY).await.unwrap_or_else(|e| panic!("{e}")).status().as_u16(), 404);
-    assert_eq!(delete(RED_KEY).await.unwrap_or_else(|e| panic!("{e}")).status().as_u16(), 200);
-    let gone = post(RED_KEY, Some(session), list).await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(delete(BLUE_KEY).await.unwrap().status().as_u16(), 404);
+    assert_eq!(delete(RED_KEY).await.unwrap().status().as_u16(), 200);
+    let gone = post(RED_KEY, Some(session), list).await.unwrap();
     assert_eq!(gone.status().as_u16(), 404);
 }

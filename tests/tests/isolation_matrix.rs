@@ -109,7 +109,7 @@ async fn mcp(p: &mut Probe<'_>, key: &str, method: &str, name: &str, body: Value
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nothing_crosses_between_tenants_on_any_route() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let gw = start(dir.path());
     let hook = Webhook::start(0).await;
     let blue_hook = Webhook::start(0).await;
@@ -146,7 +146,7 @@ async fn nothing_crosses_between_tenants_on_any_route() {
         .await;
     assert_eq!(cfg["result"]["id"], "red-cfg", "{cfg}");
     let file = dir.path().join("red.bin");
-    std::fs::write(&file, b"red artifact bytes").unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&file, b"red artifact bytes").unwrap();
     let (ok, out) =
         gw.cli(&["artifacts", "put", &file.display().to_string(), "--tenant", "red", "--invocation", &admin_inv]);
     assert!(ok, "{out}");

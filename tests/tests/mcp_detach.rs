@@ -78,7 +78,7 @@ async fn settle(gw: &Gateway, tool: &str) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_keyed_write_outlives_its_connection_and_a_retry_attaches() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("calls.log");
     let gw = start(dir.path(), &log, &[]);
     let args = json!({"key": "blip", "delay_ms": 1200});
@@ -88,10 +88,7 @@ async fn a_keyed_write_outlives_its_connection_and_a_retry_attaches() {
     abandon(request(&gw, "fx__count_write", args.clone(), Some("order-blip")), 200).await;
     assert_eq!(settle(&gw, "count_write").await, ["succeeded"], "the keyed write ran to completion");
     // The client retries with its key and gets the result of that one call.
-    let retry = answer(
-        request(&gw, "fx__count_write", args, Some("order-blip")).send().await.unwrap_or_else(|e| panic!("{e}")),
-    )
-    .await;
+    let retry = answer(request(&gw, "fx__count_write", args, Some("order-blip")).send().await.unwrap()).await;
     assert_eq!(retry["result"]["content"][0]["text"], "wrote blip", "{retry}");
     assert_eq!(std::fs::read_to_string(&log).unwrap_or_default().lines().count(), 1, "one physical call");
     // An unkeyed call is the request's own: closing its stream cancels it (MCP's cancel on HTTP).
@@ -101,14 +98,14 @@ async fn a_keyed_write_outlives_its_connection_and_a_retry_attaches() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_still_running_after_the_wait_says_so_and_names_its_invocation() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("calls.log");
     let gw =
         start(dir.path(), &log, &[("SWITCHYARD__MCP__CALL_WAIT_MS", "300"), ("SWITCHYARD__MCP__TASK_AFTER_MS", "250")]);
     let resp = request(&gw, "fx__count_write", json!({"key": "slow", "delay_ms": 1500}), Some("order-slow"))
         .send()
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
     let v = answer(resp).await;
     let result = &v["result"];
     assert_eq!(result["isError"], true, "{v}");
@@ -128,13 +125,13 @@ async fn a_call_still_running_after_the_wait_says_so_and_names_its_invocation() 
 /// reads left kept connections to the upstream that died.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reads_keep_their_connection_and_a_write_whose_connection_is_refused_failed_and_is_not_unknown() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let fixture = switchyard_tests::mcp::Fixture::start(&[]);
     let config = write_config(dir.path(), &[UpstreamSpec::http("web", &fixture.url)], "");
     let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(config), ..Options::default() });
     let call = |tool: &str, args: Value, key: Option<String>| {
         let req = request(&gw, tool, args, key.as_deref());
-        async move { answer(req.send().await.unwrap_or_else(|e| panic!("{e}"))).await }
+        async move { answer(req.send().await.unwrap()).await }
     };
     let ok = call("web__echo", json!({"text": "up"}), None).await;
     assert_eq!(ok["result"]["content"][0]["text"], "up", "{ok}");
@@ -156,10 +153,7 @@ async fn reads_keep_their_connection_and_a_write_whose_connection_is_refused_fai
     assert_eq!(after_writes - after_reads - 1, 3, "each write on a connection of its own");
     drop(fixture); // the upstream is gone: connections are refused
     let v = answer(
-        request(&gw, "web__count_write", json!({"key": "refused"}), Some("order-refused"))
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("{e}")),
+        request(&gw, "web__count_write", json!({"key": "refused"}), Some("order-refused")).send().await.unwrap(),
     )
     .await;
     assert_eq!(v["result"]["isError"], true, "{v}");

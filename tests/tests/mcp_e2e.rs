@@ -38,7 +38,7 @@ async fn tool_names(client: &switchyard_tests::mcp::Client) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn both_eras_list_and_call_through_stdio_and_http_upstreams() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let web = Fixture::start(&[]);
     let gw = start(dir.path(), &[UpstreamSpec::stdio("local", &[]), UpstreamSpec::http("web", &web.url)], vec![]);
     let url = format!("{}/mcp", gw.base);
@@ -55,10 +55,8 @@ async fn both_eras_list_and_call_through_stdio_and_http_upstreams() {
             assert_eq!(text_of(&r), format!("hi {modern}"), "{r}");
             assert_eq!(r["structuredContent"]["text"], format!("hi {modern}"));
             let inv = r["_meta"]["dev.switchyard/invocation"].as_str().unwrap_or_else(|| panic!("no invocation: {r}"));
-            let (status, shown) = gw
-                .get("default", &format!("/admin/v1/invocations/{inv}?wait_ms=5000"))
-                .await
-                .unwrap_or_else(|e| panic!("{e}"));
+            let (status, shown) =
+                gw.get("default", &format!("/admin/v1/invocations/{inv}?wait_ms=5000")).await.unwrap();
             assert_eq!(status, 200, "{shown}");
             assert_eq!(shown["state"]["state"], "succeeded", "{shown}");
             assert_eq!(shown["target"]["effect"], "read_only");
@@ -72,11 +70,11 @@ async fn both_eras_list_and_call_through_stdio_and_http_upstreams() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mrtr_rounds_are_sealed_invocations_and_tampering_is_refused() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let gw = start(dir.path(), &[UpstreamSpec::stdio("fx", &[])], vec![]);
     let url = format!("{}/mcp", gw.base);
     let client = connect(&url, true).await;
-    let first = client.call_tool_once(call("fx__ask_name", json!({}))).await.unwrap_or_else(|e| panic!("{e}"));
+    let first = client.call_tool_once(call("fx__ask_name", json!({}))).await.unwrap();
     let CallToolResponse::InputRequired(asked) = first else { panic!("expected input_required, got {first:?}") };
     let state = asked.request_state.clone().unwrap_or_else(|| panic!("no requestState"));
     let key = asked
@@ -100,12 +98,12 @@ async fn mrtr_rounds_are_sealed_invocations_and_tampering_is_refused() {
     elsewhere.request_state = Some(state.clone());
     assert!(client.call_tool_once(elsewhere).await.is_err());
     retry.request_state = Some(state);
-    let done = client.call_tool_once(retry.clone()).await.unwrap_or_else(|e| panic!("{e}"));
+    let done = client.call_tool_once(retry.clone()).await.unwrap();
     let CallToolResponse::Complete(done) = done else { panic!("expected a result, got {done:?}") };
     let done = to_json(&done);
     assert_eq!(text_of(&done), "hello Grace", "{done}");
     // Replaying the same round (same requestState, same answers) attaches to its invocation.
-    let replay = client.call_tool_once(retry.clone()).await.unwrap_or_else(|e| panic!("{e}"));
+    let replay = client.call_tool_once(retry.clone()).await.unwrap();
     let CallToolResponse::Complete(replay) = replay else { panic!("expected a result, got {replay:?}") };
     assert_eq!(to_json(&replay)["_meta"], done["_meta"], "the replay is the same invocation");
     // The same state with other answers is refused, and calls nothing.
@@ -122,20 +120,20 @@ async fn mrtr_rounds_are_sealed_invocations_and_tampering_is_refused() {
     assert_eq!(newer["request"]["inputResponses"][&key], answer);
     // The legacy era: the gateway asks the client itself and answers the upstream.
     let legacy = connect(&url, false).await;
-    let r = legacy.call_tool(call("fx__ask_name", json!({}))).await.unwrap_or_else(|e| panic!("{e}"));
+    let r = legacy.call_tool(call("fx__ask_name", json!({}))).await.unwrap();
     assert_eq!(text_of(&to_json(&r)), "hello Ada");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idempotency_key_attaches_a_retry_to_the_original_call() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("calls.log");
     let log_s = log.display().to_string();
     let gw = start(dir.path(), &[UpstreamSpec::stdio("fx", &[("FIXTURE_CALL_LOG", &log_s)])], vec![]);
     let client = connect(&format!("{}/mcp", gw.base), true).await;
     let keyed = || call_with_meta("fx__count_write", json!({"key": "k1"}), &[(KEY_META, json!("order-17"))]);
-    let a = to_json(&client.call_tool(keyed()).await.unwrap_or_else(|e| panic!("{e}")));
-    let b = to_json(&client.call_tool(keyed()).await.unwrap_or_else(|e| panic!("{e}")));
+    let a = to_json(&client.call_tool(keyed()).await.unwrap());
+    let b = to_json(&client.call_tool(keyed()).await.unwrap());
     assert_eq!(text_of(&a), "wrote k1");
     assert_eq!(a["_meta"], b["_meta"], "the retry answers from the same invocation");
     assert_eq!(std::fs::read_to_string(&log).unwrap_or_default().lines().count(), 1, "one physical call");
@@ -156,7 +154,7 @@ async fn an_idempotency_key_attaches_a_retry_to_the_original_call() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_lost_to_a_crash_is_unknown_then_reconciled_and_ran_once() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("calls.log");
     let log_s = log.display().to_string();
     let upstreams = [UpstreamSpec::stdio("fx", &[("FIXTURE_CALL_LOG", &log_s)])];
@@ -189,7 +187,7 @@ async fn a_write_lost_to_a_crash_is_unknown_then_reconciled_and_ran_once() {
     // The lease of the killed worker expires, recovery finds the write in flight: unknown.
     let mut answer = Value::Null;
     for _ in 0..200 {
-        answer = to_json(&client.call_tool(keyed()).await.unwrap_or_else(|e| panic!("{e}")));
+        answer = to_json(&client.call_tool(keyed()).await.unwrap());
         if answer["structuredContent"]["state"] == "unknown" {
             break;
         }
@@ -202,7 +200,7 @@ async fn a_write_lost_to_a_crash_is_unknown_then_reconciled_and_ran_once() {
     let result = json!({"content": [{"type": "text", "text": "wrote crash (confirmed by operator)"}]});
     let (ok, out) = gw.cli(&["reconcile", &inv, "applied", "--result", &result.to_string()]);
     assert!(ok, "{out}");
-    let after = to_json(&client.call_tool(keyed()).await.unwrap_or_else(|e| panic!("{e}")));
+    let after = to_json(&client.call_tool(keyed()).await.unwrap());
     assert_eq!(text_of(&after), "wrote crash (confirmed by operator)", "{after}");
     assert_ne!(after["isError"], true);
     assert_eq!(std::fs::read_to_string(&log).unwrap_or_default().lines().count(), 1, "the upstream counted one call");
@@ -214,17 +212,17 @@ async fn a_write_lost_to_a_crash_is_unknown_then_reconciled_and_ran_once() {
 /// again on that session and sends the call once more, now with the header.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_whose_header_map_fell_behind_lists_again_and_sends_once_more() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let hide = dir.path().join("hide-headers");
-    std::fs::write(&hide, "").unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&hide, "").unwrap();
     let web = Fixture::start(&[("FIXTURE_HIDE_HEADERS_WHILE", &hide.display().to_string())]);
     let gw = start(dir.path(), &[UpstreamSpec::http("web", &web.url)], vec![]);
     let client = connect(&format!("{}/mcp", gw.base), true).await;
     let tool = "web__test_x_mcp_header";
     assert!(tool_names(&client).await.iter().any(|n| n == tool), "listed (without its header annotation)");
-    std::fs::remove_file(&hide).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::remove_file(&hide).unwrap();
     let r = client.call_tool(call(tool, json!({"value": "Hello"}))).await;
-    let r = to_json(&r.unwrap_or_else(|e| panic!("{e}")));
+    let r = to_json(&r.unwrap());
     assert_ne!(r["isError"], true, "{r}");
     assert_eq!(text_of(&r), "Hello", "{r}");
     let inv = r["_meta"]["dev.switchyard/invocation"].as_str().unwrap_or_else(|| panic!("no invocation: {r}"));
@@ -240,7 +238,7 @@ async fn a_session_whose_header_map_fell_behind_lists_again_and_sends_once_more(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_changed_schema_withholds_the_tool_until_approved() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let v1 = [UpstreamSpec::stdio("fx", &[("FIXTURE_SCHEMA_VARIANT", "1")])];
     let mut gw = start(dir.path(), &v1, vec![]);
     let client = connect(&format!("{}/mcp", gw.base), true).await;
@@ -256,7 +254,7 @@ async fn a_changed_schema_withholds_the_tool_until_approved() {
     let e = client.call_tool(call("fx__drift_tool", json!({"a": "x", "b": 1}))).await.err().map(|e| e.to_string());
     let e = e.unwrap_or_default();
     assert!(e.contains("withheld") && e.contains("switchyard upstreams approve fx --tool drift_tool"), "{e}");
-    let (status, view) = gw.get("default", "/admin/v1/upstreams").await.unwrap_or_else(|e| panic!("{e}"));
+    let (status, view) = gw.get("default", "/admin/v1/upstreams").await.unwrap();
     assert_eq!(status, 200);
     let drift = view["tools"].as_array().and_then(|t| t.iter().find(|t| t["tool"] == "drift_tool").cloned());
     assert_eq!(drift.map(|d| d["approved"].clone()), Some(json!(false)), "{view}");
@@ -267,14 +265,14 @@ async fn a_changed_schema_withholds_the_tool_until_approved() {
     // The running gateway picks the approval up within seconds.
     assert!(listed_within_5s(&client, "fx__drift_tool").await, "approved tool is listed again");
     let r = client.call_tool(call("fx__drift_tool", json!({"a": "x", "b": 1}))).await;
-    assert_eq!(text_of(&to_json(&r.unwrap_or_else(|e| panic!("{e}")))), "drift ok");
+    assert_eq!(text_of(&to_json(&r.unwrap())), "drift ok");
 }
 
 /// A changed description (or title, or annotations) is pinned like a schema: a description that
 /// starts instructing the model withholds the tool until an operator approves it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_changed_description_withholds_the_tool_until_approved() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let mut gw = start(dir.path(), &[UpstreamSpec::stdio("fx", &[])], vec![]);
     let client = connect(&format!("{}/mcp", gw.base), true).await;
     assert!(tool_names(&client).await.contains(&"fx__drift_tool".to_string()));
@@ -288,22 +286,17 @@ async fn a_changed_description_withholds_the_tool_until_approved() {
     assert!(ok && out.contains("fx/tool-meta drift_tool: WITHHELD (description or annotations changed)"), "{out}");
     assert!(out.contains("fx/tool drift_tool: approved"), "the schema did not change: {out}");
     // Approved through the admin API this time (an unknown tool is not found, nothing changes).
-    let (status, body) = gw
-        .post("default", "/admin/v1/upstreams/fx/approve", json!({"tool": "nope"}))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let (status, body) = gw.post("default", "/admin/v1/upstreams/fx/approve", json!({"tool": "nope"})).await.unwrap();
     assert_eq!(status, 404, "{body}");
-    let (status, body) = gw
-        .post("default", "/admin/v1/upstreams/fx/approve", json!({"tool": "drift_tool"}))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let (status, body) =
+        gw.post("default", "/admin/v1/upstreams/fx/approve", json!({"tool": "drift_tool"})).await.unwrap();
     assert_eq!((status, body["approved"].clone()), (200, json!(1)), "{body}");
     assert!(listed_within_5s(&client, "fx__drift_tool").await, "approved tool is listed again");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_cancel_cancels_the_invocation_and_bad_requests_change_nothing() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let gw = start(dir.path(), &[UpstreamSpec::stdio("fx", &[])], vec![]);
     let url = format!("{}/mcp", gw.base);
     let client = connect(&url, false).await;
@@ -312,10 +305,7 @@ async fn a_client_cancel_cancels_the_invocation_and_bad_requests_change_nothing(
         "fx__slow",
         json!({"steps": 100, "step_ms": 100}),
     )));
-    let handle = peer
-        .send_request_with_option(request, rmcp::service::PeerRequestOptions::default())
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let handle = peer.send_request_with_option(request, rmcp::service::PeerRequestOptions::default()).await.unwrap();
     let id = handle.id.clone();
     let mut running = None;
     for _ in 0..100 {
@@ -330,11 +320,10 @@ async fn a_client_cancel_cancels_the_invocation_and_bad_requests_change_nothing(
         running.unwrap_or_else(|| panic!("slow call never dispatched"))["id"].as_str().unwrap_or_default().to_string();
     peer.notify_cancelled(rmcp::model::CancelledNotificationParam::new(Some(id), Some("user gave up".into())))
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
     let mut state = Value::Null;
     for _ in 0..100 {
-        let (_, shown) =
-            gw.get("default", &format!("/admin/v1/invocations/{inv}")).await.unwrap_or_else(|e| panic!("{e}"));
+        let (_, shown) = gw.get("default", &format!("/admin/v1/invocations/{inv}")).await.unwrap();
         state = shown["state"]["state"].clone();
         if state == "canceled" {
             break;
@@ -347,10 +336,7 @@ async fn a_client_cancel_cancels_the_invocation_and_bad_requests_change_nothing(
         "fx__count_write",
         json!({"key": "w", "delay_ms": 10_000}),
     )));
-    let handle = peer
-        .send_request_with_option(request, rmcp::service::PeerRequestOptions::default())
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let handle = peer.send_request_with_option(request, rmcp::service::PeerRequestOptions::default()).await.unwrap();
     let id = handle.id.clone();
     let mut write = None;
     for _ in 0..100 {
@@ -364,12 +350,9 @@ async fn a_client_cancel_cancels_the_invocation_and_bad_requests_change_nothing(
     }
     let write =
         write.unwrap_or_else(|| panic!("write never dispatched"))["id"].as_str().unwrap_or_default().to_string();
-    peer.notify_cancelled(rmcp::model::CancelledNotificationParam::new(Some(id), None))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    peer.notify_cancelled(rmcp::model::CancelledNotificationParam::new(Some(id), None)).await.unwrap();
     for _ in 0..100 {
-        let (_, shown) =
-            gw.get("default", &format!("/admin/v1/invocations/{write}")).await.unwrap_or_else(|e| panic!("{e}"));
+        let (_, shown) = gw.get("default", &format!("/admin/v1/invocations/{write}")).await.unwrap();
         state = shown["state"]["state"].clone();
         if state == "unknown" {
             break;
@@ -386,7 +369,7 @@ async fn a_client_cancel_cancels_the_invocation_and_bad_requests_change_nothing(
         .body("{not json")
         .send()
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
     assert!(resp.status().is_client_error(), "{}", resp.status());
     // A foreign Host is refused (DNS-rebinding protection).
     let port = gw.base.rsplit(':').next().unwrap_or_default().to_string();
@@ -397,7 +380,7 @@ async fn a_client_cancel_cancels_the_invocation_and_bad_requests_change_nothing(
         .body(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#)
         .send()
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
     assert!(resp.status().is_client_error(), "{}", resp.status());
     assert_eq!(gw.all("default").await.len(), before);
 }
@@ -418,7 +401,7 @@ impl rmcp::ClientHandler for Watcher {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_legacy_subscription_relays_the_upstreams_resource_updates() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let web = Fixture::start(&[]);
     let gw = start(dir.path(), &[UpstreamSpec::http("web", &web.url)], vec![]);
     let url = format!("{}/mcp", gw.base);
@@ -430,7 +413,7 @@ async fn a_legacy_subscription_relays_the_upstreams_resource_updates() {
         rmcp::service::ClientLifecycleMode::Initialize,
     )
     .await
-    .unwrap_or_else(|e| panic!("{e}"));
+    .unwrap();
     #[allow(deprecated)]
     watcher
         .peer()
@@ -441,7 +424,7 @@ async fn a_legacy_subscription_relays_the_upstreams_resource_updates() {
     let other = connect(&url, true).await;
     let mut got = None;
     for _ in 0..20 {
-        other.call_tool(call("web__test_trigger_resource_update", json!({}))).await.unwrap_or_else(|e| panic!("{e}"));
+        other.call_tool(call("web__test_trigger_resource_update", json!({}))).await.unwrap();
         if let Ok(Some(uri)) = tokio::time::timeout(Duration::from_millis(250), rx.recv()).await {
             got = Some(uri);
             break;
@@ -456,6 +439,6 @@ async fn a_legacy_subscription_relays_the_upstreams_resource_updates() {
         .unwrap_or_else(|e| panic!("unsubscribe: {e}"));
     tokio::time::sleep(Duration::from_millis(200)).await;
     while rx.try_recv().is_ok() {}
-    other.call_tool(call("web__test_trigger_resource_update", json!({}))).await.unwrap_or_else(|e| panic!("{e}"));
+    other.call_tool(call("web__test_trigger_resource_update", json!({}))).await.unwrap();
     assert!(tokio::time::timeout(Duration::from_millis(500), rx.recv()).await.is_err(), "no update after unsubscribe");
 }

@@ -49,7 +49,7 @@ const READS: &str = "echo = \"read_only\", slow = \"read_only\", ask_name = \"re
 async fn a_bearer_client_reaches_an_oauth_protected_upstream_with_the_gateways_own_token() {
     let issuer = TestIssuer::start().await;
     let fixture = Fixture::start(&[]);
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     // B: the protected upstream.
     let (b, resource_b) = protected_upstream(dir.path(), &issuer, &fixture, READS);
     // A: the gateway the client talks to, an OAuth client of B.
@@ -63,7 +63,7 @@ async fn a_bearer_client_reaches_an_oauth_protected_upstream_with_the_gateways_o
         auth_section(&resource_a, &issuer.issuer),
         SERVICE_CLIENT.0
     );
-    std::fs::write(dir.path().join("a.toml"), config_a).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(dir.path().join("a.toml"), config_a).unwrap();
     let a = Gateway::start(Options {
         data_dir: dir.path().join("a"),
         config: Some(dir.path().join("a.toml")),
@@ -78,7 +78,7 @@ async fn a_bearer_client_reaches_an_oauth_protected_upstream_with_the_gateways_o
         .body(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#)
         .send()
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
     assert_eq!(anon.status(), 401);
     let challenge =
         anon.headers().get("www-authenticate").and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
@@ -102,7 +102,7 @@ async fn a_bearer_client_reaches_an_oauth_protected_upstream_with_the_gateways_o
     let issued = issuer.issued();
     assert!(!issued.is_empty(), "A obtained a token by client credentials");
     // The calls reached B as A's service identity (tenant `svc`), not as alice.
-    let (status, on_b) = b.get("svc", "/admin/v1/invocations?limit=500").await.unwrap_or_else(|e| panic!("{e}"));
+    let (status, on_b) = b.get("svc", "/admin/v1/invocations?limit=500").await.unwrap();
     assert_eq!(status, 200);
     let on_b = on_b["items"].as_array().cloned().unwrap_or_default();
     assert!(on_b.iter().any(|i| i["target"]["operation"] == "echo"), "B journaled the calls under tenant svc");
@@ -127,7 +127,7 @@ async fn a_user_delegated_upstream_is_authorized_once_and_its_tokens_stay_sealed
     use std::io::BufRead as _;
     let issuer = TestIssuer::start().await;
     let fixture = Fixture::start(&[]);
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let (b, resource_b) = protected_upstream(dir.path(), &issuer, &fixture, "");
     let redirect_port = free_port();
     let config_a = format!(
@@ -138,7 +138,7 @@ async fn a_user_delegated_upstream_is_authorized_once_and_its_tokens_stay_sealed
         SERVICE_CLIENT.0
     );
     let config_path = dir.path().join("a.toml");
-    std::fs::write(&config_path, config_a).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&config_path, config_a).unwrap();
     let data_a = dir.path().join("a");
     // The operator logs in once; the test plays the browser.
     let mut login = std::process::Command::new(switchyard_tests::gateway::binary())
@@ -150,7 +150,7 @@ async fn a_user_delegated_upstream_is_authorized_once_and_its_tokens_stay_sealed
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
     let stdout = login.stdout.take().unwrap_or_else(|| panic!("stdout"));
     let mut lines = std::io::BufReader::new(stdout).lines();
     let auth_url = lines
@@ -158,17 +158,14 @@ async fn a_user_delegated_upstream_is_authorized_once_and_its_tokens_stay_sealed
         .map_while(Result::ok)
         .find_map(|l| l.trim().starts_with("http").then(|| l.trim().to_string()))
         .unwrap_or_else(|| panic!("`auth login` printed no URL"));
-    let browser = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let redirect = browser.get(&auth_url).send().await.unwrap_or_else(|e| panic!("{e}"));
+    let browser = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let redirect = browser.get(&auth_url).send().await.unwrap();
     let back = redirect.headers().get("location").and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
     assert!(back.starts_with(&format!("http://127.0.0.1:{redirect_port}/callback?code=")), "{back}");
-    let page = browser.get(&back).send().await.unwrap_or_else(|e| panic!("{e}"));
+    let page = browser.get(&back).send().await.unwrap();
     assert_eq!(page.status(), 200);
     let rest: Vec<String> = lines.map_while(Result::ok).collect();
-    let status = login.wait().unwrap_or_else(|e| panic!("{e}"));
+    let status = login.wait().unwrap();
     assert!(status.success() && rest.iter().any(|l| l.contains("authorized")), "{rest:?}");
     // Tokens (access and refresh) are stored, but never in plaintext.
     let issued = issuer.issued();
@@ -191,7 +188,7 @@ async fn a_user_delegated_upstream_is_authorized_once_and_its_tokens_stay_sealed
     let r = client
         .call_tool(switchyard_tests::mcp::call("partner__echo", serde_json::json!({"text": "delegated"})))
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
     assert_eq!(switchyard_tests::mcp::text_of(&serde_json::to_value(&r).unwrap_or_default()), "delegated");
     let on_b = b.all("delegated").await;
     assert!(on_b.iter().any(|i| i["principal"]["subject"] == "alice"), "B saw the delegated user");
@@ -235,7 +232,7 @@ async fn scopes_choose_endpoints_and_tenants_never_see_each_others_calls_or_task
     let issuer = TestIssuer::start().await;
     let port = free_port();
     let resource = format!("http://127.0.0.1:{port}/mcp");
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let config = format!(
         "{}\n[mcp]\nrequest_state_key = \"gateway-t-request-state-key-0123456789ab\"\n\n\
          [[mcp.servers]]\npath = \"/mcp\"\n\n\
@@ -245,7 +242,7 @@ async fn scopes_choose_endpoints_and_tenants_never_see_each_others_calls_or_task
         auth_section(&resource, &issuer.issuer).replace("[\"mcp:call\"]", "[\"mcp:call\", \"mcp:ops\"]"),
         switchyard_tests::mcp::fixture_binary().display()
     );
-    std::fs::write(dir.path().join("t.toml"), config).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(dir.path().join("t.toml"), config).unwrap();
     let gw = Gateway::start(Options {
         data_dir: dir.path().join("t"),
         config: Some(dir.path().join("t.toml")),
@@ -262,7 +259,7 @@ async fn scopes_choose_endpoints_and_tenants_never_see_each_others_calls_or_task
         .body(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#)
         .send()
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
     assert_eq!(refused.status(), 403);
     let challenge = refused.headers().get("www-authenticate").and_then(|v| v.to_str().ok()).unwrap_or_default();
     assert!(challenge.contains("insufficient_scope") && challenge.contains("mcp:ops"), "{challenge}");
@@ -276,7 +273,7 @@ async fn scopes_choose_endpoints_and_tenants_never_see_each_others_calls_or_task
     let created = a
         .call_tool_once(switchyard_tests::mcp::call("fx__slow_compute", serde_json::json!({"seconds": 5})))
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
     let rmcp::model::CallToolResponse::Task(task) = created else { panic!("expected a task, got {created:?}") };
     let id = task.task.task_id.clone();
     let mine = a.peer().get_task(rmcp::model::GetTaskParams::new(id.clone())).await;
@@ -284,7 +281,7 @@ async fn scopes_choose_endpoints_and_tenants_never_see_each_others_calls_or_task
     let theirs = b.peer().get_task(rmcp::model::GetTaskParams::new(id.clone())).await.err().map(|e| e.to_string());
     assert!(theirs.is_some_and(|e| e.contains("unknown task")), "another tenant's task is unknown, not forbidden");
     assert!(b.peer().cancel_task(rmcp::model::CancelTaskParams::new(id.clone())).await.is_err());
-    let (status, _) = gw.get("globex", &format!("/admin/v1/invocations/{id}")).await.unwrap_or_else(|e| panic!("{e}"));
+    let (status, _) = gw.get("globex", &format!("/admin/v1/invocations/{id}")).await.unwrap();
     assert_eq!(status, 404);
     assert!(gw.all("globex").await.is_empty(), "globex lists nothing of acme's");
     assert_eq!(gw.all("acme").await.len(), 1);

@@ -34,7 +34,7 @@ reason = "no completions"
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reads_prompts_and_completions_are_decided_and_audited() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let skills = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../conformance/skills");
     let fixture = UpstreamSpec::stdio("fixture", &[("FIXTURE_SKILLS_DIR", &skills.display().to_string())]);
     let config = write_config(dir.path(), &[fixture], POLICY);

@@ -290,7 +290,7 @@ fn everything_checks() -> Vec<(&'static str, Value)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_legacy_reference_server_behind_the_gateway_answers_both_client_eras_as_it_does_directly() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let command = server_everything();
     let spawns = dir.path().join("spawns.log");
     // Every start of the child is counted: the gateway must not respawn it per call.
@@ -315,7 +315,7 @@ async fn a_legacy_reference_server_behind_the_gateway_answers_both_client_eras_a
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fastmcp_server_behind_the_gateway_answers_both_client_eras_as_it_does_directly() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let (gw, command) = fastmcp_gateway(dir.path());
     let url = format!("{}/mcp", gw.base);
     let checks = fastmcp_checks();
@@ -364,7 +364,7 @@ fn behind_stdio(data: &std::path::Path, command: &[String], read_only: &[&str]) 
 /// launches it from its configuration: the same answers as the server launched directly.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fastmcp_server_behind_switchyard_stdio_answers_each_client_as_it_does_directly() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let peer = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("python/fastmcp_peer.py");
     let command = vec![switchyard_tests::mcp::python().display().to_string(), peer.display().to_string()];
     let through = behind_stdio(&dir.path().join("d"), &command, &["add", "greet", "chart"]);
@@ -376,7 +376,7 @@ async fn a_fastmcp_server_behind_switchyard_stdio_answers_each_client_as_it_does
 /// same gateway. Here "directly" is through `connect`, and "through the gateway" is over HTTP.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_gateway_through_switchyard_connect_answers_each_client_as_over_http() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let (gw, _) = fastmcp_gateway(dir.path());
     let url = format!("{}/mcp", gw.base);
     let data = dir.path().join("c").display().to_string();
@@ -389,7 +389,7 @@ async fn the_gateway_through_switchyard_connect_answers_each_client_as_over_http
 /// sampling, roots) reach the client that launched the wrapper, as they do directly.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_reference_server_behind_switchyard_stdio_answers_each_client_as_it_does_directly() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let command = server_everything();
     let through = behind_stdio(&dir.path().join("d"), &command, &["echo", "get-sum"]);
     same_as_direct("server-everything behind switchyard stdio", &through, &command, &everything_checks(), false).await;
@@ -402,7 +402,7 @@ async fn the_reference_server_behind_switchyard_stdio_answers_each_client_as_it_
 /// serves the next call.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_held_question_is_answered_once_and_expires_when_nobody_answers() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let config = config_with_extra(
         dir.path(),
         "ev",

@@ -10,7 +10,7 @@ use switchyard_tests::mcp::{Fixture, UpstreamSpec, python, python_client_script,
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_python_sdk_works_through_the_gateway_in_both_eras() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let web = Fixture::start(&[]);
     let config =
         write_config(dir.path(), &[UpstreamSpec::stdio("local", &[]), UpstreamSpec::http("web", &web.url)], "");
@@ -49,7 +49,7 @@ async fn the_python_sdk_works_through_the_gateway_in_both_eras() {
 /// write an `isError` result naming its invocation — which the upstream has not received.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_python_sdk_sees_policy_denials_and_holds_as_tool_results() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("calls.log");
     let log_s = log.display().to_string();
     let policy = "[[policy.envelope]]\nupstream = \"fx\"\noperation = \"ask_name\"\n\

@@ -42,19 +42,17 @@ fn value(samples: &[Value], name: &str, labels: &[(&str, &str)]) -> f64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_count_what_the_gateway_did_and_prometheus_reads_them() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("switchyard.toml");
-    std::fs::write(&config, POLICY).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&config, POLICY).unwrap();
     let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(config), ..Options::default() });
 
     let (status, _) = scrape(&gw, "").await;
     assert_eq!(status, 401, "no credential, no metrics");
 
-    let (status, ran) =
-        gw.submit("default", "echo", json!({"n": 1}), None, 5000).await.unwrap_or_else(|e| panic!("{e}"));
+    let (status, ran) = gw.submit("default", "echo", json!({"n": 1}), None, 5000).await.unwrap();
     assert_eq!((status, ran["state"]["state"].as_str()), (201, Some("succeeded")), "{ran}");
-    let (status, held) =
-        gw.submit("default", "count", json!({"n": 2}), None, 0).await.unwrap_or_else(|e| panic!("{e}"));
+    let (status, held) = gw.submit("default", "count", json!({"n": 2}), None, 0).await.unwrap();
     assert_eq!(status, 202, "{held}");
     let id = held["id"].as_str().unwrap_or_default();
     // Denied by someone other than its caller.
@@ -66,23 +64,21 @@ async fn metrics_count_what_the_gateway_did_and_prometheus_reads_them() {
         .json(&json!({"reason": "no"}))
         .send()
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
     assert_eq!(denied.status().as_u16(), 200);
 
     // A write whose reply does not come within the attempt timeout: unknown.
-    let (status, lost) =
-        gw.submit("default", "count", json!({"delay_ms": 6000}), None, 5000).await.unwrap_or_else(|e| panic!("{e}"));
+    let (status, lost) = gw.submit("default", "count", json!({"delay_ms": 6000}), None, 5000).await.unwrap();
     assert_eq!(status, 202, "{lost}");
     let lost_id = lost["id"].as_str().unwrap_or_default().to_string();
     let ops = |path: String, body: Value| {
         let req = gw.http.post(format!("{}{path}", gw.base)).bearer_auth(TOKEN).header("x-switchyard-subject", "ops");
-        async move { req.json(&body).send().await.unwrap_or_else(|e| panic!("{e}")).status().as_u16() }
+        async move { req.json(&body).send().await.unwrap().status().as_u16() }
     };
     assert_eq!(ops(format!("/admin/v1/invocations/{lost_id}/approve"), json!({})).await, 200);
     let mut state = Value::Null;
     for _ in 0..100 {
-        state =
-            gw.get("default", &format!("/admin/v1/invocations/{lost_id}")).await.unwrap_or_else(|e| panic!("{e}")).1;
+        state = gw.get("default", &format!("/admin/v1/invocations/{lost_id}")).await.unwrap().1;
         if state["state"]["state"] == "unknown" {
             break;
         }
@@ -90,7 +86,7 @@ async fn metrics_count_what_the_gateway_did_and_prometheus_reads_them() {
     }
     assert_eq!(state["state"]["state"], "unknown", "{state}");
     // A held call canceled before anyone decided.
-    let (_, held) = gw.submit("default", "count", json!({"n": 3}), None, 0).await.unwrap_or_else(|e| panic!("{e}"));
+    let (_, held) = gw.submit("default", "count", json!({"n": 3}), None, 0).await.unwrap();
     let held_id = held["id"].as_str().unwrap_or_default().to_string();
     assert_eq!(ops(format!("/admin/v1/invocations/{held_id}/cancel"), json!({})).await, 200);
 
@@ -132,7 +128,7 @@ async fn push_deliveries_open_streams_and_upstream_sessions_are_counted() {
     use std::time::Duration;
     use switchyard_tests::a2a::{Webhook, message, rpc, write_config};
     use switchyard_tests::mcp::{UpstreamSpec, call, connect};
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let a2a = write_config(dir.path(), "", "anonymous = true");
     let mcp = switchyard_tests::mcp::write_config(dir.path(), &[UpstreamSpec::stdio("fx", &[])], "");
     let text = format!(
@@ -140,7 +136,7 @@ async fn push_deliveries_open_streams_and_upstream_sessions_are_counted() {
         std::fs::read_to_string(&mcp).unwrap_or_default(),
         std::fs::read_to_string(&a2a).unwrap_or_default()
     );
-    std::fs::write(&a2a, text).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&a2a, text).unwrap();
     let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(a2a), ..Options::default() });
     let url = format!("{}/a2a/tck", gw.base);
 
@@ -173,8 +169,8 @@ async fn push_deliveries_open_streams_and_upstream_sessions_are_counted() {
         .json(&json!({"jsonrpc": "2.0", "id": 2, "method": "SubscribeToTask", "params": {"id": task}}))
         .send()
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let first = follow.chunk().await.unwrap_or_else(|e| panic!("{e}")).unwrap_or_default();
+        .unwrap();
+    let first = follow.chunk().await.unwrap().unwrap_or_default();
     assert!(String::from_utf8_lossy(&first).contains("data:"), "the stream began");
     let (_, samples) = scrape(&gw, TOKEN).await;
     assert_eq!(value(&samples, "switchyard_a2a_open_streams", &[]), 1.0, "one stream open");
@@ -203,11 +199,10 @@ async fn push_deliveries_open_streams_and_upstream_sessions_are_counted() {
 /// With `server.metrics_listen`, `/metrics` is served there only (still behind a credential).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_can_have_a_listener_of_their_own() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let port = switchyard_tests::gateway::free_port();
     let config = dir.path().join("switchyard.toml");
-    std::fs::write(&config, format!("[server]\nmetrics_listen = \"127.0.0.1:{port}\"\n"))
-        .unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&config, format!("[server]\nmetrics_listen = \"127.0.0.1:{port}\"\n")).unwrap();
     let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(config), ..Options::default() });
     let main = gw.http.get(format!("{}/metrics", gw.base)).bearer_auth(TOKEN).send().await;
     assert_eq!(main.map(|r| r.status().as_u16()).ok(), Some(404), "not on the main listener");
@@ -224,16 +219,16 @@ async fn metrics_can_have_a_listener_of_their_own() {
 /// though it passes the A2A face's checks; an A2A client's message to the same agent is `a2a`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bridged_mcp_call_is_counted_as_mcp() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("switchyard.toml");
     let text = "[mcp]\nanonymous = true\n\n[a2a]\nanonymous = true\n\n[[a2a.agents]]\nname = \"echo\"\nkind = \"echo\"\n\n\
                 [[mcp.upstreams]]\nname = \"assistant\"\nkind = \"a2a\"\nagent = \"echo\"\n";
-    std::fs::write(&config, text).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&config, text).unwrap();
     let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(config), ..Options::default() });
     let client = switchyard_tests::mcp::connect(&format!("{}/mcp", gw.base), true).await;
     for i in 0..2 {
         let params = switchyard_tests::mcp::call("assistant__send_message", json!({"text": format!("hi {i}")}));
-        let r = client.call_tool(params).await.unwrap_or_else(|e| panic!("{e}"));
+        let r = client.call_tool(params).await.unwrap();
         assert_ne!(r.is_error, Some(true), "{r:?}");
     }
     let message = switchyard_tests::a2a::message("direct");

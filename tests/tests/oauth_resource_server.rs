@@ -194,7 +194,7 @@ async fn tokens_are_checked_and_tenants_are_isolated() {
         .header("x-switchyard-tenant", "red")
         .send()
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
     assert_eq!(resp.status().as_u16(), 404);
 
     // An API key (stored hashed) maps to its tenant and scopes.
@@ -205,7 +205,7 @@ async fn tokens_are_checked_and_tenants_are_isolated() {
     assert_eq!(status, 403, "the key has only invocations:read");
 
     // The operator's admin token still works for any tenant.
-    let (status, _) = gw.get("red", &format!("/admin/v1/invocations/{id}")).await.unwrap_or_else(|e| panic!("{e}"));
+    let (status, _) = gw.get("red", &format!("/admin/v1/invocations/{id}")).await.unwrap();
     assert_eq!(status, 200);
 
     // Upstream tool pins are gateway-wide: a tenant's token neither sees nor approves them, in
@@ -268,7 +268,7 @@ async fn artifacts_are_served_to_their_tenant_only() {
     let (_, _, inv) = call(gw, "POST", "/admin/v1/invocations?wait_ms=5000", Some(&red), submit_body("art")).await;
     let inv_id = inv["id"].as_str().unwrap_or_default().to_string();
     let file = gw.opts.data_dir.join("report.txt");
-    std::fs::write(&file, b"quarterly numbers").unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&file, b"quarterly numbers").unwrap();
     let (ok, out) = gw.cli(&[
         "artifacts",
         "put",
@@ -287,7 +287,7 @@ async fn artifacts_are_served_to_their_tenant_only() {
 
     let get = |token: String| {
         let url = format!("{}/artifacts/{art}", gw.base);
-        async move { gw.http.get(url).bearer_auth(token).send().await.unwrap_or_else(|e| panic!("{e}")) }
+        async move { gw.http.get(url).bearer_auth(token).send().await.unwrap() }
     };
     let resp = get(red.clone()).await;
     assert_eq!(resp.status().as_u16(), 200);

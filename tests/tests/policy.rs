@@ -58,7 +58,7 @@ async fn held_call(gw: &Gateway, modern: bool, key: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calls_are_allowed_denied_or_held_for_approval() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("calls.log");
     let log_s = log.display().to_string();
     let upstream = UpstreamSpec::stdio("fx", &[("FIXTURE_CALL_LOG", &log_s)]);
@@ -70,11 +70,11 @@ async fn calls_are_allowed_denied_or_held_for_approval() {
     for modern in [true, false] {
         let client = connect(&url, modern).await;
         // A routine call runs.
-        let r = client.call_tool(call("fx__echo", json!({"text": "hi"}))).await.unwrap_or_else(|e| panic!("{e}"));
+        let r = client.call_tool(call("fx__echo", json!({"text": "hi"}))).await.unwrap();
         assert_eq!(text_of(&to_json(&r)), "hi");
         // A call the envelope refuses is the tool's answer, and nothing is admitted.
         let before = gw.all("default").await.len();
-        let r = client.call_tool(call("fx__ask_name", json!({}))).await.unwrap_or_else(|e| panic!("{e}"));
+        let r = client.call_tool(call("fx__ask_name", json!({}))).await.unwrap();
         let r = to_json(&r);
         assert_eq!(r["isError"], true, "{r}");
         assert_eq!(r["structuredContent"]["state"], "denied", "{r}");
@@ -85,8 +85,7 @@ async fn calls_are_allowed_denied_or_held_for_approval() {
 
     // An unlisted write is sensitive: held, committed, not sent.
     let id = held_call(&gw, true, "k1").await;
-    let (status, shown) =
-        gw.get("default", &format!("/admin/v1/invocations/{id}")).await.unwrap_or_else(|e| panic!("{e}"));
+    let (status, shown) = gw.get("default", &format!("/admin/v1/invocations/{id}")).await.unwrap();
     assert_eq!((status, shown["state"]["state"].as_str()), (200, Some("awaiting_approval")), "{shown}");
     let (_, listed) = gw.cli(&["approvals", "list"]);
     assert!(listed.contains(&id) && listed.contains("sensitive"), "{listed}");
@@ -102,54 +101,39 @@ async fn calls_are_allowed_denied_or_held_for_approval() {
         .header("x-switchyard-subject", "anonymous")
         .send()
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
     assert_eq!(own.status().as_u16(), 403, "four eyes");
-    let (status, _) = gw
-        .post("other", &format!("/admin/v1/invocations/{id}/approve"), json!({}))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let (status, _) = gw.post("other", &format!("/admin/v1/invocations/{id}/approve"), json!({})).await.unwrap();
     assert_eq!(status, 404, "another tenant cannot see it, let alone approve it");
-    let (status, _) = gw
-        .post("other", &format!("/admin/v1/invocations/{id}/deny"), json!({}))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let (status, _) = gw.post("other", &format!("/admin/v1/invocations/{id}/deny"), json!({})).await.unwrap();
     assert_eq!(status, 404);
-    let (status, approved) = gw
-        .post("default", &format!("/admin/v1/invocations/{id}/approve"), json!({}))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let (status, approved) =
+        gw.post("default", &format!("/admin/v1/invocations/{id}/approve"), json!({})).await.unwrap();
     assert_eq!(status, 200, "{approved}");
     let done = wait_state(&gw, &id, "succeeded").await;
     assert_eq!(done["state"]["result"]["content"][0]["text"], "wrote k1", "{done}");
     assert_eq!(calls(&log), 1, "approved: exactly one physical call");
-    let (status, again) = gw
-        .post("default", &format!("/admin/v1/invocations/{id}/approve"), json!({}))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let (status, again) = gw.post("default", &format!("/admin/v1/invocations/{id}/approve"), json!({})).await.unwrap();
     assert_eq!(status, 409, "approving twice is refused: {again}");
 
     // The approval binds to the exact call: with its key, the same call attaches to the held
     // invocation; the same key with another argument is refused and admits nothing.
     let client = connect(&url, true).await;
     let keyed = |key: &str| call_with_meta("fx__count_write", json!({"key": key}), &[(KEY_META, json!("pay-1"))]);
-    let held = to_json(&client.call_tool(keyed("k9")).await.unwrap_or_else(|e| panic!("{e}")));
-    let again = to_json(&client.call_tool(keyed("k9")).await.unwrap_or_else(|e| panic!("{e}")));
+    let held = to_json(&client.call_tool(keyed("k9")).await.unwrap());
+    let again = to_json(&client.call_tool(keyed("k9")).await.unwrap());
     assert_eq!(held["structuredContent"]["state"], "awaiting_approval", "{held}");
     assert_eq!(held["structuredContent"]["invocation"], again["structuredContent"]["invocation"], "{again}");
     let changed = client.call_tool(keyed("k10")).await.err().map(|e| e.to_string()).unwrap_or_default();
     assert!(changed.contains("different request"), "a changed argument is another call: {changed}");
     let _ = client.cancel().await;
     let held_id = held["structuredContent"]["invocation"].as_str().unwrap_or_default().to_string();
-    gw.post("default", &format!("/admin/v1/invocations/{held_id}/deny"), json!({}))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    gw.post("default", &format!("/admin/v1/invocations/{held_id}/deny"), json!({})).await.unwrap();
 
     // A denied approval runs nothing.
     let id = held_call(&gw, false, "k2").await;
-    let (status, denied) = gw
-        .post("default", &format!("/admin/v1/invocations/{id}/deny"), json!({"reason": "not today"}))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let (status, denied) =
+        gw.post("default", &format!("/admin/v1/invocations/{id}/deny"), json!({"reason": "not today"})).await.unwrap();
     assert_eq!(status, 200, "{denied}");
     assert_eq!(denied["state"]["error"]["code"], "approval_denied", "{denied}");
     assert_eq!(denied["state"]["error"]["message"], "not today", "{denied}");
@@ -172,7 +156,7 @@ async fn calls_are_allowed_denied_or_held_for_approval() {
 /// reaches the upstream.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_approval_is_spent_by_its_call_and_an_envelope_made_since_still_stops_it() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("calls.log");
     let log_s = log.display().to_string();
     let upstream = || UpstreamSpec::stdio("fx", &[("FIXTURE_CALL_LOG", &log_s)]);
@@ -181,10 +165,7 @@ async fn an_approval_is_spent_by_its_call_and_an_envelope_made_since_still_stops
     let mut gw = Gateway::start(opts.clone());
 
     let first = held_call(&gw, true, "a1").await;
-    let (status, _) = gw
-        .post("default", &format!("/admin/v1/invocations/{first}/approve"), json!({}))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let (status, _) = gw.post("default", &format!("/admin/v1/invocations/{first}/approve"), json!({})).await.unwrap();
     assert_eq!(status, 200);
     wait_state(&gw, &first, "succeeded").await;
     let (_, listed) = gw.cli(&["grants", "list"]);
@@ -199,17 +180,14 @@ async fn an_approval_is_spent_by_its_call_and_an_envelope_made_since_still_stops
     );
     write_config(dir.path(), &[upstream()], &frozen);
     let gw = Gateway::start(opts);
-    let (status, approved) = gw
-        .post("default", &format!("/admin/v1/invocations/{second}/approve"), json!({}))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let (status, approved) =
+        gw.post("default", &format!("/admin/v1/invocations/{second}/approve"), json!({})).await.unwrap();
     assert_eq!(status, 200, "{approved}");
     let refused = wait_state(&gw, &second, "failed").await;
     assert_eq!(refused["state"]["error"]["code"], "policy_denied", "{refused}");
     assert_eq!(refused["state"]["error"]["message"], "writes are frozen", "{refused}");
     assert_eq!(calls(&log), 1, "the frozen write never reached the upstream");
-    let (_, events) =
-        gw.get("default", &format!("/admin/v1/invocations/{second}/events")).await.unwrap_or_else(|e| panic!("{e}"));
+    let (_, events) = gw.get("default", &format!("/admin/v1/invocations/{second}/events")).await.unwrap();
     let kinds: Vec<&str> = events.as_array().into_iter().flatten().filter_map(|e| e["type"].as_str()).collect();
     assert_eq!(kinds, ["admitted", "approved", "failed"], "{events}");
     assert_eq!(events[2]["resolution"]["by"], "policy", "{events}");
@@ -222,7 +200,7 @@ async fn an_approval_is_spent_by_its_call_and_an_envelope_made_since_still_stops
 /// admitted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_quota_defers_a_flooding_tenant_and_not_the_others() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let quota = r#"
 [policy]
 default_write_tier = "routine"
@@ -252,7 +230,7 @@ burst = 1
             .json(&json!({"upstream": "demo", "operation": "echo", "request": {"i": i}}))
             .send()
             .await
-            .unwrap_or_else(|e| panic!("{e}"));
+            .unwrap();
         let retry_after = resp.headers().get("retry-after").and_then(|v| v.to_str().ok()).map(str::to_string);
         statuses.push((resp.status().as_u16(), retry_after));
     }
@@ -263,11 +241,11 @@ burst = 1
         assert!(secs >= 1, "Retry-After says when: {statuses:?}");
     }
     assert_eq!(gw.all("flood").await.len(), 3, "nothing deferred was admitted");
-    let (status, calm) = gw.submit("calm", "echo", json!({}), None, 0).await.unwrap_or_else(|e| panic!("{e}"));
+    let (status, calm) = gw.submit("calm", "echo", json!({}), None, 0).await.unwrap();
     assert_eq!(status, 201, "another tenant is not starved: {calm}");
 
     let client = connect(&format!("{}/mcp", gw.base), true).await;
-    let first = client.call_tool(call("fx__echo", json!({"text": "a"}))).await.unwrap_or_else(|e| panic!("{e}"));
+    let first = client.call_tool(call("fx__echo", json!({"text": "a"}))).await.unwrap();
     assert_eq!(text_of(&to_json(&first)), "a");
     let over = client.call_tool(call("fx__echo", json!({"text": "b"}))).await.err().map(|e| e.to_string());
     let over = over.unwrap_or_default();
@@ -281,7 +259,7 @@ burst = 1
 /// call instead of starting one).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_concurrency_limit_defers_calls_beyond_it_until_a_slot_frees() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let limit = r#"
 [policy]
 default_write_tier = "routine"
@@ -294,22 +272,22 @@ max_in_flight = 2
     let config = write_config(dir.path(), &[], limit);
     let gw = Gateway::start(Options { data_dir: dir.path().to_path_buf(), config: Some(config), ..Options::default() });
     let slow = |i: u32| json!({"delay_ms": 1500, "i": i});
-    let (a, _) = gw.submit("busy", "echo", slow(1), Some("slow-1"), 0).await.unwrap_or_else(|e| panic!("{e}"));
+    let (a, _) = gw.submit("busy", "echo", slow(1), Some("slow-1"), 0).await.unwrap();
     // The same key again attaches to the running call: the slot it took is given back at once.
-    let (again, _) = gw.submit("busy", "echo", slow(1), Some("slow-1"), 0).await.unwrap_or_else(|e| panic!("{e}"));
-    let (b, _) = gw.submit("busy", "echo", slow(2), None, 0).await.unwrap_or_else(|e| panic!("{e}"));
+    let (again, _) = gw.submit("busy", "echo", slow(1), Some("slow-1"), 0).await.unwrap();
+    let (b, _) = gw.submit("busy", "echo", slow(2), None, 0).await.unwrap();
     assert_eq!((a, again, b), (201, 200, 201));
-    let (status, over) = gw.submit("busy", "echo", slow(3), None, 0).await.unwrap_or_else(|e| panic!("{e}"));
+    let (status, over) = gw.submit("busy", "echo", slow(3), None, 0).await.unwrap();
     assert_eq!(status, 429, "{over}");
     assert!(over.to_string().contains("two-at-once"), "{over}");
     assert_eq!(gw.all("busy").await.len(), 2, "nothing deferred was admitted");
-    let (status, _) = gw.submit("other", "echo", slow(4), None, 0).await.unwrap_or_else(|e| panic!("{e}"));
+    let (status, _) = gw.submit("other", "echo", slow(4), None, 0).await.unwrap();
     assert_eq!(status, 201, "another tenant has slots of its own");
     // Once the slow calls end, there is room again.
     let mut status = 0;
     for _ in 0..50 {
         tokio::time::sleep(Duration::from_millis(100)).await;
-        status = gw.submit("busy", "echo", json!({"i": 5}), None, 0).await.unwrap_or_else(|e| panic!("{e}")).0;
+        status = gw.submit("busy", "echo", json!({"i": 5}), None, 0).await.unwrap().0;
         if status == 201 {
             break;
         }
@@ -321,7 +299,7 @@ max_in_flight = 2
 /// a forged one, or the same grant once revoked, changes nothing (the call is held again).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_grant_lets_its_subjects_calls_run_until_revoked() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("calls.log");
     let log_s = log.display().to_string();
     let config = write_config(dir.path(), &[UpstreamSpec::stdio("fx", &[("FIXTURE_CALL_LOG", &log_s)])], POLICY);
@@ -330,13 +308,13 @@ async fn a_grant_lets_its_subjects_calls_run_until_revoked() {
     let with_grant =
         |key: &str, grant: &str| call_with_meta("fx__count_write", json!({"key": key}), &[(GRANT_META, json!(grant))]);
     let client = connect(&format!("{}/mcp", gw.base), true).await;
-    let r = to_json(&client.call_tool(with_grant("g1", &token)).await.unwrap_or_else(|e| panic!("{e}")));
+    let r = to_json(&client.call_tool(with_grant("g1", &token)).await.unwrap());
     assert_eq!(text_of(&r), "wrote g1", "the grant lets it run: {r}");
     assert_eq!(calls(&log), 1);
 
     let mut forged = token.clone();
     forged.push('x');
-    let r = to_json(&client.call_tool(with_grant("g2", &forged)).await.unwrap_or_else(|e| panic!("{e}")));
+    let r = to_json(&client.call_tool(with_grant("g2", &forged)).await.unwrap());
     assert_eq!(r["structuredContent"]["state"], "awaiting_approval", "a forged grant changes nothing: {r}");
 
     let (_, listed) = gw.cli(&["grants", "list"]);
@@ -344,7 +322,7 @@ async fn a_grant_lets_its_subjects_calls_run_until_revoked() {
     assert!(id.starts_with("grt_") && listed.contains("active"), "{listed}");
     let (ok, out) = gw.cli(&["grants", "revoke", &id]);
     assert!(ok, "{out}");
-    let r = to_json(&client.call_tool(with_grant("g3", &token)).await.unwrap_or_else(|e| panic!("{e}")));
+    let r = to_json(&client.call_tool(with_grant("g3", &token)).await.unwrap());
     assert_eq!(r["structuredContent"]["state"], "awaiting_approval", "a revoked grant changes nothing: {r}");
     assert_eq!(calls(&log), 1, "only the granted call reached the upstream");
     let _ = client.cancel().await;
@@ -357,7 +335,7 @@ async fn a_grant_lets_its_subjects_calls_run_until_revoked() {
 /// validate against the gateway's schema stops `validate-config` and the gateway's start.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cedar_policy_set_allows_holds_and_denies() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("calls.log");
     let policies = dir.path().join("policies.cedar");
     std::fs::write(
@@ -375,7 +353,7 @@ permit(principal in Switchyard::Tenant::"default", action, resource) when { reso
 forbid(principal, action, resource) when { resource.name == "ask_name" };
 "#,
     )
-    .unwrap_or_else(|e| panic!("{e}"));
+    .unwrap();
     let cedar = format!("[policy.cedar]\npolicies = \"{}\"\n", policies.display());
     let upstream = UpstreamSpec::stdio("fx", &[("FIXTURE_CALL_LOG", &log.display().to_string())]);
     let config = write_config(dir.path(), &[upstream], &cedar);
@@ -386,21 +364,18 @@ forbid(principal, action, resource) when { resource.name == "ask_name" };
     });
 
     let client = connect(&format!("{}/mcp", gw.base), true).await;
-    let ran =
-        to_json(&client.call_tool(call("fx__echo", json!({"text": "hi"}))).await.unwrap_or_else(|e| panic!("{e}")));
+    let ran = to_json(&client.call_tool(call("fx__echo", json!({"text": "hi"}))).await.unwrap());
     assert_eq!(text_of(&ran), "hi", "{ran}");
-    let held = to_json(
-        &client.call_tool(call("fx__count_write", json!({"key": "c1"}))).await.unwrap_or_else(|e| panic!("{e}")),
-    );
+    let held = to_json(&client.call_tool(call("fx__count_write", json!({"key": "c1"}))).await.unwrap());
     assert_eq!(held["structuredContent"]["state"], "awaiting_approval", "{held}");
     assert_eq!(held["structuredContent"]["reason"], "writes wait for the on-call engineer", "{held}");
     assert!(text_of(&held).contains("writes wait for the on-call engineer"), "{held}");
-    let denied = to_json(&client.call_tool(call("fx__ask_name", json!({}))).await.unwrap_or_else(|e| panic!("{e}")));
+    let denied = to_json(&client.call_tool(call("fx__ask_name", json!({}))).await.unwrap());
     assert_eq!(denied["isError"], true, "{denied}");
     assert_eq!(denied["structuredContent"]["reason"], "names stay private", "{denied}");
     let _ = client.cancel().await;
     // A tenant the `writes-wait` permit does not name: no policy permits its write.
-    let (status, refused) = gw.submit("acme", "count", json!({}), None, 0).await.unwrap_or_else(|e| panic!("{e}"));
+    let (status, refused) = gw.submit("acme", "count", json!({}), None, 0).await.unwrap();
     assert_eq!(status, 403, "{refused}");
     assert!(refused.to_string().contains("no Cedar policy permits this call"), "{refused}");
     assert_eq!(calls(&log), 0, "only echo ran (it does not count)");
@@ -414,8 +389,7 @@ forbid(principal, action, resource) when { resource.name == "ask_name" };
     assert!(decisions.iter().all(|d| d.to_string().contains("cedar ")), "each basis names the policy set: {out}");
 
     // A policy naming an attribute the gateway never sends does not validate: nothing starts.
-    std::fs::write(&policies, "permit(principal, action, resource) when { resource.owner == \"me\" };")
-        .unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&policies, "permit(principal, action, resource) when { resource.owner == \"me\" };").unwrap();
     let (ok, out) = gw.cli(&["validate-config"]);
     assert!(!ok && out.contains("does not validate against the gateway's schema"), "{out}");
 }

@@ -62,23 +62,21 @@ fn with_grant(key: &str, grant: &str) -> rmcp::model::CallToolRequestParams {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_held_on_one_replica_is_approved_on_another_after_kill_9_and_runs_once() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let url = switchyard_tests::pg::database().await;
     let (a_opts, b_opts, log) = replicas(dir.path(), &url);
     let mut a = Gateway::start(a_opts.clone());
     let b = Gateway::start(b_opts);
 
     let client = connect(&format!("{}/mcp", a.base), true).await;
-    let held = to_json(
-        &client.call_tool(call("fx__count_write", json!({"key": "h1"}))).await.unwrap_or_else(|e| panic!("{e}")),
-    );
+    let held = to_json(&client.call_tool(call("fx__count_write", json!({"key": "h1"}))).await.unwrap());
     assert_eq!(held["structuredContent"]["state"], "awaiting_approval", "{held}");
     let id = held["structuredContent"]["invocation"].as_str().unwrap_or_default().to_string();
     drop(client);
     a.kill9();
 
     // Replica B sees the held call (it is committed) and approves it; B runs it.
-    let (_, pending) = b.get("default", &format!("/admin/v1/invocations/{id}")).await.unwrap_or_else(|e| panic!("{e}"));
+    let (_, pending) = b.get("default", &format!("/admin/v1/invocations/{id}")).await.unwrap();
     assert_eq!(pending["state"]["state"], "awaiting_approval", "{pending}");
     assert_eq!(calls(&log), 0, "nothing reached the upstream before the approval");
     let approve = b
@@ -89,7 +87,7 @@ async fn a_call_held_on_one_replica_is_approved_on_another_after_kill_9_and_runs
         .json(&json!({}))
         .send()
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
     assert_eq!(approve.status().as_u16(), 200);
     let done = wait_state(&b, &id, "succeeded").await;
     assert_eq!(done["state"]["result"]["content"][0]["text"], "wrote h1", "{done}");
@@ -98,14 +96,13 @@ async fn a_call_held_on_one_replica_is_approved_on_another_after_kill_9_and_runs
     let a = Gateway::start(a_opts);
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(calls(&log), 1, "exactly one physical call for the approved call");
-    let (_, seen_by_a) =
-        a.get("default", &format!("/admin/v1/invocations/{id}")).await.unwrap_or_else(|e| panic!("{e}"));
+    let (_, seen_by_a) = a.get("default", &format!("/admin/v1/invocations/{id}")).await.unwrap();
     assert_eq!(seen_by_a["state"]["state"], "succeeded", "{seen_by_a}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_grant_revoked_through_one_replica_is_refused_by_another_at_its_next_decision() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let url = switchyard_tests::pg::database().await;
     let (a_opts, b_opts, log) = replicas(dir.path(), &url);
     let a = Gateway::start(a_opts);
@@ -114,14 +111,14 @@ async fn a_grant_revoked_through_one_replica_is_refused_by_another_at_its_next_d
     let token = a.mint_grant("anonymous", &["--upstream", "fx", "--operation", "count_write"]);
 
     let on_b = connect(&format!("{}/mcp", b.base), true).await;
-    let r = to_json(&on_b.call_tool(with_grant("g1", &token)).await.unwrap_or_else(|e| panic!("{e}")));
+    let r = to_json(&on_b.call_tool(with_grant("g1", &token)).await.unwrap());
     assert_eq!(text_of(&r), "wrote g1", "replica B honours a grant minted through A: {r}");
 
     let (_, listed) = a.cli(&["grants", "list"]);
     let id = listed.lines().nth(1).and_then(|l| l.split_whitespace().next()).unwrap_or_default().to_string();
     let (ok, out) = a.cli(&["grants", "revoke", &id]);
     assert!(ok, "{out}");
-    let r = to_json(&on_b.call_tool(with_grant("g2", &token)).await.unwrap_or_else(|e| panic!("{e}")));
+    let r = to_json(&on_b.call_tool(with_grant("g2", &token)).await.unwrap());
     assert_eq!(r["structuredContent"]["state"], "awaiting_approval", "B refuses the revoked grant at once: {r}");
     assert_eq!(calls(&log), 1, "only the granted call reached the upstream");
     let _ = on_b.cancel().await;

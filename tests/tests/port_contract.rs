@@ -44,13 +44,13 @@ macro_rules! port_contract {
             async fn sqlite() {
                 let (_dir, url) = switchyard_tests::sqlite_url();
                 let s = switchyard_store::connect(&url, &super::StoreOptions::default()).await;
-                super::$name(s.unwrap_or_else(|e| panic!("{e}")).$field).await;
+                super::$name(s.unwrap().$field).await;
             }
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn postgres() {
                 let url = switchyard_tests::pg::database().await;
                 let s = switchyard_store::connect(&url, &super::StoreOptions::default()).await;
-                super::$name(s.unwrap_or_else(|e| panic!("{e}")).$field).await;
+                super::$name(s.unwrap().$field).await;
             }
             $(
                 #[tokio::test]

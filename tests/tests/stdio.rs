@@ -134,15 +134,15 @@ fn env(k: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_desktop_client_behind_switchyard_stdio_is_decided_held_and_never_told_a_lost_write_ran() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("desk.toml");
-    std::fs::write(&config, POLICY).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&config, POLICY).unwrap();
     // The test client declares elicitation but answers the approval form without its field:
     // no decision there, so the call waits for the terminal.
     let mut w = launch(dir.path(), &config, TestClient).await;
 
     // The server's own tool names, unprefixed.
-    let tools = w.client.peer().list_all_tools().await.unwrap_or_else(|e| panic!("{e}"));
+    let tools = w.client.peer().list_all_tools().await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
     for own in ["add", "greet", "fail", "steps"] {
         assert!(names.contains(&own), "{names:?}");
@@ -217,9 +217,9 @@ async fn a_desktop_client_behind_switchyard_stdio_is_decided_held_and_never_told
 /// its arguments; yes runs it once, no refuses it (and nothing runs).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_held_call_is_decided_by_the_person_at_the_client() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("desk.toml");
-    std::fs::write(&config, POLICY).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&config, POLICY).unwrap();
     for approve in [true, false] {
         let desk = Desk { approve, shown: Arc::default() };
         let w = launch(dir.path(), &config, desk.clone()).await;
@@ -244,7 +244,7 @@ async fn a_held_call_is_decided_by_the_person_at_the_client() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_line_that_is_no_message_is_answered_with_its_error_and_the_session_goes_on() {
     use tokio::io::AsyncWriteExt as _;
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let fixture = switchyard_tests::mcp::fixture_binary();
     let mut wrapper = tokio::process::Command::new(switchyard_tests::gateway::binary());
     wrapper.args(["stdio", "--data-dir"]).arg(dir.path().join("d")).arg("--").arg(fixture).arg("--stdio");
@@ -260,7 +260,7 @@ async fn a_line_that_is_no_message_is_answered_with_its_error_and_the_session_go
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string(),
     ];
     for line in script {
-        stdin.write_all(format!("{line}\n").as_bytes()).await.unwrap_or_else(|e| panic!("{e}"));
+        stdin.write_all(format!("{line}\n").as_bytes()).await.unwrap();
     }
     let mut lines = tokio::io::BufReader::new(stdout).lines();
     let mut answers = Vec::new();

@@ -555,7 +555,7 @@ async fn a_skewed_local_clock_does_not_judge_a_lease_on_postgres() {
             Box::new(move |i, now| Ok(i.record_outcome(worker, fence, attempt, outcome.clone(), now, 30_000))),
         )
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
     assert_eq!(done.state.name(), StateName::Succeeded, "{evs:?}");
     assert!(evs.iter().all(|e| !matches!(e.kind, EventKind::LateOutcome { .. })), "{evs:?}");
 }
@@ -584,7 +584,7 @@ async fn a_skewed_local_clock_does_not_shorten_a_backoff_on_postgres() {
             }),
         )
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
     let InvocationState::Retrying { retry_at_ms, .. } = retrying.state else { panic!("{:?}", retrying.state) };
     let recorded = evs.iter().find(|e| e.kind.name() == "attempt_failed").map(|e| e.at_ms);
     assert!(recorded.is_some_and(|at| retry_at_ms - at >= 1_000), "retry at {retry_at_ms}, recorded at {recorded:?}");
@@ -602,8 +602,8 @@ async fn a_busy_or_absent_database_fails_calls_fast_on_postgres() {
         acquire_timeout: std::time::Duration::from_millis(300),
         ..StoreOptions::default()
     };
-    let pg = switchyard_store::PgStore::connect(&url, &opts).await.unwrap_or_else(|e| panic!("{e}"));
-    let held = pg.pool().acquire().await.unwrap_or_else(|e| panic!("{e}"));
+    let pg = switchyard_store::PgStore::connect(&url, &opts).await.unwrap();
+    let held = pg.pool().acquire().await.unwrap();
     let t0 = std::time::Instant::now();
     let r = pg.admit(draft("a", None, json!({}), 30_000)).await;
     assert_eq!(r.err().map(|e| e.kind()), Some(switchyard_contract::ErrorKind::Unavailable));
@@ -649,15 +649,12 @@ async fn unknown_invocations_are_counted_per_upstream(store: Arc<dyn InvocationS
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_schema_refuses_what_the_guarantees_forbid_on_postgres() {
     let url = switchyard_tests::pg::database().await;
-    let pg = switchyard_store::PgStore::connect(&url, &StoreOptions::default()).await.unwrap_or_else(|e| panic!("{e}"));
+    let pg = switchyard_store::PgStore::connect(&url, &StoreOptions::default()).await.unwrap();
     let store: Arc<dyn InvocationStore> = Arc::new(pg.clone());
     let inv = created(&store, draft("a", None, json!({}), 30_000)).await;
     let by = inv.principal.clone();
-    store
-        .transition(inv.id, Box::new(move |i, now| i.request_cancel(by.clone(), now)))
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let before = store.events(inv.id, 0, 100).await.unwrap_or_else(|e| panic!("{e}"));
+    store.transition(inv.id, Box::new(move |i, now| i.request_cancel(by.clone(), now))).await.unwrap();
+    let before = store.events(inv.id, 0, 100).await.unwrap();
     assert_eq!(before.iter().map(|e| e.seq).collect::<Vec<_>>(), (1..=before.len() as u64).collect::<Vec<_>>());
     let id = inv.id.to_string();
     let run = |sql: &'static str| {
@@ -680,7 +677,7 @@ async fn the_schema_refuses_what_the_guarantees_forbid_on_postgres() {
         refused.as_ref().is_err_and(|e| e.contains("invocation_events_pkey")),
         "a sequence is taken once: {refused:?}"
     );
-    let after = store.events(inv.id, 0, 100).await.unwrap_or_else(|e| panic!("{e}"));
+    let after = store.events(inv.id, 0, 100).await.unwrap();
     assert_eq!(after, before, "the journal is as it was");
 }
 
@@ -690,12 +687,12 @@ async fn the_schema_refuses_what_the_guarantees_forbid_on_postgres() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_batched_write_is_planned_once_per_connection_on_postgres() {
     let url = switchyard_tests::pg::database().await;
-    let pg = switchyard_store::PgStore::connect(&url, &StoreOptions::default()).await.unwrap_or_else(|e| panic!("{e}"));
+    let pg = switchyard_store::PgStore::connect(&url, &StoreOptions::default()).await.unwrap();
     let config: Vec<String> =
         sqlx::query_scalar("SELECT unnest(proconfig) FROM pg_proc WHERE proname = 'switchyard_write_batch'")
             .fetch_all(pg.pool())
             .await
-            .unwrap_or_else(|e| panic!("{e}"));
+            .unwrap();
     for setting in ["plan_cache_mode=force_generic_plan", "enable_seqscan=off"] {
         assert!(config.iter().any(|c| c == setting), "{setting} in {config:?}");
     }
@@ -714,7 +711,7 @@ async fn the_batched_write_is_planned_once_per_connection_on_postgres() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_the_server_ended_is_replaced_after_a_pause_on_postgres() {
     let url = switchyard_tests::pg::database().await;
-    let pg = switchyard_store::PgStore::connect(&url, &StoreOptions::default()).await.unwrap_or_else(|e| panic!("{e}"));
+    let pg = switchyard_store::PgStore::connect(&url, &StoreOptions::default()).await.unwrap();
     let store: Arc<dyn InvocationStore> = Arc::new(pg);
     let before = futures::future::join_all((0..4).map(|n| created(&store, draft("a", None, json!({"n": n}), 30_000))));
     before.await;
@@ -723,7 +720,7 @@ async fn a_connection_the_server_ended_is_replaced_after_a_pause_on_postgres() {
         "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
          WHERE datname = current_database() AND pid <> pg_backend_pid()",
     )
-    .unwrap_or_else(|e| panic!("{e}"));
+    .unwrap();
     assert!(ended.trim().parse::<u32>().is_ok_and(|n| n >= 1), "ended {ended:?} connections");
     tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
     let after = created(&store, draft("a", None, json!({"n": "after"}), 30_000)).await;

@@ -17,24 +17,20 @@ async fn an_admission_whose_commit_answer_is_lost_is_never_answered_retry_safe()
     let url = switchyard_tests::pg::database().await;
     let (socket, db) = switchyard_tests::pg::socket_and_db(&url);
     let proxy = FaultProxy::start(Target::Unix(socket)).await;
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("d");
     let store_url = format!("postgres://postgres@{}/{db}?sslmode=disable", proxy.addr);
     let gw = Gateway::start(Options { data_dir: data.clone(), store_url: Some(store_url), ..Options::default() });
 
     // A write goes through untouched first (and warms the pool).
-    let (status, first) =
-        gw.submit("default", "count", json!({"n": 0}), None, 5000).await.unwrap_or_else(|e| panic!("{e}"));
+    let (status, first) = gw.submit("default", "count", json!({"n": 0}), None, 5000).await.unwrap();
     assert!((200..300).contains(&status), "{first}");
 
     let mut answered = Vec::new();
     for i in 1..=3 {
         let marker = format!("lost-ack-{i}-{}", uuid::Uuid::new_v4().simple());
         proxy.arm(marker.as_bytes()).await;
-        let (status, body) = gw
-            .submit("default", "count", json!({"marker": marker}), None, 5000)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
+        let (status, body) = gw.submit("default", "count", json!({"marker": marker}), None, 5000).await.unwrap();
         assert_eq!(proxy.cuts(), i, "the proxy cut the admission's answer");
         answered.push((marker, status, body));
     }

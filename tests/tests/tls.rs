@@ -36,7 +36,7 @@ fn curl(dir: &Path, args: &[&str]) -> (bool, String) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn third_party_clients_over_tls_and_a_certificate_replaced_on_disk() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     certificate_authority(d);
     let (cert, key) = server_certificate(d, "server", 1001);
@@ -51,7 +51,7 @@ async fn third_party_clients_over_tls_and_a_certificate_replaced_on_disk() {
             fixture_binary().display().to_string()
         ),
     )
-    .unwrap_or_else(|e| panic!("{e}"));
+    .unwrap();
     let gw = Gateway::start(Options { data_dir: d.join("data"), config: Some(config), ..Options::default() });
     assert!(gw.base.starts_with("https://127.0.0.1:"), "the ready line names https: {}", gw.base);
     let port = gw.base.rsplit(':').next().unwrap_or_default().to_string();
@@ -73,7 +73,7 @@ async fn third_party_clients_over_tls_and_a_certificate_replaced_on_disk() {
             .env("SSL_CERT_FILE", &ca)
             .output()
             .await
-            .unwrap_or_else(|e| panic!("{e}"));
+            .unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(
             out.status.success() && text.contains("over tls"),
@@ -91,7 +91,7 @@ async fn third_party_clients_over_tls_and_a_certificate_replaced_on_disk() {
             .env("SWITCHYARD_TEST_CA", &ca)
             .output()
             .await
-            .unwrap_or_else(|e| panic!("{e}"));
+            .unwrap();
         let got = lines(&out);
         let line: Value =
             got.first().cloned().unwrap_or_else(|| panic!("{binding}: {}", String::from_utf8_lossy(&out.stderr)));
@@ -123,8 +123,8 @@ async fn third_party_clients_over_tls_and_a_certificate_replaced_on_disk() {
 
     // A certificate replaced on disk is served to the next connection, without a restart.
     let (new_cert, new_key) = server_certificate(d, "renewed", 1002);
-    std::fs::rename(&new_key, &key).unwrap_or_else(|e| panic!("{e}"));
-    std::fs::rename(&new_cert, &cert).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::rename(&new_key, &key).unwrap();
+    std::fs::rename(&new_cert, &cert).unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
     let mut serial = served_serial(d, &port);
     while serial != "serial=03EA" && Instant::now() < deadline {

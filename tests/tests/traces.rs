@@ -135,7 +135,7 @@ fn message(id: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_with_a_traceparent_is_one_trace_through_the_gateway_to_the_upstream() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let collector = Collector::start().await;
     let agent = InternalAgent::start(dir.path());
     let grpc_agent = InternalAgent::start_grpc_only(dir.path());
@@ -216,7 +216,7 @@ async fn a_call_with_a_traceparent_is_one_trace_through_the_gateway_to_the_upstr
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_telemetry_no_trace_context_is_sent_upstream() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let agent = InternalAgent::start(dir.path());
     let config = config(dir.path(), (&agent.url, &agent.url), "");
     let opts = Options { data_dir: dir.path().join("d"), config: Some(config), ..Options::default() };
@@ -234,7 +234,7 @@ async fn without_telemetry_no_trace_context_is_sent_upstream() {
 /// Spans still waiting for their batch are exported when the gateway stops (SIGTERM).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_last_spans_are_exported_when_the_gateway_stops() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let collector = Collector::start().await;
     let agent = InternalAgent::start(dir.path());
     let telemetry = format!("otlp_endpoint = {}\nbatch_delay_ms = 60000\n", Value::String(collector.url.clone()));
@@ -255,14 +255,14 @@ async fn the_last_spans_are_exported_when_the_gateway_stops() {
 /// upstream.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_held_call_runs_in_its_callers_trace_once_approved() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let collector = Collector::start().await;
     let agent = InternalAgent::start(dir.path());
     let telemetry = format!("otlp_endpoint = {}\nbatch_delay_ms = 100\n", Value::String(collector.url.clone()));
     let path = config(dir.path(), (&agent.url, &agent.url), &telemetry);
     let policy = "\n[policy]\n[[policy.rules]]\nupstream = \"fm\"\noperation = \"trace_seen\"\ntier = \"sensitive\"\n";
     let text = std::fs::read_to_string(&path).unwrap_or_default() + policy;
-    std::fs::write(&path, text).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&path, text).unwrap();
     let gw = Gateway::start(Options { data_dir: dir.path().join("d"), config: Some(path), ..Options::default() });
 
     let (trace, span, traceparent) = caller();
@@ -285,11 +285,11 @@ async fn a_held_call_runs_in_its_callers_trace_once_approved() {
         .header("x-switchyard-subject", "ops")
         .send()
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
     assert_eq!(approve.status().as_u16(), 200);
     let mut done = Value::Null;
     for _ in 0..100 {
-        done = gw.get("default", &format!("/admin/v1/invocations/{id}")).await.unwrap_or_else(|e| panic!("{e}")).1;
+        done = gw.get("default", &format!("/admin/v1/invocations/{id}")).await.unwrap().1;
         if done["state"]["state"] == "succeeded" {
             break;
         }

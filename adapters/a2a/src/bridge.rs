@@ -576,7 +576,7 @@ mod tests {
             agent(json!([{"text": "done"}])),
             json!([{"artifactId": "a", "parts": [{"data": {"n": 1.0}}, {"url": "https://x/y", "mediaType": "text/plain"}]}]),
         ))
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
         assert_eq!(done.structured, Some(json!({"n": 1})));
         assert!(done.structured.as_ref().is_some_and(|s| s["n"].is_i64()), "a whole number is an integer");
         assert!(!done.is_error && done.needs_input.is_none());
@@ -584,8 +584,8 @@ mod tests {
         assert!(matches!(&done.parts[1], Part::Link { uri, .. } if uri == "https://x/y"));
         assert_eq!(done.about.get("taskId"), Some(&json!("t1")));
 
-        let asked = content_of(&task("TASK_STATE_INPUT_REQUIRED", agent(json!([{"text": "which?"}])), json!(null)))
-            .unwrap_or_else(|e| panic!("{e}"));
+        let asked =
+            content_of(&task("TASK_STATE_INPUT_REQUIRED", agent(json!([{"text": "which?"}])), json!(null))).unwrap();
         let needs = asked.needs_input.unwrap_or_else(|| panic!("needs input"));
         assert_eq!(needs.message, "which?");
         assert_eq!(needs.schema.as_ref().and_then(|s| s.pointer("/required/0")), Some(&json!("text")));
@@ -596,14 +596,12 @@ mod tests {
             agent(json!([{"text": "n?"}, {"data": {"requestedSchema": schema}}])),
             json!(null),
         ))
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
         assert_eq!(typed.needs_input.and_then(|n| n.schema), Some(schema));
 
-        let failed = content_of(&task("TASK_STATE_FAILED", agent(json!([{"text": "boom"}])), json!(null)))
-            .unwrap_or_else(|e| panic!("{e}"));
+        let failed = content_of(&task("TASK_STATE_FAILED", agent(json!([{"text": "boom"}])), json!(null))).unwrap();
         assert!(failed.is_error && failed.text() == "boom");
-        let auth =
-            content_of(&task("TASK_STATE_AUTH_REQUIRED", Value::Null, json!(null))).unwrap_or_else(|e| panic!("{e}"));
+        let auth = content_of(&task("TASK_STATE_AUTH_REQUIRED", Value::Null, json!(null))).unwrap();
         assert!(auth.is_error && auth.text().contains("authorization") && auth.text().contains("t1"));
     }
 

@@ -251,8 +251,7 @@ mod tests {
     }
 
     fn agent() -> AgentConfig {
-        serde_json::from_value(json!({"name": "tck", "kind": "tck", "extended_card": true}))
-            .unwrap_or_else(|e| panic!("{e}"))
+        serde_json::from_value(json!({"name": "tck", "kind": "tck", "extended_card": true})).unwrap()
     }
 
     #[test]
@@ -260,15 +259,14 @@ mod tests {
         use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED, ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
         use base64::Engine as _;
         let rng = aws_lc_rs::rand::SystemRandom::new();
-        let der =
-            EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap_or_else(|e| panic!("{e}"));
+        let der = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
         let pem = format!(
             "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
             base64::engine::general_purpose::STANDARD.encode(der.as_ref())
         );
-        let signer = CardSigner::from_pem(&pem, "k1".into()).unwrap_or_else(|e| panic!("{e}"));
+        let signer = CardSigner::from_pem(&pem, "k1".into()).unwrap();
         let mut c = card(&A2aConfig::default(), &agent(), Some("h:1"), false);
-        signer.sign(&mut c).unwrap_or_else(|e| panic!("{e}"));
+        signer.sign(&mut c).unwrap();
         let sig = &c["signatures"][0];
         let protected = sig["protected"].as_str().unwrap_or_default();
         let mut unsigned = c.clone();

@@ -594,8 +594,8 @@ mod tests {
     #[tokio::test]
     async fn discovery_follows_no_redirect_reads_no_huge_card_and_binds_no_foreign_interface() {
         use axum::routing::get;
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap_or_else(|e| panic!("{e}"));
-        let base = format!("http://{}", listener.local_addr().unwrap_or_else(|e| panic!("{e}")));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
         let card = |url: String| {
             json!({"name": "a", "description": "a", "version": "1", "capabilities": {},
                 "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"], "skills": [],
@@ -668,9 +668,9 @@ mod tests {
 
     /// An agent address behind which a proxy answers `status` with `body` to everything.
     async fn proxy_answering(status: u16, body: &'static str) -> A2aClient {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap_or_else(|e| panic!("{e}"));
-        let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
-        let code = axum::http::StatusCode::from_u16(status).unwrap_or_else(|e| panic!("{e}"));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let code = axum::http::StatusCode::from_u16(status).unwrap();
         let app = axum::Router::new().fallback(move || async move { (code, body) });
         tokio::spawn(async move { axum::serve(listener, app).await });
         A2aClient {
@@ -681,7 +681,7 @@ mod tests {
                 serde_json::from_value(json!({"name": "t", "description": "", "version": "1",
                     "supportedInterfaces": [], "capabilities": {}, "defaultInputModes": [],
                     "defaultOutputModes": [], "skills": []}))
-                .unwrap_or_else(|e| panic!("{e}")),
+                .unwrap(),
             ),
         }
     }
@@ -728,8 +728,7 @@ mod tests {
     async fn a_grpc_agent_that_is_not_listening_was_sent_nothing() {
         let port = std::net::TcpListener::bind("127.0.0.1:0").map(|l| l.local_addr().map(|a| a.port()));
         let port = port.ok().and_then(Result::ok).unwrap_or(9);
-        let client =
-            grpc_client(&format!("127.0.0.1:{port}"), Duration::from_secs(2)).unwrap_or_else(|e| panic!("{e}"));
+        let client = grpc_client(&format!("127.0.0.1:{port}"), Duration::from_secs(2)).unwrap();
         let r = grpc_call(client, "GetTask", json!({"id": "t"})).await;
         assert!(matches!(r, Err(ClientError::NotSent(_))), "{r:?}");
     }

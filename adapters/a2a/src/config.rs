@@ -239,7 +239,7 @@ mod tests {
 
     fn agent(extra: &str) -> AgentConfig {
         let text = format!("name = \"a\"\nkind = \"upstream\"\ncard_url = \"http://127.0.0.1:1/card\"\n{extra}");
-        toml::from_str(&text).unwrap_or_else(|e| panic!("{e}"))
+        toml::from_str(&text).unwrap()
     }
 
     #[test]
@@ -253,10 +253,9 @@ mod tests {
             let text = format!("name = \"a\"\nkind = \"echo\"\n{bad}");
             assert!(toml::from_str::<AgentConfig>(&text).is_err(), "{bad}");
         }
-        let tck: AgentConfig = toml::from_str("name = \"t\"\nkind = \"tck\"").unwrap_or_else(|e| panic!("{e}"));
+        let tck: AgentConfig = toml::from_str("name = \"t\"\nkind = \"tck\"").unwrap();
         assert!(!tck.dedupes());
-        let forced: AgentConfig =
-            toml::from_str("name = \"t\"\nkind = \"tck\"\nmessage_dedupe = true").unwrap_or_else(|e| panic!("{e}"));
+        let forced: AgentConfig = toml::from_str("name = \"t\"\nkind = \"tck\"\nmessage_dedupe = true").unwrap();
         assert!(forced.dedupes());
     }
 }

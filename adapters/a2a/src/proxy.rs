@@ -669,7 +669,7 @@ mod tests {
     use crate::testing::Counting;
 
     fn request(task: &str) -> RunRequest {
-        let tenant = TenantId::new("acme").unwrap_or_else(|e| panic!("{e}"));
+        let tenant = TenantId::new("acme").unwrap();
         RunRequest {
             scope: TaskScope::of(&Principal::new(tenant, "alice"), "internal"),
             agent: "internal".into(),
@@ -717,7 +717,7 @@ mod tests {
     async fn what_the_agent_already_sent_is_mirrored_in_one_commit() {
         use futures::StreamExt as _;
         let store = Arc::new(Counting::default());
-        let sealer = crate::sealing::CredentialSealer::from_hex(&"ab".repeat(32)).unwrap_or_else(|e| panic!("{e}"));
+        let sealer = crate::sealing::CredentialSealer::from_hex(&"ab".repeat(32)).unwrap();
         let hub = Hub::new(store.clone(), None, 1 << 20, sealer);
         let proxy = Proxy::new("http://127.0.0.1:9/card".into(), Duration::from_secs(1), Vec::new());
         let cancel = CancellationToken::new();
@@ -731,7 +731,7 @@ mod tests {
         let together = request("t-1");
         let events = futures::stream::iter(answered("up-1").into_iter().map(Ok)).boxed();
         let to = Mirror::new(&together, InvocationId::new(), false);
-        let flow = proxy.follow(&hub, &to, events, false, &cancel).await.unwrap_or_else(|e| panic!("{e}"));
+        let flow = proxy.follow(&hub, &to, events, false, &cancel).await.unwrap();
         assert!(matches!(flow, Flow::Done));
         assert_eq!(store.commits(), 1, "three events that arrived together: one commit");
         completed(&together);

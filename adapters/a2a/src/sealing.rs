@@ -112,12 +112,12 @@ mod tests {
     fn cfg() -> TaskPushNotificationConfig {
         serde_json::from_value(serde_json::json!({"url": "https://h.example/x", "token": "tok-123",
             "authentication": {"scheme": "Bearer", "credentials": "s3cret"}}))
-        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap()
     }
 
     #[test]
     fn credentials_seal_deterministically_per_task_and_open_only_there() {
-        let s = CredentialSealer::from_hex(&"ab".repeat(32)).unwrap_or_else(|e| panic!("{e}"));
+        let s = CredentialSealer::from_hex(&"ab".repeat(32)).unwrap();
         let sealed = s.seal_config("t1", cfg()).unwrap_or_else(|e| panic!("{e:?}"));
         let text = serde_json::to_string(&sealed).unwrap_or_default();
         assert!(!text.contains("s3cret") && !text.contains("tok-123"), "{text}");
@@ -125,7 +125,7 @@ mod tests {
         assert_eq!(s.seal_config("t1", sealed.clone()).ok(), Some(sealed.clone()), "sealing twice is sealing once");
         assert_eq!(s.open_config("t1", sealed.clone()).ok(), Some(cfg()));
         assert!(s.open_config("t2", sealed.clone()).is_err(), "bound to its task");
-        let other = CredentialSealer::from_hex(&"cd".repeat(32)).unwrap_or_else(|e| panic!("{e}"));
+        let other = CredentialSealer::from_hex(&"cd".repeat(32)).unwrap();
         assert!(other.open_config("t1", sealed).is_err(), "another key does not open it");
         assert_eq!(s.open_config("t1", cfg()).ok(), Some(cfg()), "values stored before sealing read as they are");
         assert!(CredentialSealer::from_hex("00").is_err());

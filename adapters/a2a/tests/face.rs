@@ -60,7 +60,7 @@ async fn send_http(router: &axum::Router, as_: &Principal, path: &str, body: Val
         .body(Body::from(body.to_string()))
         .unwrap_or_else(|e| panic!("{e}"));
     req.extensions_mut().insert(as_.clone());
-    let resp = router.clone().oneshot(req).await.unwrap_or_else(|e| panic!("{e}"));
+    let resp = router.clone().oneshot(req).await.unwrap();
     let status = resp.status().as_u16();
     let bytes = axum::body::to_bytes(resp.into_body(), 1 << 20).await.unwrap_or_else(|e| panic!("{e}"));
     (status, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
@@ -77,10 +77,10 @@ async fn a_client_of_another_version_is_told_so() {
         .header("host", "127.0.0.1")
         .header("content-type", "application/json")
         .body(Body::from(body.to_string()))
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
     req.extensions_mut().insert(who("acme"));
-    let resp = router.clone().oneshot(req).await.unwrap_or_else(|e| panic!("{e}"));
-    let bytes = axum::body::to_bytes(resp.into_body(), 1 << 20).await.unwrap_or_else(|e| panic!("{e}"));
+    let resp = router.clone().oneshot(req).await.unwrap();
+    let bytes = axum::body::to_bytes(resp.into_body(), 1 << 20).await.unwrap();
     let v: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
     assert_eq!((v["id"].clone(), v["error"]["code"].clone()), (json!(7), json!(-32009)), "{v}");
     let unknown = jsonrpc(&router, &who("acme"), "message/send", json!({})).await;
@@ -125,7 +125,7 @@ async fn grpc_granted<T: prost::Message + Default>(
         .unwrap_or_else(|e| panic!("{e}"));
     req.extensions_mut().insert(as_.clone());
     req.extensions_mut().insert(grant);
-    let resp = router.clone().oneshot(req).await.unwrap_or_else(|e| panic!("{e}"));
+    let resp = router.clone().oneshot(req).await.unwrap();
     let headers: HeaderMap = resp.headers().clone();
     if let Some(status) = tonic::Status::from_header_map(&headers).filter(|s| s.code() != tonic::Code::Ok) {
         return Err(status);
@@ -159,14 +159,13 @@ async fn a_message_is_one_submission_of_a_run_request() {
     let s = &all[0];
     assert_eq!(s.principal, who("red"));
     assert_eq!((s.upstream.as_str(), s.operation.as_str(), s.ingress), ("a2a-agent-echo", "SendMessage", Ingress::A2a));
-    let run: RunRequest = serde_json::from_value(s.request.clone()).unwrap_or_else(|e| panic!("{e}"));
+    let run: RunRequest = serde_json::from_value(s.request.clone()).unwrap();
     assert_eq!((run.scope.key().as_str(), run.agent.as_str(), run.new_task), ("red/", "echo", true));
     assert_eq!(run.message.message_id, "m1");
     assert!(s.ingress_key.as_ref().is_some_and(|k| k.as_str().starts_with("a2a-")), "echo dedupes resends");
 
     // The same message again, on gRPC: the same message (the same key), answered by its run.
-    let again: a2a_pb::SendMessageResponse =
-        grpc(&router, &who("red"), "SendMessage", &grpc_send("m1")).await.unwrap_or_else(|e| panic!("{e}"));
+    let again: a2a_pb::SendMessageResponse = grpc(&router, &who("red"), "SendMessage", &grpc_send("m1")).await.unwrap();
     let back = a2a_pb::pbconv::from_proto_send_message_response(&again);
     let back = serde_json::to_value(back).unwrap_or_default();
     assert_eq!(back["message"]["parts"][0]["text"], "hi back", "{back}");
@@ -263,8 +262,7 @@ async fn a_non_blocking_send_answers_with_what_its_run_produces_first() {
         async move {
             for _ in 0..500 {
                 if let Some(&id) = port.admitted().get(n) {
-                    let run: RunRequest =
-                        serde_json::from_value(port.submissions()[n].request.clone()).unwrap_or_else(|e| panic!("{e}"));
+                    let run: RunRequest = serde_json::from_value(port.submissions()[n].request.clone()).unwrap();
                     return (id, run);
                 }
                 tokio::time::sleep(std::time::Duration::from_millis(10)).await;
@@ -280,8 +278,8 @@ async fn a_non_blocking_send_answers_with_what_its_run_produces_first() {
         result: reply,
         resolution: switchyard_contract::state::Resolution::Upstream,
     };
-    port.settle(inv, state).unwrap_or_else(|e| panic!("{e}"));
-    let out = answer.await.unwrap_or_else(|e| panic!("{e}"));
+    port.settle(inv, state).unwrap();
+    let out = answer.await.unwrap();
     assert_eq!(out["result"]["message"]["parts"][0]["text"], "later", "{out}");
 
     let answer = send("m2");
@@ -298,8 +296,8 @@ async fn a_non_blocking_send_answers_with_what_its_run_produces_first() {
         run_cursor: None,
         body: body.clone(),
     };
-    assert!(tasks.create(&rec, &[json!({"task": body})]).await.unwrap_or_else(|e| panic!("{e}")));
-    let out = answer.await.unwrap_or_else(|e| panic!("{e}"));
+    assert!(tasks.create(&rec, &[json!({"task": body})]).await.unwrap());
+    let out = answer.await.unwrap();
     assert_eq!(out["result"]["task"]["id"], run.task_id.as_str(), "{out}");
     assert_eq!(out["result"]["task"]["status"]["state"], "TASK_STATE_WORKING", "{out}");
 
@@ -310,8 +308,8 @@ async fn a_non_blocking_send_answers_with_what_its_run_produces_first() {
         error: failed,
         resolution: switchyard_contract::state::Resolution::Upstream,
     };
-    port.settle(inv, state).unwrap_or_else(|e| panic!("{e}"));
-    let out = answer.await.unwrap_or_else(|e| panic!("{e}"));
+    port.settle(inv, state).unwrap();
+    let out = answer.await.unwrap();
     // A run that failed before it made a task answers with its failure, as a blocking send does.
     assert_eq!(out["error"]["message"], "the agent broke", "{out}");
     assert_eq!(out["error"]["code"], -32006, "{out}");
@@ -324,7 +322,7 @@ async fn tasks_are_read_in_the_callers_scope_only() {
     let body = json!({"id": "t1", "contextId": "c1", "status": {"state": "TASK_STATE_COMPLETED"}});
     let rec = TaskRecord {
         id: "t1".into(),
-        scope: TaskScope::stored("red/", "alice").unwrap_or_else(|e| panic!("{e}")),
+        scope: TaskScope::stored("red/", "alice").unwrap(),
         agent: "echo".into(),
         context_id: "c1".into(),
         state: switchyard_contract::TaskStateName::Completed,
@@ -333,7 +331,7 @@ async fn tasks_are_read_in_the_callers_scope_only() {
         run_cursor: None,
         body: body.clone(),
     };
-    assert!(tasks.create(&rec, &[json!({"task": body})]).await.unwrap_or_else(|e| panic!("{e}")));
+    assert!(tasks.create(&rec, &[json!({"task": body})]).await.unwrap());
     let router = face(port.clone(), tasks);
 
     let red = jsonrpc(&router, &who("red"), "GetTask", json!({"id": "t1"})).await;
@@ -345,7 +343,7 @@ async fn tasks_are_read_in_the_callers_scope_only() {
     let (status, _) = send_http(&router, &who("blue"), "/a2a/echo/rest/tasks/t1:cancel", json!({})).await;
     assert_eq!(status, 404);
     let get = a2a_pb::GetTaskRequest { id: "t1".into(), ..Default::default() };
-    let got: a2a_pb::Task = grpc(&router, &who("red"), "GetTask", &get).await.unwrap_or_else(|e| panic!("{e}"));
+    let got: a2a_pb::Task = grpc(&router, &who("red"), "GetTask", &get).await.unwrap();
     assert_eq!(got.id, "t1");
     let refused = grpc::<a2a_pb::Task>(&router, &who("blue"), "GetTask", &get).await.err();
     assert_eq!(refused.map(|s| s.code()), Some(tonic::Code::NotFound));
@@ -382,8 +380,8 @@ async fn grpc_routes_by_tenant_and_checks_the_routed_agents_scope() {
 async fn only_the_grpc_service_paths_answer_as_grpc() {
     let router = face(MemoryInvocations::new(|_| Reply::Pending), Arc::default());
     for path in ["/a2a/.well-known/agent-card.json", "/nothing/here", "/lf.a2a.v1.A2AServiceX/GetTask"] {
-        let req = Request::get(path).header("host", "127.0.0.1").body(Body::empty()).unwrap_or_else(|e| panic!("{e}"));
-        let resp = router.clone().oneshot(req).await.unwrap_or_else(|e| panic!("{e}"));
+        let req = Request::get(path).header("host", "127.0.0.1").body(Body::empty()).unwrap();
+        let resp = router.clone().oneshot(req).await.unwrap();
         assert_eq!(resp.status().as_u16(), 404, "{path}: {:?}", resp.headers());
     }
     let unknown = grpc::<a2a_pb::Task>(&router, &who("acme"), "NoSuchMethod", &a2a_pb::GetTaskRequest::default()).await;

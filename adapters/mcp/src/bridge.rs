@@ -293,7 +293,7 @@ mod tests {
             ],
             "structuredContent": {"n": 1},
         });
-        let c = content_of(&result).unwrap_or_else(|e| panic!("{e}"));
+        let c = content_of(&result).unwrap();
         assert_eq!(c.text(), "hello");
         assert_eq!(c.structured, Some(json!({"n": 1})));
         assert!(!c.is_error);
@@ -316,7 +316,7 @@ mod tests {
         assert!(failed.is_ok_and(|c| c.is_error && c.text() == "no"));
         let asked = json!({"resultType": "input_required", "inputRequests": {"k": {"method": "elicitation/create",
             "params": {"message": "Which city?", "requestedSchema": {"type": "object"}}}}, "requestState": "s"});
-        let c = content_of(&asked).unwrap_or_else(|e| panic!("{e}"));
+        let c = content_of(&asked).unwrap();
         assert_eq!(
             c.needs_input.map(|n| (n.message, n.schema)),
             Some(("Which city?".into(), Some(json!({"type": "object"}))))
@@ -324,7 +324,7 @@ mod tests {
         assert!(content_of(&json!({"content": [{"type": "image", "data": "%%", "mimeType": "image/png"}]})).is_err());
         let sample = json!({"resultType": "input_required", "inputRequests": {"s": {"method": "sampling/createMessage",
             "params": {"messages": [], "maxTokens": 5}}}, "requestState": "s"});
-        let c = content_of(&sample).unwrap_or_else(|e| panic!("{e}"));
+        let c = content_of(&sample).unwrap();
         assert!(c.is_error && c.needs_input.is_none() && c.text().contains("MCP sampling"), "{c:?}");
     }
 }

@@ -647,7 +647,7 @@ mod tests {
             "content": [{"type": "text", "text": "hi"}],
             "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "up", "version": "1"}, "x.example/keep": 1},
         }))
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
         assert!(legacy.result_type.is_none());
         let out = from_upstream(rmcp::model::ServerResult::CallToolResult(legacy));
         let v = serde_json::to_value(&out).unwrap_or_default();

@@ -80,7 +80,7 @@ mod tests {
     #[test]
     fn the_oldest_session_is_forgotten_beyond_the_limit() {
         let owners = SessionOwners::default();
-        let who = Principal::new(switchyard_contract::TenantId::new("t").unwrap_or_else(|e| panic!("{e}")), "s");
+        let who = Principal::new(switchyard_contract::TenantId::new("t").unwrap(), "s");
         for i in 0..=MAX_SESSIONS {
             owners.bind(format!("s{i}"), who.clone());
         }

@@ -320,7 +320,7 @@ mod tests {
             request_state: Some("s".into()),
             continues: None,
         };
-        let v = serde_json::to_value(&req).unwrap_or_else(|e| panic!("{e}"));
+        let v = serde_json::to_value(&req).unwrap();
         assert_eq!(v, json!({"tool": "t", "arguments": {"a": 1}, "requestState": "s"}));
         assert_eq!(serde_json::from_value::<ToolRequest>(v).ok(), Some(req));
         assert!(serde_json::from_value::<ToolRequest>(json!({"tool": "t", "x": 1})).is_err());

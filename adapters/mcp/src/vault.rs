@@ -134,13 +134,13 @@ mod tests {
 
     #[test]
     fn sealed_values_open_only_with_their_key_and_name() {
-        let key = Sealer::generate_hex().unwrap_or_else(|e| panic!("{e}"));
-        let s = Sealer::from_hex(&key).unwrap_or_else(|e| panic!("{e}"));
-        let sealed = s.seal("a", b"refresh-token-123").unwrap_or_else(|e| panic!("{e}"));
+        let key = Sealer::generate_hex().unwrap();
+        let s = Sealer::from_hex(&key).unwrap();
+        let sealed = s.seal("a", b"refresh-token-123").unwrap();
         assert!(!sealed.contains("refresh-token-123"));
         assert_eq!(s.open("a", &sealed).ok().as_deref(), Some(&b"refresh-token-123"[..]));
         assert!(s.open("b", &sealed).is_err(), "bound to its name");
-        let other = Sealer::from_hex(&Sealer::generate_hex().unwrap_or_default()).unwrap_or_else(|e| panic!("{e}"));
+        let other = Sealer::from_hex(&Sealer::generate_hex().unwrap_or_default()).unwrap();
         assert!(other.open("a", &sealed).is_err(), "another key does not open it");
         let mut tampered = sealed.clone();
         tampered.pop();

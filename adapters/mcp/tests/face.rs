@@ -91,7 +91,7 @@ async fn rpc_with_headers(
     }
     let mut req = req.body(Body::from(body.to_string())).unwrap_or_else(|e| panic!("{e}"));
     req.extensions_mut().insert(principal());
-    let resp = router.clone().oneshot(req).await.unwrap_or_else(|e| panic!("{e}"));
+    let resp = router.clone().oneshot(req).await.unwrap();
     let bytes = axum::body::to_bytes(resp.into_body(), 1 << 20).await.unwrap_or_else(|e| panic!("{e}"));
     let text = String::from_utf8_lossy(&bytes);
     text.lines()
@@ -245,7 +245,7 @@ async fn outcomes_render_as_results_or_errors() {
     rpc_error.details = Some(json!({"code": -32602, "data": {"field": "text"}}));
     let port = MemoryInvocations::new(move |_| Reply::fail(rpc_error.clone()));
     let answer = call(&face(port.clone(), 2000).await, json!({}), json!({})).await;
-    let inv = port.list(&principal().tenant, Default::default()).await.unwrap_or_else(|e| panic!("{e}")).items[0].id;
+    let inv = port.list(&principal().tenant, Default::default()).await.unwrap().items[0].id;
     // … naming the invocation, under the gateway's own key.
     let data = json!({"field": "text", "dev.switchyard/invocation": inv.to_string()});
     assert_eq!(answer["error"], json!({"code": -32602, "message": "bad arguments", "data": data}));
@@ -292,14 +292,14 @@ async fn a_call_that_settles_while_waiting_is_answered_with_its_outcome() {
             tokio::time::sleep(std::time::Duration::from_millis(10)).await;
             if let Some(s) = port.submissions().first() {
                 let p = s.principal.clone();
-                let page = port.list(&p.tenant, Default::default()).await.unwrap_or_else(|e| panic!("{e}"));
+                let page = port.list(&p.tenant, Default::default()).await.unwrap();
                 if let Some(inv) = page.items.first() {
                     let done = json!({"content": [{"type": "text", "text": "late"}]});
                     let state = InvocationState::Succeeded {
                         result: done,
                         resolution: switchyard_contract::Resolution::Upstream,
                     };
-                    port.settle(inv.id, state).unwrap_or_else(|e| panic!("{e}"));
+                    port.settle(inv.id, state).unwrap();
                     return;
                 }
             }
@@ -340,7 +340,7 @@ async fn a_task_client_gets_a_task_and_can_follow_and_cancel_it() {
     assert_eq!(got["result"]["status"], "working", "{got}");
     let canceled = rpc(&router, "tasks/cancel", &task, json!({"taskId": task}), tasks.clone()).await;
     assert!(canceled.get("error").is_none(), "{canceled}");
-    let inv = port.list(&s.principal.tenant, Default::default()).await.unwrap_or_else(|e| panic!("{e}"));
+    let inv = port.list(&s.principal.tenant, Default::default()).await.unwrap();
     assert!(matches!(inv.items[0].state, InvocationState::Canceled { .. }), "{:?}", inv.items[0].state);
     let got = rpc(&router, "tasks/get", &task, json!({"taskId": task}), tasks).await;
     assert_eq!(got["result"]["status"], "cancelled", "{got}");
@@ -417,7 +417,7 @@ async fn legacy(router: &axum::Router, body: Value, session: Option<String>) -> 
     }
     let mut req = req.body(Body::from(body.to_string())).unwrap_or_else(|e| panic!("{e}"));
     req.extensions_mut().insert(principal());
-    let resp = router.clone().oneshot(req).await.unwrap_or_else(|e| panic!("{e}"));
+    let resp = router.clone().oneshot(req).await.unwrap();
     let session = resp.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_string);
     let bytes = axum::body::to_bytes(resp.into_body(), 1 << 20).await.unwrap_or_else(|e| panic!("{e}"));
     let text = String::from_utf8_lossy(&bytes).to_string();

@@ -220,7 +220,7 @@ mod tests {
     use super::*;
 
     fn parse(text: &str) -> AuthConfig {
-        toml::from_str(text).unwrap_or_else(|e| panic!("{e}"))
+        toml::from_str(text).unwrap()
     }
 
     #[test]

@@ -190,8 +190,8 @@ mod tests {
     /// A JWKS endpoint on loopback that answers `keys` until `down` is set, then 503 after a
     /// long pause (an identity provider in trouble).
     async fn idp(keys: serde_json::Value, down: Arc<std::sync::atomic::AtomicBool>) -> String {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap_or_else(|e| panic!("{e}"));
-        let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
         let app = axum::Router::new().fallback(move || {
             let (keys, down) = (keys.clone(), down.clone());
             async move {
@@ -215,7 +215,7 @@ mod tests {
         let cfg: IssuerConfig = serde_json::from_value(serde_json::json!({
             "issuer": "https://idp.test", "jwks_uri": uri, "jwks_ttl_s": 0, "jwks_min_refresh_ms": 0
         }))
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
         let keys = IssuerKeys::new(cfg, reqwest::Client::new());
         assert!(keys.key(Some("k1")).await.is_ok(), "fetched");
         down.store(true, std::sync::atomic::Ordering::SeqCst);

@@ -280,8 +280,8 @@ mod tests {
 
     #[tokio::test]
     async fn api_keys_match_by_hash_and_nothing_else_passes() {
-        let auth = Authenticator::new(cfg()).unwrap_or_else(|e| panic!("{e}"));
-        let caller = auth.authenticate(Some("sk_live_123")).await.unwrap_or_else(|e| panic!("{e}"));
+        let auth = Authenticator::new(cfg()).unwrap();
+        let caller = auth.authenticate(Some("sk_live_123")).await.unwrap();
         assert_eq!(caller.principal.subject, "ci-bot");
         assert_eq!(caller.missing(&["a", "b"]), vec!["b"]);
         assert!(matches!(auth.authenticate(Some("sk_live_124")).await, Err(AuthError::InvalidToken(_))));

@@ -400,7 +400,7 @@ mod tests {
     use super::*;
 
     fn tool(name: &str, schema: Value) -> Tool {
-        serde_json::from_value(json!({"name": name, "inputSchema": schema})).unwrap_or_else(|e| panic!("{e}"))
+        serde_json::from_value(json!({"name": name, "inputSchema": schema})).unwrap()
     }
 
     #[test]

@@ -193,8 +193,7 @@ mod tests {
 
     #[test]
     fn integer_arguments() {
-        let args: JsonObject =
-            serde_json::from_value(json!({"n": 5, "bad": -1, "s": "x", "z": null})).unwrap_or_else(|e| panic!("{e}"));
+        let args: JsonObject = serde_json::from_value(json!({"n": 5, "bad": -1, "s": "x", "z": null})).unwrap();
         assert_eq!(u64_arg(&args, "n", None).ok(), Some(5));
         assert!(u64_arg(&args, "bad", Some(0)).is_err());
         assert!(u64_arg(&args, "s", Some(0)).is_err());

@@ -73,7 +73,7 @@ mod tests {
     #[test]
     fn a_grant_opens_its_artifact_for_its_principal_until_it_expires_and_nothing_else() {
         let links = ArtifactLinks::new(b"0123456789abcdef0123456789abcdef");
-        let who = Principal::new(TenantId::new("red.team").unwrap_or_else(|e| panic!("{e}")), "bot.1@x");
+        let who = Principal::new(TenantId::new("red.team").unwrap(), "bot.1@x");
         let (id, other) = (ArtifactId::new(), ArtifactId::new());
         let grant = links.grant(&who, id, 1_000);
         assert_eq!(links.verify(&grant, id, 1_000), Some(who.clone()));

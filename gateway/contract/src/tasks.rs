@@ -401,26 +401,26 @@ mod tests {
     use super::*;
 
     fn alice() -> Principal {
-        Principal::new(TenantId::new("red").unwrap_or_else(|e| panic!("{e}")), "alice")
+        Principal::new(TenantId::new("red").unwrap(), "alice")
     }
 
     #[test]
     fn a_scope_reads_its_owners_tasks_and_a_tenant_wide_one_every_subjects() {
-        let row = TaskScope::stored("red/", "bob").unwrap_or_else(|e| panic!("{e}"));
+        let row = TaskScope::stored("red/", "bob").unwrap();
         assert!(!TaskScope::of(&alice(), "").covers(&row), "bob's task is not alice's");
         assert!(TaskScope::tenant_wide(&alice(), "").covers(&row), "tasks:admin reads it");
         assert!(!TaskScope::tenant_wide(&alice(), "space").covers(&row), "another space");
-        let blue = TaskScope::stored("blue/", "alice").unwrap_or_else(|e| panic!("{e}"));
+        let blue = TaskScope::stored("blue/", "alice").unwrap();
         assert!(!TaskScope::tenant_wide(&alice(), "").covers(&blue), "never another tenant");
     }
 
     #[test]
     fn a_scope_round_trips_and_a_stored_bare_key_reads_as_tenant_wide() {
         let wide = TaskScope::tenant_wide(&alice(), "s");
-        let json = serde_json::to_value(&wide).unwrap_or_else(|e| panic!("{e}"));
+        let json = serde_json::to_value(&wide).unwrap();
         assert_eq!(json, serde_json::json!({"key": "red/s", "owner": "alice", "all": true}));
-        assert_eq!(serde_json::from_value::<TaskScope>(json).unwrap_or_else(|e| panic!("{e}")), wide);
-        let legacy: TaskScope = serde_json::from_value(serde_json::json!("red/s")).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(serde_json::from_value::<TaskScope>(json).unwrap(), wide);
+        let legacy: TaskScope = serde_json::from_value(serde_json::json!("red/s")).unwrap();
         assert_eq!((legacy.owner(), legacy.is_tenant_wide(), legacy.key().as_str()), ("", true, "red/s"));
     }
 }

@@ -270,18 +270,15 @@ mod tests {
             batch_max: 8,
             cache: CacheTtl::default(),
         });
-        let principal = switchyard_contract::Principal::new(
-            switchyard_contract::TenantId::new("acme").unwrap_or_else(|e| panic!("{e}")),
-            "alice",
-        );
+        let principal =
+            switchyard_contract::Principal::new(switchyard_contract::TenantId::new("acme").unwrap(), "alice");
         let target = switchyard_contract::Target {
             upstream: "fx".into(),
             operation: "echo".into(),
             effect: switchyard_contract::EffectClass::Write,
         };
         let request = json!({});
-        let digest =
-            switchyard_contract::RequestDigest::compute("fx", "echo", &request).unwrap_or_else(|e| panic!("{e}"));
+        let digest = switchyard_contract::RequestDigest::compute("fx", "echo", &request).unwrap();
         let facts = switchyard_contract::CallFacts {
             principal: &principal,
             ingress: switchyard_contract::Ingress::Admin,

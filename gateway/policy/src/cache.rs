@@ -125,9 +125,9 @@ mod tests {
     };
 
     fn with_request<R>(tenant: &str, op: &str, args: serde_json::Value, f: impl FnOnce(&DecisionRequest) -> R) -> R {
-        let principal = Principal::new(TenantId::new(tenant).unwrap_or_else(|e| panic!("{e}")), "alice");
+        let principal = Principal::new(TenantId::new(tenant).unwrap(), "alice");
         let target = Target { upstream: "crm".into(), operation: op.into(), effect: EffectClass::Write };
-        let digest = RequestDigest::compute("crm", op, &args).unwrap_or_else(|e| panic!("{e}"));
+        let digest = RequestDigest::compute("crm", op, &args).unwrap();
         let facts = CallFacts {
             principal: &principal,
             ingress: Ingress::Mcp,

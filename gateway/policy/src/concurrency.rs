@@ -157,7 +157,7 @@ mod tests {
 
     fn req<'a>(tenant: &str, digest: &'a RequestDigest, request: &'a serde_json::Value) -> DecisionRequest<'a> {
         DecisionRequest {
-            subject: Subject { tenant: TenantId::new(tenant).unwrap_or_else(|e| panic!("{e}")), id: "alice".into() },
+            subject: Subject { tenant: TenantId::new(tenant).unwrap(), id: "alice".into() },
             action: Action { name: "submit".into() },
             resource: Resource { upstream: "slow".into(), operation: "op".into(), effect: EffectClass::Write },
             context: Context {
@@ -185,7 +185,7 @@ mod tests {
     #[test]
     fn slots_are_counted_per_tenant_and_given_back_once() {
         let request = json!({});
-        let digest = RequestDigest::compute("slow", "op", &request).unwrap_or_else(|e| panic!("{e}"));
+        let digest = RequestDigest::compute("slow", "op", &request).unwrap();
         let (acme, globex) = (req("acme", &digest, &request), req("globex", &digest, &request));
         let limits = [limit(2, 1)];
         let slots = InFlight::default();

@@ -11,15 +11,13 @@ use crate::{
 
 fn req(upstream: &str, operation: &str, effect: EffectClass, request: Value) -> DecisionRequest<'static> {
     DecisionRequest {
-        subject: Subject { tenant: TenantId::new("red").unwrap_or_else(|e| panic!("{e}")), id: "alice".into() },
+        subject: Subject { tenant: TenantId::new("red").unwrap(), id: "alice".into() },
         action: Action { name: "tools/call".into() },
         resource: Resource { upstream: upstream.into(), operation: operation.into(), effect },
         context: Context {
             ingress: Ingress::Mcp,
             agent: None,
-            digest: std::borrow::Cow::Owned(
-                RequestDigest::compute(upstream, operation, &request).unwrap_or_else(|e| panic!("{e}")),
-            ),
+            digest: std::borrow::Cow::Owned(RequestDigest::compute(upstream, operation, &request).unwrap()),
             request: std::borrow::Cow::Owned(request),
             hints: Untrusted::default(),
         },
@@ -27,8 +25,8 @@ fn req(upstream: &str, operation: &str, effect: EffectClass, request: Value) -> 
 }
 
 fn policy(toml_text: &str) -> Evaluator {
-    let cfg: PolicyConfig = toml::from_str(toml_text).unwrap_or_else(|e| panic!("{e}"));
-    Evaluator::new(cfg).unwrap_or_else(|e| panic!("{e}"))
+    let cfg: PolicyConfig = toml::from_str(toml_text).unwrap();
+    Evaluator::new(cfg).unwrap()
 }
 
 fn rule(upstream: &str, operation: &str) -> Rule {
@@ -153,13 +151,12 @@ fn argument_conditions_compare_and_fail_closed() {
 fn subject_and_tenant_patterns_narrow_a_rule() {
     let mut r = rule("*", "*");
     (r.deny, r.subject, r.tenant) = (true, Some("bot-*".into()), Some("red".into()));
-    let p =
-        Evaluator::new(PolicyConfig { rules: vec![r], ..PolicyConfig::default() }).unwrap_or_else(|e| panic!("{e}"));
+    let p = Evaluator::new(PolicyConfig { rules: vec![r], ..PolicyConfig::default() }).unwrap();
     let mut call = req("fx", "list", EffectClass::ReadOnly, json!({}));
     assert_eq!(p.evaluate(&call).decision, Verdict::Allow, "alice is not a bot");
     call.subject.id = "bot-7".into();
     assert!(matches!(p.evaluate(&call).decision, Verdict::Deny { .. }));
-    call.subject.tenant = TenantId::new("blue").unwrap_or_else(|e| panic!("{e}"));
+    call.subject.tenant = TenantId::new("blue").unwrap();
     assert_eq!(p.evaluate(&call).decision, Verdict::Allow, "another tenant");
 }
 
@@ -175,7 +172,7 @@ fn a_quota_defers_its_tenant_only_and_says_when_to_come_back() {
     );
     let red = req("fx", "list", EffectClass::ReadOnly, json!({}));
     let mut blue = red.clone();
-    blue.subject.tenant = TenantId::new("blue").unwrap_or_else(|e| panic!("{e}"));
+    blue.subject.tenant = TenantId::new("blue").unwrap();
     assert_eq!(p.evaluate(&red).decision, Verdict::Allow);
     assert_eq!(p.evaluate(&red).decision, Verdict::Allow, "the burst");
     let over = p.evaluate(&red);
@@ -234,17 +231,17 @@ fn claims(sub: &str, operation: &str, ceiling: Tier, exp_in_s: i64) -> GrantClai
 }
 
 fn key() -> GrantKey {
-    GrantKey::from_pkcs8(&GrantKey::generate().unwrap_or_else(|e| panic!("{e}"))).unwrap_or_else(|e| panic!("{e}"))
+    GrantKey::from_pkcs8(&GrantKey::generate().unwrap()).unwrap()
 }
 
 #[test]
 fn grants_verify_offline_and_refuse_forgeries_and_expiry() {
     let (k, other) = (key(), key());
-    let token = k.mint(claims("alice", "pay", Tier::Sensitive, 60)).unwrap_or_else(|e| panic!("{e}"));
-    let back = k.verify(&token).unwrap_or_else(|e| panic!("{e}"));
+    let token = k.mint(claims("alice", "pay", Tier::Sensitive, 60)).unwrap();
+    let back = k.verify(&token).unwrap();
     assert_eq!((back.sub.as_str(), back.iss.as_str(), back.ceiling), ("alice", "switchyard", Tier::Sensitive));
     assert!(other.verify(&token).is_err(), "another key's grant");
-    let expired = k.mint(claims("alice", "pay", Tier::Sensitive, -5)).unwrap_or_else(|e| panic!("{e}"));
+    let expired = k.mint(claims("alice", "pay", Tier::Sensitive, -5)).unwrap();
     assert!(k.verify(&expired).is_err(), "expired");
     let mut parts: Vec<String> = token.split('.').map(str::to_string).collect();
     parts[1] = parts[1].chars().rev().collect();
@@ -413,7 +410,7 @@ fn cedar(text: &str) -> Result<crate::cedar::Cedar, crate::PolicyError> {
 
 #[test]
 fn a_cedar_policy_set_allows_denies_and_holds() {
-    let c = cedar(CEDAR).unwrap_or_else(|e| panic!("{e}"));
+    let c = cedar(CEDAR).unwrap();
     let decide = |upstream, op, effect, tier| c.decide(&req(upstream, op, effect, json!({})), tier);
     let read = decide("crm", "lookup", EffectClass::ReadOnly, Tier::Routine);
     assert_eq!(read.verdict, Verdict::Allow);
@@ -447,7 +444,7 @@ fn a_cedar_policy_set_that_does_not_validate_refuses_the_start() {
 async fn cedar_decides_for_its_tenants_after_the_envelope_and_its_hash_is_recorded() {
     use switchyard_contract::PolicyPoint;
     let path = std::env::temp_dir().join(format!("switchyard-cedar-{}.cedar", std::process::id()));
-    std::fs::write(&path, CEDAR).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&path, CEDAR).unwrap();
     let text = format!(
         "[[envelope]]\noperation = \"drop_*\"\n[[rules]]\noperation = \"wipe\"\ntier = \"critical\"\n\
          [cedar]\npolicies = \"{}\"\ntenants = [\"red\"]\n",
@@ -455,14 +452,13 @@ async fn cedar_decides_for_its_tenants_after_the_envelope_and_its_hash_is_record
     );
     let evaluator = policy(&text);
     let _ = std::fs::remove_file(&path);
-    let principal =
-        |t: &str| switchyard_contract::Principal::new(TenantId::new(t).unwrap_or_else(|e| panic!("{e}")), "alice");
+    let principal = |t: &str| switchyard_contract::Principal::new(TenantId::new(t).unwrap(), "alice");
     let decide = |p: switchyard_contract::Principal, op: &'static str, effect| {
         let evaluator = &evaluator;
         async move {
             let target = switchyard_contract::Target { upstream: "crm".into(), operation: op.into(), effect };
             let request = json!({});
-            let digest = RequestDigest::compute("crm", op, &request).unwrap_or_else(|e| panic!("{e}"));
+            let digest = RequestDigest::compute("crm", op, &request).unwrap();
             let facts = switchyard_contract::CallFacts {
                 principal: &p,
                 ingress: Ingress::Mcp,
@@ -503,21 +499,21 @@ async fn a_grant_beats_a_cached_cedar_decision_and_its_revocation_applies_at_the
     use std::sync::Arc;
     use switchyard_contract::{GrantStore, PolicyPoint, Principal, Ruling, Target};
     let path = std::env::temp_dir().join(format!("switchyard-cedar-grant-{}.cedar", std::process::id()));
-    std::fs::write(&path, CEDAR).unwrap_or_else(|e| panic!("{e}"));
-    let der = GrantKey::generate().unwrap_or_else(|e| panic!("{e}"));
-    let k = || GrantKey::from_pkcs8(&der).unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&path, CEDAR).unwrap();
+    let der = GrantKey::generate().unwrap();
+    let k = || GrantKey::from_pkcs8(&der).unwrap();
     let store = Arc::new(switchyard_contract::memory::MemoryGrants::default());
     let p = policy(&format!("[cedar]\npolicies = \"{}\"\n", path.display())).with_grants(k(), store.clone());
     let _ = std::fs::remove_file(&path);
-    let red = TenantId::new("red").unwrap_or_else(|e| panic!("{e}"));
+    let red = TenantId::new("red").unwrap();
     let g = claims("alice", "update", Tier::Sensitive, 60);
-    let json = serde_json::to_value(&g).unwrap_or_else(|e| panic!("{e}"));
-    store.record(&g.jti, &red, "alice", &json).await.unwrap_or_else(|e| panic!("{e}"));
-    let token = k().mint(g).unwrap_or_else(|e| panic!("{e}"));
+    let json = serde_json::to_value(&g).unwrap();
+    store.record(&g.jti, &red, "alice", &json).await.unwrap();
+    let token = k().mint(g).unwrap();
     let principal = Principal::new(red, "alice");
     let target = Target { upstream: "crm".into(), operation: "update".into(), effect: EffectClass::Write };
     let request = json!({});
-    let digest = RequestDigest::compute("crm", "update", &request).unwrap_or_else(|e| panic!("{e}"));
+    let digest = RequestDigest::compute("crm", "update", &request).unwrap();
     let decide = |grant: Option<&'static str>| {
         let (p, principal, target, digest, request) = (&p, &principal, &target, &digest, &request);
         async move {
@@ -542,7 +538,7 @@ async fn a_grant_beats_a_cached_cedar_decision_and_its_revocation_applies_at_the
     let granted = decide(Some(token)).await;
     assert_eq!(granted.verdict, Verdict::Allow, "{granted:?}");
     assert!(granted.basis.contains("grant grt_test") && !granted.basis.contains("cedar"), "{granted:?}");
-    assert!(store.revoke("grt_test", "ops").await.unwrap_or_else(|e| panic!("{e}")));
+    assert!(store.revoke("grt_test", "ops").await.unwrap());
     let revoked = decide(Some(token)).await;
     assert!(denied(&revoked) && revoked.basis.contains("grt_test is revoked"), "{revoked:?}");
 }
@@ -551,10 +547,10 @@ async fn a_grant_beats_a_cached_cedar_decision_and_its_revocation_applies_at_the
 fn held(request: Value) -> switchyard_contract::Invocation {
     use switchyard_contract::state::{Hold, NewInvocation};
     use switchyard_contract::{InvocationId, Principal, Target, WorkerId};
-    let digest = RequestDigest::compute("bank", "pay", &request).unwrap_or_else(|e| panic!("{e}"));
+    let digest = RequestDigest::compute("bank", "pay", &request).unwrap();
     let d = NewInvocation {
         id: InvocationId::new(),
-        principal: Principal::new(TenantId::new("red").unwrap_or_else(|e| panic!("{e}")), "alice"),
+        principal: Principal::new(TenantId::new("red").unwrap(), "alice"),
         target: Target { upstream: "bank".into(), operation: "pay".into(), effect: EffectClass::Write },
         request,
         digest,
@@ -575,15 +571,15 @@ fn held(request: Value) -> switchyard_contract::Invocation {
 async fn an_approval_grant_is_bound_to_its_call_spent_once_and_the_envelope_still_applies() {
     use std::sync::Arc;
     use switchyard_contract::{GrantStore, PolicyPoint, Principal};
-    let der = GrantKey::generate().unwrap_or_else(|e| panic!("{e}"));
-    let k = || GrantKey::from_pkcs8(&der).unwrap_or_else(|e| panic!("{e}"));
+    let der = GrantKey::generate().unwrap();
+    let k = || GrantKey::from_pkcs8(&der).unwrap();
     let store = Arc::new(switchyard_contract::memory::MemoryGrants::default());
     let p = policy("").with_grants(k(), store.clone());
     let call = held(json!({"amount": 5}));
     let ops = Principal::new(call.principal.tenant.clone(), "ops");
-    let minted = p.approval_grant(&call, &ops).await.unwrap_or_else(|e| panic!("{e}"));
+    let minted = p.approval_grant(&call, &ops).await.unwrap();
     let g = minted.unwrap_or_else(|| panic!("grants are on: an approval mints one"));
-    let claims = k().verify(&g.token).unwrap_or_else(|e| panic!("{e}"));
+    let claims = k().verify(&g.token).unwrap();
     assert_eq!(claims.jti, g.id);
     let binding = claims.approval.clone().unwrap_or_else(|| panic!("bound"));
     assert_eq!(
@@ -604,10 +600,10 @@ async fn an_approval_grant_is_bound_to_its_call_spent_once_and_the_envelope_stil
     let r = p.recheck(&twin, Some(&g.token)).await;
     assert!(matches!(&r.verdict, Verdict::Deny { reason } if reason.contains("another call")), "{r:?}");
     let mut changed = call.clone();
-    changed.digest = RequestDigest::compute("bank", "pay", &json!({"amount": 5000})).unwrap_or_else(|e| panic!("{e}"));
+    changed.digest = RequestDigest::compute("bank", "pay", &json!({"amount": 5000})).unwrap();
     let r = p.recheck(&changed, Some(&g.token)).await;
     assert!(matches!(&r.verdict, Verdict::Deny { reason } if reason.contains("other arguments")), "{r:?}");
-    let forged = key().mint(claims.clone()).unwrap_or_else(|e| panic!("{e}"));
+    let forged = key().mint(claims.clone()).unwrap();
     assert!(matches!(p.recheck(&call, Some(&forged)).await.verdict, Verdict::Deny { .. }), "another key's");
     assert!(matches!(p.recheck(&call, None).await.verdict, Verdict::Deny { .. }), "an approval without its grant");
 

@@ -161,14 +161,14 @@ mod tests {
             .find_map(|l| l.trim().strip_prefix("admin-token:"))
             .map(|v| v.trim().trim_matches('"').to_string())
             .unwrap_or_else(|| panic!("no admin-token in the template"));
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let dir = tempfile::tempdir().unwrap();
         let text =
             |token: &str| format!("[server]\ndata_dir = \"{}\"\n[admin]\ntoken = \"{token}\"\n", dir.path().display());
-        let cfg = Config::from_text(&text(&shipped), "test", std::iter::empty()).unwrap_or_else(|e| panic!("{e}"));
+        let cfg = Config::from_text(&text(&shipped), "test", std::iter::empty()).unwrap();
         let refused = admin_token(&cfg).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(refused.contains("placeholder"), "accepted: {refused}");
         let real = "0123456789abcdef".repeat(4);
-        let cfg = Config::from_text(&text(&real), "test", std::iter::empty()).unwrap_or_else(|e| panic!("{e}"));
+        let cfg = Config::from_text(&text(&real), "test", std::iter::empty()).unwrap();
         assert!(admin_token(&cfg).is_ok());
         assert!(is_placeholder("CHANGEME-now") && !is_placeholder("a-long-random-token-9f8e7d"));
     }

@@ -186,14 +186,14 @@ mod tests {
 
     fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
         let path = dir.join(name);
-        std::fs::write(&path, text).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(&path, text).unwrap();
         path
     }
 
     /// A file that is not PEM, or a key that is not the certificate's, is named in the error.
     #[test]
     fn bad_files_are_named() {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let dir = tempfile::tempdir().unwrap();
         let cfg = TlsConfig { cert: write(dir.path(), "cert.pem", "not pem"), key: write(dir.path(), "key.pem", "") };
         let e = format!("{:#}", load(&cfg).err().unwrap_or_else(|| panic!("loaded")));
         assert!(e.contains("server.tls.cert") && e.contains("cert.pem"), "{e}");

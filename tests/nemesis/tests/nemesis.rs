@@ -20,10 +20,10 @@ async fn three_replicas_under_faults_lose_nothing_and_run_nothing_twice() {
     eprintln!("{table}");
     if let Ok(dir) = std::env::var("SWITCHYARD_NEMESIS_OUT") {
         let dir = std::path::Path::new(&dir);
-        std::fs::create_dir_all(dir).unwrap_or_else(|e| panic!("{e}"));
-        let json = serde_json::to_string_pretty(&report).unwrap_or_else(|e| panic!("{e}"));
-        std::fs::write(dir.join("nemesis.json"), json).unwrap_or_else(|e| panic!("{e}"));
-        std::fs::write(dir.join("nemesis.md"), &table).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::create_dir_all(dir).unwrap();
+        let json = serde_json::to_string_pretty(&report).unwrap();
+        std::fs::write(dir.join("nemesis.json"), json).unwrap();
+        std::fs::write(dir.join("nemesis.md"), &table).unwrap();
     }
     assert!(!report.faults.is_empty(), "no fault was injected");
     let succeeded = report.history.iter().filter(|o| o.outcome() == "succeeded").count();

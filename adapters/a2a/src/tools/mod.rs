@@ -551,7 +551,7 @@ mod tests {
     }
 
     fn succeeded(n: usize) -> Invocation {
-        let tenant = switchyard_contract::TenantId::new("t").unwrap_or_else(|e| panic!("{e}"));
+        let tenant = switchyard_contract::TenantId::new("t").unwrap();
         let draft = switchyard_contract::NewInvocation {
             id: InvocationId::new(),
             principal: switchyard_contract::Principal::new(tenant, "s"),
@@ -561,8 +561,7 @@ mod tests {
                 effect: switchyard_contract::EffectClass::ReadOnly,
             },
             request: json!({}),
-            digest: switchyard_contract::RequestDigest::compute("fx", "t", &json!({}))
-                .unwrap_or_else(|e| panic!("{e}")),
+            digest: switchyard_contract::RequestDigest::compute("fx", "t", &json!({})).unwrap(),
             ingress_key: None,
             parent: None,
             trace: None,

@@ -89,12 +89,12 @@ mod tests {
     use crate::state::NewInvocation;
 
     fn invocation() -> Invocation {
-        let tenant = TenantId::new("t").unwrap_or_else(|e| panic!("{e}"));
+        let tenant = TenantId::new("t").unwrap();
         let draft = NewInvocation {
             id: InvocationId::new(),
             principal: Principal::new(tenant, "s"),
             target: Target { upstream: "u".into(), operation: "o".into(), effect: EffectClass::ReadOnly },
-            digest: RequestDigest::compute("u", "o", &json!({})).unwrap_or_else(|e| panic!("{e}")),
+            digest: RequestDigest::compute("u", "o", &json!({})).unwrap(),
             request: json!({}),
             ingress_key: None,
             parent: None,

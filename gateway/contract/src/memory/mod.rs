@@ -571,11 +571,11 @@ mod tests {
 
     fn submission(tenant: &str, key: Option<&str>, request: serde_json::Value) -> Submission {
         Submission {
-            principal: Principal::new(TenantId::new(tenant).unwrap_or_else(|e| panic!("{e}")), "alice"),
+            principal: Principal::new(TenantId::new(tenant).unwrap(), "alice"),
             upstream: "up".into(),
             operation: "op".into(),
             request,
-            ingress_key: key.map(|k| IngressKey::new(k).unwrap_or_else(|e| panic!("{e}"))),
+            ingress_key: key.map(|k| IngressKey::new(k).unwrap()),
             ingress: Ingress::Admin,
             caller: None,
             context: None,
@@ -587,7 +587,7 @@ mod tests {
 
     fn block_on<T>(f: impl std::future::Future<Output = T>) -> T {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build();
-        rt.unwrap_or_else(|e| panic!("{e}")).block_on(f)
+        rt.unwrap().block_on(f)
     }
 
     #[test]
@@ -598,7 +598,7 @@ mod tests {
                 Some(2) => Reply::Refuse(Error::unavailable("down")),
                 _ => Reply::Pending,
             });
-            let done = port.submit(submission("t", None, json!({"n": 1}))).await.unwrap_or_else(|e| panic!("{e}"));
+            let done = port.submit(submission("t", None, json!({"n": 1}))).await.unwrap();
             assert!(matches!(done.invocation.state, InvocationState::Succeeded { .. }));
             let refused = port.submit(submission("t", None, json!({"n": 2}))).await.err();
             assert_eq!(refused.map(|e| e.kind), Some(ErrorKind::Unavailable));
@@ -613,14 +613,13 @@ mod tests {
     fn keys_attach_or_conflict_and_tenants_stay_apart() {
         block_on(async {
             let port = MemoryInvocations::new(|_| Reply::Pending);
-            let a = port.submit(submission("t", Some("k"), json!({"x": 1}))).await.unwrap_or_else(|e| panic!("{e}"));
-            let again =
-                port.submit(submission("t", Some("k"), json!({"x": 1}))).await.unwrap_or_else(|e| panic!("{e}"));
+            let a = port.submit(submission("t", Some("k"), json!({"x": 1}))).await.unwrap();
+            let again = port.submit(submission("t", Some("k"), json!({"x": 1}))).await.unwrap();
             assert!(!again.created);
             assert_eq!(again.invocation.id, a.invocation.id);
             let other = port.submit(submission("t", Some("k"), json!({"x": 2}))).await.err();
             assert_eq!(other.map(|e| e.kind), Some(ErrorKind::Conflict));
-            let blue = TenantId::new("blue").unwrap_or_else(|e| panic!("{e}"));
+            let blue = TenantId::new("blue").unwrap();
             let foreign = port.get(&blue, a.invocation.id).await.err();
             assert_eq!(foreign.map(|e| e.kind), Some(ErrorKind::NotFound));
         });
@@ -632,13 +631,13 @@ mod tests {
             let port = MemoryInvocations::new(|_| Reply::Pending);
             let short =
                 port.submit_and_wait(submission("t", None, json!({})), Duration::from_millis(20), client_stays());
-            let w = short.await.unwrap_or_else(|e| panic!("{e}"));
+            let w = short.await.unwrap();
             assert!(!w.client_gone);
             assert!(matches!(w.submitted.invocation.state, InvocationState::Dispatching { .. }));
 
             let gone = Box::pin(async {});
             let w = port.submit_and_wait(submission("t", None, json!({})), Duration::from_secs(5), gone).await;
-            assert!(w.unwrap_or_else(|e| panic!("{e}")).client_gone);
+            assert!(w.unwrap().client_gone);
 
             let waiting = port.clone();
             let settle = async {
@@ -647,12 +646,12 @@ mod tests {
                 assert_eq!(id, 3);
                 let pending = port.records().invocations.values().map(|i| (i.created_at_ms, i.id)).max();
                 let (_, id) = pending.unwrap_or_else(|| panic!("no invocation"));
-                port.settle(id, InvocationState::AwaitingApproval).unwrap_or_else(|e| panic!("{e}"));
+                port.settle(id, InvocationState::AwaitingApproval).unwrap();
             };
             let wait =
                 waiting.submit_and_wait(submission("t", None, json!({})), Duration::from_secs(5), client_stays());
             let (w, ()) = tokio::join!(wait, settle);
-            let w = w.unwrap_or_else(|e| panic!("{e}"));
+            let w = w.unwrap();
             assert!(matches!(w.submitted.invocation.state, InvocationState::AwaitingApproval));
         });
     }
@@ -661,7 +660,7 @@ mod tests {
     fn watch_follows_until_the_end_and_cancel_ends_a_running_call() {
         block_on(async {
             let port = MemoryInvocations::new(|_| Reply::Pending);
-            let s = port.submit(submission("t", None, json!({}))).await.unwrap_or_else(|e| panic!("{e}"));
+            let s = port.submit(submission("t", None, json!({}))).await.unwrap();
             let inv = s.invocation;
             let watched =
                 port.watch(inv.principal.tenant.clone(), inv.id, 1).map(|e| e.map(|e| e.seq)).collect::<Vec<_>>();
@@ -670,9 +669,9 @@ mod tests {
                 port.cancel(&inv.principal, inv.id).await
             };
             let (seqs, canceled) = tokio::join!(watched, cancel);
-            let canceled = canceled.unwrap_or_else(|e| panic!("{e}"));
+            let canceled = canceled.unwrap();
             assert!(matches!(canceled.state, InvocationState::Canceled { .. }));
-            let seqs: Vec<u64> = seqs.into_iter().map(|r| r.unwrap_or_else(|e| panic!("{e}"))).collect();
+            let seqs: Vec<u64> = seqs.into_iter().map(|r| r.unwrap()).collect();
             assert_eq!(seqs, vec![2, 3, 4], "dispatch started, cancel requested, canceled");
         });
     }

@@ -6,13 +6,13 @@ use crate::principal::TenantId;
 const TTL: Millis = 1_000;
 
 fn principal() -> Principal {
-    Principal::new(TenantId::new("t1").unwrap_or_else(|e| panic!("{e}")), "alice")
+    Principal::new(TenantId::new("t1").unwrap(), "alice")
 }
 
 fn admitted(effect: EffectClass, worker: WorkerId) -> Invocation {
     let target = Target { upstream: "demo".into(), operation: "op".into(), effect };
     let request = json!({"n": 1});
-    let digest = RequestDigest::compute("demo", "op", &request).unwrap_or_else(|e| panic!("{e}"));
+    let digest = RequestDigest::compute("demo", "op", &request).unwrap();
     let draft = NewInvocation {
         id: InvocationId::new(),
         principal: principal(),
@@ -35,7 +35,7 @@ fn admitted(effect: EffectClass, worker: WorkerId) -> Invocation {
 fn dispatching(effect: EffectClass) -> (Invocation, WorkerId, AttemptId) {
     let w = WorkerId::new();
     let mut inv = admitted(effect, w);
-    let ev = inv.begin_attempt(w, Fence(1), 200, TTL).unwrap_or_else(|e| panic!("{e}"));
+    let ev = inv.begin_attempt(w, Fence(1), 200, TTL).unwrap();
     let EventKind::DispatchStarted { attempt, .. } = ev[0] else { panic!("expected dispatch_started") };
     (inv, w, attempt)
 }
@@ -66,15 +66,15 @@ fn g4_a_write_is_never_dispatched_twice() {
 fn g4_recovery_of_a_lost_write_is_unknown_and_of_a_read_is_a_retry() {
     let (mut write, w, _) = dispatching(EffectClass::Write);
     write.lease = Lease { owner: Some(w), fence: Fence(2), expires_at_ms: Some(5_000) };
-    write.recover_lost_attempt(w, Fence(2), 1_000, 3).unwrap_or_else(|e| panic!("{e}"));
+    write.recover_lost_attempt(w, Fence(2), 1_000, 3).unwrap();
     assert_eq!(write.state.name(), StateName::Unknown);
     assert_eq!(write.lease.owner, None);
 
     let (mut read, w, _) = dispatching(EffectClass::ReadOnly);
     read.lease.fence = Fence(2);
-    read.recover_lost_attempt(w, Fence(2), 1_000, 3).unwrap_or_else(|e| panic!("{e}"));
+    read.recover_lost_attempt(w, Fence(2), 1_000, 3).unwrap();
     assert_eq!(read.state.name(), StateName::Retrying);
-    read.begin_attempt(w, Fence(2), 1_001, TTL).unwrap_or_else(|e| panic!("{e}"));
+    read.begin_attempt(w, Fence(2), 1_001, TTL).unwrap();
     assert_eq!(read.attempts, 2);
 }
 
@@ -97,7 +97,7 @@ fn g6_a_stale_fence_or_expired_lease_only_appends_a_late_event() {
 fn a_late_answer_for_the_lost_attempt_of_a_write_resolves_its_unknown() {
     let (mut inv, w, attempt) = dispatching(EffectClass::Write);
     inv.lease = Lease { owner: Some(w), fence: Fence(2), expires_at_ms: Some(5_000) };
-    inv.recover_lost_attempt(w, Fence(2), 1_000, 3).unwrap_or_else(|e| panic!("{e}"));
+    inv.recover_lost_attempt(w, Fence(2), 1_000, 3).unwrap();
     assert_eq!(inv.state.name(), StateName::Unknown);
     // The first worker's answer arrives under its old fence: kept as evidence, and the truth.
     let ev = inv.record_outcome(w, Fence(1), attempt, AttemptOutcome::Succeeded(json!({"ok": 1})), 1_100, TTL);
@@ -128,7 +128,7 @@ fn other_attempt(inv: &Invocation) -> AttemptId {
 fn g8_cancel_before_dispatch_is_final_and_in_flight_is_only_recorded() {
     let w = WorkerId::new();
     let mut inv = admitted(EffectClass::Write, w);
-    let ev = inv.request_cancel(principal(), 150).unwrap_or_else(|e| panic!("{e}"));
+    let ev = inv.request_cancel(principal(), 150).unwrap();
     assert_eq!(ev.len(), 2);
     assert_eq!(inv.state.name(), StateName::Canceled);
     assert!(inv.begin_attempt(w, Fence(1), 160, TTL).is_err(), "no dispatch after cancel");
@@ -147,7 +147,7 @@ fn g4_reconcile_is_audited_idempotent_and_refused_elsewhere() {
     let applied = Decision::Applied { result: json!({"ok": true}) };
     assert!(inv.reconcile(applied.clone(), principal()).is_err(), "dispatching cannot be reconciled");
     inv.record_outcome(w, Fence(1), attempt, AttemptOutcome::Unknown { reason: "lost".into() }, 300, TTL);
-    let ev = inv.reconcile(applied.clone(), principal()).unwrap_or_else(|e| panic!("{e}"));
+    let ev = inv.reconcile(applied.clone(), principal()).unwrap();
     assert!(matches!(ev.as_slice(), [EventKind::Reconciled { .. }, EventKind::Succeeded { .. }]));
     assert_eq!(inv.reconcile(applied, principal()).map(|e| e.len()).ok(), Some(0));
     let other = Decision::NotApplied { message: "no".into() };
@@ -172,7 +172,7 @@ fn g10_terminal_results_are_immutable() {
 fn states_round_trip_through_json() {
     let (inv, _, _) = dispatching(EffectClass::Write);
     let text = serde_json::to_string(&inv).unwrap_or_default();
-    let back: Invocation = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}"));
+    let back: Invocation = serde_json::from_str(&text).unwrap();
     assert_eq!(back, inv);
     for name in StateName::ALL {
         assert_eq!(StateName::parse(name.as_str()), Some(name));

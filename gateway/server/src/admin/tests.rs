@@ -16,7 +16,7 @@ struct Harness {
 }
 
 async fn harness(body_limit: usize) -> Harness {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let mut cfg = Config::default();
     cfg.server.data_dir = dir.path().to_path_buf();
     cfg.server.body_limit_bytes = body_limit;
@@ -32,7 +32,7 @@ async fn call(h: &Harness, method: &str, uri: &str, tenant: &str, body: Option<S
         .header("authorization", format!("Bearer {TOKEN}"))
         .header("x-switchyard-tenant", tenant)
         .body(body.map_or_else(Body::empty, Body::from))
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
     let resp = h.router.clone().oneshot(req).await.unwrap_or_else(|e| match e {});
     let status = resp.status();
     let bytes = axum::body::to_bytes(resp.into_body(), 1 << 20).await.unwrap_or_default();
@@ -245,9 +245,9 @@ async fn with_policy() -> Harness {
 
 /// A harness whose configuration adds `policy` (TOML).
 async fn policy_harness(policy: &str) -> Harness {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let text = format!("[server]\ndata_dir = \"{}\"\n[admin]\ntoken = \"{TOKEN}\"\n{policy}", dir.path().display());
-    let cfg = Config::from_text(&text, "test", std::iter::empty()).unwrap_or_else(|e| panic!("{e}"));
+    let cfg = Config::from_text(&text, "test", std::iter::empty()).unwrap();
     let app = App::build(&cfg).await.unwrap_or_else(|e| panic!("{e:#}"));
     Harness { router: app.router(&cfg), _dir: dir }
 }

@@ -19,7 +19,7 @@ struct Harness {
 }
 
 async fn harness() -> Harness {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let mut cfg = Config::default();
     cfg.server.data_dir = dir.path().to_path_buf();
     cfg.admin.token.0 = TOKEN.into();
@@ -29,7 +29,7 @@ async fn harness() -> Harness {
 
 async fn put(h: &Harness, tenant: &str, data: &'static [u8]) -> ArtifactMeta {
     let req = PutRequest {
-        tenant: TenantId::new(tenant).unwrap_or_else(|e| panic!("{e}")),
+        tenant: TenantId::new(tenant).unwrap(),
         invocation: InvocationId::new(),
         name: "report.txt".into(),
         media_type: "text/plain".into(),
@@ -37,7 +37,7 @@ async fn put(h: &Harness, tenant: &str, data: &'static [u8]) -> ArtifactMeta {
         retention_class: None,
     };
     let body = Box::pin(futures::stream::iter([Ok(Bytes::from_static(data))]));
-    h.app.artifacts.put(req, body).await.unwrap_or_else(|e| panic!("{e}"))
+    h.app.artifacts.put(req, body).await.unwrap()
 }
 
 async fn get(h: &Harness, uri: &str, headers: &[(&str, &str)]) -> (StatusCode, axum::http::HeaderMap, Option<Bytes>) {
@@ -114,7 +114,7 @@ async fn corrupt_bytes_abort_the_response() {
     let h = harness().await;
     let meta = put(&h, "acme", DATA).await;
     let path = h.dir.path().join("artifacts").join(&meta.location);
-    std::fs::write(&path, b"0123456789abcdefghiX").unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(&path, b"0123456789abcdefghiX").unwrap();
     let (_, _, body) = get(&h, &format!("/artifacts/{}", meta.id), &[AUTH, ("x-switchyard-tenant", "acme")]).await;
     assert_eq!(body, None, "the body fails instead of completing with corrupt bytes");
 }

@@ -192,9 +192,9 @@ mod tests {
     #[test]
     fn every_template_loads() {
         for (name, text) in [("bridge", BRIDGE), ("guard", GUARD), ("expose", EXPOSE)] {
-            let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+            let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("switchyard.toml");
-            std::fs::write(&path, text).unwrap_or_else(|e| panic!("{e}"));
+            std::fs::write(&path, text).unwrap();
             match Config::load(Some(&path), std::iter::empty()) {
                 Ok(cfg) => assert!(cfg.deprecations.is_empty(), "{name}: {:?}", cfg.deprecations),
                 Err(e) => panic!("{name}: {e}"),

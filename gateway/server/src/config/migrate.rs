@@ -174,8 +174,8 @@ mod tests {
     use super::*;
 
     fn run(text: &str) -> (Table, Vec<String>) {
-        let doc: Table = text.parse().unwrap_or_else(|e| panic!("{e}"));
-        migrate(&doc).unwrap_or_else(|e| panic!("{e}")).unwrap_or_else(|| panic!("nothing moved"))
+        let doc: Table = text.parse().unwrap();
+        migrate(&doc).unwrap().unwrap_or_else(|| panic!("nothing moved"))
     }
 
     fn upstreams(doc: &Table) -> Vec<Table> {

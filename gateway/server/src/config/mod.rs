@@ -542,7 +542,7 @@ mod tests {
             None,
             env(&[("SWITCHYARD__ENGINE__LEASE_TTL_MS", "20000"), ("SWITCHYARD__STORE__URL", "postgres://u:pw@h/db")]),
         );
-        let cfg = cfg.unwrap_or_else(|e| panic!("{e}"));
+        let cfg = cfg.unwrap();
         assert_eq!(cfg.engine.lease_ttl_ms, 20000);
         assert_eq!(cfg.store_url(), "postgres://u:pw@h/db");
         assert!(!format!("{cfg:?}").contains("pw"), "secrets never print");
@@ -562,11 +562,11 @@ mod tests {
     #[test]
     fn telemetry_is_off_by_default_and_its_values_are_checked() {
         let load = |text: &str| Config::from_text(text, "c.toml", std::iter::empty()).map_err(|e| e.to_string());
-        let cfg = load("").unwrap_or_else(|e| panic!("{e}"));
+        let cfg = load("").unwrap();
         assert_eq!(cfg.telemetry.otlp_endpoint, None, "off unless an endpoint is set");
         let on =
             "[telemetry]\notlp_endpoint = \"http://127.0.0.1:4318/v1/traces\"\nheaders = { x-api-key = \"k3y\" }\n";
-        let cfg = load(on).unwrap_or_else(|e| panic!("{e}"));
+        let cfg = load(on).unwrap();
         assert!(!format!("{cfg:?}").contains("k3y"), "header values never print");
         for (bad, key) in [
             ("otlp_endpoint = \"127.0.0.1:4318\"", "telemetry.otlp_endpoint"),
@@ -583,13 +583,13 @@ mod tests {
 
     #[test]
     fn a_tools_agent_names_configured_mcp_upstreams() {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.toml");
         let agent = "[[a2a.agents]]\nname = \"t\"\nkind = \"tools\"\nupstreams = [\"nope\"]\n";
-        std::fs::write(&path, agent).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(&path, agent).unwrap();
         let e = Config::load(Some(&path), std::iter::empty()).err().map(|e| e.to_string());
         assert!(e.as_deref().is_some_and(|m| m.contains("upstream `nope`")), "{e:?}");
-        std::fs::write(&path, "[[a2a.agents]]\nname = \"t\"\nkind = \"tools\"\n").unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(&path, "[[a2a.agents]]\nname = \"t\"\nkind = \"tools\"\n").unwrap();
         let e = Config::load(Some(&path), std::iter::empty()).err().map(|e| e.to_string());
         assert!(e.as_deref().is_some_and(|m| m.contains("needs upstreams")), "{e:?}");
     }
@@ -608,8 +608,7 @@ mod tests {
         assert!(e.as_deref().is_some_and(|m| m.contains("not an MCP server")), "{e:?}");
         let e = load(&format!("{up}agent = \"e\"\ncard_url = \"http://127.0.0.1:1/c\"\n")).err();
         assert!(e.as_deref().is_some_and(|m| m.contains("exactly one of `card_url` and `agent`")), "{e:?}");
-        let cfg = load(&format!("{up}card_url = \"http://127.0.0.1:1/card.json\"\nexpose = [\"mcp\"]\n"))
-            .unwrap_or_else(|e| panic!("{e}"));
+        let cfg = load(&format!("{up}card_url = \"http://127.0.0.1:1/card.json\"\nexpose = [\"mcp\"]\n")).unwrap();
         let made = cfg.a2a.agents.iter().find(|a| a.name == "h").unwrap_or_else(|| panic!("{:?}", cfg.a2a.agents));
         assert!(!made.exposed && made.card_url.as_deref() == Some("http://127.0.0.1:1/card.json"));
         assert!(cfg.mcp.upstreams.iter().any(|u| u.name == "h" && u.agent_name() == "h"));
@@ -631,7 +630,7 @@ mod tests {
     #[test]
     fn an_older_file_loads_with_a_warning_that_prints_the_new_form() {
         let old = "[[mcp.upstreams]]\nname = \"fx\"\ncommand = [\"x\"]\n";
-        let cfg = Config::from_text(old, "old.toml", std::iter::empty()).unwrap_or_else(|e| panic!("{e}"));
+        let cfg = Config::from_text(old, "old.toml", std::iter::empty()).unwrap();
         assert!(cfg.mcp.upstreams.iter().any(|u| u.name == "fx"));
         let warning = cfg.deprecations.join("\n");
         assert!(

@@ -243,8 +243,8 @@ mod tests {
         let current = format!("{}{}{}", &text[..a], markdown(), &text[b + END.len() + 1..]);
         let schema_text = format!("{}\n", serde_json::to_string_pretty(&schema()).unwrap_or_default());
         if std::env::var_os("SWITCHYARD_UPDATE_DOCS").is_some() {
-            std::fs::write(&page, &current).unwrap_or_else(|e| panic!("{e}"));
-            std::fs::write(&schema_file, &schema_text).unwrap_or_else(|e| panic!("{e}"));
+            std::fs::write(&page, &current).unwrap();
+            std::fs::write(&schema_file, &schema_text).unwrap();
             return;
         }
         let stale = "is stale: run `SWITCHYARD_UPDATE_DOCS=1 cargo test -p switchyard --lib reference`";
@@ -258,7 +258,7 @@ mod tests {
     #[test]
     fn every_shipped_file_and_documented_block_matches_the_schema() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let validator = jsonschema::validator_for(&schema()).unwrap_or_else(|e| panic!("{e}"));
+        let validator = jsonschema::validator_for(&schema()).unwrap();
         let mut documents: Vec<(String, String)> = Vec::new();
         let mut dirs = vec![root.join("config"), root.join("deploy"), root.join("docs")];
         let mut paths = vec![root.join("README.md")];

@@ -23,9 +23,9 @@ struct Harness {
 }
 
 async fn harness() -> Harness {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let text = format!("[server]\ndata_dir = \"{}\"\n[admin]\ntoken = \"{TOKEN}\"\n[policy]\n", dir.path().display());
-    let cfg = Config::from_text(&text, "test", std::iter::empty()).unwrap_or_else(|e| panic!("{e}"));
+    let cfg = Config::from_text(&text, "test", std::iter::empty()).unwrap();
     let app = App::build(&cfg).await.unwrap_or_else(|e| panic!("{e:#}"));
     Harness { router: app.router(&cfg), app, _dir: dir }
 }
@@ -48,7 +48,7 @@ fn get(uri: &str, cookie: Option<&str>) -> Request<Body> {
     if let Some(c) = cookie {
         r = r.header(header::COOKIE, c);
     }
-    r.body(Body::empty()).unwrap_or_else(|e| panic!("{e}"))
+    r.body(Body::empty()).unwrap()
 }
 
 fn post(uri: &str, cookie: Option<&str>, origin: Option<&str>, form: &str) -> Request<Body> {
@@ -63,7 +63,7 @@ fn post(uri: &str, cookie: Option<&str>, origin: Option<&str>, form: &str) -> Re
     if let Some(o) = origin {
         r = r.header(header::ORIGIN, o);
     }
-    r.body(Body::from(form.to_string())).unwrap_or_else(|e| panic!("{e}"))
+    r.body(Body::from(form.to_string())).unwrap()
 }
 
 /// Signs in as the operator for `tenant`; returns the `Cookie` header to send.
@@ -86,7 +86,7 @@ async fn held(h: &Harness, tenant: &str) -> String {
         .header("x-switchyard-tenant", tenant)
         .header("x-switchyard-subject", "agent")
         .body(Body::from(body))
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
     let sent = send(h, req).await;
     let inv: Value = serde_json::from_str(&sent.body).unwrap_or_default();
     assert_eq!(inv["state"]["state"], "awaiting_approval", "{}", sent.body);
@@ -114,7 +114,7 @@ async fn pages_need_a_session_and_a_served_host() {
     // DNS rebinding: a name that points here but is not served.
     let rebound =
         Request::builder().uri("/console/login").header(header::HOST, "evil.example:8787").body(Body::empty());
-    let sent = send(&h, rebound.unwrap_or_else(|e| panic!("{e}"))).await;
+    let sent = send(&h, rebound.unwrap()).await;
     assert_eq!(sent.status, StatusCode::FORBIDDEN, "{}", sent.body);
 
     let wrong = send(&h, post("/console/login", None, Some(ORIGIN), "token=nope&tenant=default")).await;
@@ -216,12 +216,12 @@ async fn the_cookie_is_an_opaque_session_ended_by_signing_out() {
 
 /// A harness whose writes that take longer than 200 ms end `unknown` (the attempt times out).
 async fn harness_with_timeouts() -> Harness {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let text = format!(
         "[server]\ndata_dir = \"{}\"\n[admin]\ntoken = \"{TOKEN}\"\n[engine]\nattempt_timeout_ms = 200\n",
         dir.path().display()
     );
-    let cfg = Config::from_text(&text, "test", std::iter::empty()).unwrap_or_else(|e| panic!("{e}"));
+    let cfg = Config::from_text(&text, "test", std::iter::empty()).unwrap();
     let app = App::build(&cfg).await.unwrap_or_else(|e| panic!("{e:#}"));
     Harness { router: app.router(&cfg), app, _dir: dir }
 }
@@ -235,7 +235,7 @@ async fn lost(h: &Harness, tenant: &str) -> String {
         .header("authorization", format!("Bearer {TOKEN}"))
         .header("x-switchyard-tenant", tenant)
         .body(Body::from(body))
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
     let sent = send(h, req).await;
     let inv: Value = serde_json::from_str(&sent.body).unwrap_or_default();
     assert_eq!(inv["state"]["state"], "unknown", "{}", sent.body);
@@ -290,7 +290,7 @@ async fn artifacts_are_listed_and_downloaded_for_their_tenant_only() {
     use switchyard_contract::{InvocationId, TenantId};
     let h = harness().await;
     let request = switchyard_artifacts::PutRequest {
-        tenant: TenantId::new("acme").unwrap_or_else(|e| panic!("{e}")),
+        tenant: TenantId::new("acme").unwrap(),
         invocation: InvocationId::new(),
         name: "report <1>.html".into(),
         media_type: "text/html".into(),
@@ -299,7 +299,7 @@ async fn artifacts_are_listed_and_downloaded_for_their_tenant_only() {
     };
     let bytes = bytes::Bytes::from_static(b"<script>alert(1)</script>");
     let body: switchyard_contract::ByteStream = Box::pin(futures::stream::iter([Ok(bytes.clone())]));
-    let meta = h.app.artifacts.put(request, body).await.unwrap_or_else(|e| panic!("{e}"));
+    let meta = h.app.artifacts.put(request, body).await.unwrap();
     let id = meta.id.to_string();
 
     let acme = sign_in(&h, "acme").await;
@@ -383,7 +383,7 @@ async fn the_policy_page_rules_on_a_question_and_admits_nothing() {
     let unknown = send(&h, get("/console/policy?upstream=nosuch&operation=x", Some(&cookie))).await;
     assert!(unknown.body.contains("no upstream named"), "{}", unknown.body);
 
-    let listed = h.app.engine.list(&TenantId::new("acme").unwrap_or_else(|e| panic!("{e}")), Default::default()).await;
+    let listed = h.app.engine.list(&TenantId::new("acme").unwrap(), Default::default()).await;
     assert!(listed.is_ok_and(|p| p.items.is_empty()), "nothing was admitted");
 }
 
@@ -426,7 +426,7 @@ async fn the_operator_mints_lists_and_revokes_grants_from_the_console() {
         .header("x-switchyard-subject", "agent")
         .header("switchyard-grant", token)
         .body(Body::from(body))
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
     let ran = send(&h, req).await;
     assert_eq!(ran.status, StatusCode::CREATED, "the grant lets it run: {}", ran.body);
     assert!(!ran.body.contains("awaiting_approval"), "{}", ran.body);
@@ -445,9 +445,9 @@ async fn the_operator_mints_lists_and_revokes_grants_from_the_console() {
 
 /// A harness over the configuration `text` (its data directory is added).
 async fn harness_with(extra: &str) -> Harness {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let text = format!("[server]\ndata_dir = \"{}\"\n[admin]\ntoken = \"{TOKEN}\"\n{extra}", dir.path().display());
-    let cfg = Config::from_text(&text, "test", std::iter::empty()).unwrap_or_else(|e| panic!("{e}"));
+    let cfg = Config::from_text(&text, "test", std::iter::empty()).unwrap();
     let app = App::build(&cfg).await.unwrap_or_else(|e| panic!("{e:#}"));
     Harness { router: app.router(&cfg), app, _dir: dir }
 }
@@ -465,7 +465,7 @@ async fn send_to_echo(h: &Harness, headers: &[(&str, &str)], id: &str, text: &st
     for (k, v) in headers {
         req = req.header(*k, *v);
     }
-    let sent = send(h, req.body(Body::from(send_message.to_string())).unwrap_or_else(|e| panic!("{e}"))).await;
+    let sent = send(h, req.body(Body::from(send_message.to_string())).unwrap()).await;
     let answer: Value = serde_json::from_str(&sent.body).unwrap_or_default();
     answer["result"]["task"]["id"].as_str().unwrap_or_else(|| panic!("{}", sent.body)).to_string()
 }
