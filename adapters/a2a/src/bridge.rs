@@ -405,7 +405,7 @@ impl Catalog for A2aCatalog {
             }
             return engine.cancel(principal, invocation.id).await.map(|_| ());
         };
-        let Err(e) = crate::run::cancel_task(&self.hub, proxy, engine.as_ref(), principal, &rec).await else {
+        let Err(e) = crate::cancel::cancel_task(&self.hub, proxy, engine.as_ref(), principal, &rec).await else {
             return Ok(());
         };
         // An open task the agent has not acknowledged yet can be canceled shortly (unavailable:

@@ -8,6 +8,7 @@
 
 pub mod agent;
 pub mod bridge;
+mod cancel;
 pub mod card;
 pub mod client;
 pub mod config;

@@ -15,7 +15,6 @@ use crate::Millis;
 use crate::error::Error;
 use crate::id::InvocationId;
 use crate::principal::TenantId;
-use crate::state::{Decision, Invocation};
 
 /// What an audit entry records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -81,33 +80,6 @@ pub struct AuditEntry {
     pub invocation: Option<InvocationId>,
     /// The rest, by kind (a decision's verdict, basis, target and request digest, …).
     pub detail: Value,
-}
-
-impl AuditEntry {
-    /// A step taken on invocation `inv` by `actor` (an approval, denial, expiry or
-    /// reconciliation), with what identifies the call and `extra` (a JSON object).
-    pub fn about(kind: AuditKind, actor: &str, inv: &Invocation, extra: Value) -> Self {
-        let mut detail = serde_json::json!({
-            "upstream": inv.target.upstream,
-            "operation": inv.target.operation,
-            "digest": inv.digest.as_str(),
-            "caller": inv.principal.subject,
-            "state": inv.state.name().as_str(),
-        });
-        if let (Some(map), Value::Object(more)) = (detail.as_object_mut(), extra) {
-            map.extend(more);
-        }
-        Self { kind, tenant: inv.principal.tenant.clone(), actor: actor.to_string(), invocation: Some(inv.id), detail }
-    }
-
-    /// `actor` reconciled `inv` with `decision`.
-    pub fn reconciliation(actor: &str, inv: &Invocation, decision: &Decision) -> Self {
-        let extra = match decision {
-            Decision::Applied { .. } => serde_json::json!({"decision": "applied"}),
-            Decision::NotApplied { message } => serde_json::json!({"decision": "not_applied", "message": message}),
-        };
-        Self::about(AuditKind::Reconciled, actor, inv, extra)
-    }
 }
 
 /// The gateway's audit log. An entry is durable before [`AuditLog::append`] returns `Ok`; a

@@ -9,7 +9,7 @@ use crate::digest::RequestDigest;
 use crate::error::FailureRecord;
 use crate::id::{AttemptId, EventId, InvocationId, WorkerId};
 use crate::principal::{IngressKey, Principal, Target};
-use crate::state::{Decision, Fence, Resolution};
+use crate::verdict::{Decision, Fence, Resolution};
 
 /// One journal entry.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -34,7 +34,7 @@ pub enum EventKind {
         ingress_key: Option<IngressKey>,
         /// Held for approval (the invocation starts `awaiting_approval`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        held: Option<crate::state::Hold>,
+        held: Option<crate::verdict::Hold>,
     },
     /// An approver let a held call run.
     Approved {

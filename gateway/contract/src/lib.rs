@@ -29,6 +29,7 @@ pub mod secret;
 pub mod state;
 pub mod tasks;
 pub mod trace;
+pub mod verdict;
 
 pub use artifact::{
     ArtifactError, ArtifactIndex, ArtifactKeeper, ArtifactMeta, ArtifactPage, ArtifactStore, BlobRef, ByteRange,

@@ -7,17 +7,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::Millis;
+use crate::audit::{AuditEntry, AuditKind};
 use crate::digest::RequestDigest;
 use crate::error::{Error, ErrorSource, FailureCode, FailureRecord};
 use crate::event::EventKind;
 use crate::id::{AttemptId, InvocationId, WorkerId};
 use crate::principal::{EffectClass, IngressKey, Principal, Target};
-
-/// A fencing token: grows by one each time a worker takes an invocation's lease. A write is
-/// accepted only with the current token, so a worker whose lease was taken over cannot commit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct Fence(pub u64);
+pub use crate::verdict::{Decision, Fence, Hold, Resolution};
 
 /// Who may drive an invocation right now.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -28,32 +24,6 @@ pub struct Lease {
     pub fence: Fence,
     /// When the lease ends, on the store's clock. `None` when there is no owner.
     pub expires_at_ms: Option<Millis>,
-}
-
-/// How a terminal outcome was reached.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "by", rename_all = "snake_case")]
-pub enum Resolution {
-    /// The upstream's reply (or the gateway's retry policy) decided it.
-    Upstream,
-    /// An operator reconciled an `unknown` outcome.
-    Reconciled { principal: Principal },
-    /// An approver denied a held call.
-    Denied { principal: Principal },
-    /// The policy enforcement point decided: no approval came in time.
-    Expired,
-    /// The policy enforcement point refused an approved call at its dispatch.
-    Policy,
-}
-
-/// An operator's verdict on an `unknown` invocation.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "decision", rename_all = "snake_case")]
-pub enum Decision {
-    /// The effect happened upstream; `result` becomes the invocation's result.
-    Applied { result: Value },
-    /// The effect did not happen; the invocation fails with `message`.
-    NotApplied { message: String },
 }
 
 /// Where an invocation is, with the data each state needs.
@@ -283,19 +253,41 @@ pub struct NewInvocation {
     /// admission's own commit. Only set when the audit log says the store can
     /// ([`AuditLog::admission_partition`](crate::AuditLog::admission_partition)); a store that
     /// cannot refuses the admission rather than drop the entry.
-    pub audit: Option<(String, crate::audit::AuditEntry)>,
-}
-
-/// Why a call waits for approval, as the policy enforcement point said.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Hold {
-    /// Said to the caller and the approver.
-    pub reason: String,
-    /// What decided it (policy version, rule).
-    pub basis: String,
+    pub audit: Option<(String, AuditEntry)>,
 }
 
 impl Invocation {
+    /// The audit entry of a step taken on this invocation by `actor` (an approval, denial,
+    /// expiry or reconciliation), with what identifies the call and `extra` (a JSON object).
+    pub fn audit_entry(&self, kind: AuditKind, actor: &str, extra: Value) -> AuditEntry {
+        let mut detail = serde_json::json!({
+            "upstream": self.target.upstream,
+            "operation": self.target.operation,
+            "digest": self.digest.as_str(),
+            "caller": self.principal.subject,
+            "state": self.state.name().as_str(),
+        });
+        if let (Some(map), Value::Object(more)) = (detail.as_object_mut(), extra) {
+            map.extend(more);
+        }
+        AuditEntry {
+            kind,
+            tenant: self.principal.tenant.clone(),
+            actor: actor.to_string(),
+            invocation: Some(self.id),
+            detail,
+        }
+    }
+
+    /// The audit entry of `actor` reconciling this invocation with `decision`.
+    pub fn reconciliation_entry(&self, actor: &str, decision: &Decision) -> AuditEntry {
+        let extra = match decision {
+            Decision::Applied { .. } => serde_json::json!({"decision": "applied"}),
+            Decision::NotApplied { message } => serde_json::json!({"decision": "not_applied", "message": message}),
+        };
+        self.audit_entry(AuditKind::Reconciled, actor, extra)
+    }
+
     /// The new invocation and the events its admission appends: the admission, and for a
     /// `read_only` call that asked for it ([`NewInvocation::first_attempt`]) the start of its
     /// first attempt, so admission and attempt take one commit. A crash after that commit and

@@ -22,7 +22,7 @@ use switchyard_contract::{
     ArtifactError, ArtifactId, ArtifactIndex, ArtifactLinks, Error, ErrorKind, ErrorSource, TenantId,
 };
 
-use crate::admin::ApiError;
+use crate::api_error::ApiError;
 use crate::auth::{Gatekeeper, scope};
 use crate::config::Config;
 

@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use switchyard_contract::{Grant, Principal, Secret, TenantId};
 use switchyard_oauth::{AuthError, Authenticator, http};
 
-use crate::admin::ApiError;
+use crate::api_error::ApiError;
 
 /// The scopes the gateway's own operations need.
 pub mod scope {

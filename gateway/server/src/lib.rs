@@ -3,6 +3,7 @@
 //! the admin API). Start at [`cli::main`], then [`app::App`].
 
 pub mod admin;
+pub mod api_error;
 pub mod app;
 pub mod artifacts_http;
 pub mod auth;

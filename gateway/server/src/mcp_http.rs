@@ -19,7 +19,7 @@ use serde_json::json;
 use switchyard_contract::BindingStore;
 use switchyard_mcp::{Catalog, VirtualServerConfig};
 
-use crate::admin::ApiError;
+use crate::api_error::ApiError;
 use crate::auth::{Gatekeeper, scope};
 
 /// `routes` (the endpoints of `servers`) behind authentication.

@@ -60,7 +60,7 @@ impl A2aFace {
     ) -> Result<Task, A2aError> {
         let (_, rec) = self.callers_task(agent, who, req.tenant.as_ref(), &req.id).await?;
         let proxy = self.proxies.get(&agent.config.name).map(Arc::as_ref);
-        crate::run::cancel_task(&self.hub, proxy, self.engine.as_ref(), &who.principal, &rec).await
+        crate::cancel::cancel_task(&self.hub, proxy, self.engine.as_ref(), &who.principal, &rec).await
     }
 }
 

@@ -1,7 +1,7 @@
 //! The audit entries the engine writes: one per policy decision (before the call is admitted,
 //! so a decision that cannot be recorded admits nothing), and one per approval, denial, expiry
 //! and reconciliation (after it commits: the invocation's own journal already holds it, and a
-//! failed append is logged, not undone; see [`AuditEntry::about`]).
+//! failed append is logged, not undone; see [`Invocation::audit_entry`](crate::state::Invocation::audit_entry)).
 
 use serde_json::{Value, json};
 use tracing::error;

@@ -13,6 +13,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tracing::{Instrument, debug, debug_span, info, info_span, warn};
 
+use super::attempt::{send_window, upstream_span};
 use super::early::Early;
 use super::{FaultPoint, Inner};
 use crate::Millis;
@@ -80,7 +81,7 @@ async fn recheck(inner: &Arc<Inner>, inv: Invocation) -> Result<Invocation, Erro
     };
     info!(invocation.id = %inv.id, basis = %ruling.basis, "approved call refused at dispatch");
     let detail = serde_json::json!({ "stage": "dispatch", "verdict": "deny", "reason": reason, "basis": ruling.basis });
-    inner.audit_step(crate::AuditEntry::about(crate::AuditKind::Decision, "switchyard", &inv, detail)).await;
+    inner.audit_step(inv.audit_entry(crate::AuditKind::Decision, "switchyard", detail)).await;
     let (worker, fence) = (inner.cfg.worker, inv.lease.fence);
     let refused = apply(inner, &inv, move |i, now| i.refuse_at_dispatch(worker, fence, now, reason.clone())).await?;
     inner.settled(&refused);
@@ -346,25 +347,6 @@ async fn attempt_call(
             }
         }
     }
-}
-
-/// The span an upstream's request runs under: its context is what an adapter sends upstream
-/// (`trace::outgoing`), so the upstream's work joins the trace under it.
-pub(super) fn upstream_span(call: &DispatchCall) -> tracing::Span {
-    debug_span!(
-        target: TARGET,
-        "upstream.call",
-        otel.kind = "client",
-        upstream = %call.target.upstream,
-        operation = %call.target.operation,
-        attempt.no = call.attempt_no,
-    )
-}
-
-/// The part of an attempt's time an upstream may spend before sending (e.g. waiting for a free
-/// session): the attempt timeout less a tenth of it, at most one second less.
-pub(super) fn send_window(attempt_timeout: Duration) -> Duration {
-    attempt_timeout.saturating_sub((attempt_timeout / 10).min(Duration::from_secs(1)))
 }
 
 const CANCEL_RESEND: Duration = Duration::from_millis(200);

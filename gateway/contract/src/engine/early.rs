@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use tokio::sync::watch;
 use tracing::Instrument;
 
-use super::driver::{send_window, upstream_span};
+use super::attempt::{send_window, upstream_span};
 use super::{FaultPoint, Inner};
 use crate::id::AttemptId;
 use crate::ports::{DispatchCall, UpstreamError};

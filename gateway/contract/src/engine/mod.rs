@@ -5,6 +5,7 @@
 //! renew it while an upstream call runs; every write they make is fenced, so a driver that lost
 //! its lease can only append a late event. A recovery loop takes expired leases (G7).
 
+mod attempt;
 mod audit;
 mod builder;
 mod config;
@@ -27,7 +28,7 @@ use tokio::sync::Notify;
 use tracing::{info, warn};
 
 use crate::Millis;
-use crate::audit::{AuditEntry, AuditKind, AuditLog};
+use crate::audit::{AuditKind, AuditLog};
 use crate::digest::RequestDigest;
 use crate::error::Error;
 use crate::event::{Event, EventKind};
@@ -411,13 +412,7 @@ impl Inner {
                 info!(invocation.id = %id, "approval expired");
                 self.notify_changed(&inv);
                 self.settled(&inv);
-                self.audit_step(AuditEntry::about(
-                    AuditKind::ApprovalExpired,
-                    "switchyard",
-                    &inv,
-                    serde_json::json!({}),
-                ))
-                .await;
+                self.audit_step(inv.audit_entry(AuditKind::ApprovalExpired, "switchyard", serde_json::json!({}))).await;
                 self.tell_refused(&inv).await;
             }
         }
@@ -635,7 +630,7 @@ impl Invocations for Engine {
             .await?;
         info!(invocation.id = %id, by = %by.subject, "held call approved");
         let detail = serde_json::json!({ "grant": jti });
-        self.inner.audit_step(AuditEntry::about(AuditKind::Approved, &by.subject, &inv, detail)).await;
+        self.inner.audit_step(inv.audit_entry(AuditKind::Approved, &by.subject, detail)).await;
         // This worker holds the lease it took with the approval; if it stops first, recovery
         // drives the call once the lease runs out.
         self.inner.spawn_driver(inv.clone(), None, ("approval", false, None), None);
@@ -647,7 +642,7 @@ impl Invocations for Engine {
         let (inv, _) =
             self.inner.act_for(by, id, move |inv, who, _| inv.deny_approval(who.clone(), reason.clone())).await?;
         info!(invocation.id = %id, by = %by.subject, "held call denied");
-        self.inner.audit_step(AuditEntry::about(AuditKind::ApprovalDenied, &by.subject, &inv, detail)).await;
+        self.inner.audit_step(inv.audit_entry(AuditKind::ApprovalDenied, &by.subject, detail)).await;
         self.inner.tell_refused(&inv).await;
         Ok(inv)
     }
@@ -668,7 +663,7 @@ async fn reconcile(inner: &Inner, by: &Principal, id: InvocationId, decision: De
     let (inv, changed) = inner.act_for(by, id, move |inv, who, _| inv.reconcile(decision.clone(), who.clone())).await?;
     if changed {
         info!(invocation.id = %id, by = %by.subject, state = inv.state.name().as_str(), "invocation reconciled");
-        inner.audit_step(AuditEntry::reconciliation(&by.subject, &inv, &entry)).await;
+        inner.audit_step(inv.reconciliation_entry(&by.subject, &entry)).await;
     }
     Ok(inv)
 }

@@ -6,7 +6,6 @@
 //! (`invocations:read`, `invocations:write`, `invocations:reconcile`, `invocations:approve`,
 //! `policy:read` for the policy simulator).
 
-mod error;
 mod invocations;
 mod policy;
 
@@ -20,8 +19,7 @@ use switchyard_contract::Engine;
 
 use crate::auth::{Gatekeeper, scope};
 
-pub use error::ApiError;
-pub(crate) use error::status;
+pub use crate::api_error::ApiError;
 pub(crate) use policy::question;
 
 /// What the admin handlers share.

@@ -3,9 +3,7 @@
 //! gateway drives the call at its next recovery pass (the approval leaves no live lease); a
 //! denial fails the call without running it.
 
-use switchyard_contract::{
-    AuditEntry, AuditKind, EventKind, InvocationId, ListQuery, Principal, StateName, TenantId, WorkerId,
-};
+use switchyard_contract::{AuditKind, EventKind, InvocationId, ListQuery, Principal, StateName, TenantId, WorkerId};
 
 use crate::config::Config;
 
@@ -78,7 +76,7 @@ pub async fn run(cmd: Command, cfg: &Config) -> anyhow::Result<()> {
                 after.id,
                 after.state.name().as_str()
             );
-            let entry = AuditEntry::about(AuditKind::Approved, &actor, &after, serde_json::json!({ "grant": jti }));
+            let entry = after.audit_entry(AuditKind::Approved, &actor, serde_json::json!({ "grant": jti }));
             super::audit::record(cfg, &stores.audit, entry).await?;
         }
         Command::Deny { id, reason, by } => {
@@ -89,7 +87,7 @@ pub async fn run(cmd: Command, cfg: &Config) -> anyhow::Result<()> {
             let (after, _) =
                 store.transition(id, Box::new(move |i, _| i.deny_approval(by.clone(), reason.clone()))).await?;
             println!("{} is {}", after.id, after.state.name().as_str());
-            let entry = AuditEntry::about(AuditKind::ApprovalDenied, &actor, &after, detail);
+            let entry = after.audit_entry(AuditKind::ApprovalDenied, &actor, detail);
             super::audit::record(cfg, &stores.audit, entry).await?;
         }
     }

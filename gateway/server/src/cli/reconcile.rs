@@ -1,7 +1,7 @@
 //! `switchyard reconcile <id> applied|not-applied`: resolve an `unknown` outcome. Audited as an
 //! event naming the operator; repeating the same decision is a no-op; any other state refuses.
 
-use switchyard_contract::{AuditEntry, Decision, InvocationId, Principal};
+use switchyard_contract::{Decision, InvocationId, Principal};
 
 use crate::config::Config;
 
@@ -52,7 +52,7 @@ pub async fn run(args: Args, cfg: &Config) -> anyhow::Result<()> {
     let note = if events.is_empty() { " (already reconciled with this decision)" } else { "" };
     println!("{} is now {}{note}", after.id, after.state.name().as_str());
     if !events.is_empty() {
-        let entry = AuditEntry::reconciliation(&args.by, &after, &audited);
+        let entry = after.reconciliation_entry(&args.by, &audited);
         super::audit::record(cfg, &stores.audit, entry).await?;
     }
     Ok(())

@@ -518,7 +518,7 @@ fn refusal(status: StatusCode, why: &str) -> Response {
 
 /// A contract error as a page with the admin API's status.
 fn failure(e: &switchyard_contract::Error) -> Response {
-    refusal(crate::admin::status(e.kind), &e.message)
+    refusal(crate::api_error::status(e.kind), &e.message)
 }
 
 /// A whole page: `body` is HTML already escaped.

@@ -1,4 +1,5 @@
-//! The admin API's one error-to-wire map: each contract error kind to an HTTP status, written
+//! The one error-to-wire map of the gateway's own HTTP routes (the admin API, sign-in, the
+//! artifact and MCP endpoints' refusals): each contract error kind to an HTTP status, written
 //! out in full, with a JSON body `{"error": {kind, message, retry_safe, source}}`.
 
 use axum::Json;
