@@ -27,8 +27,24 @@ use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, Conte
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Value, json};
 
-use crate::fixture::Fixture;
 use crate::mrtr::{self, Ask};
+
+/// What these tools need of the server that runs them (the fixture implements it).
+pub(crate) trait Host {
+    /// Asks the client (MRTR on 2026-07-28, `elicitation/create` in a legacy session) and
+    /// answers the call with `render` of the answer.
+    async fn ask_for(
+        &self,
+        cx: &RequestContext<RoleServer>,
+        request: &CallToolRequestParams,
+        key: &str,
+        ask: Ask,
+        render: impl FnOnce(&Value) -> String + Send,
+    ) -> Result<CallToolResponse, McpError>;
+
+    /// A progress notification, if the request asked for them.
+    async fn send_progress(&self, cx: &RequestContext<RoleServer>, progress: f64, total: f64, message: String);
+}
 
 fn string_arg<'a>(args: &'a JsonObject, key: &str) -> Result<&'a str, McpError> {
     args.get(key)
@@ -79,7 +95,7 @@ async fn record_call(key: &str) -> Result<(), McpError> {
 
 /// Dispatch the extra tools; `None` when `request` names none of them.
 pub async fn call(
-    fixture: &Fixture,
+    fixture: &impl Host,
     request: &CallToolRequestParams,
     cx: &RequestContext<RoleServer>,
 ) -> Option<Result<CallToolResponse, McpError>> {
@@ -124,7 +140,7 @@ async fn count_write(args: &JsonObject, cx: &RequestContext<RoleServer>) -> Resu
 }
 
 async fn slow(
-    fixture: &Fixture,
+    fixture: &impl Host,
     args: &JsonObject,
     cx: &RequestContext<RoleServer>,
 ) -> Result<CallToolResult, McpError> {
@@ -151,7 +167,7 @@ async fn slow_compute(args: &JsonObject, cx: &RequestContext<RoleServer>) -> Res
 }
 
 async fn tool_with_task(
-    fixture: &Fixture,
+    fixture: &impl Host,
     request: &CallToolRequestParams,
     cx: &RequestContext<RoleServer>,
 ) -> Result<CallToolResponse, McpError> {
@@ -171,7 +187,7 @@ async fn tool_with_task(
 }
 
 async fn ask_name(
-    fixture: &Fixture,
+    fixture: &impl Host,
     request: &CallToolRequestParams,
     cx: &RequestContext<RoleServer>,
 ) -> Result<CallToolResponse, McpError> {
