@@ -9,7 +9,7 @@
 #   1. `switchyard serve` with the built-in `tck` agent on PostgreSQL: 0 failed MUST requirements;
 #   2. an agent on the official Python SDK (a2a-sdk 1.3.0, tests/python/a2a_tck_agent.py) that
 #      behaves as the TCK's system under test, directly and through the gateway side by side
-#      (`--compare`: a gateway in the command's process, `kind = "upstream"`, the gateway's
+#      (`--compare`: a gateway in the command's process, an `[[upstreams]]` entry of kind `a2a`, the gateway's
 #      defaults but `message_dedupe = false`, see below): nothing that passes directly may fail
 #      through the gateway, nothing may fail through it at all, and the SDK's own failures
 #      directly are those in sdk-baseline.txt.

@@ -1,6 +1,6 @@
 """An agent that behaves as the A2A TCK's system under test, served by the official Python SDK
 (a2a-sdk 1.3.0) on loopback: the TCK runs against it directly and through the gateway
-(`kind = "upstream"`), and the two results are compared (conformance/a2a/run.sh).
+(an `[[upstreams]]` entry of kind `a2a`), and the two results are compared (conformance/a2a/run.sh).
 
 Usage: a2a_tck_agent.py full|bare
 Prints "listening http://127.0.0.1:<port>" once it serves JSON-RPC at /, HTTP+JSON at /rest and

@@ -1,5 +1,5 @@
 """The official Python MCP SDK (mcp==2.3.0) calling an A2A agent through the gateway's bridge
-(an `[[mcp.upstreams]] kind = "a2a"` upstream in front of the a2a-sdk agent of
+(an `[[upstreams]]` entry of kind `a2a` in front of the a2a-sdk agent of
 a2a_internal_agent.py).
 
 Usage: python mcp_bridge_client.py GATEWAY_MCP_URL MODE PREFIX [KEY]
