@@ -15,7 +15,7 @@ use serde_json::Map;
 use switchyard_contract::{Catalog as Foreign, Content, Invocation, Part};
 
 use super::*;
-use crate::face::call::{GRANT_META, Ran, Rendered, render, request_meta};
+use crate::face::call::{GRANT_META, Question, Ran, Rendered, render, request_meta};
 
 /// One `kind = "a2a"` upstream as the face serves it.
 #[derive(Debug, Clone)]
@@ -195,22 +195,11 @@ impl McpFace {
             let Some(asked) = &content.needs_input else {
                 return Ok(CallToolResponse::Complete(self.capped(&content, inv.id, &base)));
             };
-            let requests = elicitation(&asked.message, asked.schema.as_ref());
-            round.prev = Some(inv.id.to_string());
-            if modern(&ctx) {
-                let sealed =
-                    Sealed { prev: round.prev.clone(), up: None, key: round.key.clone(), round: round.n, held: None };
-                let state = self.seal(&who, "tool", &name, &sealed)?;
-                return Ok(CallToolResponse::InputRequired(InputRequiredResult::new(Some(requests), Some(state))));
+            let requests = Some(elicitation(&asked.message, asked.schema.as_ref()));
+            let question = Question { requests, up_state: None, who: "agent" };
+            if let Some(answer) = self.ask_next(&mut round, inv.id, question, &ctx, &who, &name).await? {
+                return Ok(answer);
             }
-            if round.n >= MAX_ROUNDS {
-                return Ok(CallToolResponse::Complete(error_result(
-                    inv.id,
-                    "the agent asked for input too many times",
-                )));
-            }
-            round.responses = Some(self.ask_legacy(&requests, &ctx).await?);
-            round.n += 1;
         }
     }
 

@@ -82,6 +82,14 @@ impl Round {
     }
 }
 
+/// What a round asks the client: the questions, the upstream's own state to pass back with the
+/// answers, and who asks (for the message when it asks too often).
+pub(super) struct Question {
+    pub(super) requests: Option<std::collections::BTreeMap<String, rmcp::model::InputRequest>>,
+    pub(super) up_state: Option<String>,
+    pub(super) who: &'static str,
+}
+
 /// How waiting for one round ended.
 pub(super) enum Ran {
     /// The invocation as it is now (settled, or still running at the deadline).
@@ -157,30 +165,46 @@ impl McpFace {
                 Rendered::Answer(answer) => return Ok(answer),
                 Rendered::AskInput(asked) => asked,
             };
-            round.prev = Some(inv.id.to_string());
-            if modern(&ctx) {
-                let sealed = Sealed {
-                    prev: round.prev.clone(),
-                    up: asked.request_state.clone(),
-                    key: round.key.clone(),
-                    round: round.n,
-                    held: None,
-                };
-                let state = self.seal(&who, "tool", &name, &sealed)?;
-                return Ok(CallToolResponse::InputRequired(InputRequiredResult::new(
-                    asked.input_requests,
-                    Some(state),
-                )));
+            let question = Question { requests: asked.input_requests, up_state: asked.request_state, who: "upstream" };
+            if let Some(answer) = self.ask_next(&mut round, inv.id, question, &ctx, &who, &name).await? {
+                return Ok(answer);
             }
-            if round.n >= MAX_ROUNDS {
-                let answer = error_result(inv.id, "the upstream asked for input too many times");
-                return Ok(CallToolResponse::Complete(answer));
-            }
-            // A legacy client is asked through server→client requests; its answers are the next
-            // round.
-            round.responses = Some(self.ask_legacy(&asked.input_requests.unwrap_or_default(), &ctx).await?);
-            (round.up_state, round.n) = (asked.request_state, round.n + 1);
         }
+    }
+
+    /// After round `round` (invocation `inv`) asked the client for input: a 2026-07-28 client
+    /// gets the questions with the sealed state of the next round (the answer to return); a
+    /// legacy client is asked through server→client requests, and its answers make the next
+    /// round (`None`: go on), up to [`MAX_ROUNDS`]. One copy for native and bridged tools.
+    pub(super) async fn ask_next(
+        &self,
+        round: &mut Round,
+        inv: InvocationId,
+        question: Question,
+        ctx: &RequestContext<RoleServer>,
+        who: &Principal,
+        name: &str,
+    ) -> Result<Option<CallToolResponse>, ErrorData> {
+        round.prev = Some(inv.to_string());
+        if modern(ctx) {
+            let sealed = Sealed {
+                prev: round.prev.clone(),
+                up: question.up_state,
+                key: round.key.clone(),
+                round: round.n,
+                held: None,
+            };
+            let state = self.seal(who, "tool", name, &sealed)?;
+            let asked = InputRequiredResult::new(question.requests, Some(state));
+            return Ok(Some(CallToolResponse::InputRequired(asked)));
+        }
+        if round.n >= MAX_ROUNDS {
+            let answer = error_result(inv, &format!("the {} asked for input too many times", question.who));
+            return Ok(Some(CallToolResponse::Complete(answer)));
+        }
+        round.responses = Some(self.ask_legacy(&question.requests.unwrap_or_default(), ctx).await?);
+        (round.up_state, round.n) = (question.up_state, round.n + 1);
+        Ok(None)
     }
 
     /// Submits one round and waits for it: until it settles, the deadline passes, the client
