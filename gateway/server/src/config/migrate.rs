@@ -27,6 +27,14 @@ pub fn migrate(doc: &Table) -> Result<Option<(Table, Vec<String>)>, String> {
     {
         a2a.insert("default_agent".into(), before.into());
     }
+    // How many MCP upstreams bridge each agent: an agent served only through one of them becomes
+    // that one's entry, whatever its name.
+    let mut bridging = std::collections::HashMap::<String, usize>::new();
+    for up in &old_mcp {
+        if let Some(agent) = up.get("agent").and_then(Value::as_str) {
+            *bridging.entry(agent.to_string()).or_default() += 1;
+        }
+    }
     let mut moved = Vec::new();
     let mut new: Vec<Table> = Vec::new();
     for mut agent in old_agents {
@@ -49,7 +57,10 @@ pub fn migrate(doc: &Table) -> Result<Option<(Table, Vec<String>)>, String> {
                 up.remove("max_sessions");
                 up.insert("expose".into(), Value::Array(vec!["mcp".into()]));
                 let agent = up.get("agent").and_then(Value::as_str).map(str::to_string);
-                let target = agent.as_deref().and_then(|a| new.iter().position(|t| mergeable(t, a, &name)));
+                let target = agent.as_deref().and_then(|a| {
+                    let only = bridging.get(a) == Some(&1);
+                    new.iter().position(|t| mergeable(t, a, &name, only))
+                });
                 if let Some(i) = target {
                     // The bridge in one entry: the agent's entry is served on MCP too.
                     let entry = &mut new[i];
@@ -84,12 +95,13 @@ pub fn migrate(doc: &Table) -> Result<Option<(Table, Vec<String>)>, String> {
             entry.remove("expose"); // the default of an agent with a card
         }
     }
+    let had_upstreams = doc.contains_key("upstreams");
     let mut upstreams = match doc.remove("upstreams") {
         None => Vec::new(),
         Some(Value::Array(list)) => list,
         Some(_) => return Err("`upstreams` must be an array of tables ([[upstreams]])".into()),
     };
-    if upstreams.is_empty() && !doc.contains_key("upstreams") {
+    if !had_upstreams {
         // The file had no [[upstreams]]: the built-in demo it had by default stays.
         upstreams.push(Value::Table(Table::from_iter([
             ("kind".to_string(), Value::from("demo")),
@@ -109,13 +121,14 @@ pub fn migrate(doc: &Table) -> Result<Option<(Table, Vec<String>)>, String> {
 }
 
 /// The agent's entry `t` (from `[[a2a.agents]]`) takes the MCP upstream `name` bridging agent
-/// `agent` when the two are one thing: the same name, or an agent served only through it.
-fn mergeable(t: &Table, agent: &str, name: &str) -> bool {
+/// `agent` when the two are one thing: the same name, or an agent served only through it (`only`:
+/// no other MCP upstream names it).
+fn mergeable(t: &Table, agent: &str, name: &str, only: bool) -> bool {
+    let faces = t.get("expose").and_then(Value::as_array);
     let is_agent = t.get("card_url").is_some() && t.get("name").and_then(Value::as_str) == Some(agent);
-    let unexposed = t.get("expose").and_then(Value::as_array).is_some_and(Vec::is_empty);
-    is_agent
-        && (agent == name || unexposed)
-        && !t.get("expose").and_then(Value::as_array).is_some_and(|f| f.contains(&"mcp".into()))
+    let unexposed = faces.is_some_and(Vec::is_empty);
+    let bridged = faces.is_some_and(|f| f.contains(&"mcp".into()));
+    is_agent && !bridged && (agent == name || unexposed && only)
 }
 
 /// `kind` first, as a reader expects it.
@@ -209,6 +222,20 @@ mod tests {
         let hosted = doc["a2a"]["agents"].as_array().map(Vec::len);
         assert_eq!(hosted, Some(1), "the echo agent stays where it was");
         assert_eq!(doc["a2a"]["default_agent"].as_str(), Some("w"), "the first agent stays the default");
+    }
+
+    #[test]
+    fn an_unexposed_agent_two_upstreams_bridge_stays_an_entry_of_its_own() {
+        let (doc, _) = run(concat!(
+            "upstreams = []\n",
+            "[[a2a.agents]]\nname = \"in\"\nkind = \"upstream\"\ncard_url = \"http://127.0.0.1:1/c\"\nexposed = false\n",
+            "[[mcp.upstreams]]\nname = \"a\"\nkind = \"a2a\"\nagent = \"in\"\n",
+            "[[mcp.upstreams]]\nname = \"b\"\nkind = \"a2a\"\nagent = \"in\"\n",
+        ));
+        let names: Vec<_> = upstreams(&doc).iter().map(|u| text(u, "name")).collect();
+        assert_eq!(names, ["in", "a", "b"], "no demo where the file had none, and `in` keeps its name");
+        let cfg = crate::config::Config::from_text(&toml::to_string(&doc).unwrap(), "t", std::iter::empty());
+        assert!(cfg.is_ok_and(|c| c.mcp.upstreams.iter().all(|u| u.agent_name() == "in")));
     }
 
     #[test]
