@@ -623,6 +623,8 @@ mod tests {
         assert!(e.as_ref().err().is_some_and(|m| m.contains("unknown field `card_url`")), "{e:?}");
         let e = load("[[upstreams]]\nkind = \"demo\"\nname = \"d\"\nurl = \"http://x\"\n");
         assert!(e.as_ref().err().is_some_and(|m| m.contains("unknown field `url`")), "{e:?}");
+        let e = load("[[upstreams]]\nkind = \"a2a\"\nname = \"a\"\ncard_url = \"ftp://x/card\"\n");
+        assert!(e.as_ref().err().is_some_and(|m| m.contains("upstreams[0].card_url must start with http")), "{e:?}");
         let e = load("[[upstreams]]\nkind = \"grpc\"\nname = \"g\"\n");
         assert!(e.as_ref().err().is_some_and(|m| m.contains("unknown variant `grpc`")), "{e:?}");
     }

@@ -239,6 +239,9 @@ impl A2aAgent {
         let on_a2a = faces.contains(&Face::A2a);
         let agent = match (&self.card_url, &self.agent) {
             (Some(card_url), None) => {
+                if !(card_url.starts_with("http://") || card_url.starts_with("https://")) {
+                    return Err(format!("{key}.card_url must start with http:// or https://"));
+                }
                 let mut agent = AgentConfig::new(self.name.clone(), AgentKind::Upstream);
                 agent.card_url = Some(card_url.clone());
                 agent.interface_hosts = self.interface_hosts.clone();
