@@ -355,10 +355,12 @@ fn mcp_client(args: &[&str]) -> tokio::process::Command {
 /// `mcp_bridge_client.py` in `mode` against the gateway's `/mcp`: every check it printed passed,
 /// and there were `checks` of them; the checks.
 async fn checks_pass(gw: &Gateway, mode: &str, checks: usize, what: &str) -> Vec<Value> {
-    let out = mcp_client(&[&format!("{}/mcp", gw.base), mode, "helper__"])
-        .output()
-        .await
-        .unwrap_or_else(|e| panic!("python: {e}"));
+    script_checks_pass(&[&format!("{}/mcp", gw.base), mode, "helper__"], checks, what).await
+}
+
+/// `mcp_bridge_client.py` with `args`: every check it printed passed, and there were `checks`.
+async fn script_checks_pass(args: &[&str], checks: usize, what: &str) -> Vec<Value> {
+    let out = mcp_client(args).output().await.unwrap_or_else(|e| panic!("python: {e}"));
     let seen = lines(&out);
     assert!(
         out.status.success() && seen.iter().all(|c| c["ok"] == true),
@@ -420,14 +422,7 @@ async fn the_python_mcp_client_calls_an_a2a_sdk_agent_through_the_bridge() {
     let gw = Gateway::start(opts);
     let url = format!("{}/mcp", gw.base);
     for (mode, checks) in [("2026-07-28", 21), ("legacy", 20)] {
-        let out = mcp_client(&[&url, mode, "helper__"]).output().await.unwrap_or_else(|e| panic!("python: {e}"));
-        let seen = lines(&out);
-        assert!(
-            out.status.success() && seen.iter().all(|c| c["ok"] == true),
-            "{mode}: {seen:#?}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert_eq!(seen.len(), checks, "{mode}: every check ran: {seen:#?}");
+        script_checks_pass(&[&url, mode, "helper__"], checks, mode).await;
     }
     // The agent saw each keyed call once, the elicitation's answer as a follow-up, and a cancel
     // for each canceled call (cancel_task and the MCP cancellation, per era).
@@ -635,18 +630,7 @@ async fn a_bridged_task_asks_answers_and_completes_across_a_restart() {
     gw.kill9();
 
     let gw = Gateway::start(opts);
-    let out = mcp_client(&[&format!("{}/mcp", gw.base), "task-finish", "helper__", &task])
-        .output()
-        .await
-        .unwrap_or_else(|e| panic!("python: {e}"));
-    let seen = lines(&out);
-    assert!(
-        out.status.success() && seen.iter().all(|c| c["ok"] == true),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(seen.len(), 5, "every check ran: {seen:#?}");
+    script_checks_pass(&[&format!("{}/mcp", gw.base), "task-finish", "helper__", &task], 5, "task-finish").await;
     assert_eq!(
         (sent("slowask:5"), sent("green")),
         (1, 1),
